@@ -1,0 +1,86 @@
+"""Deterministic trace and span ids (docs/ids.md).
+
+Every party that knows a glidein's identity computes the same ids with no coordination, so a
+span exported twice (live from the node, later from the returned stderr) is the same span.
+The bash hooks compute the same values with ``sha256sum``; tests check that they agree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+ID_SCHEME = "gt1"
+TRACEPARENT_RE = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+
+
+def _hex_prefix(text: str, digits: int) -> str:
+    value = hashlib.sha256(text.encode("utf-8")).hexdigest()[:digits]
+    if set(value) == {"0"}:  # all-zero ids are invalid in W3C trace context
+        value = value[:-1] + "1"
+    return value
+
+
+@dataclass(frozen=True)
+class GlideinIdentity:
+    """What the Factory, the glidein and the job all know about one glidein."""
+
+    factory: str
+    name: str
+    entry: str
+    schedd: str
+    cluster: str
+    proc: str
+    index: str = "0"
+
+    @property
+    def trace_id(self) -> str:
+        fields = (ID_SCHEME, self.factory, self.name, self.entry, self.schedd,
+                  str(self.cluster), str(self.proc), str(self.index or "0"))
+        return _hex_prefix("".join(f + "\n" for f in fields), 32)
+
+    @classmethod
+    def from_glidein_config(cls, config: dict) -> "GlideinIdentity":
+        return cls(
+            factory=config.get("GLIDEIN_Factory", ""),
+            name=config.get("GLIDEIN_Name", ""),
+            entry=config.get("GLIDEIN_Entry_Name", ""),
+            schedd=config.get("CONDORG_SCHEDD", ""),
+            cluster=config.get("CONDORG_CLUSTER", ""),
+            proc=config.get("CONDORG_SUBCLUSTER", ""),
+            index=config.get("GLIDEIN_TRACING_MULTI_INDEX", "0") or "0",
+        )
+
+    @classmethod
+    def from_job_environment(cls, env: dict) -> "GlideinIdentity":
+        """The identity as a user job sees it (STARTER_JOB_ENVIRONMENT names)."""
+        return cls(
+            factory=env.get("GLIDEIN_Factory", ""),
+            name=env.get("GLIDEIN_Name", ""),
+            entry=env.get("GLIDEIN_Entry_Name", ""),
+            schedd=env.get("GLIDEIN_Schedd", ""),
+            cluster=env.get("GLIDEIN_ClusterId", ""),
+            proc=env.get("GLIDEIN_ProcId", ""),
+            index=env.get("GLIDEIN_TRACING_MULTI_INDEX", "0") or "0",
+        )
+
+
+def span_id(trace_id: str, span_key: str) -> str:
+    """The id of the span called ``span_key`` (e.g. ``setup``, ``job/<GlobalJobId>``) in a trace."""
+    return _hex_prefix(f"{trace_id}\n{span_key}\n", 16)
+
+
+def parse_traceparent(value: str):
+    """Return (trace_id, span_id, flags) of a W3C traceparent, or None when it is not valid."""
+    match = TRACEPARENT_RE.match((value or "").strip().lower())
+    if not match or match.group(1) == "ff":
+        return None
+    _, trace, span, flags = match.groups()
+    if set(trace) == {"0"} or set(span) == {"0"}:
+        return None
+    return trace, span, int(flags, 16)
+
+
+def format_traceparent(trace_id: str, span: str, sampled: bool = True) -> str:
+    return f"00-{trace_id}-{span}-{'01' if sampled else '00'}"
