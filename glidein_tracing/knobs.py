@@ -1,0 +1,154 @@
+"""The one table of Factory knobs (``<attr>``s) that configure tracing.
+
+Everything else about knobs is derived from this table: the XML block that
+``glidein-tracing factory-config`` prints, the validator of a glideinWMS.xml, the shell
+reader that the glidein hooks source (``hooks/gconditional_TRACING_knobs.sh``, generated,
+checked by a test), and the knobs reference in docs/knobs.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    kind: str  # "switch", "string", "url", "int", "float", "enum"
+    default: str
+    doc: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple = ()
+
+    @property
+    def shell_var(self) -> str:
+        """The variable the hooks read it into: GLIDEIN_TRACING_X -> GT_X."""
+        return "GT_" + self.name.split("_", 2)[-1]
+
+    def check(self, value: str):
+        """Return (ok, value to use, message). A bad value falls back to the default."""
+        value = "" if value is None else str(value).strip()
+        if value == "":
+            return True, self.default, ""
+        problem = None
+        if self.kind == "int":
+            try:
+                number = int(value)
+            except ValueError:
+                problem = "is not an integer"
+            else:
+                if not self.minimum <= number <= self.maximum:
+                    problem = f"is outside {int(self.minimum)}..{int(self.maximum)}"
+        elif self.kind == "float":
+            try:
+                number = float(value)
+                if math.isnan(number):
+                    raise ValueError
+            except ValueError:
+                problem = "is not a number"
+            else:
+                if not self.minimum <= number <= self.maximum:
+                    problem = f"is outside {self.minimum:g}..{self.maximum:g}"
+        elif self.kind == "enum":
+            if value not in self.choices:
+                problem = "is not one of " + "|".join(self.choices)
+        elif self.kind == "url":
+            if not (value.startswith("http://") or value.startswith("https://")):
+                problem = "is not an http:// or https:// URL"
+        if problem:
+            return False, self.default, (
+                f"{self.name}={value!r} {problem}; using the default {self.default!r}")
+        return True, value, ""
+
+    @property
+    def xml_type(self) -> str:
+        return "int" if self.kind == "int" else "string"
+
+    @property
+    def range_text(self) -> str:
+        if self.kind in ("int", "float"):
+            fmt = (lambda v: str(int(v))) if self.kind == "int" else (lambda v: f"{v:g}")
+            return f"{fmt(self.minimum)}..{fmt(self.maximum)}"
+        if self.kind == "enum":
+            return "|".join(self.choices)
+        if self.kind == "url":
+            return "http(s) URL"
+        if self.kind == "switch":
+            return "empty = off"
+        return "text"
+
+
+SWITCH = Knob(
+    "GLIDEIN_USE_TRACING", "switch", "",
+    "Turns tracing on for glideins that see it (any non-empty value). The name is fixed by "
+    "GlideinWMS: files named gconditional_TRACING_* are downloaded only when it is set, so "
+    "with it unset a glidein downloads and runs nothing of ours.")
+
+KNOBS = (
+    SWITCH,
+    Knob("GLIDEIN_TRACING_ENDPOINT", "url", "",
+         "OTLP/HTTP base URL for live export from the worker node (e.g. "
+         "http://jaeger.example.org:4318). Empty: no live export."),
+    Knob("GLIDEIN_TRACING_EXPORT_MODE", "enum", "forward",
+         "live: the node exports (needs ENDPOINT and a Python with the OTel SDK); forward: "
+         "spans travel home in stderr and the Factory forwarder exports them; both: both, "
+         "deduplicated by span id.", choices=("live", "forward", "both")),
+    Knob("GLIDEIN_TRACING_EXPORT_TIMEOUT", "int", "5",
+         "Upper bound in seconds on live export at cleanup; the glidein never waits longer.",
+         minimum=1, maximum=30),
+    Knob("GLIDEIN_TRACING_SAMPLE_PERIOD", "int", "30",
+         "Seconds between resource samples of the glidein process tree; 0 turns the "
+         "sampler off (stage resources then come only from stage boundaries).",
+         minimum=0, maximum=3600),
+    Knob("GLIDEIN_TRACING_SAMPLING_RATIO", "float", "1.0",
+         "Fraction of glidein traces kept, decided by trace id (the same on the node and at "
+         "the Factory); failed glideins are always kept.", minimum=0.0, maximum=1.0),
+    Knob("GLIDEIN_TRACING_SERVICE_NAME", "string", "glidein",
+         "service.name of the glidein spans, as shown in Jaeger."),
+    Knob("GLIDEIN_TRACING_MAX_SPANS", "int", "2000",
+         "Cap on spans per glidein (jobs beyond it are counted, not traced).",
+         minimum=10, maximum=100000),
+    Knob("GLIDEIN_TRACING_REDACT", "string", "",
+         "Comma-separated extra attribute names whose values are replaced by 'REDACTED'."),
+    Knob("GLIDEIN_TRACING_PYTHON", "string", "",
+         "Python (>= 3.10, with opentelemetry-sdk) used for live export on the node; empty: "
+         "python3 from PATH, if it qualifies."),
+)
+
+BY_NAME = {knob.name: knob for knob in KNOBS}
+
+
+def render_shell() -> str:
+    """The shell reader the hooks source: defaults and checks for every knob, from KNOBS."""
+    lines = [
+        "# Generated from glidein_tracing/knobs.py by `glidein-tracing factory-config --shell-knobs`.",
+        "# Do not edit: change the table and regenerate (a test checks they agree).",
+        "# gt_knobs_load: read every knob from glidein_config into GT_* variables;",
+        "# a bad value gets a note in the journal and the glidein log, and the default.",
+        "gt_knobs_load() {",
+    ]
+    for knob in KNOBS:
+        if knob is SWITCH:
+            continue
+        low = "" if knob.minimum is None else (
+            str(int(knob.minimum)) if knob.kind == "int" else repr(knob.minimum))
+        high = "" if knob.maximum is None else (
+            str(int(knob.maximum)) if knob.kind == "int" else repr(knob.maximum))
+        choices = " ".join(knob.choices)
+        lines.append(
+            f"    gt_knob {knob.shell_var} {knob.name} {knob.kind} '{knob.default}' "
+            f"'{low}' '{high}' '{choices}'")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown() -> str:
+    """The knobs reference table for docs/knobs.md."""
+    rows = ["| knob | type | default | allowed | what it does |", "|---|---|---|---|---|"]
+    for knob in KNOBS:
+        default = f"`{knob.default}`" if knob.default else "(empty)"
+        rows.append(f"| `{knob.name}` | {knob.xml_type} | {default} | {knob.range_text} | "
+                    f"{knob.doc} |")
+    return "\n".join(rows) + "\n"
