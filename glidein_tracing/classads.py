@@ -1,0 +1,48 @@
+"""ClassAd reading through HTCondor's own bindings (classad2), with hostile input contained.
+
+Job ads come from users and StartdHistoryLog records from the glidein: either may be cut,
+huge or malformed. Parsing returns a plain dict of Python values or None, never raises.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_AD_BYTES = 256 * 1024
+MAX_VALUE_CHARS = 1024
+HISTORY_BANNER = re.compile(r"^\*\*\* .*$", re.MULTILINE)
+
+
+def _plain(value):
+    if isinstance(value, (bool, int, float)):
+        return value
+    text = str(value)
+    return text[:MAX_VALUE_CHARS]
+
+
+def parse_old_ad(text: str):
+    """Parse one ClassAd in the old (``Name = value`` lines) syntax into a dict, or None."""
+    if not text or len(text) > MAX_AD_BYTES:
+        return None
+    try:
+        import classad2
+        ad = classad2.parseOne(text, classad2.ParserType.Old)
+    except Exception:  # the bindings raise several types on bad input
+        return None
+    out = {}
+    for key in ad.keys():
+        try:
+            out[key] = _plain(ad.eval(key))
+        except Exception:
+            try:
+                out[key] = _plain(ad.lookup(key))
+            except Exception:
+                continue
+    return out
+
+
+def split_history(text: str):
+    """Split a StartdHistoryLog into record texts (each ad ends at a ``*** `` banner line).
+    Parsing the whole file at once would silently merge records."""
+    chunks = HISTORY_BANNER.split(text)
+    return [chunk.strip("\n") for chunk in chunks if chunk.strip()]

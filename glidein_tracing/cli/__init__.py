@@ -1,0 +1,1 @@
+"""The ``glidein-tracing`` command: one module per verb, each thin over the library."""

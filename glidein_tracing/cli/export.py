@@ -1,0 +1,87 @@
+"""Convert a glidein's span journal and export it (OTLP/HTTP or the embedded store).
+
+Runs on the worker node at cleanup (bounded by --timeout) when a usable Python exists, or
+anywhere on a journal left behind (e.g. by a killed glidein) or on a returned stderr file
+holding GlideinTracingJournal sections. Without --endpoint or OTEL_EXPORTER_OTLP_ENDPOINT,
+spans go to the store. Exit code 0 when every span was exported, 1 when export failed
+(nothing is lost: the journal stays where it was), 2 for unusable input.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from ..converter import ConversionError, convert
+from ..exporters.otlp import make_otlp_exporter, sdk_disabled
+from ..exporters.store import JsonLinesStoreExporter
+from ..journal import parse_lines, read_journal
+from ..sections import journal_sections
+from .main import UserError
+
+
+def add_arguments(parser):
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--journal", help="journal file (journal.gtj)")
+    source.add_argument("--stderr", help="a glidein's returned stderr (job.C.P.err)")
+    parser.add_argument("--endpoint", help="OTLP/HTTP base URL, e.g. http://127.0.0.1:4318")
+    parser.add_argument("--store", help="store directory (used when there is no endpoint)")
+    parser.add_argument("--timeout", type=float, default=5.0,
+                        help="upper bound on the export, seconds (default 5)")
+    parser.add_argument("--service-name", help="override service.name")
+
+
+def load_events(args):
+    if args.journal:
+        if not Path(args.journal).exists():
+            raise UserError(f"no journal at {args.journal}")
+        return [read_journal(args.journal)]
+    try:
+        text = Path(args.stderr).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise UserError(f"cannot read {args.stderr}: {exc}") from exc
+    out = []
+    for section in journal_sections(text):
+        if section.error:
+            print(f"glidein-tracing export: {args.stderr}: journal section {section.error}",
+                  file=sys.stderr)
+        out.append(parse_lines(section.data))
+    if not out:
+        raise UserError(f"no GlideinTracingJournal section in {args.stderr}")
+    return out
+
+
+def make_exporter(args):
+    endpoint = args.endpoint
+    if endpoint or (not args.store and (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+                                        or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))):
+        return make_otlp_exporter(endpoint, args.timeout), endpoint or "OTEL_EXPORTER_OTLP_ENDPOINT"
+    exporter = JsonLinesStoreExporter(args.store)
+    return exporter, str(exporter.directory)
+
+
+def run(args):
+    if sdk_disabled():
+        print("glidein-tracing export: OTEL_SDK_DISABLED=true, nothing exported", file=sys.stderr)
+        return 0
+    defaults = {"service.name": args.service_name} if args.service_name else None
+    exporter, where = make_exporter(args)
+    failed = 0
+    total = 0
+    for events, report in load_events(args):
+        if report.skipped_total:
+            print(f"glidein-tracing export: journal: {report.summary()}", file=sys.stderr)
+        try:
+            spans = convert(events, report, resource_defaults=defaults)
+        except ConversionError as exc:
+            print(f"glidein-tracing export: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        total += len(spans)
+        if exporter.export(spans).name != "SUCCESS":
+            failed += 1
+    exporter.shutdown()
+    print(f"glidein-tracing export: {total} spans to {where}" + (f", {failed} failed" if failed else ""),
+          file=sys.stderr)
+    return 1 if failed else 0

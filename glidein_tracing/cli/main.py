@@ -1,0 +1,47 @@
+"""Entry point of ``glidein-tracing``: dispatches to one module per verb."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# verb -> module in glidein_tracing.cli; each module has add_arguments(parser) and run(args)
+VERBS = {
+    "show": "show",
+    "trace-id": "trace_id",
+    "export": "export",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="glidein-tracing",
+        description="OpenTelemetry traces of GlideinWMS glideins, from submission to cleanup.")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    sub.required = True
+    for verb, module_name in VERBS.items():
+        module = importlib.import_module(f"glidein_tracing.cli.{module_name}")
+        doc = (module.__doc__ or "").strip().splitlines()[0]
+        verb_parser = sub.add_parser(verb, help=doc, description=module.__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(verb_parser)
+        verb_parser.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except UserError as exc:
+        print(f"glidein-tracing {args.verb}: {exc}", file=sys.stderr)
+        return 2
+
+
+class UserError(Exception):
+    """A problem with what the user asked for: printed as one clear line, exit code 2."""

@@ -1,0 +1,502 @@
+"""The one converter: journal events -> OpenTelemetry SDK spans (ReadableSpan).
+
+Every path uses it: live export on the node, the Factory forwarder, the demo. Ids are
+deterministic (glidein_tracing.ids), so the same journal converted twice, anywhere, gives
+the same spans. Nothing here knows where spans go.
+
+What it derives beyond the journal's own start/end lines:
+- one ``validation`` span per GlideinWMS per-script record (their own timings);
+- the ``condor`` span from the ``condor_startup.sh`` record when no hook wrote it;
+- job ends from StartdHistoryLog records when the exit hook missed a job;
+- ``idle`` spans: the parts of the condor phase with no job running;
+- per-stage ``glidein.resource.*`` from the resource samples (resources.py);
+- for a killed glidein, stages left open are closed at the last known time and marked.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event as SpanEvent
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags
+from opentelemetry.trace.status import Status, StatusCode
+
+from . import __version__, ids
+from .journal import Event, JournalReport
+from .resources import ResourceTimeline
+
+SCOPE = InstrumentationScope("glidein_tracing", __version__)
+ROOT = "glidein"
+CONDOR_RECORD = "condor_startup.sh"
+DEFAULT_SERVICE = "glidein"
+SECRET_MARKERS = ("token", "passw", "secret", "proxy_key", "private", "credential", "authorization")
+IDENTITY_RESOURCE_KEYS = (
+    "glidein.factory", "glidein.name", "glidein.entry", "glidein.client", "glidein.client_group",
+    "glidein.schedd", "glidein.cluster", "glidein.proc", "glidein.multi_index", "glidein.site",
+    "glidein.uuid",
+)
+
+
+class ConversionError(ValueError):
+    """The journal holds no glidein trace (no root and no trace id)."""
+
+
+@dataclass
+class _Span:
+    key: str
+    name: str = ""
+    stage: str = ""
+    parent: str | None = ROOT
+    start: float | None = None
+    end: float | None = None
+    attrs: dict = field(default_factory=dict)
+    links: list = field(default_factory=list)
+    status: str = "UNSET"
+    error_type: str = ""
+    error_detail: str = ""
+    closed_by_converter: bool = False
+    end_fields: dict = field(default_factory=dict)
+
+
+def _typed(name: str, value: str):
+    """Apply the journal's type suffix (:i, :f, :b) to one field."""
+    base, _, suffix = name.rpartition(":")
+    if not base or suffix not in ("i", "f", "b"):
+        return name, value
+    try:
+        if suffix == "i":
+            return base, int(float(value))
+        if suffix == "f":
+            return base, float(value)
+        return base, value.strip().lower() in ("true", "1", "yes")
+    except ValueError:
+        return base, value
+
+
+def _attributes(fields: dict) -> dict:
+    """Span attributes of one event: every field that is not control (@) or resource (r.)."""
+    out = {}
+    for name, value in fields.items():
+        if name.startswith("@") or name.startswith("r.") or name.startswith("res."):
+            continue
+        key, typed = _typed(name, value)
+        out[key] = typed
+    return out
+
+
+def _resource_attributes(fields: dict) -> dict:
+    out = {}
+    for name, value in fields.items():
+        if name.startswith("res."):
+            key, typed = _typed(name[4:], value)
+            out[key] = typed
+    return out
+
+
+def parse_iso(text: str) -> float | None:
+    """ISO 8601 with offset (GlideinWMS records) -> epoch seconds; None when unparsable."""
+    try:
+        return datetime.fromisoformat(text.strip().replace("Z", "+00:00")).timestamp()
+    except (ValueError, AttributeError):
+        return None
+
+
+def _ns(seconds: float) -> int:
+    return int(round(seconds * 1e9))
+
+
+def _looks_secret(name: str) -> bool:
+    lowered = name.lower()
+    return any(marker in lowered for marker in SECRET_MARKERS)
+
+
+class _Builder:
+    def __init__(self, events, report, resource_defaults, redact):
+        self.events = sorted(events, key=lambda e: (e.time, e.line_no))
+        self.report = report or JournalReport()
+        self.resource_defaults = dict(resource_defaults or {})
+        self.redact = {name.strip() for name in (redact or ()) if name.strip()}
+        self.spans: dict[str, _Span] = {}
+        self.order: list[str] = []
+        self.records: list[Event] = []
+        self.histories: list[Event] = []
+        self.notes: list[Event] = []
+        self.resource_attrs: dict = {}
+        self.trace_id: str | None = None
+        self.timeline = ResourceTimeline()
+        self.last_time = max((e.time for e in self.events), default=None)
+
+    # -- collecting ------------------------------------------------------------------
+    def span(self, key: str) -> _Span:
+        if key not in self.spans:
+            self.spans[key] = _Span(key=key, name=key.split("/", 1)[0])
+            self.order.append(key)
+        return self.spans[key]
+
+    def collect(self):
+        for event in self.events:
+            if event.op in ("start", "end", "sample") and not event.key.startswith("job/"):
+                self.timeline.add(event.time, event.fields)
+            handler = getattr(self, "_on_" + event.op, None)
+            if handler:
+                handler(event)
+
+    def _on_start(self, event: Event):
+        span = self.span(event.key)
+        fields = event.fields
+        span.start = event.time if span.start is None else min(span.start, event.time)
+        span.name = fields.get("@name", span.name) or span.name
+        span.stage = fields.get("@stage", span.stage)
+        if event.key == ROOT:
+            span.parent = None
+            self.trace_id = (fields.get("@trace_id") or "").lower() or self.trace_id
+        else:
+            span.parent = fields.get("@parent", span.parent or ROOT)
+        span.attrs.update(_attributes(fields))
+        span.links.extend(event.links)
+        self.resource_attrs.update(_resource_attributes(fields))
+
+    def _on_end(self, event: Event):
+        span = self.span(event.key)
+        span.end = event.time if span.end is None else max(span.end, event.time)
+        fields = event.fields
+        span.attrs.update(_attributes(fields))
+        span.end_fields.update(fields)
+        status = fields.get("@status", "").upper()
+        if status in ("OK", "ERROR"):
+            span.status = status
+        span.error_type = fields.get("@error.type", span.error_type)
+        span.error_detail = fields.get("@error.detail", span.error_detail)
+
+    def _on_attr(self, event: Event):
+        span = self.span(event.key)
+        span.attrs.update(_attributes(event.fields))
+        span.links.extend(event.links)
+        self.resource_attrs.update(_resource_attributes(event.fields))
+
+    def _on_record(self, event: Event):
+        self.records.append(event)
+
+    def _on_history(self, event: Event):
+        self.histories.append(event)
+
+    def _on_note(self, event: Event):
+        self.notes.append(event)
+
+    # -- deriving ----------------------------------------------------------------------
+    def derive(self):
+        root = self.span(ROOT)
+        root.parent = None
+        root.stage = root.stage or "glidein"
+        root.name = root.name or "glidein"
+        if not self.trace_id:
+            self.trace_id = self._trace_id_from_identity(root.attrs)
+        if not self.trace_id:
+            raise ConversionError("journal has no glidein root with a trace id or identity")
+        self._records_to_spans()
+        self._history_to_job_ends()
+        self._close_open_spans()
+        self._idle_spans()
+        self._outcome()
+
+    def _trace_id_from_identity(self, attrs) -> str | None:
+        needed = ("glidein.factory", "glidein.name", "glidein.entry", "glidein.schedd",
+                  "glidein.cluster", "glidein.proc")
+        if not all(str(attrs.get(k, "")) for k in needed):
+            return None
+        return ids.GlideinIdentity(
+            factory=str(attrs["glidein.factory"]), name=str(attrs["glidein.name"]),
+            entry=str(attrs["glidein.entry"]), schedd=str(attrs["glidein.schedd"]),
+            cluster=str(attrs["glidein.cluster"]), proc=str(attrs["glidein.proc"]),
+            index=str(attrs.get("glidein.multi_index", "0"))).trace_id
+
+    def _records_to_spans(self):
+        has_condor_span = "condor" in self.spans and self.spans["condor"].start is not None
+        for record in self.records:
+            fields = record.fields
+            start = parse_iso(fields.get("@tstart", "")) or record.time
+            end = parse_iso(fields.get("@tend", "")) or start
+            status = fields.get("@status", "").upper()
+            metrics = {name[2:]: value for name, value in fields.items() if name.startswith("m.")}
+            if record.key == CONDOR_RECORD or record.key.endswith("/" + CONDOR_RECORD):
+                condor = self.span("condor")
+                if not has_condor_span:
+                    condor.start, condor.end = start, end
+                condor.name, condor.stage, condor.parent = "condor", "condor.start", ROOT
+                for name, value in metrics.items():
+                    condor.attrs.setdefault(f"condor.metric.{name}", value)
+                condor.attrs.setdefault("condor.duration_s", max(0.0, end - start))
+                if status == "ERROR":
+                    condor.status = "ERROR"
+                    condor.error_type = fields.get("@failure", "") or condor.error_type
+                    condor.error_detail = fields.get("@detail", "") or condor.error_detail
+                continue
+            span = self.span("validation/" + record.key)
+            span.name, span.stage, span.parent = record.key, "validation", "setup"
+            span.start, span.end = start, end
+            span.attrs["glidein.script.id"] = record.key
+            span.attrs["glidein.script.list"] = record.key.split("/", 1)[0]
+            span.attrs["glidein.script.status"] = status or "UNKNOWN"
+            for name, value in metrics.items():
+                if name != "failure":
+                    span.attrs[f"glidein.script.metric.{name}"] = value
+            if fields.get("@detail"):
+                span.attrs["glidein.script.detail"] = fields["@detail"]
+            if status == "ERROR":
+                span.status = "ERROR"
+                span.error_type = fields.get("@failure", "") or metrics.get("failure", "") or "Unknown"
+                span.error_detail = fields.get("@detail", "")
+            elif status == "OK":
+                span.status = "OK"
+        setup = self.spans.get("setup")
+        failed = [self.spans[k] for k in self.order
+                  if k.startswith("validation/") and self.spans[k].status == "ERROR"]
+        if setup is not None or self.records:
+            setup = self.span("setup")
+            setup.name, setup.stage = "setup", "setup"
+            validations = [self.spans[k] for k in self.order if k.startswith("validation/")]
+            if setup.start is None and validations:
+                setup.start = min(v.start for v in validations)
+            if setup.end is None:
+                condor = self.spans.get("condor")
+                if condor is not None and condor.start is not None:
+                    setup.end = condor.start
+                elif failed:
+                    setup.end = max(v.end for v in validations)
+            if failed:
+                setup.status = "ERROR"
+                setup.error_type = failed[0].error_type
+                setup.error_detail = f"{failed[0].name} failed: {failed[0].error_detail}".strip()
+
+    def _history_to_job_ends(self):
+        for event in self.histories:
+            ad = _parse_history_ad(event.fields.get("@ad", ""))
+            if ad is None:
+                self.report.skip("unparsable history record", event.line_no)
+                continue
+            key = event.key
+            span = self.spans.get(key)
+            if span is None or span.end is not None:
+                continue
+            completion = _number(ad.get("CompletionDate")) or _number(ad.get("EnteredCurrentStatus"))
+            if not completion:
+                continue
+            span.end = float(completion)
+            span.attrs["job.end_source"] = "StartdHistoryLog"
+            code = _number(ad.get("ExitCode"))
+            if code is not None:
+                span.attrs["job.exit_code"] = int(code)
+            if ad.get("ExitBySignal") is True:
+                span.attrs["job.exit_signal"] = int(_number(ad.get("ExitSignal")) or 0)
+            for attr, name in (("RemoteUserCpu", "r.utime"), ("RemoteSysCpu", "r.stime")):
+                if _number(ad.get(attr)) is not None:
+                    span.end_fields[name] = str(_number(ad.get(attr)))
+            rss = _number(ad.get("ResidentSetSize"))
+            if rss is not None:
+                span.attrs["job.rss_bytes"] = int(rss) * 1024
+            failed = (code not in (None, 0)) or ad.get("ExitBySignal") is True
+            span.status = "ERROR" if failed else "OK"
+            if failed:
+                span.error_type = "job_failed"
+
+    def _close_open_spans(self):
+        last = self.last_time
+        root = self.spans[ROOT]
+        for key in list(self.order):
+            span = self.spans[key]
+            if span.start is None:
+                # attributes for a span that never started (e.g. an attr line only): fold
+                # into the root rather than invent a span
+                if key != ROOT:
+                    del self.spans[key]
+                    self.order.remove(key)
+                continue
+            if span.end is None:
+                span.end = last if last is not None else span.start
+                span.closed_by_converter = True
+                span.attrs["glidein.closed_by"] = "converter"
+        if root.start is None:
+            starts = [s.start for s in self.spans.values() if s.start is not None]
+            root.start = min(starts) if starts else last
+        starts = [s.start for s in self.spans.values() if s.start is not None]
+        ends = [s.end for s in self.spans.values() if s.end is not None]
+        root.start = min([root.start] + starts)
+        if root.end is None or root.closed_by_converter:
+            root.end = max([root.start] + ends)
+        if any(s.closed_by_converter for s in self.spans.values()):
+            root.attrs["glidein.incomplete"] = True
+
+    def _idle_spans(self):
+        condor = self.spans.get("condor")
+        if condor is None or condor.start is None or condor.end is None:
+            return
+        jobs = sorted((s.start, s.end) for k, s in self.spans.items()
+                      if k.startswith("job/") and s.start is not None)
+        gaps = []
+        cursor = condor.start
+        seen_job = False
+        for start, end in jobs:
+            start, end = max(start, condor.start), min(end, condor.end)
+            if start > cursor:
+                gaps.append((cursor, start, "between_jobs" if seen_job else "before_first_job"))
+            cursor = max(cursor, end)
+            seen_job = True
+        if cursor < condor.end:
+            gaps.append((cursor, condor.end, "tail" if seen_job else "no_job"))
+        for index, (start, end, kind) in enumerate(gaps):
+            span = self.span(f"idle/{index}")
+            span.name, span.stage, span.parent = "idle", "idle", "condor"
+            span.start, span.end = start, end
+            span.attrs["glidein.idle.kind"] = kind
+
+    def _outcome(self):
+        root = self.spans[ROOT]
+        if "glidein.outcome" in root.attrs:
+            outcome = root.attrs["glidein.outcome"]
+        elif self.spans.get("setup") and self.spans["setup"].status == "ERROR":
+            outcome = "validation_failed"
+        elif root.closed_by_converter:
+            outcome = "incomplete"
+        else:
+            outcome = "ok"
+        root.attrs["glidein.outcome"] = outcome
+        if outcome == "validation_failed":
+            setup = self.spans["setup"]
+            root.status, root.error_type = "ERROR", setup.error_type
+            root.error_detail = setup.error_detail
+        if self.report.skipped_total:
+            root.attrs["glidein_tracing.journal.skipped_lines"] = self.report.skipped_total
+            root.attrs["glidein_tracing.journal.skipped"] = self.report.summary()
+
+    # -- building SDK spans ------------------------------------------------------------
+    def resource(self) -> Resource:
+        root = self.spans[ROOT]
+        attrs = {"service.name": DEFAULT_SERVICE}
+        attrs.update({k: v for k, v in self.resource_attrs.items()})
+        for key in IDENTITY_RESOURCE_KEYS:
+            if key in root.attrs and root.attrs[key] != "":
+                attrs[key] = root.attrs[key]
+        attrs.update(self.resource_defaults)
+        return Resource(self._scrub(attrs))
+
+    def _scrub(self, attrs: dict) -> dict:
+        out = {}
+        for name, value in attrs.items():
+            if name in self.redact or _looks_secret(name):
+                out[name] = "REDACTED"
+            else:
+                out[name] = value
+        return out
+
+    def build(self) -> list[ReadableSpan]:
+        resource = self.resource()
+        trace_int = int(self.trace_id, 16)
+        flags = TraceFlags(TraceFlags.SAMPLED)
+        contexts = {key: SpanContext(trace_int, int(ids.span_id(self.trace_id, key), 16),
+                                     is_remote=False, trace_flags=flags)
+                    for key in self.spans}
+        out = []
+        for key in self.order:
+            if key not in self.spans:
+                continue
+            span = self.spans[key]
+            attrs = {"glidein.stage": span.stage or key.split("/", 1)[0]}
+            attrs.update(self._scrub(span.attrs))
+            if key == ROOT:
+                for rkey in IDENTITY_RESOURCE_KEYS:
+                    if rkey in self.resource_attrs:
+                        attrs.setdefault(rkey, self.resource_attrs[rkey])
+            attrs.update(self._resources_for(span))
+            if span.status == "ERROR" and span.error_type:
+                attrs["error.type"] = span.error_type
+            parent_key = span.parent if span.parent in self.spans else (None if key == ROOT else ROOT)
+            links = []
+            for value in span.links:
+                parsed = ids.parse_traceparent(value)
+                if parsed is None:
+                    continue
+                trace, sid, link_flags = parsed
+                links.append(Link(SpanContext(int(trace, 16), int(sid, 16), is_remote=True,
+                                              trace_flags=TraceFlags(link_flags & 1)),
+                                  {"glidein.link.kind": "user_job", "traceparent": value}))
+            events = [SpanEvent("glidein_tracing.note", {"message": n.fields.get("@msg", "")},
+                                timestamp=_ns(n.time))
+                      for n in self.notes if n.key in (key, "-") and (key == ROOT or n.key == key)]
+            if span.status == "ERROR":
+                status = Status(StatusCode.ERROR, span.error_detail or span.error_type or None)
+            elif span.status == "OK":
+                status = Status(StatusCode.OK)
+            else:
+                status = Status(StatusCode.UNSET)
+            out.append(ReadableSpan(
+                name=span.name or key, context=contexts[key],
+                parent=contexts.get(parent_key) if parent_key else None,
+                resource=resource, attributes=attrs, events=events, links=links,
+                kind=SpanKind.INTERNAL, status=status,
+                start_time=_ns(span.start), end_time=_ns(max(span.end, span.start)),
+                instrumentation_scope=SCOPE))
+        return out
+
+    def _resources_for(self, span: _Span) -> dict:
+        if span.key.startswith("job/"):
+            usage = self.timeline.window(span.start, span.end)
+            fields = span.end_fields
+            out = {}
+            for field_name, attr in (("r.utime", "cpu_user_s"), ("r.stime", "cpu_system_s")):
+                try:
+                    out[f"glidein.resource.{attr}"] = float(fields[field_name])
+                except (KeyError, ValueError):
+                    pass
+            if "job.rss_bytes" in span.attrs:
+                out["glidein.resource.max_rss_bytes"] = int(span.attrs["job.rss_bytes"])
+            for attr in ("disk_free_bytes", "load1", "window_s"):
+                if usage and attr in usage:
+                    out[f"glidein.resource.{attr}"] = usage[attr]
+            for attr in ("cpu_user_s", "cpu_system_s", "max_rss_bytes"):
+                # the job's own ClassAd figures win; the glidein-wide samples fill gaps
+                if usage and attr in usage:
+                    out.setdefault(f"glidein.resource.{attr}", usage[attr])
+            return out
+        usage = self.timeline.window(span.start, span.end, origin=self.spans[ROOT].start)
+        return {f"glidein.resource.{k}": v for k, v in (usage or {}).items()}
+
+
+def _number(value):
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _parse_history_ad(encoded: str):
+    """Decode one StartdHistoryLog record (base64 of old-syntax ClassAd text) into a dict."""
+    try:
+        text = base64.b64decode(encoded, validate=False).decode("utf-8", "replace")
+    except (ValueError, TypeError):
+        return None
+    from .classads import parse_old_ad
+    return parse_old_ad(text)
+
+
+def convert(events, report: JournalReport | None = None, *, resource_defaults: dict | None = None,
+            redact=()) -> list[ReadableSpan]:
+    """Turn one glidein's journal events into its spans (root first)."""
+    builder = _Builder(events, report, resource_defaults, redact)
+    builder.collect()
+    builder.derive()
+    return builder.build()
+
+
+def trace_id_of(spans) -> str | None:
+    for span in spans:
+        return format(span.context.trace_id, "032x")
+    return None

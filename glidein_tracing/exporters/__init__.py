@@ -1,0 +1,2 @@
+"""Span exporters. Each is an OTel SDK ``SpanExporter``: OTLP/HTTP (otlp.py) and the embedded
+store of OTLP JSON Lines files (store.py); otlp_json.py is the JSON encoding they share."""

@@ -1,0 +1,69 @@
+"""OTLP/HTTP export with a hard time bound.
+
+A glidein must never wait on an unreachable collector for longer than the export bound, and
+nothing may be lost: the caller keeps the journal (and the stderr copy) whatever happens. The
+SDK exporter retries with backoff; we give it a deadline and run it in a daemon thread, so the
+bound holds even if a connect hangs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+TRACES_PATH = "/v1/traces"
+
+
+def sdk_disabled() -> bool:
+    """OTEL_SDK_DISABLED=true turns every export off (OTel spec)."""
+    return os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
+
+
+def traces_url(endpoint: str) -> str:
+    """A base URL (http://host:4318) -> its traces URL; a full /v1/traces URL is kept."""
+    endpoint = endpoint.rstrip("/")
+    return endpoint if endpoint.endswith(TRACES_PATH) else endpoint + TRACES_PATH
+
+
+class BoundedExporter(SpanExporter):
+    """Wrap an exporter so that export() returns within ``timeout_s`` whatever happens."""
+
+    def __init__(self, inner: SpanExporter, timeout_s: float):
+        self.inner = inner
+        self.timeout_s = timeout_s
+
+    def export(self, spans) -> SpanExportResult:
+        result = [SpanExportResult.FAILURE]
+
+        def run():
+            try:
+                result[0] = self.inner.export(spans)
+            except Exception:  # an exporter bug must not reach the glidein
+                result[0] = SpanExportResult.FAILURE
+
+        worker = threading.Thread(target=run, name="glidein-tracing-export", daemon=True)
+        worker.start()
+        worker.join(self.timeout_s)
+        return result[0] if not worker.is_alive() else SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        try:
+            self.inner.shutdown()
+        except Exception:
+            pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def make_otlp_exporter(endpoint: str | None, timeout_s: float = 5.0) -> SpanExporter:
+    """The OTLP/HTTP exporter for ``endpoint`` (base URL), bounded to ``timeout_s`` seconds.
+    With endpoint None the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, _HEADERS, _TIMEOUT,
+    _CERTIFICATE... variables apply, as the SDK reads them."""
+    kwargs = {"timeout": timeout_s}
+    if endpoint:
+        kwargs["endpoint"] = traces_url(endpoint)
+    return BoundedExporter(OTLPSpanExporter(**kwargs), timeout_s)

@@ -1,0 +1,88 @@
+"""OTLP JSON encoding of SDK spans, and flattening of OTLP JSON back into plain span dicts.
+
+The encoding is the SDK's own protobuf (``encode_spans``) rendered with the OTLP/JSON
+rules: camelCase keys, enums as integers, trace and span ids as hex (not base64). That is
+what the OTel Collector's file exporter writes and its ``otlpjsonfile`` receiver reads.
+"""
+
+from __future__ import annotations
+
+import base64
+
+from google.protobuf.json_format import MessageToDict
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+ID_FIELDS = ("traceId", "spanId", "parentSpanId")
+
+
+def _hex_ids(node: dict) -> None:
+    for name in ID_FIELDS:
+        value = node.get(name)
+        if value:
+            node[name] = base64.b64decode(value).hex()
+
+
+def encode_request(spans) -> dict:
+    """One ExportTraceServiceRequest as an OTLP JSON dict."""
+    message = encode_spans(spans)
+    data = MessageToDict(message, use_integers_for_enums=True)
+    for resource_spans in data.get("resourceSpans", []):
+        for scope_spans in resource_spans.get("scopeSpans", []):
+            for span in scope_spans.get("spans", []):
+                _hex_ids(span)
+                for link in span.get("links", []):
+                    _hex_ids(link)
+    return data
+
+
+def any_value(value: dict):
+    """An OTLP AnyValue as a Python value."""
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "intValue" in value:
+        return int(value["intValue"])
+    if "doubleValue" in value:
+        return float(value["doubleValue"])
+    if "boolValue" in value:
+        return bool(value["boolValue"])
+    if "arrayValue" in value:
+        return [any_value(v) for v in value["arrayValue"].get("values", [])]
+    if "kvlistValue" in value:
+        return {kv["key"]: any_value(kv.get("value", {})) for kv in value["kvlistValue"].get("values", [])}
+    if "bytesValue" in value:
+        return value["bytesValue"]
+    return None
+
+
+def attributes(items) -> dict:
+    return {kv["key"]: any_value(kv.get("value", {})) for kv in items or []}
+
+
+def flatten_request(request: dict):
+    """Yield one plain dict per span of an OTLP JSON request: ids, name, times (ns), status,
+    attributes, resource attributes, events and links. This is what analysis and `show` read."""
+    for resource_spans in request.get("resourceSpans", []) or []:
+        resource = attributes((resource_spans.get("resource") or {}).get("attributes"))
+        for scope_spans in resource_spans.get("scopeSpans", []) or []:
+            for span in scope_spans.get("spans", []) or []:
+                status = span.get("status") or {}
+                yield {
+                    "trace_id": (span.get("traceId") or "").lower(),
+                    "span_id": (span.get("spanId") or "").lower(),
+                    "parent_span_id": (span.get("parentSpanId") or "").lower(),
+                    "name": span.get("name", ""),
+                    "start_ns": int(span.get("startTimeUnixNano", 0) or 0),
+                    "end_ns": int(span.get("endTimeUnixNano", 0) or 0),
+                    "status_code": int(status.get("code", 0) or 0),
+                    "status_message": status.get("message", ""),
+                    "attributes": attributes(span.get("attributes")),
+                    "resource": resource,
+                    "events": [{"name": e.get("name", ""),
+                                "time_ns": int(e.get("timeUnixNano", 0) or 0),
+                                "attributes": attributes(e.get("attributes"))}
+                               for e in span.get("events", []) or []],
+                    "links": [{"trace_id": (l.get("traceId") or "").lower(),
+                               "span_id": (l.get("spanId") or "").lower(),
+                               "attributes": attributes(l.get("attributes"))}
+                              for l in span.get("links", []) or []],
+                }
