@@ -1,0 +1,168 @@
+import base64
+
+import pytest
+from opentelemetry.trace import StatusCode
+
+from glidein_tracing import ids
+from glidein_tracing.converter import ConversionError, convert
+from glidein_tracing.journal import format_line, parse_lines
+
+from fixtures import fixture_path
+from journal_builders import iso_epoch, parse_otr_records, record_lines, root_lines
+
+IDENTITY = ids.GlideinIdentity("gwms_test_factory", "gwms_test_instance", "TEST_ENTRY",
+                               "schedd_glideins2@localhost", "1234", "0")
+
+
+def spans_of(lines):
+    events, report = parse_lines("".join(lines).encode())
+    return {s.attributes.get("glidein.stage") + ":" + s.name: s for s in convert(events, report)}, \
+        convert(events, report)
+
+
+def by_stage(spans, stage):
+    return [s for s in spans if s.attributes["glidein.stage"] == stage]
+
+
+def fixture_records(run):
+    return parse_otr_records(fixture_path("glidein-run", run, "otr_outlist.list").read_text())
+
+
+def test_real_success_records_become_validation_spans_with_their_own_times():
+    records = fixture_records("success")
+    start = iso_epoch(records[0]["tstart"]) - 0.4
+    lines = root_lines(start) + record_lines(records)
+    lines.append(format_line(start + 30, "end", "glidein", {}))
+    _, spans = spans_of(lines)
+    validations = by_stage(spans, "validation")
+    scripts = [r for r in records if r["id"] != "condor_startup.sh"]
+    assert [s.name for s in validations] == [r["id"] for r in scripts]
+    for span, record in zip(validations, scripts):
+        assert abs(span.start_time / 1e9 - iso_epoch(record["tstart"])) <= 1
+        assert abs(span.end_time / 1e9 - iso_epoch(record["tend"])) <= 1
+        assert span.status.status_code == StatusCode.OK
+    condor = by_stage(spans, "condor.start")
+    assert len(condor) == 1 and condor[0].attributes["condor.metric.AutoShutdown"] == "True"
+    # with no job, the whole condor phase is one idle span
+    (idle,) = by_stage(spans, "idle")
+    assert idle.attributes["glidein.idle.kind"] == "no_job"
+    assert idle.parent.span_id == condor[0].context.span_id
+    (root,) = by_stage(spans, "glidein")
+    assert format(root.context.trace_id, "032x") == IDENTITY.trace_id
+    assert root.attributes["glidein.outcome"] == "ok"
+
+
+def test_real_validation_failure_marks_the_script_setup_and_glidein():
+    records = fixture_records("fail")
+    start = iso_epoch(records[0]["tstart"])
+    _, spans = spans_of(root_lines(start) + record_lines(records))
+    failed = [s for s in by_stage(spans, "validation") if s.status.status_code == StatusCode.ERROR]
+    assert [s.name for s in failed] == ["main/gwms_trace_setup.sh"]
+    assert failed[0].attributes["error.type"] == "WN_Resource"
+    assert "Forced validation failure" in failed[0].status.description
+    (setup,) = by_stage(spans, "setup")
+    assert setup.status.status_code == StatusCode.ERROR
+    (root,) = by_stage(spans, "glidein")
+    assert root.attributes["glidein.outcome"] == "validation_failed"
+    assert root.status.status_code == StatusCode.ERROR
+
+
+def test_killed_glidein_open_stages_close_at_last_known_time():
+    lines = root_lines(1000.0, IDENTITY.trace_id)
+    lines.append(format_line(1004.0, "sample", "-", {"r.utime": "1.5", "r.stime": "0.2"}))
+    _, spans = spans_of(lines)
+    (root,) = by_stage(spans, "glidein")
+    (setup,) = by_stage(spans, "setup")
+    assert setup.end_time == root.end_time == 1004 * 10**9
+    assert setup.attributes["glidein.closed_by"] == "converter"
+    assert root.attributes["glidein.incomplete"] is True
+    assert root.attributes["glidein.outcome"] == "incomplete"
+
+
+def test_jobs_links_idle_gaps_and_job_resources():
+    user = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    lines = root_lines(1000.0, IDENTITY.trace_id) + [
+        format_line(1010, "end", "setup", {}),
+        format_line(1010, "start", "condor", {"@stage": "condor.start", "@name": "condor"}),
+        format_line(1015, "start", "job/s#1.0#9", {"@stage": "job", "@name": "job", "@parent": "condor",
+                                                   "job.user_traceparent": user}, links=[user]),
+        format_line(1025, "end", "job/s#1.0#9", {"@status": "OK", "job.exit_code:i": "0",
+                                                 "r.utime": "7.5", "r.stime": "0.5",
+                                                 "job.rss_bytes:i": "104857600"}),
+        format_line(1030, "start", "job/s#2.0#9", {"@stage": "job", "@name": "job", "@parent": "condor"}),
+        format_line(1040, "end", "job/s#2.0#9", {"@status": "ERROR", "@error.type": "job_failed",
+                                                 "job.exit_code:i": "3"}),
+        format_line(1050, "end", "condor", {}),
+        format_line(1050, "start", "teardown", {"@stage": "teardown", "@name": "teardown"}),
+        format_line(1052, "end", "teardown", {}),
+        format_line(1052, "end", "glidein", {}),
+    ]
+    _, spans = spans_of(lines)
+    jobs = by_stage(spans, "job")
+    assert len(jobs) == 2
+    linked = [j for j in jobs if j.links]
+    assert len(linked) == 1
+    assert format(linked[0].links[0].context.trace_id, "032x") == "0af7651916cd43dd8448eb211c80319c"
+    assert format(linked[0].links[0].context.span_id, "016x") == "b7ad6b7169203331"
+    assert linked[0].attributes["glidein.resource.cpu_user_s"] == 7.5
+    assert linked[0].attributes["glidein.resource.max_rss_bytes"] == 104857600
+    failed = [j for j in jobs if j.status.status_code == StatusCode.ERROR]
+    assert len(failed) == 1 and failed[0].attributes["job.exit_code"] == 3
+    kinds = sorted((s.start_time // 10**9, s.attributes["glidein.idle.kind"]) for s in by_stage(spans, "idle"))
+    assert kinds == [(1010, "before_first_job"), (1025, "between_jobs"), (1040, "tail")]
+    condor_id = by_stage(spans, "condor.start")[0].context.span_id
+    assert all(j.parent.span_id == condor_id for j in jobs)
+
+
+def test_history_record_closes_a_job_the_exit_hook_missed():
+    ad = fixture_path("htcondor", "synthetic", "startd_history_synthetic").read_text().split("\n*** ")[0]
+    lines = root_lines(1741625000.0, IDENTITY.trace_id) + [
+        format_line(1741625102, "start", "job/submit.example.org#4242.0#1741624806",
+                    {"@stage": "job", "@name": "job", "@parent": "condor"}),
+        format_line(1741632100, "history", "job/submit.example.org#4242.0#1741624806",
+                    {"@ad": base64.b64encode(ad.encode()).decode()}),
+    ]
+    _, spans = spans_of(lines)
+    (job,) = by_stage(spans, "job")
+    assert job.end_time == 1741632026 * 10**9
+    assert job.attributes["job.end_source"] == "StartdHistoryLog"
+    assert job.attributes["glidein.resource.cpu_user_s"] == 600.0
+
+
+def test_stage_resources_come_from_bracketing_samples():
+    lines = root_lines(1000.0, IDENTITY.trace_id) + [
+        format_line(1005, "sample", "-", {"r.utime": "2.0", "r.stime": "0.5", "r.rss": "9000000",
+                                          "r.load1": "1.5", "r.disk_free": "4000000000"}),
+        format_line(1010, "end", "setup", {"r.utime": "3.0", "r.stime": "0.75", "r.rss": "4000000",
+                                           "r.load1": "1.25", "r.disk_free": "3900000000"}),
+    ]
+    _, spans = spans_of(lines)
+    (setup,) = by_stage(spans, "setup")
+    attrs = setup.attributes
+    assert attrs["glidein.resource.cpu_user_s"] == pytest.approx(2.95)
+    assert attrs["glidein.resource.cpu_system_s"] == pytest.approx(0.74)
+    assert attrs["glidein.resource.max_rss_bytes"] == 9000000
+    assert attrs["glidein.resource.disk_free_bytes"] == 3900000000
+    assert attrs["glidein.resource.load1"] == 1.25
+
+
+def test_conversion_is_deterministic_and_secrets_never_reach_spans():
+    lines = root_lines(1000.0, "", **{"glidein.token": "eyJhbGciOi", "res.my.password": "hunter2",
+                                      "custom.site_note": "keep me"})
+    lines.append(format_line(1002, "end", "glidein", {}))
+    events, _ = parse_lines("".join(lines).encode())
+    first = convert(events, redact=["custom.site_note"])
+    second = convert(events, redact=["custom.site_note"])
+    assert [(s.context.trace_id, s.context.span_id) for s in first] == \
+        [(s.context.trace_id, s.context.span_id) for s in second]
+    assert format(first[0].context.trace_id, "032x") == IDENTITY.trace_id
+    root = first[0]
+    assert root.attributes["glidein.token"] == "REDACTED"
+    assert root.attributes["custom.site_note"] == "REDACTED"
+    assert root.resource.attributes["my.password"] == "REDACTED"
+
+
+def test_journal_without_root_or_identity_is_a_clear_error():
+    events, _ = parse_lines(format_line(1, "sample", "-", {"r.utime": "1"}).encode())
+    with pytest.raises(ConversionError, match="no glidein root"):
+        convert(events)

@@ -1,0 +1,36 @@
+import random
+
+from glidein_tracing import sections
+
+from fixtures import fixture_path
+
+
+def test_decodes_the_real_glidein_log_sections():
+    text = fixture_path("glidein-run", "success", "glidein_stderr.txt").read_text()
+    found = {s.name: s for s in sections.find_sections(text)}
+    assert {"MasterLog", "StartdLog", "GlideinLog"} <= set(found)
+    assert all(not s.error for s in found.values())
+    assert b"" != found["StartdLog"].data
+
+
+def test_round_trip_and_journal_lookup():
+    text = "noise\n" + sections.encode_section(sections.JOURNAL_SECTION, b"gtj1\t1\tnote\t-\n") + "tail\n"
+    (section,) = sections.journal_sections(text)
+    assert section.data == b"gtj1\t1\tnote\t-\n" and not section.error
+
+
+def test_decompression_bomb_is_cut_at_the_cap():
+    bomb = sections.encode_section(sections.JOURNAL_SECTION, b"\0" * (8 * 1024 * 1024))
+    (section,) = sections.journal_sections(bomb, max_bytes=1024 * 1024)
+    assert section.truncated and len(section.data) == 1024 * 1024
+    assert "cap" in section.error
+
+
+def test_cut_or_garbled_sections_report_errors_and_do_not_raise():
+    whole = sections.encode_section(sections.JOURNAL_SECTION, random.Random(1).randbytes(5000))
+    cut = whole[: len(whole) // 2]
+    (section,) = sections.journal_sections(cut)
+    assert section.error
+    garbled = whole.replace("H4sI", "!!!!", 1)
+    for s in sections.journal_sections(garbled):
+        assert s.error
