@@ -11,6 +11,7 @@ VERBS = {
     "show": "show",
     "trace-id": "trace_id",
     "export": "export",
+    "forward": "forward",
 }
 
 

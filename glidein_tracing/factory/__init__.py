@@ -1,0 +1,1 @@
+"""The Factory side: the Condor-G activity log, returned glidein outputs, the forwarder."""

@@ -1,0 +1,219 @@
+"""Condor-G activity log (the Factory's user log of its glidein submissions) -> journal events.
+
+The Factory is the only witness of a glidein's life before it runs (submission, waiting at
+the site, holds) and after a hard kill. We read its event log with HTCondor's own reader
+(``htcondor2.JobEventLog``) and express what it says as journal events, so the one
+converter merges them with the glidein's own journal into one trace:
+
+- 000 submit .. 027 grid submit        -> ``factory.submit``
+- 027 (or 000) .. 001 execute           -> ``factory.queue`` (waiting at the site)
+- 012 held .. 013 released / 009 abort  -> ``factory.held/<n>`` with the hold reason
+- 005 terminated / 009 aborted          -> the root ends there; return value / removal
+
+Timestamps: the reader applies the log's zone (local by default, UTC when the Factory set
+``ISO_DATE UTC``), and we add the sub-second part when the log has one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .. import ids
+from ..journal import Event
+
+SUBMIT, EXECUTE, EVICTED, TERMINATED, ABORTED, HELD, RELEASED, GRID_SUBMIT = 0, 1, 4, 5, 9, 12, 13, 27
+ENDING = (TERMINATED, ABORTED)
+FRACTION_RE = re.compile(r"T\d\d:\d\d:\d\d(\.\d+)")
+
+
+def event_time(event) -> float:
+    """Seconds since the epoch, with the sub-second part of EventTime when present."""
+    seconds = float(event.timestamp)
+    match = FRACTION_RE.search(str(event.get("EventTime", "")))
+    return seconds + float(match.group(1)) if match else seconds
+
+
+@dataclass
+class GlideinActivity:
+    """What the activity log said about one glidein (one cluster.proc), as journal events."""
+
+    cluster: int
+    proc: int
+    events: list = field(default_factory=list)
+    open_keys: set = field(default_factory=set)
+    holds: int = 0
+    queues: int = 0
+    queue_key: str | None = None
+    executed: bool = False
+    submit_time: float | None = None
+    ended_at: float | None = None
+    outcome: str = ""
+
+    def add(self, time, op, key, fields=None):
+        self.events.append(Event(time=time, op=op, key=key, fields=dict(fields or {})))
+        if op == "start":
+            self.open_keys.add(key)
+        elif op == "end":
+            self.open_keys.discard(key)
+
+    def start_queue(self, time):
+        """Open a new ``factory.queue`` span (a glidein can wait again after a hold)."""
+        if self.queue_key in self.open_keys:
+            return
+        self.queues += 1
+        self.queue_key = "factory.queue" if self.queues == 1 else f"factory.queue/{self.queues}"
+        self.add(time, "start", self.queue_key, {"@name": "factory.queue", "@stage": "factory.queue"})
+
+    def close_open(self, time, status=""):
+        for key in sorted(self.open_keys):
+            fields = {"@status": status} if status else {}
+            self.add(time, "end", key, fields)
+
+
+def identity_fields(identity: ids.GlideinIdentity) -> dict:
+    return {
+        "glidein.factory": identity.factory, "glidein.name": identity.name,
+        "glidein.entry": identity.entry, "glidein.schedd": identity.schedd,
+        "glidein.cluster:i": str(identity.cluster), "glidein.proc:i": str(identity.proc),
+    }
+
+
+def identity_events(identity: ids.GlideinIdentity, when: float) -> list:
+    """The root's identity, and its link to the submit cycle that made it."""
+    cycle = ids.submit_cycle_trace_id(identity.factory, identity.name, identity.entry,
+                                      identity.schedd, identity.cluster)
+    link = ids.format_traceparent(cycle, ids.span_id(cycle, "submit"))
+    return [Event(time=when, op="attr", key="glidein", fields=identity_fields(identity), links=[link])]
+
+
+def apply_event(activity: GlideinActivity, event, identity: ids.GlideinIdentity | None,
+                when: float | None = None) -> None:
+    """Translate one job event of a glidein into journal events."""
+    kind = int(event.type)
+    when = event_time(event) if when is None else when
+    if kind == SUBMIT:
+        activity.submit_time = when
+        activity.events.append(Event(time=when, op="start", key="glidein",
+                                     fields={"@name": "glidein", "@stage": "glidein"}))
+        if identity is not None:
+            activity.events.extend(identity_events(identity, when))
+        activity.add(when, "start", "factory.submit", {
+            "@name": "factory.submit", "@stage": "factory.submit",
+            "factory.submit_host": str(event.get("SubmitHost", ""))})
+    elif kind == GRID_SUBMIT:
+        if "factory.submit" in activity.open_keys:
+            activity.add(when, "end", "factory.submit", {
+                "@status": "OK", "factory.grid_resource": str(event.get("GridResource", "")),
+                "factory.grid_job_id": str(event.get("GridJobId", ""))})
+        activity.start_queue(when)
+    elif kind == EXECUTE:
+        activity.executed = True
+        if "factory.submit" in activity.open_keys:
+            activity.add(when, "end", "factory.submit", {"@status": "OK"})
+        if activity.queue_key not in activity.open_keys:
+            activity.start_queue(activity.submit_time if activity.queue_key is None else when)
+        activity.add(when, "end", activity.queue_key,
+                     {"factory.execute_host": str(event.get("ExecuteHost", ""))})
+    elif kind == HELD:
+        reason = str(event.get("HoldReason", ""))
+        # Condor-G holds a glidein it could not hand to the site (or that the site lost):
+        # the submission or the wait ends there, in error
+        if "factory.submit" in activity.open_keys:
+            activity.add(when, "end", "factory.submit", {
+                "@status": "ERROR", "@error.type": "held", "@error.detail": reason})
+        if activity.queue_key in activity.open_keys:
+            activity.add(when, "end", activity.queue_key, {
+                "@status": "ERROR", "@error.type": "held", "@error.detail": reason})
+        activity.holds += 1
+        key = f"factory.held/{activity.holds}"
+        activity.add(when, "start", key, {
+            "@name": "factory.held", "@stage": "factory.held",
+            "factory.hold_reason": reason,
+            "factory.hold_reason_code:i": str(event.get("HoldReasonCode", "")),
+            "factory.hold_reason_subcode:i": str(event.get("HoldReasonSubCode", ""))})
+    elif kind == RELEASED:
+        key = f"factory.held/{activity.holds}"
+        if key in activity.open_keys:
+            activity.add(when, "end", key, {"factory.release_reason": str(event.get("Reason", ""))})
+        if not activity.executed:
+            activity.start_queue(when)  # released: Condor-G hands it to the site again
+    elif kind == EVICTED:
+        activity.add(when, "attr", "glidein", {"factory.evicted:b": "true"})
+    elif kind in ENDING:
+        activity.ended_at = when
+        held_key = f"factory.held/{activity.holds}"
+        if held_key in activity.open_keys:
+            activity.add(when, "end", held_key, {"@status": "ERROR", "@error.type": "removed_while_held"})
+        activity.close_open(when)
+        fields = {}
+        if kind == TERMINATED:
+            activity.outcome = "terminated"
+            fields["factory.terminated_normally:b"] = str(bool(event.get("TerminatedNormally", False))).lower()
+            if event.get("ReturnValue") is not None:
+                fields["factory.return_value:i"] = str(event.get("ReturnValue"))
+            if event.get("TerminatedBySignal") is not None:
+                fields["factory.signal:i"] = str(event.get("TerminatedBySignal"))
+        else:
+            activity.outcome = "removed"
+            fields["factory.removed:b"] = "true"
+            fields["factory.remove_reason"] = str(event.get("Reason", ""))
+        activity.add(when, "attr", "glidein", fields)
+        activity.events.append(Event(time=when, op="end", key="glidein", fields={}))
+
+
+def read_activity_log(path, identity_for, state=None):
+    """Read new events of one activity log.
+
+    ``identity_for(cluster, proc)`` gives a glidein's identity, or None when it is only
+    known later (the forwarder adds it when it exports). ``state`` is the pickled
+    reader position from a previous call (None: from the start). Returns
+    (activities by (cluster, proc), new state, count of events read). Event logs that
+    cannot be read give no activities and the old state.
+    """
+    import pickle
+
+    import htcondor2
+
+    reader = pickle.loads(state) if state else htcondor2.JobEventLog(str(path))
+    activities: dict = {}
+    count = 0
+    last = None
+    for event in reader.events(stop_after=0):
+        count += 1
+        when = _year_corrected(event_time(event), last)
+        last = when
+        try:
+            key = (int(event.cluster), int(event.proc))
+        except (TypeError, ValueError):
+            continue
+        if key[0] < 0 or key[1] < 0:
+            continue
+        activity = activities.setdefault(key, GlideinActivity(cluster=key[0], proc=key[1]))
+        apply_event(activity, event, identity_for(*key), when)
+    return activities, pickle.dumps(reader), count
+
+
+HALF_YEAR = 182 * 86400
+
+
+def _shift_year(when: float, years: int) -> float:
+    from datetime import datetime
+    local = datetime.fromtimestamp(when)
+    try:
+        return local.replace(year=local.year + years).timestamp()
+    except ValueError:  # 29 February
+        return local.replace(year=local.year + years, day=28).timestamp()
+
+
+def _year_corrected(when: float, previous: float | None) -> float:
+    """Legacy stamps (``MM/DD HH:MM:SS``) carry no year and the reader assumes the current
+    one: a log that crosses New Year, or is read a year on, jumps by a year. Events of one
+    log are in time order, so a jump of months is such a guess gone wrong: undo it."""
+    if previous is None:
+        return when
+    while when - previous > HALF_YEAR:
+        when = _shift_year(when, -1)
+    while previous - when > HALF_YEAR:
+        when = _shift_year(when, +1)
+    return when

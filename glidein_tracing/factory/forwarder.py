@@ -1,0 +1,364 @@
+"""Store-and-forward at the Factory: returned glidein journals + activity log -> spans, once.
+
+One pass (``Forwarder.run_once``):
+1. read what is new in every Condor-G activity log (resuming at the saved reader position)
+   and keep each glidein's Factory-side events in the ledger;
+2. for every glidein that has ended (terminated or removed) and whose output is back (or
+   whose grace period ran out), merge its Factory events with the journal sections of its
+   returned stderr, convert, drop what the node already sent live, sample, and export in
+   batches; only an export that succeeded marks the glidein done;
+3. returned outputs with no activity record (rotated logs) are forwarded on their own.
+
+Exactly once: the ledger records a batch as ``sending`` (with its span ids) before the
+export and ``done`` after it. A forwarder killed in between finds the batch on restart and
+asks the backend which of those spans it already holds (the store, or Jaeger's query API
+when ``--query`` is given) before sending the rest. Memory is bounded by the batch size,
+whatever the backlog: glideins wait in the ledger, not in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import ids
+from ..converter import ConversionError, convert
+from ..journal import Event, format_line, parse_lines
+from ..sampling import keep
+from ..sections import DEFAULT_MAX_BYTES, journal_sections
+from . import ledger as ledger_mod
+from .activity import identity_events, read_activity_log
+from .outputs import EntryDir, activity_logs, find_entry_dirs, returned_outputs
+
+log = logging.getLogger("glidein_tracing.forward")
+
+MAX_STDERR_BYTES = 256 * 1024 * 1024
+NODE_EXPORT_MARK = "@exported"  # a note the node's cleanup writes after a live export
+
+
+@dataclass
+class ForwardStats:
+    log_events: int = 0
+    glideins_done: int = 0
+    glideins_skipped: int = 0
+    spans_sent: int = 0
+    spans_already_live: int = 0
+    spans_sampled_out: int = 0
+    export_failures: int = 0
+    problems: dict = field(default_factory=dict)
+
+    def problem(self, kind: str):
+        self.problems[kind] = self.problems.get(kind, 0) + 1
+
+    def summary(self) -> str:
+        text = (f"{self.log_events} log events read, {self.glideins_done} glideins forwarded "
+                f"({self.spans_sent} spans), {self.spans_already_live} spans already sent live, "
+                f"{self.spans_sampled_out} sampled out, {self.glideins_skipped} skipped, "
+                f"{self.export_failures} export failures")
+        if self.problems:
+            text += "; problems: " + ", ".join(f"{k}={v}" for k, v in sorted(self.problems.items()))
+        return text
+
+
+class Forwarder:
+    def __init__(self, roots, exporter, ledger: ledger_mod.Ledger, factory: str, *,
+                 schedd: str | None = None, entry_schedds: dict | None = None,
+                 grace_s: float = 600.0, settle_s: float = 5.0, sampling_ratio: float = 1.0,
+                 redact=(), batch_spans: int = 2000, reconcile=None,
+                 max_section_bytes: int = DEFAULT_MAX_BYTES, progress: bool = False,
+                 service_name: str | None = None):
+        self.roots = [Path(r) for r in roots]
+        self.exporter = exporter
+        self.ledger = ledger
+        self.factory = factory
+        self.schedd = schedd
+        self.entry_schedds = dict(entry_schedds or {})
+        self.grace_s = grace_s
+        self.settle_s = settle_s
+        self.sampling_ratio = sampling_ratio
+        self.redact = tuple(redact)
+        self.batch_spans = batch_spans
+        self.reconcile = reconcile
+        self.max_section_bytes = max_section_bytes
+        self.progress = progress
+        self.resource_defaults = {"service.name": service_name} if service_name else None
+        self._entries: dict[str, EntryDir] = {}
+
+    # -- 1. activity logs -----------------------------------------------------------------
+    def scan(self, stats: ForwardStats):
+        for entry in find_entry_dirs(self.roots):
+            key = str(entry.path)
+            self._entries[key] = entry
+            for path in activity_logs(entry):
+                self._read_log(entry, path, stats)
+            self._adopt_orphan_outputs(entry, stats)
+
+    def _read_log(self, entry: EntryDir, path: Path, stats: ForwardStats):
+        try:
+            activities, state, count = read_activity_log(path, lambda c, p: None,
+                                                         self.ledger.log_state(path))
+        except Exception as exc:  # unreadable or corrupt event log: keep going
+            log.warning("cannot read activity log %s: %s", path, exc)
+            stats.problem("unreadable_activity_log")
+            return
+        with self.ledger.transaction():
+            for (cluster, proc), activity in activities.items():
+                gkey = ledger_mod.glidein_key(str(entry.path), cluster, proc)
+                self.ledger.upsert_glidein(gkey, str(entry.path), entry.instance, entry.entry, cluster, proc)
+                self.ledger.append_activity(gkey, [
+                    format_line(e.time, e.op, e.key, e.fields, e.links) for e in activity.events])
+                if activity.ended_at is not None:
+                    self.ledger.mark_ended(gkey, activity.ended_at)
+            self.ledger.save_log_state(path, state, count)
+        stats.log_events += count
+
+    def _adopt_orphan_outputs(self, entry: EntryDir, stats: ForwardStats):
+        """A returned stderr whose glidein the activity logs never mentioned (rotated away)."""
+        now = time.time()
+        for cluster, proc, path in returned_outputs(entry):
+            gkey = ledger_mod.glidein_key(str(entry.path), cluster, proc)
+            if self.ledger.glidein(gkey) is not None:
+                continue
+            try:
+                mtime = path.stat().st_mtime
+            except OSError:
+                continue
+            if now - mtime < max(self.settle_s, self.grace_s):
+                continue
+            with self.ledger.transaction():
+                self.ledger.upsert_glidein(gkey, str(entry.path), entry.instance, entry.entry, cluster, proc)
+                self.ledger.mark_ended(gkey, mtime)
+
+    # -- 2. export -------------------------------------------------------------------------
+    def _ready(self, row, now) -> bool:
+        stderr = Path(row["entry_dir"]) / f"job.{row['cluster']}.{row['proc']}.err"
+        if now - (row["ended_at"] or now) >= self.grace_s:
+            return True
+        try:
+            return now - stderr.stat().st_mtime >= self.settle_s
+        except OSError:
+            return False
+
+    def _identity(self, row, journal_events) -> ids.GlideinIdentity:
+        for event in journal_events:
+            if event.op == "start" and event.key == "glidein" and event.fields.get("glidein.schedd"):
+                return ids.GlideinIdentity(self.factory, row["instance"], row["entry"],
+                                           event.fields["glidein.schedd"], str(row["cluster"]),
+                                           str(row["proc"]),
+                                           event.fields.get("glidein.multi_index:i", "0"))
+        schedd = (self.ledger.schedd_for(row["entry_dir"], row["cluster"])
+                  or self.entry_schedds.get(row["entry"]) or self.schedd or "")
+        return ids.GlideinIdentity(self.factory, row["instance"], row["entry"], schedd,
+                                   str(row["cluster"]), str(row["proc"]))
+
+    def _journal(self, row, stats: ForwardStats):
+        """Events of the glidein's returned journal, checked to be this glidein's."""
+        path = Path(row["entry_dir"]) / f"job.{row['cluster']}.{row['proc']}.err"
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read(MAX_STDERR_BYTES).decode("utf-8", "replace")
+        except OSError:
+            return [], None
+        events, marks = [], set()
+        for section in journal_sections(text, self.max_section_bytes):
+            if section.error:
+                log.warning("%s: journal section %s", path, section.error)
+                stats.problem("truncated_section" if section.truncated else "damaged_section")
+            section_events, report = parse_lines(section.data)
+            if report.skipped_total:
+                log.warning("%s: %s", path, report.summary())
+                stats.problem("bad_journal_lines")
+            if not self._same_glidein(row, section_events):
+                log.warning("%s: journal names another glidein; ignored", path)
+                stats.problem("forged_identity")
+                continue
+            for event in section_events:
+                if event.op == "note" and NODE_EXPORT_MARK in event.fields:
+                    marks.add(event.fields[NODE_EXPORT_MARK])
+            events.extend(section_events)
+        return events, (marks and sorted(marks)[0]) or None
+
+    @staticmethod
+    def _same_glidein(row, events) -> bool:
+        for event in events:
+            if event.op == "start" and event.key == "glidein":
+                cluster = event.fields.get("glidein.cluster:i", event.fields.get("glidein.cluster"))
+                proc = event.fields.get("glidein.proc:i", event.fields.get("glidein.proc"))
+                entry = event.fields.get("glidein.entry", row["entry"])
+                return (str(cluster) == str(row["cluster"]) and str(proc) == str(row["proc"])
+                        and entry == row["entry"])
+        return True  # no root in the section: nothing claims an identity
+
+    def _spans_for(self, gkey, stats: ForwardStats):
+        row = self.ledger.glidein(gkey)
+        activity, _ = parse_lines("".join(self.ledger.activity_lines(gkey)).encode())
+        journal, node_mark = self._journal(row, stats)
+        identity = self._identity(row, journal)
+        if identity.schedd and journal:
+            self.ledger.learn_schedd(row["entry_dir"], row["cluster"], identity.schedd)
+        events = list(activity) + list(journal)
+        when = min((e.time for e in events), default=row["ended_at"] or time.time())
+        events.extend(identity_events(identity, when))
+        if not journal:
+            ran = any(e.key.startswith("factory.queue") and e.op == "end" for e in activity)
+            events.append(Event(time=when, op="attr", key="glidein", fields={
+                "glidein.outcome": "no_glidein_output" if ran else "never_ran"}))
+        try:
+            spans = convert(events, resource_defaults=self.resource_defaults, redact=self.redact)
+        except ConversionError as exc:
+            return None, str(exc)
+        root = spans[0]
+        failed = root.status.status_code.name == "ERROR" or \
+            root.attributes.get("glidein.outcome") not in ("ok", None)
+        if not keep(format(root.context.trace_id, "032x"), self.sampling_ratio, failed):
+            stats.spans_sampled_out += len(spans)
+            return [], "sampled out"
+        if node_mark:
+            live = [s for s in spans if not str(s.attributes.get("glidein.stage", "")).startswith("factory.")
+                    and (node_mark == "all" or s.parent is not None)]
+            stats.spans_already_live += len(live)
+            live_ids = {s.context.span_id for s in live}
+            spans = [s for s in spans if s.context.span_id not in live_ids]
+        return spans, ""
+
+    def export_ready(self, stats: ForwardStats):
+        now = time.time()
+        ready = [g for g in self.ledger.with_status(ledger_mod.ENDED) if self._ready(self.ledger.glidein(g), now)]
+        bar = _progress(len(ready), self.progress)
+        batch, batch_keys = [], []
+        for gkey in ready:
+            spans, note = self._spans_for(gkey, stats)
+            if spans is None:
+                with self.ledger.transaction():
+                    self.ledger.mark_skipped(gkey, note)
+                stats.glideins_skipped += 1
+                stats.problem("no_trace")
+                bar.update(1)
+                continue
+            batch.extend(spans)
+            batch_keys.append((gkey, spans, note))
+            if len(batch) >= self.batch_spans:
+                if not self._send(batch_keys, stats):
+                    bar.close()
+                    return False
+                bar.update(len(batch_keys))
+                batch, batch_keys = [], []
+        ok = self._send(batch_keys, stats) if batch_keys else True
+        bar.update(len(batch_keys))
+        bar.close()
+        return ok
+
+    def _send(self, batch_keys, stats: ForwardStats) -> bool:
+        spans = [s for _, group, _ in batch_keys for s in group]
+        with self.ledger.transaction():
+            for gkey, group, _ in batch_keys:
+                trace = format(group[0].context.trace_id, "032x") if group else ""
+                self.ledger.mark_sending(gkey, trace, [format(s.context.span_id, "016x") for s in group])
+        _crash_point("after_mark_sending")
+        result = self.exporter.export(spans) if spans else None
+        if spans and result.name != "SUCCESS":
+            stats.export_failures += 1
+            with self.ledger.transaction():
+                for gkey, _, _ in batch_keys:
+                    self.ledger.back_to_ended(gkey)
+            log.warning("export of %d spans failed; will retry", len(spans))
+            return False
+        _crash_point("after_export")
+        with self.ledger.transaction():
+            for gkey, group, note in batch_keys:
+                self.ledger.mark_done(gkey, len(group), note)
+        stats.glideins_done += len(batch_keys)
+        stats.spans_sent += len(spans)
+        return True
+
+    # -- exactly once after a crash ---------------------------------------------------------
+    def reconcile_sending(self, stats: ForwardStats):
+        """Batches marked ``sending`` when the last forwarder died: send what is missing."""
+        for gkey in self.ledger.with_status(ledger_mod.SENDING):
+            wanted = set(self.ledger.pending_spans(gkey))
+            row = self.ledger.glidein(gkey)
+            present = self.reconcile(row["trace_id"]) if (self.reconcile and row["trace_id"]) else None
+            spans, note = self._spans_for(gkey, stats)
+            if spans is None:
+                with self.ledger.transaction():
+                    self.ledger.mark_skipped(gkey, note)
+                continue
+            if present is not None:
+                spans = [s for s in spans if format(s.context.span_id, "016x") not in present]
+            else:
+                stats.problem("resent_without_reconcile")
+            spans = [s for s in spans if format(s.context.span_id, "016x") in wanted or not wanted]
+            if not self._send([(gkey, spans, note)], stats):
+                return False
+        return True
+
+    def run_once(self) -> ForwardStats:
+        stats = ForwardStats()
+        if self.reconcile_sending(stats):
+            self.scan(stats)
+            self.export_ready(stats)
+        for kind, count in stats.problems.items():
+            self.ledger.bump(kind, count)
+        return stats
+
+    def follow(self, interval_s: float = 60.0, stop=lambda: False):
+        while not stop():
+            stats = self.run_once()
+            log.info("%s", stats.summary())
+            deadline = time.monotonic() + interval_s
+            while time.monotonic() < deadline and not stop():
+                time.sleep(min(1.0, interval_s))
+
+
+def jaeger_span_ids(query_url: str, timeout_s: float = 10.0):
+    """A reconcile function: the span ids Jaeger already holds for a trace (None if unknown)."""
+    def lookup(trace_id: str):
+        url = f"{query_url.rstrip('/')}/api/traces/{trace_id}"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout_s) as response:
+                data = json.load(response)
+        except urllib.error.HTTPError as exc:
+            return set() if exc.code == 404 else None
+        except (OSError, ValueError):
+            return None
+        return {span["spanID"] for trace in data.get("data") or [] for span in trace.get("spans", [])}
+    return lookup
+
+
+def store_span_ids(directory):
+    """A reconcile function for the embedded store."""
+    from ..exporters.store import iter_store
+
+    def lookup(trace_id: str):
+        return {s["span_id"] for s in iter_store(directory) if s["trace_id"] == trace_id}
+    return lookup
+
+
+def _crash_point(name: str):
+    """Test hook: GLIDEIN_TRACING_CRASH_AT=<name> kills the forwarder right there (SIGKILL),
+    so tests can prove a restart neither loses nor repeats spans."""
+    if os.environ.get("GLIDEIN_TRACING_CRASH_AT") == name:
+        os.kill(os.getpid(), 9)
+
+
+class _NoBar:
+    def update(self, n=1):
+        pass
+
+    def close(self):
+        pass
+
+
+def _progress(total: int, enabled: bool):
+    if not enabled or total == 0:
+        return _NoBar()
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _NoBar()
+    return tqdm(total=total, unit="glidein", desc="forwarding", leave=False)

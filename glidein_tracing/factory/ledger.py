@@ -1,0 +1,148 @@
+"""The forwarder's memory: what it has read and what it has sent (SQLite, restart-safe).
+
+Every change is one transaction, so a forwarder killed at any moment restarts from a
+consistent state: activity logs resume at their saved reader position, glideins already
+sent are never sent again, and a batch that was being sent when the forwarder died is
+marked ``sending`` with its span ids, to be reconciled against the backend on restart.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS logs (path TEXT PRIMARY KEY, state BLOB, events INTEGER, updated REAL);
+CREATE TABLE IF NOT EXISTS glideins (
+    gkey TEXT PRIMARY KEY, entry_dir TEXT, instance TEXT, entry TEXT,
+    cluster INTEGER, proc INTEGER, status TEXT, ended_at REAL, updated REAL,
+    trace_id TEXT, spans INTEGER DEFAULT 0, pending TEXT, note TEXT);
+CREATE INDEX IF NOT EXISTS glideins_status ON glideins(status);
+CREATE TABLE IF NOT EXISTS activity (gkey TEXT, seq INTEGER, line TEXT, PRIMARY KEY (gkey, seq));
+CREATE TABLE IF NOT EXISTS schedds (entry_dir TEXT, cluster INTEGER, schedd TEXT,
+    PRIMARY KEY (entry_dir, cluster));
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER);
+"""
+
+OPEN, ENDED, SENDING, DONE, SKIPPED = "open", "ended", "sending", "done", "skipped"
+
+
+def glidein_key(entry_dir: str, cluster: int, proc: int) -> str:
+    return f"{entry_dir}|{cluster}.{proc}"
+
+
+class Ledger:
+    def __init__(self, path):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.executescript(SCHEMA)
+
+    def close(self):
+        self.db.close()
+
+    def transaction(self):
+        return _Transaction(self.db)
+
+    # -- activity logs ---------------------------------------------------------------
+    def log_state(self, path) -> bytes | None:
+        row = self.db.execute("SELECT state FROM logs WHERE path=?", (str(path),)).fetchone()
+        return row[0] if row else None
+
+    def save_log_state(self, path, state: bytes, events: int):
+        self.db.execute(
+            "INSERT INTO logs(path, state, events, updated) VALUES (?,?,?,?) "
+            "ON CONFLICT(path) DO UPDATE SET state=excluded.state, "
+            "events=logs.events+excluded.events, updated=excluded.updated",
+            (str(path), state, events, time.time()))
+
+    # -- glideins ----------------------------------------------------------------------
+    def glidein(self, gkey):
+        cur = self.db.execute("SELECT * FROM glideins WHERE gkey=?", (gkey,))
+        row = cur.fetchone()
+        return dict(zip([d[0] for d in cur.description], row)) if row else None
+
+    def upsert_glidein(self, gkey, entry_dir, instance, entry, cluster, proc):
+        self.db.execute(
+            "INSERT OR IGNORE INTO glideins(gkey, entry_dir, instance, entry, cluster, proc, status, updated) "
+            "VALUES (?,?,?,?,?,?,?,?)", (gkey, entry_dir, instance, entry, cluster, proc, OPEN, time.time()))
+
+    def append_activity(self, gkey, lines):
+        row = self.db.execute("SELECT COALESCE(MAX(seq), -1) FROM activity WHERE gkey=?", (gkey,)).fetchone()
+        seq = row[0] + 1
+        self.db.executemany("INSERT INTO activity(gkey, seq, line) VALUES (?,?,?)",
+                            [(gkey, seq + i, line) for i, line in enumerate(lines)])
+
+    def activity_lines(self, gkey) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT line FROM activity WHERE gkey=? ORDER BY seq", (gkey,))]
+
+    def mark_ended(self, gkey, when):
+        self.db.execute("UPDATE glideins SET status=?, ended_at=?, updated=? WHERE gkey=? AND status=?",
+                        (ENDED, when, time.time(), gkey, OPEN))
+
+    def with_status(self, status, limit=None):
+        query = "SELECT gkey FROM glideins WHERE status=? ORDER BY ended_at, gkey"
+        if limit:
+            query += f" LIMIT {int(limit)}"
+        return [r[0] for r in self.db.execute(query, (status,))]
+
+    def count(self, status) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM glideins WHERE status=?", (status,)).fetchone()[0]
+
+    def mark_sending(self, gkey, trace_id, span_ids):
+        self.db.execute("UPDATE glideins SET status=?, trace_id=?, pending=?, updated=? WHERE gkey=?",
+                        (SENDING, trace_id, json.dumps(span_ids), time.time(), gkey))
+
+    def pending_spans(self, gkey) -> list[str]:
+        row = self.db.execute("SELECT pending FROM glideins WHERE gkey=?", (gkey,)).fetchone()
+        return json.loads(row[0]) if row and row[0] else []
+
+    def mark_done(self, gkey, spans, note=""):
+        self.db.execute("UPDATE glideins SET status=?, spans=?, pending=NULL, note=?, updated=? WHERE gkey=?",
+                        (DONE, spans, note, time.time(), gkey))
+        self.db.execute("DELETE FROM activity WHERE gkey=?", (gkey,))
+
+    def mark_skipped(self, gkey, note):
+        self.db.execute("UPDATE glideins SET status=?, pending=NULL, note=?, updated=? WHERE gkey=?",
+                        (SKIPPED, note, time.time(), gkey))
+        self.db.execute("DELETE FROM activity WHERE gkey=?", (gkey,))
+
+    def back_to_ended(self, gkey):
+        self.db.execute("UPDATE glideins SET status=?, pending=NULL WHERE gkey=?", (ENDED, gkey))
+
+    # -- learned schedds and counters ------------------------------------------------------
+    def learn_schedd(self, entry_dir, cluster, schedd):
+        self.db.execute("INSERT OR REPLACE INTO schedds(entry_dir, cluster, schedd) VALUES (?,?,?)",
+                        (entry_dir, cluster, schedd))
+
+    def schedd_for(self, entry_dir, cluster):
+        row = self.db.execute("SELECT schedd FROM schedds WHERE entry_dir=? AND cluster=?",
+                              (entry_dir, cluster)).fetchone()
+        if row:
+            return row[0]
+        row = self.db.execute("SELECT schedd FROM schedds WHERE entry_dir=? ORDER BY cluster DESC LIMIT 1",
+                              (entry_dir,)).fetchone()
+        return row[0] if row else None
+
+    def bump(self, name, by=1):
+        self.db.execute("INSERT INTO counters(name, value) VALUES (?,?) "
+                        "ON CONFLICT(name) DO UPDATE SET value=value+excluded.value", (name, by))
+
+    def counters(self) -> dict:
+        return dict(self.db.execute("SELECT name, value FROM counters"))
+
+
+class _Transaction:
+    def __init__(self, db):
+        self.db = db
+
+    def __enter__(self):
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, exc_type, exc, tb):
+        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        return False
