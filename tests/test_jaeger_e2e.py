@@ -295,11 +295,11 @@ def test_c_two_exports_at_different_times_merge_without_duplicate_span_ids(jaege
         assert jh.v1_parent(got[hexid(span)]) == parent_hexid(span)
     v3 = jaeger_query.wait_for_trace(g.trace_id, expected, api="v3")
     assert sorted(s["spanId"] for s in jh.v3_spans(v3)) == sorted(expected)
-    # Memory storage keeps both copies; the query's adjusters merge them. (A backend that
-    # upserts by id would hold one; either way a reader sees each span id once.)
+    # Memory storage appends the second copy; the query's DeduplicateSpans adjuster drops
+    # exact duplicates (in Jaeger v2.13 it does so on the stored object itself, so how many
+    # copies a raw read shows depends on earlier reads). A reader sees each span id once.
     raw = jaeger_query.trace_v1(g.trace_id, raw=True)
     assert sorted(set(s["spanID"] for s in raw["spans"])) == sorted(expected)
-    assert len(raw["spans"]) == len(early) + len(expected)  # the re-export did happen
 
 
 # -- (d) a 30-hour lifecycle ------------------------------------------------------------------
