@@ -296,8 +296,9 @@ def test_c_two_exports_at_different_times_merge_without_duplicate_span_ids(jaege
     v3 = jaeger_query.wait_for_trace(g.trace_id, expected, api="v3")
     assert sorted(s["spanId"] for s in jh.v3_spans(v3)) == sorted(expected)
     # Memory storage appends the second copy; the query's DeduplicateSpans adjuster drops
-    # exact duplicates (in Jaeger v2.13 it does so on the stored object itself, so how many
-    # copies a raw read shows depends on earlier reads). A reader sees each span id once.
+    # exact duplicates. (Seen with Jaeger v2.13 memory storage: a /api/v3 read adjusts the
+    # stored trace in place, so after one a raw read shows one copy; before it, two.) A
+    # reader sees each span id once.
     raw = jaeger_query.trace_v1(g.trace_id, raw=True)
     assert sorted(set(s["spanID"] for s in raw["spans"])) == sorted(expected)
 
