@@ -16,6 +16,7 @@ What it derives beyond the journal's own start/end lines:
 from __future__ import annotations
 
 import base64
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -34,7 +35,13 @@ SCOPE = InstrumentationScope("glidein_tracing", __version__)
 ROOT = "glidein"
 CONDOR_RECORD = "condor_startup.sh"
 DEFAULT_SERVICE = "glidein"
-SECRET_MARKERS = ("token", "passw", "secret", "proxy_key", "private", "credential", "authorization")
+SECRET_MARKERS = ("token", "passw", "secret", "proxy_key", "private", "credential", "authorization",
+                  "apikey", "api_key")
+# values that are secrets whatever their name: JWTs (SciTokens, IDTOKENs), PEM blocks
+# (proxies, keys), HTTP credentials
+SECRET_VALUE_RE = re.compile(
+    r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}|-----BEGIN [A-Z ]*(PRIVATE KEY|CERTIFICATE)|"
+    r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
 IDENTITY_RESOURCE_KEYS = (
     "glidein.factory", "glidein.name", "glidein.entry", "glidein.client", "glidein.client_group",
     "glidein.schedd", "glidein.cluster", "glidein.proc", "glidein.multi_index", "glidein.site",
@@ -205,13 +212,12 @@ class _Builder:
         self._outcome()
 
     def _trace_id_from_identity(self, attrs) -> str | None:
-        needed = ("glidein.factory", "glidein.name", "glidein.entry", "glidein.schedd",
-                  "glidein.cluster", "glidein.proc")
+        needed = ("glidein.factory", "glidein.name", "glidein.entry", "glidein.cluster", "glidein.proc")
         if not all(str(attrs.get(k, "")) for k in needed):
             return None
         return ids.GlideinIdentity(
             factory=str(attrs["glidein.factory"]), name=str(attrs["glidein.name"]),
-            entry=str(attrs["glidein.entry"]), schedd=str(attrs["glidein.schedd"]),
+            entry=str(attrs["glidein.entry"]), schedd=str(attrs.get("glidein.schedd", "")),
             cluster=str(attrs["glidein.cluster"]), proc=str(attrs["glidein.proc"]),
             index=str(attrs.get("glidein.multi_index", "0"))).trace_id
 
@@ -385,9 +391,11 @@ class _Builder:
         return Resource(self._scrub(attrs))
 
     def _scrub(self, attrs: dict) -> dict:
+        """Secrets never reach a span: redact by name (knob and known markers) and by value."""
         out = {}
         for name, value in attrs.items():
-            if name in self.redact or _looks_secret(name):
+            if name in self.redact or _looks_secret(name) or (
+                    isinstance(value, str) and SECRET_VALUE_RE.search(value)):
                 out[name] = "REDACTED"
             else:
                 out[name] = value
@@ -424,11 +432,14 @@ class _Builder:
                 links.append(Link(SpanContext(int(trace, 16), int(sid, 16), is_remote=True,
                                               trace_flags=TraceFlags(link_flags & 1)),
                                   {"glidein.link.kind": "user_job", "traceparent": value}))
-            events = [SpanEvent("glidein_tracing.note", {"message": n.fields.get("@msg", "")},
+            events = [SpanEvent("glidein_tracing.note", self._scrub({"message": n.fields.get("@msg", "")}),
                                 timestamp=_ns(n.time))
                       for n in self.notes if n.key in (key, "-") and (key == ROOT or n.key == key)]
             if span.status == "ERROR":
-                status = Status(StatusCode.ERROR, span.error_detail or span.error_type or None)
+                detail = span.error_detail or span.error_type or None
+                if detail and SECRET_VALUE_RE.search(detail):
+                    detail = "REDACTED"
+                status = Status(StatusCode.ERROR, detail)
             elif span.status == "OK":
                 status = Status(StatusCode.OK)
             else:

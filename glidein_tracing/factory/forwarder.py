@@ -135,8 +135,12 @@ class Forwarder:
                 self.ledger.mark_ended(gkey, mtime)
 
     # -- 2. export -------------------------------------------------------------------------
+    @staticmethod
+    def _stderr(row) -> Path:
+        return Path(row["entry_dir"]) / f"job.{row['cluster']}.{row['proc']}.err"
+
     def _ready(self, row, now) -> bool:
-        stderr = Path(row["entry_dir"]) / f"job.{row['cluster']}.{row['proc']}.err"
+        stderr = self._stderr(row)
         if now - (row["ended_at"] or now) >= self.grace_s:
             return True
         try:
@@ -158,7 +162,7 @@ class Forwarder:
 
     def _journal(self, row, stats: ForwardStats):
         """Events of the glidein's returned journal, checked to be this glidein's."""
-        path = Path(row["entry_dir"]) / f"job.{row['cluster']}.{row['proc']}.err"
+        path = self._stderr(row)
         try:
             with open(path, "rb") as handle:
                 text = handle.read(MAX_STDERR_BYTES).decode("utf-8", "replace")
@@ -199,6 +203,8 @@ class Forwarder:
         activity, _ = parse_lines("".join(self.ledger.activity_lines(gkey)).encode())
         journal, node_mark = self._journal(row, stats)
         identity = self._identity(row, journal)
+        if not identity.schedd:
+            stats.problem("unknown_schedd")
         if identity.schedd and journal:
             self.ledger.learn_schedd(row["entry_dir"], row["cluster"], identity.schedd)
         events = list(activity) + list(journal)
@@ -229,6 +235,9 @@ class Forwarder:
     def export_ready(self, stats: ForwardStats):
         now = time.time()
         ready = [g for g in self.ledger.with_status(ledger_mod.ENDED) if self._ready(self.ledger.glidein(g), now)]
+        # glideins with a returned journal first: they teach us their cluster's schedd,
+        # which the trace ids of their siblings that never ran depend on
+        ready.sort(key=lambda g: not self._stderr(self.ledger.glidein(g)).exists())
         bar = _progress(len(ready), self.progress)
         batch, batch_keys = [], []
         for gkey in ready:
@@ -257,9 +266,11 @@ class Forwarder:
         spans = [s for _, group, _ in batch_keys for s in group]
         with self.ledger.transaction():
             for gkey, group, _ in batch_keys:
-                trace = format(group[0].context.trace_id, "032x") if group else ""
-                self.ledger.mark_sending(gkey, trace, [format(s.context.span_id, "016x") for s in group])
-        _crash_point("after_mark_sending")
+                if group:  # nothing to send (all present already, sampled out): no in-flight state
+                    self.ledger.mark_sending(gkey, format(group[0].context.trace_id, "032x"),
+                                             [format(s.context.span_id, "016x") for s in group])
+        if spans:
+            _crash_point("after_mark_sending")
         result = self.exporter.export(spans) if spans else None
         if spans and result.name != "SUCCESS":
             stats.export_failures += 1

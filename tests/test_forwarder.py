@@ -1,0 +1,264 @@
+"""The Factory forwarder: activity log + returned journals -> spans, exactly once."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from glidein_tracing import ids
+from glidein_tracing.exporters.store import JsonLinesStoreExporter, iter_store, read_store
+from glidein_tracing.factory.forwarder import Forwarder, store_span_ids
+from glidein_tracing.factory.ledger import Ledger
+from glidein_tracing.journal import format_line
+from glidein_tracing.sections import encode_section, JOURNAL_SECTION
+from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
+
+from fixtures import fixture_path
+from journal_builders import parse_otr_records, record_lines
+
+FACTORY, SCHEDD = "gwms_demo_factory", "schedd_glideins2@factory.example.org"
+T0 = 1795318000.0
+
+
+def identity(layout, cluster, proc):
+    return ids.GlideinIdentity(FACTORY, layout.instance, layout.entry, SCHEDD, str(cluster), str(proc))
+
+
+def journal_text(layout, cluster, proc, start, records=None, extra=()):
+    fields = {"@name": "glidein", "@stage": "glidein",
+              "@trace_id": identity(layout, cluster, proc).trace_id,
+              "glidein.factory": FACTORY, "glidein.name": layout.instance,
+              "glidein.entry": layout.entry, "glidein.schedd": SCHEDD,
+              "glidein.cluster:i": str(cluster), "glidein.proc:i": str(proc),
+              "res.host.name": "wn.example.org"}
+    lines = [format_line(start, "start", "glidein", fields),
+             format_line(start, "start", "setup", {"@name": "setup", "@stage": "setup", "r.utime": "0.1"})]
+    lines += record_lines(records or [])
+    lines += [format_line(start + 20, "end", "setup", {"r.utime": "1.0"}),
+              format_line(start + 20, "start", "teardown", {"@name": "teardown", "@stage": "teardown"}),
+              format_line(start + 22, "end", "teardown", {}),
+              format_line(start + 22, "end", "glidein", {})]
+    lines += list(extra)
+    return "".join(lines)
+
+
+def returned_stderr(journal: str, noise="Started glidein\n"):
+    return noise + encode_section("GlideinLog", b"glidein log text\n") + \
+        encode_section(JOURNAL_SECTION, journal.encode())
+
+
+def run_glidein(log, layout, cluster, proc, start, stderr_text, outcome="terminated"):
+    log.submit(cluster, proc, when=start - 120)
+    log.grid_submit(cluster, proc, when=start - 110)
+    log.execute(cluster, proc, when=start)
+    layout.output(cluster, proc, "out").write_text("<glidein/>\n")
+    layout.output(cluster, proc, "err").write_text(stderr_text)
+    old = time.time() - 3600
+    for kind in ("out", "err"):
+        os.utime(layout.output(cluster, proc, kind), (old, old))
+    log.terminated(cluster, proc, 0, when=start + 30)
+
+
+@pytest.fixture
+def factory(tmp_path):
+    layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_demo_instance", entry="DEMO_ENTRY")
+    return layout, CondorGLog(layout)
+
+
+def make_forwarder(layout, store_dir, ledger_path, **kwargs):
+    exporter = JsonLinesStoreExporter(store_dir)
+    return Forwarder([layout.logs], exporter, Ledger(ledger_path), FACTORY, grace_s=5,
+                     reconcile=store_span_ids(store_dir), **kwargs)
+
+
+def by_stage(spans, stage):
+    return [s for s in spans if s["attributes"]["glidein.stage"] == stage]
+
+
+def test_whole_lifecycle_from_submission_and_factory_only_glideins(factory, tmp_path):
+    layout, log = factory
+    records = parse_otr_records(fixture_path("glidein-run", "success", "otr_outlist.list").read_text())
+    run_glidein(log, layout, 100, 0, T0, returned_stderr(journal_text(layout, 100, 0, T0, records)))
+    # a glidein held at the CE and removed: only the Factory saw it
+    log.submit(100, 1, when=T0 - 120)
+    log.held(100, 1, "Error connecting to schedd ce.example.org", code=0, when=T0 - 100)
+    log.aborted(100, 1, when=T0 - 10)
+    forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite")
+    stats = forwarder.run_once()
+    assert stats.glideins_done == 2 and stats.export_failures == 0
+    traces = read_store(tmp_path / "store")
+    ran = traces[identity(layout, 100, 0).trace_id]
+    (root,) = by_stage(ran, "glidein")
+    assert root["start_ns"] == int((T0 - 120) * 1e9)          # the root starts at submission
+    (queue,) = by_stage(ran, "factory.queue")
+    assert (queue["end_ns"] - queue["start_ns"]) / 1e9 == pytest.approx(110)
+    assert len(by_stage(ran, "validation")) == len([r for r in records if r["id"] != "condor_startup.sh"])
+    assert root["attributes"]["factory.return_value"] == 0
+    assert root["links"], "the root links to its submit cycle"
+    cycle = ids.submit_cycle_trace_id(FACTORY, layout.instance, layout.entry, SCHEDD, 100)
+    assert root["links"][0]["trace_id"] == cycle
+    # the removed glidein: same cluster, so its schedd was learned from its sibling's journal
+    held = traces[identity(layout, 100, 1).trace_id]
+    (root1,) = by_stage(held, "glidein")
+    assert root1["attributes"]["glidein.outcome"] == "never_ran"
+    (hold,) = by_stage(held, "factory.held")
+    assert hold["attributes"]["factory.hold_reason"].startswith("Error connecting")
+    assert hold["status_code"] == 2
+
+
+def test_second_pass_and_new_events_send_only_what_is_new(factory, tmp_path):
+    layout, log = factory
+    run_glidein(log, layout, 200, 0, T0, returned_stderr(journal_text(layout, 200, 0, T0)))
+    forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite")
+    first = forwarder.run_once()
+    assert first.glideins_done == 1
+    assert forwarder.run_once().spans_sent == 0
+    run_glidein(log, layout, 201, 0, T0 + 500, returned_stderr(journal_text(layout, 201, 0, T0 + 500)))
+    # a new forwarder process (restart) resumes from the ledger
+    again = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite")
+    third = again.run_once()
+    assert third.glideins_done == 1 and third.log_events == 4
+    ids_ = [s["span_id"] for s in iter_store(tmp_path / "store")]
+    assert len(ids_) == len(set(ids_))
+
+
+def test_spans_sent_live_by_the_node_are_not_sent_again(factory, tmp_path):
+    layout, log = factory
+    mark = [format_line(T0 + 22, "note", "-", {"@msg": "exported live", "@exported": "all-but-root"})]
+    run_glidein(log, layout, 300, 0, T0, returned_stderr(journal_text(layout, 300, 0, T0, extra=mark)))
+    forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite")
+    stats = forwarder.run_once()
+    spans = read_store(tmp_path / "store")[identity(layout, 300, 0).trace_id]
+    stages = sorted(s["attributes"]["glidein.stage"] for s in spans)
+    assert stages == ["factory.queue", "factory.submit", "glidein"]
+    assert stats.spans_already_live == 2  # setup and teardown went live from the node
+
+
+def test_hostile_outputs_are_skipped_with_counts_and_the_rest_goes_on(factory, tmp_path):
+    layout, log = factory
+    good = returned_stderr(journal_text(layout, 400, 0, T0))
+    run_glidein(log, layout, 400, 0, T0, good)
+    forged = returned_stderr(journal_text(layout, 999, 7, T0))       # claims another glidein
+    run_glidein(log, layout, 400, 1, T0, forged)
+    whole = returned_stderr(journal_text(layout, 400, 2, T0))
+    run_glidein(log, layout, 400, 2, T0, whole[: len(whole) - 40])     # cut mid-section
+    bomb = encode_section(JOURNAL_SECTION, b"gtj1\t1\tnote\t-\n" + b"\0" * (4 * 1024 * 1024))
+    run_glidein(log, layout, 400, 3, T0, bomb)
+    forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite",
+                               max_section_bytes=1024 * 1024)
+    stats = forwarder.run_once()
+    assert stats.problems["forged_identity"] == 1
+    assert stats.problems.get("damaged_section", 0) + stats.problems.get("truncated_section", 0) >= 2
+    traces = read_store(tmp_path / "store")
+    assert identity(layout, 400, 0).trace_id in traces
+    forged_trace = traces[identity(layout, 400, 1).trace_id]     # Factory view only
+    assert not by_stage(forged_trace, "setup")
+    assert ids.GlideinIdentity(FACTORY, layout.instance, layout.entry, SCHEDD, "999", "7").trace_id not in traces
+    assert stats.glideins_done == 4
+
+
+def test_secrets_in_a_journal_never_reach_the_store(factory, tmp_path):
+    layout, log = factory
+    secret_jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJnbGlkZWluIn0.c2lnbmF0dXJl"
+    extra = [format_line(T0 + 1, "attr", "glidein", {
+        "glidein.idtoken": "abc123", "site.note": f"token={secret_jwt}",
+        "custom.proxy": "-----BEGIN RSA PRIVATE KEY----- MIIE", "glidein.site_password": "hunter2"})]
+    run_glidein(log, layout, 500, 0, T0, returned_stderr(journal_text(layout, 500, 0, T0, extra=extra)))
+    make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite").run_once()
+    stored = "".join(p.read_text() for p in (tmp_path / "store").glob("*.jsonl"))
+    for secret in (secret_jwt, "abc123", "BEGIN RSA", "hunter2"):
+        assert secret not in stored
+    assert "REDACTED" in stored
+
+
+class CountingCollector(BaseHTTPRequestHandler):
+    """An OTLP/HTTP receiver that counts span ids, with a Jaeger-like query endpoint so the
+    forwarder can reconcile; `up` switches it between answering and refusing."""
+    received: list = []
+    up = True
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        if not CountingCollector.up:
+            self.send_response(503)
+            self.end_headers()
+            return
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        for rs in request.resource_spans:
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    CountingCollector.received.append((span.trace_id.hex(), span.span_id.hex()))
+        self.send_response(200)
+        self.end_headers()
+
+    def do_GET(self):
+        trace = self.path.rsplit("/", 1)[-1]
+        spans = [{"spanID": s} for t, s in CountingCollector.received if t == trace]
+        body = json.dumps({"data": [{"traceID": trace, "spans": spans}] if spans else []}).encode()
+        self.send_response(200 if spans else 404)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def collector():
+    CountingCollector.received = []
+    CountingCollector.up = True
+    server = ThreadingHTTPServer(("127.0.0.1", 0), CountingCollector)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def forward_cli(layout, tmp_path, endpoint, env_extra=None):
+    env = dict(os.environ, **(env_extra or {}))
+    return subprocess.run(
+        [sys.executable, "-m", "glidein_tracing", "forward", str(layout.logs), "--factory", FACTORY,
+         "--endpoint", endpoint, "--query", endpoint, "--state", str(tmp_path / "ledger.sqlite"),
+         "--grace", "5", "--batch-spans", "5", "--no-progress", "--timeout", "3"],
+        env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_killed_forwarder_restarts_without_loss_or_repeats(factory, tmp_path, collector):
+    layout, log = factory
+    for proc in range(4):
+        run_glidein(log, layout, 600, proc, T0 + proc, returned_stderr(journal_text(layout, 600, proc, T0 + proc)))
+    for point in ("after_export", "after_mark_sending"):
+        crashed = forward_cli(layout, tmp_path, collector, {"GLIDEIN_TRACING_CRASH_AT": point})
+        assert crashed.returncode == -9, crashed.stderr
+    finished = forward_cli(layout, tmp_path, collector)
+    assert finished.returncode == 0, finished.stderr
+    assert forward_cli(layout, tmp_path, collector).returncode == 0
+    received = CountingCollector.received
+    assert len(received) == len(set(received)), "a span arrived twice"
+    traces = {t for t, _ in received}
+    expected = {identity(layout, 600, p).trace_id for p in range(4)}
+    assert traces == expected
+    per_trace = {t: sum(1 for x, _ in received if x == t) for t in traces}
+    # root, setup, teardown, factory.submit, factory.queue: every one arrived
+    assert all(count == 5 for count in per_trace.values()), per_trace
+
+
+def test_collector_down_then_back_loses_nothing(factory, tmp_path, collector):
+    layout, log = factory
+    for proc in range(3):
+        run_glidein(log, layout, 700, proc, T0, returned_stderr(journal_text(layout, 700, proc, T0)))
+    CountingCollector.up = False
+    down = forward_cli(layout, tmp_path, collector)
+    assert down.returncode == 1 and CountingCollector.received == []
+    CountingCollector.up = True
+    assert forward_cli(layout, tmp_path, collector).returncode == 0
+    received = CountingCollector.received
+    assert len(received) == len(set(received))
+    assert {t for t, _ in received} == {identity(layout, 700, p).trace_id for p in range(3)}
