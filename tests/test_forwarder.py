@@ -262,3 +262,22 @@ def test_collector_down_then_back_loses_nothing(factory, tmp_path, collector):
     received = CountingCollector.received
     assert len(received) == len(set(received))
     assert {t for t, _ in received} == {identity(layout, 700, p).trace_id for p in range(3)}
+
+
+def test_a_glidein_seen_across_passes_keeps_its_open_stages(factory, tmp_path):
+    layout, log = factory
+    log.submit(800, 0, when=T0 - 300)
+    log.grid_submit(800, 0, when=T0 - 290)
+    forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite")
+    assert forwarder.run_once().glideins_done == 0          # still waiting at the site
+    log.execute(800, 0, when=T0)
+    layout.output(800, 0, "err").write_text(returned_stderr(journal_text(layout, 800, 0, T0)))
+    os.utime(layout.output(800, 0, "err"), (T0, T0))
+    log.terminated(800, 0, 0, when=T0 + 30)
+    again = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite")
+    assert again.run_once().glideins_done == 1
+    spans = read_store(tmp_path / "store")[identity(layout, 800, 0).trace_id]
+    (submit,) = by_stage(spans, "factory.submit")
+    (queue,) = by_stage(spans, "factory.queue")
+    assert (submit["end_ns"] - submit["start_ns"]) / 1e9 == pytest.approx(10)
+    assert (queue["end_ns"] - queue["start_ns"]) / 1e9 == pytest.approx(290)

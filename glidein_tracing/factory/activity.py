@@ -57,6 +57,23 @@ class GlideinActivity:
         elif op == "end":
             self.open_keys.discard(key)
 
+    STATE_FIELDS = ("open_keys", "holds", "queues", "queue_key", "executed", "submit_time",
+                    "ended_at", "outcome")
+
+    def state(self) -> dict:
+        """What must survive between reading passes (events are handed over each pass)."""
+        out = {name: getattr(self, name) for name in self.STATE_FIELDS}
+        out["open_keys"] = sorted(self.open_keys)
+        return out
+
+    @classmethod
+    def restore(cls, cluster: int, proc: int, state: dict | None) -> "GlideinActivity":
+        activity = cls(cluster=cluster, proc=proc)
+        for name, value in (state or {}).items():
+            if name in cls.STATE_FIELDS:
+                setattr(activity, name, set(value) if name == "open_keys" else value)
+        return activity
+
     def start_queue(self, time):
         """Open a new ``factory.queue`` span (a glidein can wait again after a hold)."""
         if self.queue_key in self.open_keys:
@@ -162,11 +179,12 @@ def apply_event(activity: GlideinActivity, event, identity: ids.GlideinIdentity 
         activity.events.append(Event(time=when, op="end", key="glidein", fields={}))
 
 
-def read_activity_log(path, identity_for, state=None):
+def read_activity_log(path, identity_for, state=None, restore=None):
     """Read new events of one activity log.
 
     ``identity_for(cluster, proc)`` gives a glidein's identity, or None when it is only
-    known later (the forwarder adds it when it exports). ``state`` is the pickled
+    known later (the forwarder adds it when it exports). ``restore(cluster, proc)`` gives
+    the saved state of a glidein seen in an earlier pass (GlideinActivity.state()). ``state`` is the pickled
     reader position from a previous call (None: from the start). Returns
     (activities by (cluster, proc), new state, count of events read). Event logs that
     cannot be read give no activities and the old state.
@@ -189,7 +207,10 @@ def read_activity_log(path, identity_for, state=None):
             continue
         if key[0] < 0 or key[1] < 0:
             continue
-        activity = activities.setdefault(key, GlideinActivity(cluster=key[0], proc=key[1]))
+        activity = activities.get(key)
+        if activity is None:
+            saved = restore(*key) if restore else None
+            activity = activities[key] = GlideinActivity.restore(key[0], key[1], saved)
         apply_event(activity, event, identity_for(*key), when)
     return activities, pickle.dumps(reader), count
 

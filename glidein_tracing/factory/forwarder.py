@@ -100,8 +100,10 @@ class Forwarder:
 
     def _read_log(self, entry: EntryDir, path: Path, stats: ForwardStats):
         try:
+            restore = lambda c, p: self.ledger.activity_state(
+                ledger_mod.glidein_key(str(entry.path), c, p))
             activities, state, count = read_activity_log(path, lambda c, p: None,
-                                                         self.ledger.log_state(path))
+                                                         self.ledger.log_state(path), restore)
         except Exception as exc:  # unreadable or corrupt event log: keep going
             log.warning("cannot read activity log %s: %s", path, exc)
             stats.problem("unreadable_activity_log")
@@ -112,6 +114,7 @@ class Forwarder:
                 self.ledger.upsert_glidein(gkey, str(entry.path), entry.instance, entry.entry, cluster, proc)
                 self.ledger.append_activity(gkey, [
                     format_line(e.time, e.op, e.key, e.fields, e.links) for e in activity.events])
+                self.ledger.save_activity_state(gkey, activity.state())
                 if activity.ended_at is not None:
                     self.ledger.mark_ended(gkey, activity.ended_at)
             self.ledger.save_log_state(path, state, count)

@@ -18,7 +18,7 @@ CREATE TABLE IF NOT EXISTS logs (path TEXT PRIMARY KEY, state BLOB, events INTEG
 CREATE TABLE IF NOT EXISTS glideins (
     gkey TEXT PRIMARY KEY, entry_dir TEXT, instance TEXT, entry TEXT,
     cluster INTEGER, proc INTEGER, status TEXT, ended_at REAL, updated REAL,
-    trace_id TEXT, spans INTEGER DEFAULT 0, pending TEXT, note TEXT);
+    trace_id TEXT, spans INTEGER DEFAULT 0, pending TEXT, note TEXT, activity_state TEXT);
 CREATE INDEX IF NOT EXISTS glideins_status ON glideins(status);
 CREATE TABLE IF NOT EXISTS activity (gkey TEXT, seq INTEGER, line TEXT, PRIMARY KEY (gkey, seq));
 CREATE TABLE IF NOT EXISTS schedds (entry_dir TEXT, cluster INTEGER, schedd TEXT,
@@ -75,6 +75,13 @@ class Ledger:
         seq = row[0] + 1
         self.db.executemany("INSERT INTO activity(gkey, seq, line) VALUES (?,?,?)",
                             [(gkey, seq + i, line) for i, line in enumerate(lines)])
+
+    def activity_state(self, gkey):
+        row = self.db.execute("SELECT activity_state FROM glideins WHERE gkey=?", (gkey,)).fetchone()
+        return json.loads(row[0]) if row and row[0] else None
+
+    def save_activity_state(self, gkey, state: dict):
+        self.db.execute("UPDATE glideins SET activity_state=? WHERE gkey=?", (json.dumps(state), gkey))
 
     def activity_lines(self, gkey) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT line FROM activity WHERE gkey=? ORDER BY seq", (gkey,))]
