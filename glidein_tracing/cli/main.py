@@ -12,6 +12,7 @@ VERBS = {
     "trace-id": "trace_id",
     "export": "export",
     "forward": "forward",
+    "factory-config": "factory_config",
 }
 
 

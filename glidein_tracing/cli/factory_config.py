@@ -1,0 +1,55 @@
+"""Print the glideinWMS.xml block that turns tracing on, or check a Factory config.
+
+Without options: the <attrs> and <files> to paste into glideinWMS.xml (under <glidein> for
+all entries, or under one <entry>), with the paths of the installed hook files. With
+--validate FILE: every bad or missing knob and hook file, each with its fix (exit 1 when
+something must be fixed). --set NAME=VALUE puts a value into the printed block.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def add_arguments(parser):
+    parser.add_argument("--validate", metavar="GLIDEINWMS_XML", help="check a Factory configuration")
+    parser.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
+                        help="a knob value for the printed block (repeatable)")
+    parser.add_argument("--hooks-dir", help="where the hook files are (default: installed package)")
+    parser.add_argument("--shell-knobs", action="store_true",
+                        help="print the generated shell knob reader (hooks/gconditional_TRACING_knobs.sh)")
+    parser.add_argument("--knobs-markdown", action="store_true", help="print the knobs reference table")
+
+
+def run(args):
+    from .. import knobs
+    from ..factory.config import render_block, validate
+    from .main import UserError
+
+    if args.shell_knobs:
+        sys.stdout.write(knobs.render_shell())
+        return 0
+    if args.knobs_markdown:
+        sys.stdout.write(knobs.render_markdown())
+        return 0
+    if args.validate:
+        findings = validate(args.validate)
+        for finding in findings:
+            print(finding)
+        errors = sum(1 for f in findings if f.level == "error")
+        print(f"{args.validate}: {errors} errors, {len(findings) - errors} warnings", file=sys.stderr)
+        return 1 if errors else 0
+    values = {}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise UserError(f"--set wants KNOB=VALUE, not {item!r}")
+        knob = knobs.BY_NAME.get(name)
+        if knob is None:
+            raise UserError(f"unknown knob {name}; see `glidein-tracing factory-config --knobs-markdown`")
+        ok, _, message = knob.check(value)
+        if not ok:
+            raise UserError(message)
+        values[name] = value
+    sys.stdout.write(render_block(values, args.hooks_dir))
+    return 0

@@ -1,0 +1,91 @@
+"""glidein-tracing factory-config: the block operators paste, and the validator."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from glidein_tracing import knobs
+from glidein_tracing.factory.config import HOOK_FILES, render_block, validate
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def factory_xml(tmp_path, entry_block="", global_block=""):
+    text = f"""<glidein factory_name="gwms_test_factory" glidein_name="gwms_test_instance">
+  {global_block}
+  <entries>
+    <entry name="TEST_ENTRY" gatekeeper="ce.example.org ce.example.org:9619" gridtype="condor"
+           schedd_name="schedd_glideins2@factory.example.org">
+      {entry_block}
+    </entry>
+  </entries>
+</glidein>"""
+    path = tmp_path / "glideinWMS.xml"
+    path.write_text(text)
+    return path
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "glidein_tracing", "factory-config", *args],
+                          capture_output=True, text=True)
+
+
+def test_printed_block_validates_clean_in_an_entry(tmp_path):
+    out = cli("--set", "GLIDEIN_TRACING_ENDPOINT=http://jaeger.example.org:4318")
+    assert out.returncode == 0
+    path = factory_xml(tmp_path, entry_block=out.stdout.split("\n", 1)[1])
+    assert [f for f in validate(path) if f.level == "error"] == []
+    check = cli("--validate", str(path))
+    assert check.returncode == 0, check.stdout
+
+
+def test_printed_block_lists_every_hook_once_in_download_order():
+    block = render_block()
+    names = re.findall(r'absfname="[^"]*/([^/"]+)"', block)
+    assert names == [h.name for h in HOOK_FILES]
+    for hook in HOOK_FILES:
+        assert (REPO / "glidein_tracing" / "hooks" / hook.name).exists()
+
+
+def test_bad_and_missing_pieces_each_get_a_fix(tmp_path):
+    block = render_block({"GLIDEIN_TRACING_EXPORT_TIMEOUT": "5"})
+    block = block.replace('name="GLIDEIN_TRACING_EXPORT_TIMEOUT" const="False" glidein_publish="False" '
+                          'job_publish="False" parameter="True" publish="True" type="int" value="5"',
+                          'name="GLIDEIN_TRACING_EXPORT_TIMEOUT" const="True" parameter="False" '
+                          'type="int" value="500"')
+    block = block.replace('value="gconditional_TRACING_cleanup.sh"', 'value="vo_cleanup.sh"')
+    block = re.sub(r'\s*<file absfname="[^"]*gconditional_TRACING_wrapper.sh"[^>]*/>', "", block)
+    block = block.replace("</attrs>", '<attr name="GLIDEIN_TRACING_ENDPOINTT" parameter="True" '
+                                      'const="False" type="string" value="x"/></attrs>')
+    path = factory_xml(tmp_path, entry_block=block.split("\n", 1)[1])
+    findings = [str(f) for f in validate(path)]
+    text = "\n".join(findings)
+    assert "GLIDEIN_TRACING_EXPORT_TIMEOUT='500' is outside 1..30" in text
+    assert "not passed as a parameter" in text
+    assert "GLIDEIN_CLEANUP_SCRIPT is 'vo_cleanup.sh'" in text
+    assert "gconditional_TRACING_wrapper.sh is missing" in text
+    assert "unknown knob GLIDEIN_TRACING_ENDPOINTT" in text
+    assert all("Fix:" in line for line in findings)
+    assert cli("--validate", str(path)).returncode == 1
+
+
+def test_tracing_off_is_reported_and_broken_xml_is_a_clear_error(tmp_path):
+    findings = validate(factory_xml(tmp_path))
+    assert any("tracing is off" in str(f) for f in findings)
+    bad = tmp_path / "broken.xml"
+    bad.write_text("<glidein><entries>")
+    (finding,) = validate(bad)
+    assert finding.level == "error" and "XML" in finding.problem
+
+
+def test_knob_table_is_the_single_source_of_the_shell_reader_and_docs():
+    shell = (REPO / "glidein_tracing" / "hooks" / "gconditional_TRACING_knobs.sh").read_text()
+    assert shell == knobs.render_shell(), "regenerate with `glidein-tracing factory-config --shell-knobs`"
+    docs = (REPO / "docs" / "knobs.md").read_text()
+    assert knobs.render_markdown() in docs, "regenerate the table with `--knobs-markdown`"
+
+
+def test_unknown_or_bad_set_values_are_refused():
+    assert "unknown knob" in cli("--set", "GLIDEIN_TRACING_NOPE=1").stderr
+    assert "outside" in cli("--set", "GLIDEIN_TRACING_SAMPLING_RATIO=2").stderr
