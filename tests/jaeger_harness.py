@@ -41,6 +41,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -388,7 +389,10 @@ class JaegerProcess:
 
     def __init__(self, binary: Path, config: Path = TEST_CONFIG, *, log_dir: Path | None = None,
                  extra_env: dict | None = None, max_lifetime: float | None = None,
-                 max_traces: int = 10000, ready_timeout: float = 60.0):
+                 max_traces: int = 10000, ready_timeout: float = 60.0,
+                 tls_ca: Path | None = None):
+        """``tls_ca``: the config serves OTLP and the query API over TLS with a certificate
+        this CA file verifies (URLs become https)."""
         self.binary = Path(binary)
         self.config = Path(config)
         self.log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="jaeger-"))
@@ -398,6 +402,8 @@ class JaegerProcess:
         self.max_lifetime = max_lifetime
         self.max_traces = max_traces
         self.ready_timeout = ready_timeout
+        self.tls_ca = Path(tls_ca) if tls_ca else None
+        self.scheme = "https" if tls_ca else "http"
         self.proc: subprocess.Popen | None = None
         self.ports: dict = {}
         self.log_path = self.log_dir / "jaeger.log"
@@ -407,18 +413,18 @@ class JaegerProcess:
     @property
     def otlp_endpoint(self) -> str:
         """OTLP/HTTP base URL (the SDK exporter appends /v1/traces)."""
-        return f"http://{LOOPBACK}:{self.ports['otlp_http']}"
+        return f"{self.scheme}://{LOOPBACK}:{self.ports['otlp_http']}"
 
     @property
     def query_url(self) -> str:
-        return f"http://{LOOPBACK}:{self.ports['query_http']}"
+        return f"{self.scheme}://{LOOPBACK}:{self.ports['query_http']}"
 
     @property
     def pid(self) -> int:
         return self.proc.pid
 
     def query(self) -> "JaegerQuery":
-        return JaegerQuery(self.query_url)
+        return JaegerQuery(self.query_url, ca_file=self.tls_ca)
 
     def log_tail(self, lines: int = 30) -> str:
         return _log_tail(self.log_path, lines)
@@ -535,9 +541,10 @@ class JaegerProcess:
 class JaegerQuery:
     """A small client of Jaeger's query API (v1 JSON and v3 OTLP JSON)."""
 
-    def __init__(self, base_url: str, timeout: float = 10.0):
+    def __init__(self, base_url: str, timeout: float = 10.0, ca_file=None):
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        self.context = ssl.create_default_context(cafile=str(ca_file)) if ca_file else None
 
     def get(self, path: str, params: dict | None = None):
         """GET a JSON document; return (status, parsed body or None)."""
@@ -545,7 +552,8 @@ class JaegerQuery:
         if params:
             url += "?" + urllib.parse.urlencode(params)
         try:
-            with urllib.request.urlopen(url, timeout=self.timeout) as response:
+            with urllib.request.urlopen(url, timeout=self.timeout,
+                                        context=self.context) as response:
                 return response.status, json.loads(response.read() or b"null")
         except urllib.error.HTTPError as exc:
             body = exc.read()
