@@ -1,0 +1,533 @@
+"""OpenTelemetry instrumentor for the GlideinWMS Frontend (issue 5, docs/frontend.md).
+
+What it wraps, read from GlideinWMS (master of early 2026):
+
+* ``frontend/glideinFrontendElement.py``, class ``glideinFrontendElement``: one group process runs
+  ``main() -> iterate() -> iterate_one()`` once per Frontend cycle (``frontend/glideinFrontend.py``
+  ``spawn_group`` starts ``python glideinFrontendElement.py PPID WORK_DIR GROUP ACTION`` for every
+  group, every cycle). ``iterate_one`` becomes the ``frontend.cycle`` span.
+* Inside ``iterate_one``, one loop pass per entry (``glideid = (factory_pool_node, request_name,
+  my_identity)``) calls, in this order: ``compute_glidein_min_idle`` and
+  ``compute_glidein_max_run`` (skipped when the Frontend or the entry is in downtime),
+  ``decide_removal_type(count_jobs, count_status, glideid)``, ``advertizer.add(...)`` (only when a
+  Factory key exists) and, always last, ``build_resource_classad(this_stats_arr, request_name,
+  ...)``. There is no single per-entry function, so the ``frontend.request`` span is opened by
+  the first of these calls and closed when ``build_resource_classad`` returns; calls that name
+  the entry (``decide_removal_type``, ``add``, ``build_resource_classad``) check it is the same.
+* ``frontend/glideinFrontendInterface.py``, ``MultiAdvertizeWork.add(factory_pool, request_name,
+  glidein_name, min_nr_glideins, max_run_glideins, idle_lifetime=0, glidein_params={}, ...)``:
+  the request's params; ``createAdvertizeWorkFile`` writes each as ``GlideinParam<K>`` next to
+  ``ReqIdleGlideins`` / ``ReqMaxGlideins``. We add ``GLIDEIN_TRACING_REQUEST_TRACEPARENT`` there.
+
+Nothing here may break the Frontend: every piece of our code runs under a guard that swallows
+and logs (once per place) any exception, and the wrapped functions' results and exceptions pass
+through untouched.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import os
+import sys
+import threading
+from collections.abc import Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Collection
+
+import wrapt
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
+from opentelemetry.instrumentation.utils import unwrap
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from frontend_hooks import conventions as c
+
+try:
+    from glidein_tracing import __version__
+except Exception:  # pragma: no cover - frontend_hooks installed without glidein_tracing
+    __version__ = "0"
+
+_logger = logging.getLogger("frontend_hooks")
+
+ELEMENT_MODULE = "glideinwms.frontend.glideinFrontendElement"
+INTERFACE_MODULE = "glideinwms.frontend.glideinFrontendInterface"
+ELEMENT_CLASS = "glideinFrontendElement"
+ADVERTIZER_CLASS = "MultiAdvertizeWork"
+ELEMENT_SCRIPT = "glideinFrontendElement.py"
+CYCLE_METHOD = "iterate_one"
+ENTRY_METHODS = ("compute_glidein_min_idle", "compute_glidein_max_run", "decide_removal_type",
+                 "build_resource_classad")
+ENTRY_LAST_METHOD = "build_resource_classad"
+
+_PROPAGATOR = TraceContextTextMapPropagator()
+_MISSING = object()
+
+# Failures of our own code, per place; each place is logged the first time only.
+FAILURES: dict = {}
+_failures_lock = threading.Lock()
+
+
+def _note_failure(where: str) -> None:
+    with _failures_lock:
+        first = where not in FAILURES
+        FAILURES[where] = FAILURES.get(where, 0) + 1
+    if first:
+        _logger.warning("frontend_hooks: %s failed; tracing skips it, the Frontend is not affected "
+                        "(later failures here are not logged)", where, exc_info=True)
+
+
+def _guarded(where: str, function, *args):
+    try:
+        return function(*args)
+    except Exception:
+        _note_failure(where)
+        return None
+
+
+def _arg(args, kwargs, index: int, name: str, default=None):
+    """An argument of a wrapped call by the real signature's position (self excluded) or name."""
+    if len(args) > index:
+        return args[index]
+    return kwargs.get(name, default)
+
+
+def _number(value):
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    return None
+
+
+def _put(span, name: str, value) -> None:
+    if value is None:
+        return
+    if isinstance(value, (bool, str)):
+        span.set_attribute(name, value)
+        return
+    number = _number(value)
+    if number is not None:
+        span.set_attribute(name, number)
+
+
+def _mark_error(span, exc: BaseException) -> None:
+    span.record_exception(exc)
+    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+
+
+def traceparent_of(span) -> str | None:
+    """The W3C traceparent of a span, or None when the span has no valid context."""
+    if not span.get_span_context().is_valid:
+        return None
+    carrier: dict = {}
+    _PROPAGATOR.inject(carrier, context=trace.set_span_in_context(span))
+    return carrier.get("traceparent")
+
+
+@dataclass
+class _Request:
+    span: object
+    name: str | None = None
+    failed: bool = False
+
+
+@dataclass
+class _Cycle:
+    element: object
+    span: object
+    context: object
+    request: _Request | None = None
+    requests: int = 0
+    count_status_names: dict | None = None  # id(count_status dict) -> request name
+
+
+_CURRENT: ContextVar = ContextVar("frontend_hooks_cycle", default=None)
+
+
+def _is_element_class(obj) -> bool:
+    return isinstance(obj, type) and all(
+        callable(getattr(obj, name, None)) for name in (CYCLE_METHOD,) + ENTRY_METHODS)
+
+
+class GlideinFrontendInstrumentor(BaseInstrumentor):
+    """``frontend.cycle`` and ``frontend.request`` spans for a GlideinWMS Frontend group process.
+
+    ``instrument(tracer_provider=None, element_module=None, interface_module=None,
+    watch_main=True)``: the modules default to GlideinWMS's own (skipped when not importable);
+    tests and custom set-ups may pass module objects or dotted names. With ``watch_main``, a
+    group process that runs ``glideinFrontendElement.py`` as ``__main__`` (the normal case) gets
+    its class patched as soon as the script defines it.
+    """
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        # GlideinWMS is installed from RPMs without Python distribution metadata, so a
+        # requirement here would make opentelemetry-instrument skip us; we check for the
+        # modules themselves instead (a missing module is skipped quietly).
+        return ()
+
+    # --- instrument / uninstrument -------------------------------------------------------
+    def _instrument(self, **kwargs):
+        self._patched = []
+        self._main_hook = None
+        self._process_cycles = 0
+        self._tracer = trace.get_tracer("frontend_hooks", __version__,
+                                        tracer_provider=kwargs.get("tracer_provider"))
+        _guarded("instrument", self._patch_targets, kwargs)
+
+    def _uninstrument(self, **kwargs):
+        _guarded("uninstrument (main hook)", self._remove_main_hook)
+        for owner, name in reversed(getattr(self, "_patched", [])):
+            _guarded(f"uninstrument {getattr(owner, '__name__', owner)}.{name}", unwrap, owner, name)
+        self._patched = []
+
+    def _patch_targets(self, kwargs) -> None:
+        element_module = self._module(kwargs.get("element_module") or ELEMENT_MODULE)
+        interface_module = self._module(kwargs.get("interface_module") or INTERFACE_MODULE)
+        element_class = getattr(element_module, ELEMENT_CLASS, None)
+        if _is_element_class(element_class):
+            self._patch_element(element_class)
+        advertizer_class = getattr(interface_module, ADVERTIZER_CLASS, None)
+        if isinstance(advertizer_class, type) and ADVERTIZER_CLASS == advertizer_class.__name__:
+            self._patch(advertizer_class, "add", self._advertize_add)
+        if kwargs.get("watch_main", True):
+            self._watch_main()
+
+    @staticmethod
+    def _module(module_or_name):
+        if not isinstance(module_or_name, str):
+            return module_or_name
+        try:
+            __import__(module_or_name)
+        except ImportError:
+            _logger.debug("frontend_hooks: %s is not importable; not instrumented", module_or_name)
+            return None
+        return sys.modules.get(module_or_name)
+
+    def _patch(self, owner, name, wrapper) -> None:
+        if name not in vars(owner) or (owner, name) in self._patched:
+            return
+        if isinstance(vars(owner)[name], wrapt.ObjectProxy):
+            return  # already wrapped (by us, through another path)
+        wrapt.wrap_function_wrapper(owner, name, wrapper)
+        self._patched.append((owner, name))
+
+    def _patch_element(self, cls) -> None:
+        self._patch(cls, CYCLE_METHOD, self._iterate_one)
+        for method in ENTRY_METHODS:
+            self._patch(cls, method, self._entry_wrapper(method))
+
+    # The group process runs glideinFrontendElement.py as __main__: its class is defined after
+    # sitecustomize (where opentelemetry-instrument calls us) has run, and it is a different
+    # class object from glideinwms.frontend.glideinFrontendElement's. So, in that process only,
+    # watch class creation until __main__ defines it, patch it, and stop watching.
+    def _watch_main(self) -> None:
+        main = sys.modules.get("__main__")
+        existing = getattr(main, ELEMENT_CLASS, None)
+        if _is_element_class(existing):
+            self._patch_element(existing)
+            return
+        script = os.path.basename(sys.argv[0]) if getattr(sys, "argv", None) else ""
+        if script != ELEMENT_SCRIPT:
+            return
+        original = builtins.__build_class__
+        instrumentor = self
+
+        def build_class(func, name, *args, **kwargs):
+            cls = original(func, name, *args, **kwargs)
+            if name == ELEMENT_CLASS and instrumentor._main_hook is build_class:
+                _guarded("patching __main__." + ELEMENT_CLASS, instrumentor._main_class_built, cls)
+            return cls
+
+        self._main_hook = build_class
+        self._main_hook_original = original
+        builtins.__build_class__ = build_class
+
+    def _main_class_built(self, cls) -> None:
+        if getattr(cls, "__module__", None) != "__main__" or not _is_element_class(cls):
+            return
+        self._remove_main_hook()
+        self._patch_element(cls)
+
+    def _remove_main_hook(self) -> None:
+        hook, self._main_hook = getattr(self, "_main_hook", None), None
+        if hook is not None and builtins.__build_class__ is hook:
+            builtins.__build_class__ = self._main_hook_original
+        # else someone wrapped it after us: our hook stays in their chain as a pass-through
+
+    # --- frontend.cycle ------------------------------------------------------------------
+    def _iterate_one(self, wrapped, instance, args, kwargs):
+        started = _guarded("frontend.cycle start", self._start_cycle, instance)
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            if started:
+                _guarded("frontend.cycle end", self._end_cycle, started, exc)
+            raise
+        if started:
+            _guarded("frontend.cycle end", self._end_cycle, started, None)
+        return result
+
+    def _next_cycle_number(self, element) -> int:
+        # GlideinWMS keeps per-group state between cycles in HistoryFile (glideinFrontendConfig),
+        # saved by iterate() after iterate_one; a fresh process per cycle needs it for a counter.
+        history = getattr(element, "history_obj", None)
+        if history is not None:
+            try:
+                previous = history.get(c.HISTORY_CYCLE_KEY)
+                number = (previous if _number(previous) and previous > 0 else 0) + 1
+                history[c.HISTORY_CYCLE_KEY] = number
+                return number
+            except Exception:
+                _note_failure("cycle counter in history_obj")
+        self._process_cycles += 1
+        return self._process_cycles
+
+    @staticmethod
+    def _element_attributes(element) -> dict:
+        attributes = {}
+        for key, name in ((c.FRONTEND_NAME, "frontend_name"), (c.FRONTEND_GROUP, "group_name"),
+                          (c.FRONTEND_CLIENT_NAME, "published_frontend_name"),
+                          (c.FRONTEND_ACTION, "action")):
+            value = getattr(element, name, None)
+            if isinstance(value, str) and value:
+                attributes[key] = value
+        return attributes
+
+    def _start_cycle(self, element):
+        attributes = {c.STAGE: c.CYCLE_SPAN, **self._element_attributes(element)}
+        attributes[c.CYCLE_NUMBER] = self._next_cycle_number(element)
+        span = self._tracer.start_span(c.CYCLE_SPAN, kind=SpanKind.INTERNAL, attributes=attributes)
+        context = trace.set_span_in_context(span)
+        cycle = _Cycle(element, span, context)
+        token = otel_context.attach(context)
+        try:
+            cycle_token = _CURRENT.set(cycle)
+        except BaseException:
+            otel_context.detach(token)
+            raise
+        return cycle, token, cycle_token
+
+    def _end_cycle(self, started, exc) -> None:
+        cycle, token, cycle_token = started
+        try:
+            if cycle.request is not None:
+                self._close_request(cycle, cycle.request, incomplete=True, exc=exc)
+            cycle.span.set_attribute(c.CYCLE_ENTRIES, cycle.requests)
+            if exc is not None:
+                _mark_error(cycle.span, exc)
+            cycle.span.end()
+        finally:
+            _CURRENT.reset(cycle_token)
+            otel_context.detach(token)
+
+    # --- frontend.request ----------------------------------------------------------------
+    def _request(self, cycle: _Cycle, name: str | None) -> _Request:
+        """The open request span of the cycle for entry ``name`` (None: whichever is open)."""
+        request = cycle.request
+        if request is not None and (name is None or request.name in (None, name)):
+            if name and request.name is None:
+                self._name_request(request, name)
+            return request
+        if request is not None:  # another entry's request was left open
+            self._close_request(cycle, request, incomplete=True)
+        attributes = {c.STAGE: c.REQUEST_SPAN, **self._element_attributes(cycle.element)}
+        attributes.pop(c.FRONTEND_ACTION, None)
+        span = self._tracer.start_span(c.REQUEST_SPAN, context=cycle.context,
+                                       kind=SpanKind.INTERNAL, attributes=attributes)
+        request = _Request(span)
+        cycle.request = request
+        cycle.requests += 1
+        if name:
+            self._name_request(request, name)
+        return request
+
+    @staticmethod
+    def _name_request(request: _Request, name: str) -> None:
+        request.name = name
+        request.span.set_attribute(c.REQUEST_NAME, name)
+        # ReqName is the glidefactory ad's Name: "entry@glidein@factory"
+        # (factory/glideFactoryInterface.py, EntryClassad.__init__); build_resource_classad's
+        # glidein_el attrs later confirm it.
+        parts = name.split("@")
+        if len(parts) == 3:
+            for key, value in zip((c.ENTRY, c.GLIDEIN_NAME, c.FACTORY), parts):
+                request.span.set_attribute(key, value)
+
+    @staticmethod
+    def _close_request(cycle: _Cycle, request: _Request, incomplete=False, exc=None) -> None:
+        if cycle.request is request:
+            cycle.request = None
+        if incomplete:
+            request.span.set_attribute(c.INCOMPLETE, True)
+        if exc is not None and not request.failed:
+            request.failed = True
+            _mark_error(request.span, exc)
+        request.span.end()
+
+    @staticmethod
+    def _name_in_call(cycle: _Cycle, method: str, args, kwargs):
+        if method == "compute_glidein_min_idle":
+            # iterate_one passes count_status = self.count_status_multi[request_name]: the
+            # same dict object, so it names the entry before decide_removal_type does.
+            count_status = _arg(args, kwargs, 0, "count_status")
+            if cycle.count_status_names is None:
+                multi = getattr(cycle.element, "count_status_multi", None)
+                cycle.count_status_names = {id(value): key for key, value in multi.items()} \
+                    if isinstance(multi, Mapping) else {}
+            name = cycle.count_status_names.get(id(count_status))
+            multi = getattr(cycle.element, "count_status_multi", None)
+            if isinstance(name, str) and multi.get(name) is count_status:
+                return name
+        elif method == "decide_removal_type":
+            glideid = _arg(args, kwargs, 2, "glideid")
+            if isinstance(glideid, tuple) and len(glideid) >= 2 and isinstance(glideid[1], str):
+                return glideid[1]
+        elif method == "build_resource_classad":
+            name = _arg(args, kwargs, 1, "request_name")
+            if isinstance(name, str):
+                return name
+        return None
+
+    def _entry_wrapper(self, method: str):
+        where = f"frontend.request ({method})"
+
+        def wrapper(wrapped, instance, args, kwargs):
+            entered = _guarded(where, self._enter_request, instance, method, args, kwargs)
+            if entered is None:
+                return wrapped(*args, **kwargs)
+            try:
+                result = wrapped(*args, **kwargs)
+            except BaseException as exc:
+                _guarded(where, self._leave_request, entered, method, args, kwargs, None, exc)
+                raise
+            _guarded(where, self._leave_request, entered, method, args, kwargs, result, None)
+            return result
+
+        return wrapper
+
+    def _enter_request(self, instance, method, args, kwargs):
+        cycle = _CURRENT.get()
+        if cycle is None or cycle.element is not instance:
+            return None
+        request = self._request(cycle, self._name_in_call(cycle, method, args, kwargs))
+        token = otel_context.attach(trace.set_span_in_context(request.span, cycle.context))
+        return cycle, request, token
+
+    def _leave_request(self, entered, method, args, kwargs, result, exc) -> None:
+        cycle, request, token = entered
+        try:
+            try:
+                if exc is not None:
+                    request.failed = True
+                    _mark_error(request.span, exc)
+                else:
+                    getattr(self, "_after_" + method)(request.span, args, kwargs, result)
+            finally:
+                otel_context.detach(token)
+        finally:
+            if method == ENTRY_LAST_METHOD:
+                self._close_request(cycle, request)
+
+    # Attributes from each call, by the real signatures (frontend/glideinFrontendElement.py).
+    @staticmethod
+    def _after_compute_glidein_min_idle(span, args, kwargs, result) -> None:
+        # (count_status, total_glideins, total_idle_glideins, fe_total_glideins,
+        #  fe_total_idle_glideins, global_total_glideins, global_total_idle_glideins,
+        #  effective_idle, effective_oldidle, limits_triggered) -> glidein_min_idle;
+        # iterate_one passes effective_idle_mc as effective_idle.
+        _put(span, c.EFFECTIVE_IDLE_MC, _arg(args, kwargs, 7, "effective_idle"))
+        _put(span, c.REQ_IDLE_GLIDEINS, result)
+        _put_limits(span, _arg(args, kwargs, 9, "limits_triggered"))
+
+    @staticmethod
+    def _after_compute_glidein_max_run(span, args, kwargs, result) -> None:
+        # (prop_jobs, real, idle_glideins) -> glidein_max_run
+        _put(span, c.REQ_MAX_GLIDEINS, result)
+
+    @staticmethod
+    def _after_decide_removal_type(span, args, kwargs, result) -> None:
+        # (count_jobs, count_status, glideid) -> (remove_excess_str, remove_excess_margin)
+        glideid = _arg(args, kwargs, 2, "glideid")
+        if isinstance(glideid, tuple) and glideid and isinstance(glideid[0], str):
+            span.set_attribute(c.FACTORY_POOL, glideid[0])
+        count_status = _arg(args, kwargs, 1, "count_status")
+        if isinstance(count_status, Mapping):
+            _put(span, c.GLIDEINS_TOTAL, count_status.get("Total"))
+            _put(span, c.IDLE_GLIDEINS, count_status.get("Idle"))
+            _put(span, c.RUNNING_GLIDEINS, count_status.get("Running"))
+        if isinstance(result, tuple) and result and isinstance(result[0], str):
+            span.set_attribute(c.REMOVE_EXCESS, result[0])
+
+    @staticmethod
+    def _after_build_resource_classad(span, args, kwargs, result) -> None:
+        # (this_stats_arr, request_name, glidein_el, glidein_in_downtime, factory_pool_node,
+        #  my_identity, limits_triggered) -> ResourceClassad
+        stats = _arg(args, kwargs, 0, "this_stats_arr")
+        if isinstance(stats, (tuple, list)) and len(stats) == c.STATS_TUPLE_LENGTH:
+            for index, key in c.STATS_TUPLE_ATTRIBUTES.items():
+                _put(span, key, _number(stats[index]))
+        glidein_el = _arg(args, kwargs, 2, "glidein_el")
+        attrs = glidein_el.get("attrs") if isinstance(glidein_el, Mapping) else None
+        if isinstance(attrs, Mapping):
+            for key, ad_attr in ((c.ENTRY, "EntryName"), (c.GLIDEIN_NAME, "GlideinName"),
+                                 (c.FACTORY, "FactoryName")):
+                if isinstance(attrs.get(ad_attr), str):
+                    span.set_attribute(key, attrs[ad_attr])
+        downtime = _arg(args, kwargs, 3, "glidein_in_downtime")
+        if isinstance(downtime, bool):
+            span.set_attribute(c.IN_DOWNTIME, downtime)
+        pool = _arg(args, kwargs, 4, "factory_pool_node")
+        if isinstance(pool, str):
+            span.set_attribute(c.FACTORY_POOL, pool)
+        _put_limits(span, _arg(args, kwargs, 6, "limits_triggered"))
+
+    # --- the request's GlideinParam ------------------------------------------------------
+    def _advertize_add(self, wrapped, instance, args, kwargs):
+        prepared = _guarded("GlideinParam " + c.REQUEST_TRACEPARENT_PARAM, self._prepare_add,
+                            args, kwargs)
+        call_args, call_kwargs = (prepared[0], prepared[1]) if prepared else (args, kwargs)
+        try:
+            return wrapped(*call_args, **call_kwargs)
+        except BaseException as exc:
+            if prepared:
+                _guarded("frontend.request (add)", _mark_request_error, prepared[2], exc)
+            raise
+
+    def _prepare_add(self, args, kwargs):
+        # MultiAdvertizeWork.add(factory_pool, request_name, glidein_name, min_nr_glideins,
+        #     max_run_glideins, idle_lifetime=0, glidein_params={}, ...)
+        cycle = _CURRENT.get()
+        if cycle is None:
+            return None
+        request = self._request(cycle, _arg(args, kwargs, 1, "request_name"))
+        request.span.set_attribute(c.ADVERTISED, True)
+        value = traceparent_of(request.span)
+        params = _arg(args, kwargs, 6, "glidein_params", _MISSING)
+        if value is None or not (params is _MISSING or isinstance(params, Mapping)):
+            return args, kwargs, request
+        # A new dict: never mutate the caller's (nor add()'s shared {} default).
+        new_params = {} if params is _MISSING else dict(params)
+        new_params[c.REQUEST_TRACEPARENT_PARAM] = value
+        if len(args) > 6:
+            args = args[:6] + (new_params,) + tuple(args[7:])
+        else:
+            kwargs = dict(kwargs, glidein_params=new_params)
+        request.span.set_attribute(c.TRACEPARENT_SENT, True)
+        return args, kwargs, request
+
+
+def _put_limits(span, limits) -> None:
+    if isinstance(limits, Mapping) and limits:
+        span.set_attribute(c.LIMITS_TRIGGERED, sorted(str(key) for key in limits))
+
+
+def _mark_request_error(request: _Request, exc: BaseException) -> None:
+    if not request.failed:
+        request.failed = True
+        _mark_error(request.span, exc)

@@ -1,0 +1,285 @@
+"""A minimal stand-in for a GlideinWMS Frontend group process, for the frontend_hooks tests.
+
+It mirrors the names, signatures and call order that frontend_hooks relies on, read from
+GlideinWMS master of early 2026 (commit efdc530a); the logic is reduced to what those calls
+need and written here, not copied:
+
+- frontend/glideinFrontendInterface.py: ``AdvertizeParams.__init__``,
+  ``MultiAdvertizeWork.__init__(descript_obj)`` and ``MultiAdvertizeWork.add(factory_pool,
+  request_name, glidein_name, min_nr_glideins, max_run_glideins, idle_lifetime=0,
+  glidein_params={}, ...)``, which queues ``(params_obj, key_obj)`` per factory pool; and the
+  request-ad attributes ``createAdvertizeWorkFile`` writes from it (``ReqName``,
+  ``ReqIdleGlideins``, ``ReqMaxGlideins``, one ``GlideinParam<K>`` per param), here
+  ``request_ads()``.
+- frontend/glideinFrontendConfig.py: ``HistoryFile`` (a pickled dict per group, ``get`` /
+  ``[]`` with a default factory, ``save``).
+- frontend/glideinFrontendElement.py, class ``glideinFrontendElement``: ``__init__(parent_pid,
+  work_dir, group_name, action)``, ``main() -> iterate() -> iterate_one()``, and the per-entry
+  loop of ``iterate_one``: effective idle, ``compute_glidein_min_idle`` and
+  ``compute_glidein_max_run`` unless in downtime, ``decide_removal_type(count_jobs,
+  count_status, glideid)``, params = const params + ``GLIDECLIENT_ReqNode``, ``advertizer.add``
+  only when a Factory key exists, then ``build_resource_classad(this_stats_arr, request_name,
+  glidein_el, glidein_in_downtime, factory_pool_node, my_identity, limits_triggered)``;
+  ``this_stats_arr`` has the 17 columns of ``log_factory_header``.
+
+Instead of querying schedds and collectors, the element reads the entries of its cycle from
+``WORK_DIR/world.json`` (or ``world=``): a list of entries, each
+``{"glideid": [pool, "entry@glidein@factory", identity], "attrs": {...}, "idle": n,
+"old_idle": n, "running": n, "real": n, "status": {"Total": n, "Idle": n, "Running": n},
+"in_downtime": false, "has_key": true}``.
+
+Run as a script it behaves like the real one: ``python glideinFrontendElement.py PPID WORK_DIR
+GROUP [ACTION]``.
+"""
+
+import copy
+import json
+import os
+import pickle
+import sys
+
+
+# ---- glideinFrontendInterface ----------------------------------------------------------
+class AdvertizeParams:
+    def __init__(self, request_name, glidein_name, min_nr_glideins, max_run_glideins, idle_lifetime=0,
+                 glidein_params={}, glidein_monitors={}, glidein_monitors_per_cred={},
+                 glidein_params_to_encrypt=None, security_name=None, remove_excess_str=None,
+                 remove_excess_margin=0):
+        self.request_name = request_name
+        self.glidein_name = glidein_name
+        self.min_nr_glideins = min_nr_glideins
+        self.max_run_glideins = max_run_glideins
+        self.idle_lifetime = idle_lifetime
+        self.remove_excess_str = remove_excess_str or "NO"
+        self.remove_excess_margin = remove_excess_margin
+        self.glidein_params = glidein_params
+        self.glidein_monitors = glidein_monitors
+        self.glidein_monitors_per_cred = glidein_monitors_per_cred
+        self.glidein_params_to_encrypt = glidein_params_to_encrypt
+        self.security_name = security_name
+
+
+class MultiAdvertizeWork:
+    def __init__(self, descript_obj):
+        self.descript_obj = descript_obj
+        self.factory_queue = {}
+        self.factory_constraint = {}
+        self.ha_mode = "master"
+
+    def add(self, factory_pool, request_name, glidein_name, min_nr_glideins, max_run_glideins,
+            idle_lifetime=0, glidein_params={}, glidein_monitors={}, glidein_monitors_per_cred={},
+            key_obj=None, glidein_params_to_encrypt=None, security_name=None, remove_excess_str=None,
+            remove_excess_margin=0, trust_domain="Any", auth_method="Any", ha_mode="master"):
+        params_obj = AdvertizeParams(request_name, glidein_name, min_nr_glideins, max_run_glideins,
+                                     idle_lifetime, glidein_params, glidein_monitors,
+                                     glidein_monitors_per_cred, glidein_params_to_encrypt,
+                                     security_name, remove_excess_str, remove_excess_margin)
+        self.factory_queue.setdefault(factory_pool, []).append((params_obj, key_obj))
+        self.factory_constraint[params_obj.request_name] = (trust_domain, auth_method)
+        self.ha_mode = ha_mode
+
+    def request_ads(self):
+        """The request (glideclient) ad attributes createAdvertizeWorkFile would write."""
+        ads = []
+        for factory_pool, queue in self.factory_queue.items():
+            for params_obj, _key in queue:
+                ad = {"ReqName": params_obj.request_name, "ReqGlidein": params_obj.glidein_name,
+                      "ReqIdleGlideins": int(params_obj.min_nr_glideins),
+                      "ReqMaxGlideins": int(params_obj.max_run_glideins)}
+                for key, value in params_obj.glidein_params.items():
+                    ad["GlideinParam" + key] = value
+                ads.append((factory_pool, ad))
+        return ads
+
+
+# ---- glideinFrontendConfig -------------------------------------------------------------
+class HistoryFile:
+    def __init__(self, base_dir, group_name, load_on_init=True, default_factory=None):
+        self.fname = os.path.join(base_dir, "group_" + group_name, "history.pk")
+        self.default_factory = default_factory
+        self.data = {}
+        if load_on_init:
+            try:
+                with open(self.fname, "rb") as handle:
+                    self.data = pickle.load(handle)
+            except Exception:
+                self.data = {}
+
+    def __contains__(self, key):
+        return key in self.data
+
+    def __getitem__(self, key):
+        if key not in self.data and self.default_factory is not None:
+            self.data[key] = self.default_factory()
+        return self.data[key]
+
+    def __setitem__(self, key, value):
+        self.data[key] = value
+
+    def get(self, key, default=None):
+        return self.data.get(key, default)
+
+    def save(self):
+        os.makedirs(os.path.dirname(self.fname), exist_ok=True)
+        with open(self.fname, "wb") as handle:
+            pickle.dump(self.data, handle)
+
+
+# ---- glideinFrontendElement ------------------------------------------------------------
+class glideinFrontendElement:
+    def __init__(self, parent_pid, work_dir, group_name, action, world=None, frontend_name="vofe"):
+        self.parent_pid = parent_pid
+        self.work_dir = work_dir
+        self.group_name = group_name
+        self.action = action
+        self.history_obj = HistoryFile(work_dir, group_name, True, dict)
+        self.frontend_name = frontend_name
+        if world is None:
+            with open(os.path.join(work_dir, "world.json")) as handle:
+                world = json.load(handle)
+        self.world = world
+        self.const_params = {"USE_MATCH_AUTH": "True"}
+        self.security_name = "vofe_sec"
+        self.idle_lifetime = 0
+        self.ramp_up_attenuation = 3.0
+        self.max_running = 10000
+        self.max_vms_idle = 100
+        self.max_idle = 100
+        self.reserve_idle = 5
+        self.fraction_running = 1.15
+        self.min_running = 0
+        self.request_removal_wtype = None
+        self.request_removal_excess_only = False
+        self.in_frontend_downtime = False
+
+    def main(self):
+        rc = 0
+        try:
+            rc = self.iterate()
+        except Exception:
+            rc = 2
+        return rc
+
+    def iterate(self):
+        self.published_frontend_name = f"{self.frontend_name}.{self.group_name}"
+        if self.action == "run":
+            self.iterate_one()
+            self.history_obj.save()
+        elif self.action.startswith("remove"):
+            self.request_removal_wtype = self.action[6:].upper()
+            self.iterate_one()
+        else:
+            return 1
+        return 0
+
+    def iterate_one(self):
+        entries = {tuple(e["glideid"]): e for e in self.world}
+        total_glideins = sum(e["status"]["Total"] for e in self.world)
+        total_idle_glideins = sum(e["status"]["Idle"] for e in self.world)
+        # do_match fills count_status_multi: glidein counts per request name
+        self.count_status_multi = {
+            glideid[1]: dict({"Total": 0, "Idle": 0, "Running": 0, "Failed": 0, "TotalCores": 0,
+                              "IdleCores": 0, "RunningCores": 0}, **entry["status"])
+            for glideid, entry in entries.items()}
+        self.advertizer = advertizer = MultiAdvertizeWork(descript_obj=None)
+        self.resource_classads = []
+        for glideid in sorted(entries):
+            factory_pool_node, request_name, my_identity = glideid
+            entry = entries[glideid]
+            glidein_el = {"attrs": dict(entry.get("attrs", {})), "monitor": {}}
+            glidein_in_downtime = bool(entry.get("in_downtime", False))
+            count_jobs = {"Idle": entry["idle"], "OldIdle": entry.get("old_idle", 0),
+                          "Running": entry.get("running", 0)}
+            prop_jobs = dict(count_jobs)
+            prop_mc_jobs = dict(count_jobs)  # single-core jobs: the multicore scaling is 1
+            count_status = self.count_status_multi[request_name]
+            real = entry.get("real", 0)
+
+            effective_idle = max(prop_jobs["Idle"] - count_status["Idle"], 0)
+            if prop_mc_jobs["Idle"] < self.min_running:
+                prop_mc_jobs["Idle"] = self.min_running
+            effective_idle_mc = max(prop_mc_jobs["Idle"] - count_status["Idle"], 0)
+            effective_oldidle_mc = max(prop_mc_jobs["OldIdle"] - count_status["Idle"], 0)
+            limits_triggered = {}
+            if self.in_frontend_downtime or glidein_in_downtime:
+                glidein_min_idle = 0
+                glidein_max_run = 0
+            else:
+                glidein_min_idle = self.compute_glidein_min_idle(
+                    count_status, total_glideins, total_idle_glideins, total_glideins,
+                    total_idle_glideins, total_glideins, total_idle_glideins, effective_idle_mc,
+                    effective_oldidle_mc, limits_triggered)
+                glidein_max_run = self.compute_glidein_max_run(prop_mc_jobs, real, count_status["Idle"])
+            remove_excess_str, remove_excess_margin = self.decide_removal_type(count_jobs, count_status, glideid)
+            this_stats_arr = (
+                prop_jobs["Idle"], count_jobs["Idle"], effective_idle, prop_jobs["OldIdle"],
+                prop_jobs["Idle"], count_jobs["Running"], real, self.max_running,
+                count_status["Total"], count_status["Idle"], count_status["Running"],
+                count_status["Failed"], count_status["TotalCores"], count_status["IdleCores"],
+                count_status["RunningCores"], glidein_min_idle, glidein_max_run,
+            )
+            glidein_params = copy.deepcopy(self.const_params)
+            glidein_params["GLIDECLIENT_ReqNode"] = factory_pool_node
+            glidein_monitors = dict(count_jobs, **{"Glideins" + k: v for k, v in count_status.items()})
+            if entry.get("has_key", True):
+                advertizer.add(
+                    factory_pool_node, request_name, request_name, glidein_min_idle, glidein_max_run,
+                    self.idle_lifetime, glidein_params=glidein_params, glidein_monitors=glidein_monitors,
+                    glidein_monitors_per_cred={}, remove_excess_str=remove_excess_str,
+                    remove_excess_margin=remove_excess_margin, key_obj=("key", my_identity),
+                    glidein_params_to_encrypt={}, security_name=self.security_name,
+                    trust_domain="Grid", auth_method="grid_proxy", ha_mode="master")
+            resource_classad = self.build_resource_classad(
+                this_stats_arr, request_name, glidein_el, glidein_in_downtime, factory_pool_node,
+                my_identity, limits_triggered)
+            self.resource_classads.append(resource_classad)
+        return
+
+    def build_resource_classad(self, this_stats_arr, request_name, glidein_el, glidein_in_downtime,
+                               factory_pool_node, my_identity, limits_triggered):
+        return {"Name": request_name, "GlideClientName": self.published_frontend_name,
+                "GlideClientMonitorGlideinsRequestedIdle": this_stats_arr[15],
+                "GlideClientMonitorGlideinsRequestedMaxRun": this_stats_arr[16],
+                "GlideFactoryInDownTime": glidein_in_downtime, "limits": dict(limits_triggered)}
+
+    def compute_glidein_min_idle(self, count_status, total_glideins, total_idle_glideins,
+                                 fe_total_glideins, fe_total_idle_glideins, global_total_glideins,
+                                 global_total_idle_glideins, effective_idle, effective_oldidle,
+                                 limits_triggered):
+        # Reduced: the per-entry limits only (the group/frontend/global ones work alike).
+        if self.request_removal_wtype is not None:
+            return 0
+        if count_status["Total"] >= self.max_running or count_status["Idle"] >= self.max_vms_idle:
+            if count_status["Idle"] >= self.max_vms_idle:
+                limits_triggered["IdleGlideinsPerEntry"] = "count=%i, limit=%i" % (
+                    count_status["Idle"], self.max_vms_idle)
+            if count_status["Total"] >= self.max_running:
+                limits_triggered["TotalGlideinsPerEntry"] = "count=%i, limit=%i" % (
+                    count_status["Total"], self.max_running)
+            return 0
+        if effective_idle <= 0:
+            return 0
+        wanted = min(effective_idle, self.max_running - count_status["Total"])
+        wanted = int(wanted / self.ramp_up_attenuation)  # ask for a part each cycle
+        wanted = min(wanted + min(effective_oldidle // 3, self.reserve_idle), self.max_idle)
+        return int(max(wanted, 1))
+
+    def compute_glidein_max_run(self, prop_jobs, real, idle_glideins):
+        if self.request_removal_wtype is not None and not self.request_removal_excess_only:
+            return 0
+        if prop_jobs["Idle"] + real <= 0:
+            return 0
+        if prop_jobs["Idle"] <= 0:
+            return int(real)
+        return int((max(prop_jobs["Idle"] - idle_glideins, 0) + real) * self.fraction_running + 1)
+
+    def decide_removal_type(self, count_jobs, count_status, glideid):
+        if self.request_removal_wtype is not None:
+            return self.request_removal_wtype, 0
+        return "NO", 0
+
+
+if __name__ == "__main__":
+    ACTION = sys.argv[4] if len(sys.argv) > 4 else "run"
+    gfe = glideinFrontendElement(int(sys.argv[1]), sys.argv[2], sys.argv[3], ACTION)
+    sys.exit(gfe.main())
