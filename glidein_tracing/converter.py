@@ -205,6 +205,12 @@ class _Builder:
             self.trace_id = self._trace_id_from_identity(root.attrs)
         if not self.trace_id:
             raise ConversionError("journal has no glidein root with a trace id or identity")
+        request = ids.parse_traceparent(str(root.attrs.get("glidein.request_traceparent", "")))
+        if request:
+            value = root.attrs["glidein.request_traceparent"]
+            root.links.append(value)
+            if "factory.submit" in self.spans:
+                self.spans["factory.submit"].links.append(value)
         self._records_to_spans()
         self._history_to_job_ends()
         self._close_open_spans()
@@ -409,6 +415,7 @@ class _Builder:
                                      is_remote=False, trace_flags=flags)
                     for key in self.spans}
         out = []
+        built = {}
         for key in self.order:
             if key not in self.spans:
                 continue
@@ -424,14 +431,15 @@ class _Builder:
                 attrs["error.type"] = span.error_type
             parent_key = span.parent if span.parent in self.spans else (None if key == ROOT else ROOT)
             links = []
-            for value in span.links:
+            for value in dict.fromkeys(span.links):
                 parsed = ids.parse_traceparent(value)
                 if parsed is None:
                     continue
                 trace, sid, link_flags = parsed
                 links.append(Link(SpanContext(int(trace, 16), int(sid, 16), is_remote=True,
                                               trace_flags=TraceFlags(link_flags & 1)),
-                                  {"glidein.link.kind": "user_job", "traceparent": value}))
+                                  {"glidein.link.kind": self._link_kind(span, value),
+                                   "traceparent": value}))
             events = [SpanEvent("glidein_tracing.note", self._scrub({"message": n.fields.get("@msg", "")}),
                                 timestamp=_ns(n.time))
                       for n in self.notes if n.key in (key, "-") and (key == ROOT or n.key == key)]
@@ -444,12 +452,60 @@ class _Builder:
                 status = Status(StatusCode.OK)
             else:
                 status = Status(StatusCode.UNSET)
-            out.append(ReadableSpan(
+            built[key] = ReadableSpan(
                 name=span.name or key, context=contexts[key],
                 parent=contexts.get(parent_key) if parent_key else None,
                 resource=resource, attributes=attrs, events=events, links=links,
                 kind=SpanKind.INTERNAL, status=status,
                 start_time=_ns(span.start), end_time=_ns(max(span.end, span.start)),
+                instrumentation_scope=SCOPE)
+            out.append(built[key])
+        out.extend(self._user_trace_spans(built, resource))
+        return out
+
+    def _link_kind(self, span: _Span, value: str) -> str:
+        if span.key.startswith("job/"):
+            return "user_job"
+        if value == self.spans[ROOT].attrs.get("glidein.request_traceparent"):
+            return "frontend_request"
+        return "submit_cycle" if span.key == ROOT else "related"
+
+    def _user_trace_spans(self, built, resource) -> list[ReadableSpan]:
+        """For every job that came with its user's context (jobsub_lite's TRACEPARENT), one span
+        in the user's own trace, child of their context: where and when the job ran, linked
+        back to the glidein's job span. A user reading their trace sees where their job went."""
+        root = self.spans[ROOT]
+        where = {k: root.attrs.get(k) or self.resource_attrs.get(k) for k in
+                 ("glidein.site", "glidein.entry", "glidein.name", "glidein.factory")}
+        where["host.name"] = self.resource_attrs.get("host.name")
+        out = []
+        for key, readable in built.items():
+            if not key.startswith("job/"):
+                continue
+            key_span = self.spans[key]
+            user = next((ids.parse_traceparent(v) for v in key_span.links if ids.parse_traceparent(v)), None)
+            if user is None:
+                continue
+            user_trace, user_span, flags = user
+            attrs = {k: v for k, v in where.items() if v not in (None, "")}
+            attrs.update({"glidein.stage": "job", "glidein.user_view": True,
+                          "glidein.trace_id": self.trace_id})
+            for name in ("job.global_id", "job.exit_code", "job.exit_signal", "job.slot"):
+                if name in readable.attributes:
+                    attrs[name] = readable.attributes[name]
+            back = Link(readable.context, {"glidein.link.kind": "glidein_job",
+                                           "traceparent": ids.format_traceparent(
+                                               self.trace_id, format(readable.context.span_id, "016x"))})
+            out.append(ReadableSpan(
+                name="job on glidein",
+                context=SpanContext(int(user_trace, 16),
+                                    int(ids.span_id(user_trace, f"glidein/{self.trace_id}/{key_span.key}"), 16),
+                                    is_remote=False, trace_flags=TraceFlags(flags & 1 or 1)),
+                parent=SpanContext(int(user_trace, 16), int(user_span, 16), is_remote=True,
+                                   trace_flags=TraceFlags(flags & 1)),
+                resource=resource, attributes=self._scrub(attrs), links=[back],
+                kind=SpanKind.INTERNAL, status=readable.status,
+                start_time=readable.start_time, end_time=readable.end_time,
                 instrumentation_scope=SCOPE))
         return out
 

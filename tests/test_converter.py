@@ -98,7 +98,7 @@ def test_jobs_links_idle_gaps_and_job_resources():
         format_line(1052, "end", "glidein", {}),
     ]
     _, spans = spans_of(lines)
-    jobs = by_stage(spans, "job")
+    jobs = [j for j in by_stage(spans, "job") if not j.attributes.get("glidein.user_view")]
     assert len(jobs) == 2
     linked = [j for j in jobs if j.links]
     assert len(linked) == 1
@@ -112,6 +112,28 @@ def test_jobs_links_idle_gaps_and_job_resources():
     assert kinds == [(1010, "before_first_job"), (1025, "between_jobs"), (1040, "tail")]
     condor_id = by_stage(spans, "condor.start")[0].context.span_id
     assert all(j.parent.span_id == condor_id for j in jobs)
+    # the user's own trace gets a span, child of their context, linked back to the glidein job
+    (view,) = [j for j in by_stage(spans, "job") if j.attributes.get("glidein.user_view")]
+    assert format(view.context.trace_id, "032x") == "0af7651916cd43dd8448eb211c80319c"
+    assert format(view.parent.span_id, "016x") == "b7ad6b7169203331"
+    assert view.links[0].context.span_id == linked[0].context.span_id
+    assert view.links[0].context.trace_id == linked[0].context.trace_id
+    assert view.attributes["host.name"] == "wn01.example.org"
+    assert (view.start_time, view.end_time) == (linked[0].start_time, linked[0].end_time)
+
+
+def test_frontend_request_context_links_root_and_submit():
+    request = "00-11111111111111111111111111111111-2222222222222222-01"
+    lines = root_lines(1000.0, IDENTITY.trace_id, **{"glidein.request_traceparent": request}) + [
+        format_line(990, "start", "factory.submit", {"@stage": "factory.submit", "@name": "factory.submit"}),
+        format_line(995, "end", "factory.submit", {}),
+        format_line(1005, "end", "glidein", {}),
+    ]
+    _, spans = spans_of(lines)
+    for stage in ("glidein", "factory.submit"):
+        (span,) = by_stage(spans, stage)
+        (link,) = [l for l in span.links if l.attributes["glidein.link.kind"] == "frontend_request"]
+        assert format(link.context.span_id, "016x") == "2222222222222222"
 
 
 def test_history_record_closes_a_job_the_exit_hook_missed():
