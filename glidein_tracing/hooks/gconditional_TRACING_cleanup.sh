@@ -1,0 +1,328 @@
+#!/bin/bash
+# glidein_tracing cleanup hook: the file named by GLIDEIN_CLEANUP_SCRIPT.
+# glidein_startup.sh copies it to $GWMS_DIR/exec/cleanup at download time and runs it at
+# exit (glidein_exit), before it removes the work dir: `./NAME /abs/glidein_config`, cwd
+# that folder, exit code ignored. On a validation failure this runs right away, before
+# the glidein's ~20 min sleep; on SIGTERM it runs after the condor phase was cut short.
+# It closes the journal (records, job history, condor phase, teardown, root), exports
+# live when configured, and always appends the journal to stderr as a named section.
+# Every step is bounded in time; it exits 0 whatever happens.
+
+GT_CONFIG=${1:-}
+GT_MAX_HISTORY_BYTES=16000000
+GT_MAX_LOG_BYTES=8000000
+
+# gt_bounded SECONDS CMD...: run CMD, killed after SECONDS (when `timeout` exists).
+gt_bounded() {
+    local secs=$1
+    shift
+    if command -v timeout >/dev/null 2>&1; then
+        timeout -k 2 "$secs" "$@"
+    else
+        "$@"
+    fi
+}
+
+# gt_epoch ISO8601: GT_V = epoch seconds (GNU date), empty when it cannot parse.
+gt_epoch() {
+    GT_V=
+    [ -n "$1" ] || return 1
+    GT_V=$(date -d "$1" +%s 2>/dev/null) || GT_V=
+    [ -n "$GT_V" ]
+}
+
+# gt_stop_sampler: kill our sampler, only if the pid still is our sampler.
+gt_stop_sampler() {
+    local pid ticks
+    [ -r "$GT_DIR/sampler.pid" ] || return 0
+    read -r pid ticks < "$GT_DIR/sampler.pid" || return 0
+    case $pid in ''|*[!0-9]*) return 0 ;; esac
+    if gt_snap_pid "$pid" && [ "$GT_R_START" = "$ticks" ]; then
+        kill "$pid" 2>/dev/null
+    fi
+    rm -f "$GT_DIR/sampler.pid"
+}
+
+# Summary fields are separated by US (\037, not whitespace: `read` keeps empty fields).
+GT_US=$'\037'
+
+# The per-script records (otr_outlist.list: concatenated <OSGTestResult> elements).
+# Appends one `record` line per element to the journal and prints a summary for the
+# shell: `last` (last record that is not condor_startup.sh) and `condor` lines.
+# LC_ALL=C and non-ASCII bytes as '?': every value stays valid UTF-8 when cut.
+GT_AWK_RECORDS='
+function clean(v) { gsub(/[\t\r\n]/, " ", v); gsub(/[^ -~]/, "?", v)
+                    if (length(v) > 1024) v = substr(v, 1, 1024); return v }
+function field(n, v) { v = clean(v); if (v != "") line = line "\t" n "=" v }
+function tag(s, t,   a, b) { a = index(s, "<" t ">"); b = index(s, "</" t ">")
+                    if (a == 0 || b == 0) return ""; return substr(s, a + length(t) + 2, b - a - length(t) - 2) }
+/<OSGTestResult / { inrec = 1; id = $0; sub(/.*<OSGTestResult id="/, "", id); sub(/".*/, "", id)
+                    ts = te = st = fail = det = ""; nm = 0; indet = 0; next }
+!inrec { next }
+/<tStart>/ { ts = tag($0, "tStart") }
+/<tEnd>/ { te = tag($0, "tEnd") }
+/<status>/ { st = tag($0, "status") }
+/<metric / { mn = $0; sub(/.*<metric name="/, "", mn); sub(/".*/, "", mn)
+             mv = $0; sub(/^[^>]*>/, "", mv); sub(/<\/metric>.*/, "", mv)
+             if (mn == "failure") fail = mv
+             else { gsub(/[^A-Za-z0-9_.-]/, "_", mn); nm++; mname[nm] = mn; mval[nm] = mv } }
+/<\/detail>/ && indet { s = $0; sub(/<\/detail>.*/, "", s); det = det " " s; indet = 0 }
+indet { det = det " " $0 }
+/<detail>/ { s = $0; sub(/.*<detail>/, "", s)
+             if (index(s, "</detail>")) { sub(/<\/detail>.*/, "", s); det = det " " s } else { indet = 1; det = det " " s } }
+/<\/OSGTestResult>/ {
+    inrec = 0; gsub(/[ \t\r]+/, " ", det); sub(/^ /, "", det); sub(/ $/, "", det)
+    line = "gtj1\t" now "\trecord\t" clean(id)
+    field("@status", st); field("@tstart", ts); field("@tend", te); field("@failure", fail)
+    for (i = 1; i <= nm; i++) field("m." mname[i], mval[i])
+    field("@detail", det)
+    if (length(line) > 3999) line = substr(line, 1, 3999)
+    if (count < maxrec) { print line >> journal; fflush(journal); count++ }
+    summary = clean(id) US st US ts US te US clean(fail) US clean(substr(det, 1, 300))
+    if (id == "condor_startup.sh") {
+        dur = auto = killed = ""
+        for (i = 1; i <= nm; i++) { if (mname[i] == "CondorDuration") dur = mval[i]
+            if (mname[i] == "AutoShutdown") auto = mval[i]; if (mname[i] == "CondorKilled") killed = mval[i] }
+        condor = summary US clean(dur) US clean(auto) US clean(killed) US nm
+    } else last = summary
+}
+END { if (last != "") print "last" US last; if (condor != "") print "condor" US condor; print "count" US count }
+'
+
+# StartdHistoryLog: one `history` line per finished job (split on `*** ` banners).
+# @ad = base64 of the job ad reduced to the attributes tracing uses, so one line
+# stays under the journal limits (value <= 1024 bytes).
+GT_AWK_HISTORY='
+BEGIN { b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+        for (i = 32; i < 127; i++) ord[sprintf("%c", i)] = i; ord["\n"] = 10
+        n = split("globaljobid clusterid procid traceparent owner acctgroup accountinggroup " \
+                  "exitcode exitbysignal exitsignal jobstatus remoteusercpu remotesyscpu " \
+                  "residentsetsize requestcpus requestmemory requestdisk jobstartdate " \
+                  "jobcurrentstartdate jobcurrentstartexecutingdate completiondate " \
+                  "enteredcurrentstatus remotewallclocktime", prio, " ")
+        for (i = 1; i <= n; i++) rank[prio[i]] = i }
+function enc(s,   out, i, c1, c2, c3, v, len) {
+    out = ""; len = length(s)
+    for (i = 1; i <= len; i += 3) {
+        c1 = ord[substr(s, i, 1)]; c2 = (i + 1 <= len) ? ord[substr(s, i + 1, 1)] : 0
+        c3 = (i + 2 <= len) ? ord[substr(s, i + 2, 1)] : 0
+        v = c1 * 65536 + c2 * 256 + c3
+        out = out substr(b64, int(v / 262144) % 64 + 1, 1) substr(b64, int(v / 4096) % 64 + 1, 1)
+        out = out ((i + 1 <= len) ? substr(b64, int(v / 64) % 64 + 1, 1) : "=")
+        out = out ((i + 2 <= len) ? substr(b64, v % 64 + 1, 1) : "=")
+    }
+    return out }
+function flush_ad(   i, text, key) {
+    if (count >= maxrec) { nattr = 0; return }
+    text = ""
+    for (i = 1; i <= n; i++) if (prio[i] in have) {
+        if (length(text) + length(have[prio[i]]) + 1 > 750) continue
+        text = text have[prio[i]] "\n" }
+    key = ""
+    if ("globaljobid" in val) key = val["globaljobid"]
+    else if (("clusterid" in val) && ("procid" in val)) key = val["clusterid"] "." val["procid"]
+    if (key != "") {
+        line = "gtj1\t" now "\thistory\tjob/" key "\t@ad=" enc(text)
+        if (length(line) <= 3999) { print line >> journal; fflush(journal); count++ } }
+    split("", have); split("", val); nattr = 0 }
+/^\*\*\* / { flush_ad(); next }
+{
+    eq = index($0, "="); if (eq < 2) next
+    name = substr($0, 1, eq - 1); gsub(/[ \t]/, "", name); lname = tolower(name)
+    if (!(lname in rank)) next
+    v = substr($0, eq + 1); sub(/^[ \t]+/, "", v); sub(/[ \t\r]+$/, "", v)
+    gsub(/[^ -~]/, "?", v); if (length(v) > 300) v = substr(v, 1, 300)
+    have[lname] = name " = " v; nattr++
+    if (v ~ /^".*"$/) v = substr(v, 2, length(v) - 2)
+    gsub(/[\t]/, " ", v); val[lname] = v
+}
+END { print count }
+'
+
+# Shutdown evidence in the daemon logs: prints `max_idle N`, `sigterm`, `daemon_shutdown`.
+GT_AWK_SHUTDOWN='
+/No resources have been claimed for [0-9]+ seconds/ {
+    s = $0; sub(/.*claimed for /, "", s); sub(/ .*/, "", s); idle = s }
+/The DaemonShutdown expression .* evaluated to TRUE/ { ds = 1 }
+/Got SIGTERM|Got SIGQUIT/ { term = 1 }
+END { if (idle != "") print "max_idle " idle; else if (term) print "sigterm"; else if (ds) print "daemon_shutdown" }
+'
+
+# gt_records: record lines; sets GT_LAST_* and GT_CONDOR_* from the summary.
+gt_records() {
+    local otr="$GT_WORK_DIR/otr_outlist.list" out tag rest
+    GT_LAST= GT_CONDOR= GT_NREC=0
+    [ -r "$otr" ] || { gt_note - "no otr_outlist.list in the work dir"; return 0; }
+    gt_now
+    out=$(head -c 50000000 "$otr" | gt_bounded 20 env LC_ALL=C awk -v now="$GT_NOW" \
+        -v journal="$GT_JOURNAL" -v maxrec="${GT_MAX_SPANS:-2000}" -v US="$GT_US" "$GT_AWK_RECORDS" 2>/dev/null)
+    while IFS= read -r rest; do
+        tag=${rest%%"$GT_US"*}
+        case $tag in
+            last) GT_LAST=${rest#*"$GT_US"} ;;
+            condor) GT_CONDOR=${rest#*"$GT_US"} ;;
+            count) GT_NREC=${rest#*"$GT_US"} ;;
+        esac
+    done <<< "$out"
+}
+
+# gt_history: history lines from log/StartdHistoryLog (the exit hook's fallback).
+gt_history() {
+    local hist="$GT_WORK_DIR/log/StartdHistoryLog" n
+    [ -r "$hist" ] || return 0
+    gt_now
+    n=$(tail -c "$GT_MAX_HISTORY_BYTES" "$hist" | gt_bounded 20 env LC_ALL=C awk -v now="$GT_NOW" \
+        -v journal="$GT_JOURNAL" -v maxrec="${GT_MAX_SPANS:-2000}" "$GT_AWK_HISTORY" 2>/dev/null)
+    [ -n "$n" ] || gt_note - "could not read StartdHistoryLog"
+}
+
+# gt_shutdown_reason: GT_REASON / GT_IDLE_S from the StartdLog and MasterLog.
+gt_shutdown_reason() {
+    local f out
+    GT_REASON=unknown GT_IDLE_S=
+    out=$(for f in "$GT_WORK_DIR/log/StartdLog" "$GT_WORK_DIR/log/MasterLog"; do
+              [ -r "$f" ] && tail -c "$GT_MAX_LOG_BYTES" "$f"
+          done | gt_bounded 10 env LC_ALL=C awk "$GT_AWK_SHUTDOWN" 2>/dev/null)
+    case $out in
+        "max_idle "*) GT_REASON=max_idle GT_IDLE_S=${out#* } ;;
+        sigterm|daemon_shutdown) GT_REASON=$out ;;
+    esac
+}
+
+# gt_condor_phase: start/end of `condor` from the condor_startup.sh record.
+# The record of a condor phase cut by SIGTERM has no metrics (condor_startup.sh never
+# reached its error_gen): that, or the daemons logging the signal, means `sigterm`.
+gt_condor_phase() {
+    local id st ts te fail det dur auto killed nm
+    [ -n "$GT_CONDOR" ] || return 0
+    IFS="$GT_US" read -r id st ts te fail det dur auto killed nm <<< "$GT_CONDOR"
+    gt_shutdown_reason
+    if [ "$GT_REASON" != max_idle ] && [ "${nm:-0}" = 0 ] && [ "$st" = OK ]; then
+        GT_REASON=sigterm
+    fi
+    GT_TERMINATED=
+    [ "$GT_REASON" != sigterm ] || GT_TERMINATED=1
+    gt_epoch "$ts" && GT_CONDOR_START=$GT_V || GT_CONDOR_START=
+    gt_epoch "$te" && GT_CONDOR_END=$GT_V || GT_CONDOR_END=
+    [ -n "$GT_CONDOR_START" ] && [ -n "$GT_CONDOR_END" ] || return 0
+    case $dur in ''|*[!0-9]*) dur=$((GT_CONDOR_END - GT_CONDOR_START)) ;; esac
+    gt_emit "$GT_CONDOR_START" start condor "@name=condor" "@stage=condor.start" "@parent=glidein"
+    local status=OK
+    [ "$st" = OK ] || status=ERROR
+    [ "$status" = ERROR ] || fail= det=
+    gt_emit "$GT_CONDOR_END" end condor "@status=$status" "@error.type=$fail" \
+        "@error.detail=$det" "condor.duration_s:i=$dur" "condor.auto_shutdown=$auto" \
+        "condor.killed=$killed" "glidein.shutdown.reason=$GT_REASON" \
+        "glidein.shutdown.idle_s:i=$GT_IDLE_S"
+}
+
+# gt_outcome: GT_OUTCOME and GT_EXIT (the glidein's exit code is not in glidein_config
+# yet when cleanup runs: infer it from the last per-script record).
+gt_outcome() {
+    local id st ts te fail det cst
+    GT_OUTCOME=incomplete GT_EXIT= GT_FAIL_TYPE= GT_FAIL_DETAIL= GT_LAST_END=
+    IFS="$GT_US" read -r id st ts te fail det _ <<< "$GT_LAST"
+    gt_epoch "$te" && GT_LAST_END=$GT_V
+    IFS="$GT_US" read -r _ cst _ <<< "$GT_CONDOR"
+    if [ "$st" = ERROR ]; then
+        GT_OUTCOME=validation_failed GT_EXIT=1 GT_FAIL_TYPE=$fail GT_FAIL_DETAIL="$id: $det"
+    elif [ -n "$GT_CONDOR" ] && [ "$cst" = ERROR ]; then
+        IFS="$GT_US" read -r id st ts te fail det _ <<< "$GT_CONDOR"
+        GT_OUTCOME=validation_failed GT_EXIT=1 GT_FAIL_TYPE=$fail GT_FAIL_DETAIL="$id: $det"
+    elif [ -n "${GT_TERMINATED:-}" ]; then
+        GT_OUTCOME=terminated GT_EXIT=0
+    elif [ -n "$GT_CONDOR" ]; then
+        GT_OUTCOME=ok GT_EXIT=0
+    fi
+}
+
+# gt_close_setup: end `setup` when the end-of-setup hook never ran (validation failed
+# before it): at the end of the last record, with its failure.
+gt_close_setup() {
+    grep -q "^gtj1${GT_TAB}[^${GT_TAB}]*${GT_TAB}end${GT_TAB}setup${GT_TAB}" "$GT_JOURNAL" 2>/dev/null \
+        && return 0
+    local t=${GT_LAST_END:-${GT_CONDOR_START:-$GT_NOW}}
+    if [ "$GT_OUTCOME" = validation_failed ] && [ -z "$GT_CONDOR" ]; then
+        gt_emit "$t" end setup "@status=ERROR" "@error.type=$GT_FAIL_TYPE" "@error.detail=$GT_FAIL_DETAIL"
+    else
+        gt_emit "$t" end setup "@status=OK"
+    fi
+}
+
+# gt_export: live export with the lead's CLI, only when configured; bounded in time.
+gt_export() {
+    case ${GT_EXPORT_MODE:-forward} in live|both) ;; *) return 0 ;; esac
+    [ -n "${GT_ENDPOINT:-}" ] || { gt_note - "live export asked but no GLIDEIN_TRACING_ENDPOINT"; return 0; }
+    local py=${GT_PYTHON:-python3} rc
+    command -v "$py" >/dev/null 2>&1 || { gt_note - "live export: no $py"; return 0; }
+    if ! gt_bounded 10 "$py" -c 'import sys; assert sys.version_info >= (3, 10); import opentelemetry.sdk, glidein_tracing' \
+            >/dev/null 2>&1 </dev/null; then
+        gt_note - "live export: $py is not >= 3.10 with opentelemetry-sdk and glidein_tracing"
+        return 0
+    fi
+    gt_bounded "$GT_EXPORT_TIMEOUT" "$py" -m glidein_tracing export --journal "$GT_JOURNAL" \
+        --endpoint "$GT_ENDPOINT" --timeout "$GT_EXPORT_TIMEOUT" \
+        >"$GT_DIR/export.log" 2>&1 </dev/null
+    rc=$?
+    gt_note - "live export to $GT_ENDPOINT exited with $rc"
+}
+
+# gt_section: the journal on stderr as a named section, the glidein's own format
+# (condor_startup.sh cond_print_log: NAME, the gzip|uuencode line, base64 of gzip).
+gt_section() {
+    [ -r "$GT_JOURNAL" ] || return 0
+    {
+        printf 'GlideinTracingJournal\n======== gzip | uuencode =============\n'
+        if command -v base64 >/dev/null 2>&1; then
+            printf 'begin-base64 644 -\n'
+            gzip -c "$GT_JOURNAL" | base64
+            printf '====\n'
+        elif command -v uuencode >/dev/null 2>&1; then
+            gzip -c "$GT_JOURNAL" | uuencode -m -
+        else
+            printf 'begin-base64 644 -\nERROR_FAILED_ENCODING\n====\n'
+        fi
+    } >&2
+}
+
+gt_main() {
+    [ -n "$GT_CONFIG" ] && [ -r "$GT_CONFIG" ] || return 0
+    local lib
+    lib=$(grep '^GLIDEIN_TRACING_LIB ' "$GT_CONFIG" 2>/dev/null | tail -n 1 | cut -d ' ' -f 2-)
+    # no library recorded: the setup hook disabled tracing (or never ran): nothing to close
+    [ -n "$lib" ] && [ -r "$lib" ] || return 0
+    # shellcheck disable=SC1090
+    . "$lib" 2>/dev/null || return 0
+    if ! gt_setup_env "$GT_CONFIG"; then
+        gt_msg "no writable journal: nothing recorded at cleanup"
+        return 0
+    fi
+    GT_KNOB_QUIET=1
+    local knobs
+    gt_get GLIDEIN_TRACING_KNOBS; knobs=$GT_V
+    # shellcheck disable=SC1090
+    [ -r "$knobs" ] && . "$knobs" 2>/dev/null && gt_knobs_load
+    gt_stop_sampler
+    gt_records
+    gt_history
+    GT_TERMINATED=
+    gt_condor_phase
+    gt_outcome
+    gt_now
+    gt_close_setup
+    local status=OK
+    [ "$GT_OUTCOME" != validation_failed ] || status=ERROR
+    gt_emit "${GT_CONDOR_END:-${GT_LAST_END:-$GT_NOW}}" start teardown "@name=teardown" \
+        "@stage=teardown" "@parent=glidein"
+    gt_now
+    gt_emit_snap "$GT_NOW" end teardown "$GT_STARTUP_PID" "@status=OK" \
+        "glidein.exit_code:i=$GT_EXIT" "glidein.outcome=$GT_OUTCOME"
+    gt_emit_snap "$GT_NOW" end glidein "$GT_STARTUP_PID" "@status=$status" \
+        "@error.type=$GT_FAIL_TYPE" "@error.detail=$GT_FAIL_DETAIL" \
+        "glidein.outcome=$GT_OUTCOME" "glidein.exit_code:i=$GT_EXIT" "glidein.records:i=$GT_NREC"
+    gt_export
+    gt_section
+}
+
+gt_main </dev/null >/dev/null
+exit 0

@@ -1,0 +1,330 @@
+# glidein_tracing: shell library sourced by every glidein_tracing hook.
+# POSIX sh (the job wrapper may run under dash); faster paths when running under bash.
+# Every name here starts with gt_ / GT_ so nothing collides with GlideinWMS or the job.
+# Nothing here exits: functions return non-zero and the caller disables tracing.
+# Format of the journal: docs/journal.md; ids: docs/ids.md.
+
+GT_TAB='	'
+GT_NL='
+'
+if [ -n "${BASH_VERSION:-}" ]; then
+    eval "GT_CR=\$'\\r'"
+else
+    GT_CR=$(printf '\r')
+fi
+GT_MAX_VALUE=1024   # bytes per value (docs/journal.md)
+GT_MAX_LINE=3999    # bytes per line, without the newline
+
+# gt_msg TEXT: one clear line on stderr, never on stdout (stdout may be captured).
+gt_msg() {
+    printf 'glidein_tracing: %s\n' "$*" >&2
+}
+
+# gt_clean VALUE: GT_V = VALUE with TAB/CR/LF as spaces, cut at GT_MAX_VALUE bytes.
+if [ -n "${BASH_VERSION:-}" ]; then
+    # bash: one expansion, no fork
+    eval 'gt_clean() {
+        GT_V=${1//[$'"'"'\t\r\n'"'"']/ }
+        [ ${#GT_V} -le 256 ] || gt_cut "$GT_MAX_VALUE"
+    }'
+else
+    gt_clean() {
+        GT_V=$1
+        gt_subst "$GT_TAB"
+        gt_subst "$GT_CR"
+        gt_subst "$GT_NL"
+        [ ${#GT_V} -le 256 ] || gt_cut "$GT_MAX_VALUE"
+    }
+fi
+
+# gt_subst CHAR: replace every CHAR in GT_V by a space (POSIX, builtins only).
+gt_subst() {
+    while :; do
+        case $GT_V in
+            *"$1"*) GT_V="${GT_V%%"$1"*} ${GT_V#*"$1"}" ;;
+            *) return 0 ;;
+        esac
+    done
+}
+
+# gt_cut N: cut GT_V to at most N bytes without leaving half a UTF-8 character
+# (the reader drops non-UTF-8 lines). Rare (huge values only), so a fork is fine.
+gt_cut() {
+    gt_cut_len=$(printf '%s' "$GT_V" | LC_ALL=C wc -c 2>/dev/null) || gt_cut_len=0
+    [ "${gt_cut_len:-0}" -gt "$1" ] || return 0
+    if command -v iconv >/dev/null 2>&1; then
+        GT_V=$(printf '%s' "$GT_V" | head -c "$1" | iconv -f UTF-8 -t UTF-8 -c 2>/dev/null)
+    else
+        GT_V=$(printf '%s' "$GT_V" | head -c "$1" | LC_ALL=C tr -cd '\040-\176')
+    fi
+}
+
+# gt_now: GT_NOW = epoch seconds with a fraction. bash >= 5: no fork.
+gt_now() {
+    GT_NOW=${EPOCHREALTIME:-}
+    if [ -n "$GT_NOW" ]; then
+        case $GT_NOW in *,*) GT_NOW="${GT_NOW%,*}.${GT_NOW#*,}" ;; esac   # locale decimal comma
+        return 0
+    fi
+    GT_NOW=$(date +%s.%N 2>/dev/null)
+    case $GT_NOW in *N*|'') GT_NOW=$(date +%s) ;; esac
+}
+
+# gt_cfg_read FILE KEY...: one pass over a glidein_config; sets GT_C_<KEY> for the
+# KEYs asked and for every GLIDEIN_TRACING_* key. The last line for a key wins and
+# the value is everything after the first space (as gconfig_get does).
+gt_cfg_read() {
+    gt_cr_file=$1
+    shift
+    gt_cr_want=" $* "
+    [ -r "$gt_cr_file" ] || return 1
+    while IFS= read -r gt_cr_line || [ -n "$gt_cr_line" ]; do
+        gt_cr_key=${gt_cr_line%% *}
+        case $gt_cr_key in ''|*[!A-Za-z0-9_]*) continue ;; esac
+        case $gt_cr_want in
+            *" $gt_cr_key "*) ;;
+            *) case $gt_cr_key in GLIDEIN_TRACING_*) ;; *) continue ;; esac ;;
+        esac
+        if [ "$gt_cr_key" = "$gt_cr_line" ]; then
+            eval "GT_C_$gt_cr_key="
+        else
+            eval "GT_C_$gt_cr_key=\${gt_cr_line#* }"
+        fi
+    done < "$gt_cr_file"
+    return 0
+}
+
+# gt_get KEY: GT_V = the value gt_cfg_read found for KEY (empty if none).
+gt_get() {
+    eval "GT_V=\${GT_C_$1:-}"
+}
+
+# gt_emit TIME OP KEY [NAME=VALUE]...: append one journal line with one write.
+# Empty values are left out. Returns non-zero when the line could not be written.
+gt_emit() {
+    [ -n "${GT_JOURNAL:-}" ] || return 1
+    gt_clean "$3"
+    gt_em_line="gtj1${GT_TAB}$1${GT_TAB}$2${GT_TAB}$GT_V"
+    shift 3
+    for gt_em_f in "$@"; do
+        gt_em_n=${gt_em_f%%=*}
+        [ "$gt_em_n" != "$gt_em_f" ] || continue
+        gt_clean "${gt_em_f#*=}"
+        [ -n "$GT_V" ] || continue
+        gt_em_line="$gt_em_line${GT_TAB}$gt_em_n=$GT_V"
+    done
+    if [ ${#gt_em_line} -gt 999 ]; then
+        # may exceed the line limit in bytes: cut (rare: many long values)
+        GT_V=$gt_em_line
+        gt_cut "$GT_MAX_LINE"
+        gt_em_line=$GT_V
+    fi
+    # printf of one short line to an O_APPEND descriptor: one write(2), atomic
+    printf '%s\n' "$gt_em_line" >> "$GT_JOURNAL" 2>/dev/null
+}
+
+# gt_note KEY MESSAGE: a diagnostic line in the journal.
+gt_note() {
+    gt_now
+    gt_emit "$GT_NOW" note "$1" "@msg=$2"
+}
+
+# gt_knob VAR NAME KIND DEFAULT MIN MAX CHOICES: called by the generated knobs file.
+# Reads NAME (from gt_cfg_read), checks it like glidein_tracing.knobs.Knob.check, sets
+# VAR. A bad value gives the default, a journal note and one stderr line (unless
+# GT_KNOB_QUIET is set: later hooks re-read knobs already reported by the setup hook).
+gt_knob() {
+    gt_get "$2"
+    gt_kn_val=$GT_V
+    # strip surrounding blanks, like Python's str.strip()
+    gt_kn_val=${gt_kn_val#"${gt_kn_val%%[! 	]*}"}
+    gt_kn_val=${gt_kn_val%"${gt_kn_val##*[! 	]}"}
+    gt_kn_problem=
+    if [ -n "$gt_kn_val" ]; then
+        case $3 in
+            int) gt_knob_int "$gt_kn_val" "$5" "$6" ;;
+            float) gt_knob_float "$gt_kn_val" "$5" "$6" ;;
+            enum)
+                case " $7 " in
+                    *" $gt_kn_val "*) ;;
+                    *) gt_kn_problem="is not one of $(gt_join_bar $7)" ;;
+                esac ;;
+            url)
+                case $gt_kn_val in
+                    http://*|https://*) ;;
+                    *) gt_kn_problem="is not an http:// or https:// URL" ;;
+                esac ;;
+        esac
+    fi
+    if [ -z "$gt_kn_val" ] || [ -n "$gt_kn_problem" ]; then
+        if [ -n "$gt_kn_problem" ] && [ -z "${GT_KNOB_QUIET:-}" ]; then
+            gt_kn_msg="$2='$gt_kn_val' $gt_kn_problem; using the default '$4'"
+            gt_msg "$gt_kn_msg"
+            gt_note - "$gt_kn_msg"
+        fi
+        gt_kn_val=$4
+    fi
+    eval "$1=\$gt_kn_val"
+}
+
+# gt_join_bar WORD...: print the words joined with '|' (for messages).
+gt_join_bar() {
+    gt_jb=$1
+    shift
+    for gt_jb_w in "$@"; do gt_jb="$gt_jb|$gt_jb_w"; done
+    printf '%s' "$gt_jb"
+}
+
+# gt_knob_int VALUE MIN MAX: sets gt_kn_problem when VALUE is not an int in range.
+gt_knob_int() {
+    gt_ki=${1#[+-]}
+    case $gt_ki in
+        ''|*[!0-9]*) gt_kn_problem="is not an integer"; return ;;
+    esac
+    case $1 in -*) gt_ki=-$gt_ki ;; esac
+    # longer than 18 digits cannot be in any knob range (and would overflow $(( )))
+    if [ ${#gt_ki} -gt 18 ] || [ "$gt_ki" -lt "$2" ] || [ "$gt_ki" -gt "$3" ]; then
+        gt_kn_problem="is outside $2..$3"
+    fi
+}
+
+# gt_knob_float VALUE MIN MAX: float check with awk (only float knobs need it).
+gt_knob_float() {
+    gt_kn_problem=$(awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN {
+        if (v !~ /^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$/) { print "is not a number"; exit }
+        if (v + 0 < lo + 0 || v + 0 > hi + 0) printf "is outside %g..%g\n", lo, hi
+    }' 2>/dev/null) || gt_kn_problem="is not a number"
+}
+
+# gt_sha_prefix N: GT_V = first N hex digits of sha256 of stdin; all zeros -> ...1.
+gt_sha_prefix() {
+    gt_sp_hash=$(sha256sum 2>/dev/null) || return 1
+    gt_sp_hash=${gt_sp_hash%% *}
+    [ ${#gt_sp_hash} -eq 64 ] || return 1
+    gt_sp_rest=$gt_sp_hash
+    gt_sp_i=0
+    gt_sp_pat=
+    while [ $gt_sp_i -lt "$1" ]; do gt_sp_pat="$gt_sp_pat?"; gt_sp_i=$((gt_sp_i + 1)); done
+    gt_sp_rest=${gt_sp_hash#$gt_sp_pat}
+    GT_V=${gt_sp_hash%"$gt_sp_rest"}
+    case $GT_V in *[!0]*) ;; *) GT_V="${GT_V%?}1" ;; esac
+}
+
+# gt_trace_id FACTORY NAME ENTRY SCHEDD CLUSTER PROC INDEX: GT_TRACE_ID (docs/ids.md).
+gt_trace_id() {
+    GT_TRACE_ID=
+    command -v sha256sum >/dev/null 2>&1 || return 1
+    GT_TRACE_ID=$(printf 'gt1\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n' "$1" "$2" "$3" "$4" "$5" "$6" "${7:-0}" \
+        | { gt_sha_prefix 32 && printf '%s' "$GT_V"; }) || { GT_TRACE_ID=; return 1; }
+    [ ${#GT_TRACE_ID} -eq 32 ] || { GT_TRACE_ID=; return 1; }
+}
+
+# gt_span_id TRACE_ID SPAN_KEY: GT_SPAN_ID (docs/ids.md).
+gt_span_id() {
+    GT_SPAN_ID=$(printf '%s\n%s\n' "$1" "$2" | { gt_sha_prefix 16 && printf '%s' "$GT_V"; }) \
+        || { GT_SPAN_ID=; return 1; }
+    [ ${#GT_SPAN_ID} -eq 16 ] || { GT_SPAN_ID=; return 1; }
+}
+
+# gt_ticks TICKS HZ: GT_V = TICKS/HZ as seconds with 2 decimals (integer arithmetic).
+gt_ticks() {
+    gt_tk_c=$(( ($1 % $2) * 100 / $2 ))
+    [ $gt_tk_c -ge 10 ] || gt_tk_c=0$gt_tk_c
+    GT_V="$(( $1 / $2 )).$gt_tk_c"
+}
+
+# gt_snap_pid PID: builtins-only snapshot of one process from /proc/PID/stat:
+# GT_R_UT/GT_R_ST = user/system CPU s of PID and its reaped children, GT_R_RSS bytes,
+# GT_R_START = start time in ticks after boot, GT_R_L1 = load1. Needs GT_HZ, GT_PAGE.
+gt_snap_pid() {
+    GT_R_UT= GT_R_ST= GT_R_RSS= GT_R_START=
+    gt_load1
+    [ -r "/proc/$1/stat" ] || return 1
+    read -r gt_sn_line < "/proc/$1/stat" || return 1
+    # field 2 (comm) may hold spaces and parentheses: cut through the last ") "
+    gt_snap_fields ${gt_sn_line##*) }
+}
+
+# gt_snap_fields STAT_FIELDS_3_ON...: helper of gt_snap_pid (fields of proc(5) stat).
+gt_snap_fields() {
+    [ $# -ge 22 ] || return 1
+    shift 11                      # now $1 = utime (field 14)
+    gt_ticks $(( $1 + $3 )) "${GT_HZ:-100}"; GT_R_UT=$GT_V
+    gt_ticks $(( $2 + $4 )) "${GT_HZ:-100}"; GT_R_ST=$GT_V
+    shift 8                       # now $1 = starttime (22), $3 = rss pages (24)
+    GT_R_START=$1
+    GT_R_RSS=$(( $3 * ${GT_PAGE:-4096} ))
+}
+
+# gt_load1: GT_R_L1 = 1-minute load average.
+gt_load1() {
+    GT_R_L1=
+    [ -r /proc/loadavg ] && read -r GT_R_L1 gt_l1_rest < /proc/loadavg
+    return 0
+}
+
+# gt_disk_free DIR: GT_R_DF = bytes free for us in DIR's file system (one fork).
+gt_disk_free() {
+    GT_R_DF=
+    gt_df=$(stat -f -c '%a %S' "$1" 2>/dev/null) || gt_df=
+    case $gt_df in
+        *' '*) GT_R_DF=$(( ${gt_df% *} * ${gt_df#* } )) ;;
+    esac
+}
+
+# gt_emit_snap TIME OP KEY PID [NAME=VALUE]...: a line with the resources of PID.
+gt_emit_snap() {
+    gt_es_t=$1 gt_es_op=$2 gt_es_key=$3
+    gt_snap_pid "$4"
+    gt_disk_free "${GT_WORK_DIR:-.}"
+    shift 4
+    gt_emit "$gt_es_t" "$gt_es_op" "$gt_es_key" "r.utime=$GT_R_UT" "r.stime=$GT_R_ST" \
+        "r.rss=$GT_R_RSS" "r.load1=$GT_R_L1" "r.disk_free=$GT_R_DF" "$@"
+}
+
+# gt_tree_snap ROOT_PID: resources of ROOT_PID and all its live descendants, one awk:
+# GT_R_UT/GT_R_ST (utime+cutime, stime+cstime summed), GT_R_RSS (sum), GT_R_N (count).
+gt_tree_snap() {
+    GT_R_UT= GT_R_ST= GT_R_RSS= GT_R_N=
+    set -- "$1" /proc/[0-9]*/stat
+    gt_ts=$(awk -v root="$1" -v hz="${GT_HZ:-100}" -v page="${GT_PAGE:-4096}" 'BEGIN {
+        for (i = 2; i < ARGC; i++) {
+            if ((getline line < ARGV[i]) <= 0) continue
+            close(ARGV[i])
+            pid = line; sub(/ .*/, "", pid)
+            sub(/^.*\) /, "", line)          # comm may hold spaces
+            n = split(line, f, " ")
+            if (n < 22) continue
+            ppid[pid] = f[2]; cpu_u[pid] = f[12] + f[14]; cpu_s[pid] = f[13] + f[15]
+            rss[pid] = f[22] * page
+        }
+        # a process belongs to the tree when walking up its parents reaches root
+        for (p in ppid) {
+            q = p; hops = 0
+            while (q != root && q in ppid && hops < 64) { q = ppid[q]; hops++ }
+            if (q == root) { u += cpu_u[p]; s += cpu_s[p]; r += rss[p]; k++ }
+        }
+        if (k) printf "%.2f %.2f %d %d\n", u / hz, s / hz, r, k
+    }' "$@" 2>/dev/null)
+    [ -n "$gt_ts" ] || return 1
+    set -- $gt_ts
+    GT_R_UT=$1 GT_R_ST=$2 GT_R_RSS=$3 GT_R_N=$4
+}
+
+# gt_setup_env CONFIG [KEY...]: load what every hook needs from glidein_config; sets GT_JOURNAL,
+# GT_DIR, GT_WORK_DIR, GT_TRACE_ID, GT_HZ, GT_PAGE, GT_STARTUP_PID. Non-zero when
+# tracing is not set up for this glidein (the setup hook disabled it, or never ran).
+gt_setup_env() {
+    gt_se_cfg=$1
+    shift
+    gt_cfg_read "$gt_se_cfg" GLIDEIN_WORKSPACE_ORIG GLIDEIN_STARTUP_PID GLIDEIN_WORK_DIR "$@" || return 1
+    gt_get GLIDEIN_TRACING_JOURNAL; GT_JOURNAL=$GT_V
+    gt_get GLIDEIN_TRACING_TRACE_ID; GT_TRACE_ID=$GT_V
+    gt_get GLIDEIN_TRACING_CLK_TCK; GT_HZ=${GT_V:-100}
+    gt_get GLIDEIN_TRACING_PAGESIZE; GT_PAGE=${GT_V:-4096}
+    gt_get GLIDEIN_STARTUP_PID; GT_STARTUP_PID=$GT_V
+    gt_get GLIDEIN_WORKSPACE_ORIG; GT_WORK_DIR=$GT_V
+    [ -n "$GT_JOURNAL" ] && [ -n "$GT_TRACE_ID" ] || return 1
+    GT_DIR=${GT_JOURNAL%/*}
+    [ -d "$GT_DIR" ] && [ -w "$GT_JOURNAL" ]
+}

@@ -1,0 +1,256 @@
+#!/bin/bash
+# glidein_tracing setup hook: an executable in the Factory's main file list, early.
+# Called by glidein_startup.sh as `SCRIPT glidein_config main`, cwd = the work dir.
+# Opens the glidein's span journal: root `glidein` and `setup` starts, host facts,
+# the resource sampler and the job-exit hook. Whatever fails, it exits 0 and leaves
+# the glidein unchanged (it only prints a `glidein_tracing: ...` line on stderr).
+
+GT_SELF=$0
+GT_CONFIG=${1:-glidein_config}
+GT_HERE=${0%/*}
+[ "$GT_HERE" != "$0" ] || GT_HERE=.
+GT_HERE=$(cd "$GT_HERE" 2>/dev/null && pwd -P) || GT_HERE=$PWD
+GT_STATUS="disabled"
+
+# gt_report: tell GlideinWMS we are fine (the glidein must never fail because of us).
+gt_report() {
+    local error_gen
+    error_gen=$(grep -m1 '^ERROR_GEN_PATH ' "$GT_CONFIG" 2>/dev/null | cut -d ' ' -f 2-)
+    [ -n "$error_gen" ] && [ -x "$error_gen" ] || return 0
+    "$error_gen" -ok "gconditional_TRACING_setup.sh" "GlideinTracing" "$GT_STATUS" \
+        >/dev/null 2>&1 </dev/null || true
+}
+
+# gt_disable REASON: tracing off for this glidein, said once on stderr.
+gt_disable() {
+    printf 'glidein_tracing: tracing disabled for this glidein: %s\n' "$*" >&2
+    [ -n "${GT_JOURNAL:-}" ] && gt_note - "tracing disabled: $*"
+    return 1
+}
+
+# gt_config_add KEY VALUE: the glidein's own gconfig_add, in a subshell because it
+# calls `exit 1` on errors (which would fail the glidein's validation).
+gt_config_add() {
+    ( gconfig_add "$1" "$2" ) >/dev/null 2>&1 </dev/null
+}
+
+# gt_condor_var NAME TYPE DEFAULT CONDOR_NAME REQUIRED PUBLISH USER_ENV
+gt_condor_var() {
+    ( add_condor_vars_line "$@" ) >/dev/null 2>&1 </dev/null
+}
+
+# gt_load_glidein_helpers: source add_config_line.source the way GlideinWMS scripts do.
+gt_load_glidein_helpers() {
+    local src
+    src=$(grep -m1 '^ADD_CONFIG_LINE_SOURCE ' "$GT_CONFIG" 2>/dev/null | cut -d ' ' -f 2-)
+    [ -n "$src" ] && [ -r "$src" ] || return 1
+    glidein_config=$GT_CONFIG   # the helpers work on $glidein_config, like real scripts
+    # shellcheck disable=SC1090
+    . "$src" >/dev/null 2>&1 </dev/null || return 1
+    condor_vars_file=$(gconfig_get CONDOR_VARS_FILE "$GT_CONFIG" 2>/dev/null)
+    command -v gconfig_add >/dev/null 2>&1
+}
+
+# gt_multi_index PID: GT_MULTI = N from `-multirestart N` on glidein_startup.sh's
+# command line (0 for a single glidein).
+gt_multi_index() {
+    local arg prev=""
+    GT_MULTI=0
+    [ -r "/proc/$1/cmdline" ] || return 0
+    while IFS= read -r -d '' arg; do
+        if [ "$prev" = "-multirestart" ]; then
+            case $arg in ''|*[!0-9]*) ;; *) GT_MULTI=$arg ;; esac
+            return 0
+        fi
+        prev=$arg
+    done < "/proc/$1/cmdline"
+    return 0
+}
+
+# gt_start_time PID: GT_START = epoch when PID started (/proc/PID/stat + btime).
+gt_start_time() {
+    local key value btime=""
+    GT_START=
+    gt_snap_pid "$1" || return 1
+    while read -r key value; do
+        [ "$key" = btime ] && { btime=$value; break; }
+    done < /proc/stat
+    [ -n "$btime" ] && [ -n "$GT_R_START" ] || return 1
+    gt_ticks "$GT_R_START" "$GT_HZ"
+    GT_START=$(( btime + ${GT_V%.*} )).${GT_V#*.}
+}
+
+# gt_host_facts: GT_H_* = host and OS facts (resource attributes of the trace).
+gt_host_facts() {
+    local key value line
+    GT_H_NAME=${HOSTNAME:-}
+    [ -n "$GT_H_NAME" ] || read -r GT_H_NAME < /proc/sys/kernel/hostname 2>/dev/null
+    GT_H_ARCH=$(uname -m 2>/dev/null)
+    GT_H_OSVER=
+    read -r GT_H_OSVER < /proc/sys/kernel/osrelease 2>/dev/null
+    GT_H_CPU= GT_H_NCPU=0 GT_H_MEM=
+    while IFS= read -r line; do
+        case $line in
+            "model name"*) [ -n "$GT_H_CPU" ] || GT_H_CPU=${line#*: } ;;
+            processor*) GT_H_NCPU=$((GT_H_NCPU + 1)) ;;
+        esac
+    done < /proc/cpuinfo 2>/dev/null
+    [ "$GT_H_NCPU" -gt 0 ] || GT_H_NCPU=
+    while read -r key value _; do
+        [ "$key" = "MemTotal:" ] && { GT_H_MEM=$((value * 1024)); break; }
+    done < /proc/meminfo 2>/dev/null
+    GT_H_OSDESC=
+    if [ -r /etc/os-release ]; then
+        while IFS= read -r line; do
+            case $line in PRETTY_NAME=*) line=${line#*=}; line=${line#\"}; GT_H_OSDESC=${line%\"} ;; esac
+        done < /etc/os-release
+    fi
+}
+
+# gt_sampler_start: background sampler of the glidein process tree (knob SAMPLE_PERIOD).
+gt_sampler_start() {
+    [ "${GT_SAMPLE_PERIOD:-0}" -gt 0 ] 2>/dev/null || return 0
+    gt_sampler_loop </dev/null >/dev/null 2>&1 &
+    local spid=$!
+    # the pid file holds pid and start ticks, so cleanup never kills a reused pid
+    gt_snap_pid "$spid"
+    printf '%s %s\n' "$spid" "$GT_R_START" > "$GT_DIR/sampler.pid" 2>/dev/null
+}
+
+# gt_tree_sample ROOT: one `sample` line for the process tree under ROOT.
+gt_tree_sample() {
+    gt_tree_snap "$1" || return 0
+    gt_load1
+    gt_disk_free "$GT_WORK_DIR"
+    gt_now
+    gt_emit "$GT_NOW" sample - "r.utime=$GT_R_UT" "r.stime=$GT_R_ST" "r.rss=$GT_R_RSS" \
+        "r.load1=$GT_R_L1" "r.disk_free=$GT_R_DF" "r.procs:i=$GT_R_N"
+}
+
+# gt_sampler_loop: runs detached; appends `sample` lines until the glidein is gone.
+gt_sampler_loop() {
+    local root=$GT_STARTUP_PID root_start=$GT_ROOT_TICKS left
+    trap '' HUP
+    while :; do
+        gt_snap_pid "$root" && [ "$GT_R_START" = "$root_start" ] || exit 0
+        [ -d "$GT_DIR" ] && [ -f "$GT_JOURNAL" ] || exit 0
+        gt_tree_sample "$root" || [ -f "$GT_JOURNAL" ] || exit 0
+        # sleep in short steps so a vanished glidein is noticed soon
+        left=$GT_SAMPLE_PERIOD
+        while [ "$left" -gt 0 ]; do
+            sleep $((left < 10 ? left : 10))
+            left=$((left - 10))
+            [ -d "/proc/$root" ] || exit 0
+        done
+    done
+}
+
+# gt_install_exit_hook: copy the job-exit hook, check it, only then configure HTCondor.
+# A hook that is missing, not executable or world-writable would stop every job.
+gt_install_exit_hook() {
+    local src="$GT_HERE/gconditional_TRACING_job_exit.sh" dst="$GT_DIR/job_exit_hook" mode
+    gt_get STARTER_JOB_HOOK_KEYWORD; local kw1=$GT_V
+    gt_get STARTER_DEFAULT_JOB_HOOK_KEYWORD; local kw2=$GT_V
+    if [ -n "$kw1$kw2" ]; then
+        gt_note - "job hook keyword already set (${kw1:-$kw2}): job ends come from StartdHistoryLog"
+        return 0
+    fi
+    [ -f "$src" ] || { gt_note - "no job exit hook file: job ends come from StartdHistoryLog"; return 0; }
+    cp "$src" "$dst" 2>/dev/null && chmod 0755 "$dst" 2>/dev/null || {
+        gt_note - "cannot install the job exit hook"; return 0; }
+    mode=$(stat -c '%a' "$dst" 2>/dev/null)
+    if [ ! -f "$dst" ] || [ ! -x "$dst" ] || [ "$mode" != 755 ]; then
+        gt_note - "job exit hook failed its checks (mode ${mode:-?}): not configured"
+        return 0
+    fi
+    gt_config_add GLIDEIN_TRACING_HOOK_JOB_EXIT "$dst" \
+        && gt_condor_var GLIDEIN_TRACING_HOOK_JOB_EXIT C - + N N - \
+        && gt_config_add STARTER_DEFAULT_JOB_HOOK_KEYWORD GLIDEIN_TRACING \
+        && gt_condor_var STARTER_DEFAULT_JOB_HOOK_KEYWORD C - + N N - \
+        || gt_note - "could not configure the job exit hook: job ends come from StartdHistoryLog"
+}
+
+# gt_main: everything; returns non-zero when tracing got disabled.
+gt_main() {
+    [ -r "$GT_CONFIG" ] || { gt_disable "cannot read $GT_CONFIG"; return 1; }
+    # shellcheck disable=SC1091
+    . "$GT_HERE/gconditional_TRACING_lib.sh" 2>/dev/null || {
+        printf 'glidein_tracing: tracing disabled for this glidein: no library beside %s\n' "$GT_SELF" >&2
+        return 1; }
+    command -v sha256sum >/dev/null 2>&1 || { gt_disable "sha256sum not found"; return 1; }
+    gt_cfg_read "$GT_CONFIG" GLIDEIN_Factory GLIDEIN_Name GLIDEIN_Entry_Name GLIDECLIENT_Name \
+        GLIDECLIENT_Group CONDORG_SCHEDD CONDORG_CLUSTER CONDORG_SUBCLUSTER GLIDEIN_UUID \
+        GLIDEIN_STARTUP_PID GLIDEIN_WORKSPACE_ORIG STARTER_JOB_HOOK_KEYWORD \
+        STARTER_DEFAULT_JOB_HOOK_KEYWORD || { gt_disable "cannot read $GT_CONFIG"; return 1; }
+
+    # identity: every part of the trace id is required (docs/ids.md)
+    local k missing=""
+    for k in GLIDEIN_Factory GLIDEIN_Name GLIDEIN_Entry_Name CONDORG_SCHEDD CONDORG_CLUSTER \
+             CONDORG_SUBCLUSTER GLIDEIN_STARTUP_PID GLIDEIN_WORKSPACE_ORIG; do
+        gt_get "$k"; [ -n "$GT_V" ] || missing="$missing $k"
+    done
+    [ -z "$missing" ] || { gt_disable "missing in glidein_config:$missing"; return 1; }
+    gt_get GLIDEIN_STARTUP_PID; GT_STARTUP_PID=$GT_V
+    gt_get GLIDEIN_WORKSPACE_ORIG; GT_WORK_DIR=$GT_V
+
+    # the journal directory must be writable, or nothing else matters
+    GT_DIR="$GT_WORK_DIR/glidein_tracing"
+    GT_JOURNAL="$GT_DIR/journal.gtj"
+    { mkdir -p "$GT_DIR" && chmod 0755 "$GT_DIR" && : >> "$GT_JOURNAL"; } 2>/dev/null || {
+        GT_JOURNAL=; gt_disable "cannot write $GT_DIR"; return 1; }
+
+    GT_HZ=$(getconf CLK_TCK 2>/dev/null); GT_HZ=${GT_HZ:-100}
+    GT_PAGE=$(getconf PAGESIZE 2>/dev/null); GT_PAGE=${GT_PAGE:-4096}
+    # knobs (a bad value: default + note + stderr line, from gt_knob)
+    # shellcheck disable=SC1091
+    . "$GT_HERE/gconditional_TRACING_knobs.sh" 2>/dev/null && gt_knobs_load \
+        || { gt_disable "cannot load the knobs"; return 1; }
+
+    gt_multi_index "$GT_STARTUP_PID"
+    local f n e s c p
+    gt_get GLIDEIN_Factory; f=$GT_V; gt_get GLIDEIN_Name; n=$GT_V; gt_get GLIDEIN_Entry_Name; e=$GT_V
+    gt_get CONDORG_SCHEDD; s=$GT_V; gt_get CONDORG_CLUSTER; c=$GT_V; gt_get CONDORG_SUBCLUSTER; p=$GT_V
+    gt_trace_id "$f" "$n" "$e" "$s" "$c" "$p" "$GT_MULTI" || { gt_disable "cannot compute the trace id"; return 1; }
+
+    # publish our state for the other hooks, with the glidein's own helper
+    gt_load_glidein_helpers || { gt_disable "cannot load ADD_CONFIG_LINE_SOURCE"; return 1; }
+    gt_config_add GLIDEIN_TRACING_LIB "$GT_HERE/gconditional_TRACING_lib.sh" \
+        && gt_config_add GLIDEIN_TRACING_KNOBS "$GT_HERE/gconditional_TRACING_knobs.sh" \
+        && gt_config_add GLIDEIN_TRACING_TRACE_ID "$GT_TRACE_ID" \
+        && gt_config_add GLIDEIN_TRACING_MULTI_INDEX "$GT_MULTI" \
+        && gt_config_add GLIDEIN_TRACING_CLK_TCK "$GT_HZ" \
+        && gt_config_add GLIDEIN_TRACING_PAGESIZE "$GT_PAGE" \
+        && gt_config_add GLIDEIN_TRACING_JOURNAL "$GT_JOURNAL" \
+        || { gt_disable "cannot update $GT_CONFIG"; return 1; }
+
+    # root and setup spans start when glidein_startup.sh started
+    gt_now
+    gt_start_time "$GT_STARTUP_PID" || GT_START=$GT_NOW
+    GT_ROOT_TICKS=$GT_R_START
+    gt_host_facts
+    local cg uuid cl
+    gt_get GLIDECLIENT_Group; cg=$GT_V; gt_get GLIDEIN_UUID; uuid=$GT_V; gt_get GLIDECLIENT_Name; cl=$GT_V
+    gt_emit "$GT_START" start glidein "@name=glidein" "@stage=glidein" "@trace_id=$GT_TRACE_ID" \
+        "glidein.factory=$f" "glidein.name=$n" "glidein.entry=$e" "glidein.client=$cl" \
+        "glidein.client_group=$cg" "glidein.schedd=$s" "glidein.cluster:i=$c" "glidein.proc:i=$p" \
+        "glidein.multi_index:i=$GT_MULTI" "glidein.uuid=$uuid" \
+        "res.host.name=$GT_H_NAME" "res.host.arch=$GT_H_ARCH" "res.host.cpu.model.name=$GT_H_CPU" \
+        "res.host.cpu.logical_count:i=$GT_H_NCPU" "res.host.memory.total_bytes:i=$GT_H_MEM" \
+        "res.os.type=linux" "res.os.description=$GT_H_OSDESC" "res.os.version=$GT_H_OSVER" \
+        "res.service.name=$GT_SERVICE_NAME" || { gt_disable "cannot append to $GT_JOURNAL"; return 1; }
+    # CPU counters of a process are 0 when it starts: exact at GT_START. The rest now.
+    gt_load1
+    gt_disk_free "$GT_WORK_DIR"
+    gt_emit "$GT_START" start setup "@name=setup" "@stage=setup" "@parent=glidein" \
+        "r.utime=0.00" "r.stime=0.00" "r.load1=$GT_R_L1" "r.disk_free=$GT_R_DF"
+    gt_tree_sample "$GT_STARTUP_PID"
+
+    gt_sampler_start
+    gt_install_exit_hook
+    GT_STATUS="enabled"
+    return 0
+}
+
+gt_main
+gt_report
+exit 0

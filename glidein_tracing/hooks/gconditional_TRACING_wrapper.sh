@@ -1,0 +1,97 @@
+# glidein_tracing job wrapper fragment (wrapper="True"): concatenated by condor_startup.sh
+# into condor_job_wrapper.sh (#!/bin/sh, possibly dash, ends in `exec "$@"`).
+# Starts the `job` span and gives the job a TRACEPARENT when it has none of its own.
+# All the work runs in a command substitution (a subshell): nothing it defines, no
+# exit, no error can reach the job. Only TRACEPARENT may be set here, and the two
+# names below are unset again. The job runs unchanged whatever happens.
+
+# gt_wrapper_run WRAPPER_PATH: record the job start; print the TRACEPARENT for the job.
+gt_wrapper_run() {
+    # glidein_config is beside condor_job_wrapper.sh, in the glidein's work dir
+    gt_w_cfg="${1%/*}/glidein_config"
+    [ "$gt_w_cfg" != "$1/glidein_config" ] || gt_w_cfg=./glidein_config
+    gt_w_lib=
+    while IFS= read -r gt_w_line || [ -n "$gt_w_line" ]; do
+        case $gt_w_line in "GLIDEIN_TRACING_LIB "*) gt_w_lib=${gt_w_line#* } ;; esac
+    done < "$gt_w_cfg"
+    [ -n "$gt_w_lib" ] && [ -r "$gt_w_lib" ] || return 0
+    . "$gt_w_lib" || return 0
+    gt_setup_env "$gt_w_cfg" || return 0
+    gt_now
+    gt_w_time=$GT_NOW
+    gt_w_note=
+    # the job ad, written by the starter before any wrapper runs; awk reads the few
+    # attributes we need (names are case-insensitive) and makes the values safe
+    gt_w_ad=
+    if [ -n "${_CONDOR_JOB_AD:-}" ] && [ -r "$_CONDOR_JOB_AD" ]; then
+        gt_w_ad=$(head -c 4000000 "$_CONDOR_JOB_AD" | LC_ALL=C awk '
+            BEGIN { want["globaljobid"]; want["clusterid"]; want["procid"]; want["owner"]
+                    want["acctgroup"]; want["accountinggroup"]; want["requestcpus"]
+                    want["requestmemory"]; want["requestdisk"]; want["traceparent"] }
+            {
+                eq = index($0, "="); if (eq < 2) next
+                name = substr($0, 1, eq - 1); gsub(/[ \t]/, "", name); name = tolower(name)
+                if (!(name in want)) next
+                v = substr($0, eq + 1); sub(/^[ \t]+/, "", v); sub(/[ \t\r]+$/, "", v)
+                if (v ~ /^".*"$/) { v = substr(v, 2, length(v) - 2); gsub(/\\"/, "\"", v) }
+                gsub(/[^ -~]/, "?", v)             # control and non-ASCII bytes
+                if (length(v) > 1024) v = substr(v, 1, 1024)
+                print name "\t" v
+            }' 2>/dev/null)
+    else
+        gt_w_note="no readable job ad (_CONDOR_JOB_AD=${_CONDOR_JOB_AD:-unset})"
+    fi
+    gt_w_gid= gt_w_cluster= gt_w_proc= gt_w_owner= gt_w_acct= gt_w_cpus= gt_w_mem= gt_w_disk= gt_w_utp=
+    while IFS="$GT_TAB" read -r gt_w_n gt_w_v; do
+        case $gt_w_n in
+            globaljobid) gt_w_gid=$gt_w_v ;;
+            clusterid) gt_w_cluster=$gt_w_v ;;
+            procid) gt_w_proc=$gt_w_v ;;
+            owner) gt_w_owner=$gt_w_v ;;
+            acctgroup) [ -n "$gt_w_acct" ] || gt_w_acct=$gt_w_v ;;
+            accountinggroup) gt_w_acct=$gt_w_v ;;
+            requestcpus) gt_w_cpus=$gt_w_v ;;
+            requestmemory) gt_w_mem=$gt_w_v ;;
+            requestdisk) gt_w_disk=$gt_w_v ;;
+            traceparent) gt_w_utp=$gt_w_v ;;
+        esac
+    done <<EOF
+$gt_w_ad
+EOF
+    # integers only for :i fields (an expression such as `ifThenElse(...)` is dropped)
+    for gt_w_n in gt_w_cluster gt_w_proc gt_w_cpus gt_w_mem gt_w_disk; do
+        eval "gt_w_v=\$$gt_w_n"
+        case $gt_w_v in ''|*[!0-9]*) eval "$gt_w_n=" ;; esac
+    done
+    # the user's own context: job attribute TraceParent, else TRACEPARENT in the env
+    [ -n "$gt_w_utp" ] || gt_w_utp=${TRACEPARENT:-}
+    gt_w_link=
+    case $gt_w_utp in
+        *[!0-9a-f-]*) ;;
+        ??-????????????????????????????????-????????????????-??) gt_w_link=$gt_w_utp ;;
+    esac
+    if [ -n "$gt_w_gid" ]; then
+        gt_w_key="job/$gt_w_gid"
+    elif [ -n "$gt_w_cluster" ] && [ -n "$gt_w_proc" ]; then
+        gt_w_key="job/$gt_w_cluster.$gt_w_proc"
+    else
+        gt_w_key="job/unknown.${_CONDOR_SLOT:-slot}.$$.${gt_w_time%.*}"
+        gt_w_note="${gt_w_note:-job ad without GlobalJobId/ClusterId/ProcId}; the exit hook cannot close this span"
+    fi
+    gt_emit "$gt_w_time" start "$gt_w_key" "@name=job" "@stage=job" "@parent=condor" \
+        "job.global_id=$gt_w_gid" "job.cluster_id:i=$gt_w_cluster" "job.proc_id:i=$gt_w_proc" \
+        "job.owner=$gt_w_owner" "job.accounting_group=$gt_w_acct" "job.request_cpus:i=$gt_w_cpus" \
+        "job.request_memory_mb:i=$gt_w_mem" "job.request_disk_kb:i=$gt_w_disk" \
+        "job.slot=${_CONDOR_SLOT:-}" "job.user_traceparent=$gt_w_utp" "@link=$gt_w_link" \
+        || return 0
+    [ -z "$gt_w_note" ] || gt_note "$gt_w_key" "$gt_w_note"
+    gt_span_id "$GT_TRACE_ID" "$gt_w_key" || return 0
+    printf '00-%s-%s-01' "$GT_TRACE_ID" "$GT_SPAN_ID"
+}
+
+gt_wrapper_tp=$(gt_wrapper_run "$0" </dev/null 2>/dev/null)
+case $gt_wrapper_tp in
+    00-*) [ -n "${TRACEPARENT:-}" ] || { TRACEPARENT=$gt_wrapper_tp; export TRACEPARENT; } ;;
+esac
+unset gt_wrapper_tp
+unset -f gt_wrapper_run
