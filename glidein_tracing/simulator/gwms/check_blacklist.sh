@@ -1,0 +1,3 @@
+#!/bin/bash
+# check_blacklist.sh (glidein_tracing simulator stand-in): no error_gen, like the real one.
+exit 0
