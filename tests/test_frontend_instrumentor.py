@@ -1,6 +1,6 @@
 """frontend_hooks.GlideinFrontendInstrumentor against a stand-in Frontend group process.
 
-The stand-in (tests/frontend_standin.py) mirrors GlideinWMS master (early 2026):
+The stand-ins (tests/frontend_standin.py, tests/frontend_standin_interface.py) mirror GlideinWMS master (early 2026):
 frontend/glideinFrontendElement.py ``glideinFrontendElement.iterate -> iterate_one`` and, per
 entry, ``compute_glidein_min_idle``, ``compute_glidein_max_run``, ``decide_removal_type``,
 ``build_resource_classad``; frontend/glideinFrontendInterface.py ``MultiAdvertizeWork.add`` and
@@ -18,8 +18,14 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
+
+# frontend_hooks needs opentelemetry-instrumentation (and its wrapt); until setup.cfg's
+# install_requires lists it, a plain `pip install -e .[test]` skips these tests.
+pytest.importorskip("opentelemetry.instrumentation.instrumentor")
+
 import frontend_hooks.instrumentor as instrumentor_module
 import frontend_standin as standin
+import frontend_standin_interface as interface
 from frontend_hooks import REQUEST_TRACEPARENT_PARAM, GlideinFrontendInstrumentor
 from frontend_hooks import conventions as c
 from glidein_tracing.ids import parse_traceparent
@@ -62,7 +68,7 @@ def exporter():
     reset(instrumentor)
     instrumentor_module.FAILURES.clear()
     instrumentor.instrument(tracer_provider=provider, element_module=standin,
-                            interface_module=standin, watch_main=False)
+                            interface_module=interface, watch_main=False)
     yield exporter
     instrumentor.uninstrument()
     instrumentor_module.FAILURES.clear()
@@ -168,7 +174,7 @@ def test_glidein_param_carries_the_request_spans_traceparent(exporter, tmp_path)
         assert ad["GlideinParamGLIDECLIENT_ReqNode"] == POOL
         assert ad["GlideinParamUSE_MATCH_AUTH"] == "True"
     assert REQUEST_TRACEPARENT_PARAM not in element.const_params
-    assert REQUEST_TRACEPARENT_PARAM not in standin.MultiAdvertizeWork.add.__wrapped__.__defaults__[1]
+    assert REQUEST_TRACEPARENT_PARAM not in interface.MultiAdvertizeWork.add.__wrapped__.__defaults__[1]
 
 
 def test_cycle_number_is_kept_between_group_processes(exporter, tmp_path):
@@ -182,7 +188,7 @@ def test_cycle_number_is_kept_between_group_processes(exporter, tmp_path):
 
 
 def test_advertising_outside_a_cycle_is_left_alone(exporter):
-    advertizer = standin.MultiAdvertizeWork(None)
+    advertizer = interface.MultiAdvertizeWork(None)
     params = {"X": "1"}
     advertizer.add(POOL, A, A, 1, 2, 0, params)
     assert advertizer.factory_queue[POOL][0][0].glidein_params is params
@@ -236,7 +242,7 @@ def outcome(element):
 def test_failures_of_our_code_do_not_change_the_frontend(exporter, tmp_path, monkeypatch, caplog):
     GlideinFrontendInstrumentor().uninstrument()
     expected = outcome(run_cycle(tmp_path / "plain"))
-    GlideinFrontendInstrumentor().instrument(element_module=standin, interface_module=standin,
+    GlideinFrontendInstrumentor().instrument(element_module=standin, interface_module=interface,
                                              watch_main=False)
 
     def broken(*_args, **_kwargs):
@@ -264,7 +270,7 @@ def test_failures_of_our_code_do_not_change_the_frontend(exporter, tmp_path, mon
 def test_a_broken_tracer_does_not_change_the_frontend(exporter, tmp_path, monkeypatch):
     GlideinFrontendInstrumentor().uninstrument()
     expected = outcome(run_cycle(tmp_path / "plain"))
-    GlideinFrontendInstrumentor().instrument(element_module=standin, interface_module=standin,
+    GlideinFrontendInstrumentor().instrument(element_module=standin, interface_module=interface,
                                              watch_main=False)
 
     class BrokenTracer:
@@ -280,7 +286,7 @@ def test_a_broken_tracer_does_not_change_the_frontend(exporter, tmp_path, monkey
 def test_uninstrument_restores_the_originals_and_instrument_is_idempotent(tmp_path):
     methods = ("iterate_one",) + instrumentor_module.ENTRY_METHODS
     element_originals = {name: vars(standin.glideinFrontendElement)[name] for name in methods}
-    add_original = vars(standin.MultiAdvertizeWork)["add"]
+    add_original = vars(interface.MultiAdvertizeWork)["add"]
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -289,10 +295,10 @@ def test_uninstrument_restores_the_originals_and_instrument_is_idempotent(tmp_pa
     try:
         for _ in range(2):
             instrumentor.instrument(tracer_provider=provider, element_module=standin,
-                                    interface_module=standin, watch_main=False)
+                                    interface_module=interface, watch_main=False)
         for name, original in element_originals.items():
             assert vars(standin.glideinFrontendElement)[name].__wrapped__ is original
-        assert vars(standin.MultiAdvertizeWork)["add"].__wrapped__ is add_original
+        assert vars(interface.MultiAdvertizeWork)["add"].__wrapped__ is add_original
         run_cycle(tmp_path)
         assert len(exporter.get_finished_spans()) == 5
     finally:
@@ -300,7 +306,7 @@ def test_uninstrument_restores_the_originals_and_instrument_is_idempotent(tmp_pa
         instrumentor.uninstrument()
     for name, original in element_originals.items():
         assert vars(standin.glideinFrontendElement)[name] is original
-    assert vars(standin.MultiAdvertizeWork)["add"] is add_original
+    assert vars(interface.MultiAdvertizeWork)["add"] is add_original
     element = run_cycle(tmp_path)
     assert len(exporter.get_finished_spans()) == 5
     assert all(REQUEST_TRACEPARENT_PARAM not in ad for _pool, ad in element.advertizer.request_ads())
@@ -316,3 +322,40 @@ def test_missing_glideinwms_is_skipped_quietly():
         assert instrumentor.instrumentation_dependencies() == ()
     finally:
         instrumentor.uninstrument()
+
+
+MAIN_SOURCE = """
+class glideinFrontendElement:
+    def iterate_one(self): return "cycle"
+    def compute_glidein_min_idle(self, *args): return 0
+    def compute_glidein_max_run(self, prop_jobs, real, idle_glideins): return 0
+    def decide_removal_type(self, count_jobs, count_status, glideid): return "NO", 0
+    def build_resource_classad(self, *args): return None
+"""
+
+
+def test_a_group_script_run_as_main_gets_its_class_patched_when_defined(monkeypatch):
+    # frontend/glideinFrontend.py spawn_group runs glideinFrontendElement.py as __main__: the
+    # class does not exist yet when sitecustomize (opentelemetry-instrument) instruments.
+    import builtins
+    original_build_class = builtins.__build_class__
+    monkeypatch.setattr("sys.argv", ["/usr/sbin/glideinFrontendElement.py", "1", "/w", "main"])
+    instrumentor = GlideinFrontendInstrumentor()
+    reset(instrumentor)
+    instrumentor.instrument(element_module=types.ModuleType("empty"), interface_module=interface)
+    try:
+        assert builtins.__build_class__ is not original_build_class
+        namespace = {"__name__": "__main__"}
+        exec(compile(MAIN_SOURCE, "glideinFrontendElement.py", "exec"), namespace)
+        cls = namespace["glideinFrontendElement"]
+        assert builtins.__build_class__ is original_build_class  # watching stopped
+        assert hasattr(vars(cls)["iterate_one"], "__wrapped__")
+        assert cls().iterate_one() == "cycle"
+    finally:
+        instrumentor.uninstrument()
+    assert builtins.__build_class__ is original_build_class
+    assert not hasattr(vars(cls)["iterate_one"], "__wrapped__")
+    # uninstrument before the class appears also stops watching
+    instrumentor.instrument(element_module=types.ModuleType("empty"), interface_module=interface)
+    instrumentor.uninstrument()
+    assert builtins.__build_class__ is original_build_class

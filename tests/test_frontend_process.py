@@ -1,0 +1,167 @@
+"""frontend_hooks in a real group process, loaded the ways docs/frontend.md describes.
+
+GlideinWMS (frontend/glideinFrontend.py, ``spawn_group``) starts every group, every cycle, as
+``python glideinFrontendElement.py PPID WORK_DIR GROUP ACTION``: the class is defined in
+``__main__`` after sitecustomize has run. Here the stand-ins (tests/frontend_standin*.py, the element one
+mirrors glideinFrontendElement.py's ``__main__`` block) are laid out as the real package and the
+element file is run the same way, and instrumented (1) by a sitecustomize that calls ``instrument()`` and
+(2) by ``opentelemetry-instrument`` through the ``opentelemetry_instrumentor`` entry point that
+setup.cfg declares.
+"""
+
+import configparser
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+# frontend_hooks needs opentelemetry-instrumentation (and its wrapt); until setup.cfg's
+# install_requires lists it, a plain `pip install -e .[test]` skips these tests.
+pytest.importorskip("opentelemetry.instrumentation.instrumentor")
+
+from frontend_hooks import REQUEST_TRACEPARENT_PARAM  # noqa: F401  (the package must import)
+from frontend_hooks import conventions as c
+from glidein_tracing.ids import parse_traceparent
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
+WORLD = [
+    {"glideid": ["gfactory.example.org", f"E{i}@gfactory_instance@OSG", "vofe@gfactory.example.org"],
+     "attrs": {"EntryName": f"E{i}", "GlideinName": "gfactory_instance", "FactoryName": "OSG"},
+     "idle": 10 * i, "status": {"Total": 1, "Idle": 1, "Running": 0}}
+    for i in (1, 2)
+]
+
+SITECUSTOMIZE = """\
+import os
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from frontend_hooks import GlideinFrontendInstrumentor
+
+
+class FileExporter(SpanExporter):
+    def export(self, spans):
+        with open(os.environ["SPANS_OUT"], "a") as out:
+            for span in spans:
+                out.write(span.to_json(indent=None) + "\\n")
+        return SpanExportResult.SUCCESS
+
+
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(FileExporter()))
+GlideinFrontendInstrumentor().instrument(tracer_provider=provider)
+"""
+
+
+def group_process(tmp_path):
+    """A work dir with world.json, and the stand-ins laid out as the real package:
+    glideinwms/frontend/glideinFrontendElement.py and glideinFrontendInterface.py."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "world.json").write_text(json.dumps(WORLD))
+    package = tmp_path / "lib" / "glideinwms" / "frontend"
+    package.mkdir(parents=True)
+    (package.parent / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    shutil.copy(TESTS / "frontend_standin_interface.py", package / "glideinFrontendInterface.py")
+    shutil.copy(TESTS / "frontend_standin.py", package / "glideinFrontendElement.py")
+    return work, package / "glideinFrontendElement.py", tmp_path / "lib"
+
+
+def check_spans(spans, cycle_number):
+    cycles = [s for s in spans if s["name"] == c.CYCLE_SPAN]
+    requests = [s for s in spans if s["name"] == c.REQUEST_SPAN]
+    assert len(cycles) == 1 and len(requests) == 2
+    cycle = cycles[0]
+    assert cycle["attributes"][c.FRONTEND_GROUP] == "main"
+    assert cycle["attributes"][c.CYCLE_NUMBER] == cycle_number
+    for request in requests:
+        assert request["parent_id"] == cycle["context"]["span_id"]
+        assert request["attributes"][c.TRACEPARENT_SENT] is True
+    assert sorted(r["attributes"][c.ENTRY] for r in requests) == ["E1", "E2"]
+    return cycle, requests
+
+
+def test_sitecustomize_instruments_the_group_script_run_as_main(tmp_path):
+    work, script, lib = group_process(tmp_path)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    out = tmp_path / "spans.jsonl"
+    env = dict(os.environ, SPANS_OUT=str(out),
+               PYTHONPATH=os.pathsep.join([str(site), str(lib), str(ROOT)]))
+    for number in (1, 2):  # two cycles: two processes, the count kept in the history file
+        out.unlink(missing_ok=True)
+        done = subprocess.run([sys.executable, str(script), "1", str(work), "main"], env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert "frontend_hooks" not in done.stderr  # nothing of ours failed
+        check_spans([json.loads(line) for line in out.read_text().splitlines()], number)
+
+
+def installed_configurator():
+    from importlib.metadata import entry_points
+    return list(entry_points(group="opentelemetry_configurator"))
+
+
+def entry_point_dist(tmp_path):
+    """setup.cfg's opentelemetry_instrumentor entry points, as an installed dist would have them."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    value = config["options.entry_points"]["opentelemetry_instrumentor"]
+    assert "glideinwms_frontend = frontend_hooks.instrumentor:GlideinFrontendInstrumentor" in value
+    dist = tmp_path / "dist" / "glidein_tracing_frontend_probe-0.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: glidein-tracing-frontend-probe\n"
+                                   "Version: 0.0\n")
+    (dist / "entry_points.txt").write_text("[opentelemetry_instrumentor]\n" + value.strip() + "\n")
+    return dist.parent
+
+
+def console_spans(text):
+    decoder, spans, index = json.JSONDecoder(), [], 0
+    while True:
+        index = text.find("{", index)
+        if index < 0:
+            return spans
+        span, index = decoder.raw_decode(text, index)
+        spans.append(span)
+
+
+@pytest.mark.skipif(shutil.which("opentelemetry-instrument", path=os.path.dirname(sys.executable)) is None
+                    or not installed_configurator(),
+                    reason="needs opentelemetry-instrument and a configurator (opentelemetry-distro)")
+def test_opentelemetry_instrument_loads_the_entry_point(tmp_path):
+    work, script, lib = group_process(tmp_path)
+    tool = shutil.which("opentelemetry-instrument", path=os.path.dirname(sys.executable))
+    env = dict(os.environ, OTEL_SERVICE_NAME="vofrontend", OTEL_TRACES_EXPORTER="console",
+               OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none",
+               PYTHONPATH=os.pathsep.join([str(entry_point_dist(tmp_path)), str(lib), str(ROOT)]))
+    env.pop("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS", None)
+    done = subprocess.run([tool, sys.executable, str(script), "1", str(work), "main"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    spans = console_spans(done.stdout)
+    cycle, requests = check_spans(spans, 1)
+    assert cycle["resource"]["attributes"]["service.name"] == "vofrontend"
+    for request in requests:
+        assert request["context"]["trace_id"] == cycle["context"]["trace_id"]
+
+    # and the switch-off the OTel tools document works too
+    env["OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"] = "glideinwms_frontend"
+    done = subprocess.run([tool, sys.executable, str(script), "1", str(work), "main"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert console_spans(done.stdout) == []
+
+
+def test_the_parameter_name_survives_the_factory_escaping():
+    # factory/glideFactoryLib.py escapeParam turns "-" into ".minus," on the way to
+    # glidein_startup.sh, whose params_decode turns it back; the name itself needs no escaping.
+    assert REQUEST_TRACEPARENT_PARAM.replace("_", "").isalnum()
+    assert parse_traceparent("00-" + "1" * 32 + "-" + "2" * 16 + "-03") is not None
