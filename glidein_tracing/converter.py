@@ -117,9 +117,11 @@ def _ns(seconds: float) -> int:
     return int(round(seconds * 1e9))
 
 
+SECRET_NAME_RE = re.compile("|".join(re.escape(m) for m in SECRET_MARKERS), re.IGNORECASE)
+
+
 def _looks_secret(name: str) -> bool:
-    lowered = name.lower()
-    return any(marker in lowered for marker in SECRET_MARKERS)
+    return SECRET_NAME_RE.search(name) is not None
 
 
 class _Builder:

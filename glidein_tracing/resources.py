@@ -72,9 +72,11 @@ class ResourceTimeline:
             low = before.time
         else:
             low = start
-        inside = [s for s in self._samples if low <= s.time <= after.time and s.rss is not None]
-        if inside:
-            out["max_rss_bytes"] = int(max(s.rss for s in inside))
+        first = bisect.bisect_left(self._times, low)
+        last = bisect.bisect_right(self._times, after.time)
+        rss = [s.rss for s in self._samples[first:last] if s.rss is not None]
+        if rss:
+            out["max_rss_bytes"] = int(max(rss))
         for attr, name in (("disk_free", "disk_free_bytes"), ("load1", "load1")):
             value = _last_known(self._samples, after_index, attr)
             if value is not None:

@@ -14,7 +14,25 @@ import threading
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from .otlp_proto import encode_request
+
 TRACES_PATH = "/v1/traces"
+
+
+class GroupedOTLPSpanExporter(OTLPSpanExporter):
+    """The SDK's OTLP/HTTP exporter (its transport, retries, TLS and OTEL_* handling), with
+    our faster per-resource encoding (otlp_proto.py)."""
+
+    def export(self, spans) -> SpanExportResult:
+        client = getattr(self, "_client", None)
+        if client is None or self._shutdown:  # another SDK layout: use the SDK as it is
+            return super().export(spans)
+        try:
+            data = encode_request(spans).SerializePartialToString()
+        except Exception:
+            return super().export(spans)
+        result = client.export(data)
+        return SpanExportResult.SUCCESS if result.success else SpanExportResult.FAILURE
 
 
 def sdk_disabled() -> bool:
@@ -66,4 +84,4 @@ def make_otlp_exporter(endpoint: str | None, timeout_s: float = 5.0) -> SpanExpo
     kwargs = {"timeout": timeout_s}
     if endpoint:
         kwargs["endpoint"] = traces_url(endpoint)
-    return BoundedExporter(OTLPSpanExporter(**kwargs), timeout_s)
+    return BoundedExporter(GroupedOTLPSpanExporter(**kwargs), timeout_s)
