@@ -78,112 +78,11 @@ for i in setup prejob postjob cleanup setup_singularity; do mkdir -p "$GWMS_DIR/
 [ -n "$client_name" ] && client_dir="$work_dir/client" && mkdir -p "$client_dir"
 [ -n "$client_group" ] && client_group_dir="$work_dir/client_group_${client_group}" && mkdir -p "$client_group_dir"
 
-# add_config_line.source: the glidein_config helpers, with the real semantics
-# (gconfig_add replaces the key's line, logs to .history, `exit 1` on errors).
-cat > "$work_dir/add_config_line.source" <<"EOF"
-# add_config_line.source (glidein_tracing simulator stand-in, real semantics)
-warn() { echo "$(date)" "$@" 1>&2; }
-gconfig_get() {
-    local config_file=${2:-$glidein_config}
-    [[ -z "${config_file}" ]] && { warn "Error: glidein_config not provided. Forcing exit."; exit 1; }
-    [[ -r "$config_file" ]] || { true; return; }
-    tac "$config_file" 2>/dev/null | grep -m1 $3 "^$1 " | cut -d ' ' -f 2-
-}
-gconfig_add() {
-    [[ -z "${glidein_config}" ]] && { warn "Error: glidein_config variable not defined. Forcing exit."; exit 1; }
-    echo "REG$$" "$@" | dd bs=4k 2>/dev/null >> "${glidein_config}.history"
-    if ! grep -q "^${*}$" "${glidein_config}"; then
-        local tmp_config1="${glidein_config}.$$.1.tmp" tmp_config2="${glidein_config}.$$.2.tmp" ec=0
-        cp -p "${glidein_config}" "${tmp_config1}" || { warn "Error writing ${tmp_config1}"; rm -f "${tmp_config1}"; exit 1; }
-        grep -v "^$1 " "${tmp_config1}" > "${tmp_config2}" || ec=$?
-        if [[ "$ec" -gt 1 ]]; then warn "Error writing ${tmp_config2} with grep"; rm -f "${tmp_config1}" "${tmp_config2}"; exit 1; fi
-        rm -f "${tmp_config1}"
-        echo "$@" >> "${tmp_config2}"
-        mv "${tmp_config2}" "${glidein_config}" || { warn "Error renaming into ${glidein_config}"; exit 1; }
-    fi
-}
-add_config_line() { gconfig_add "$@"; }
-add_condor_vars_line() {
-    local id=$1
-    [[ -z "${condor_vars_file}" ]] && { warn "Error: condor_vars_file variable not defined. Skipping to add."; return 1; }
-    rm -f "${condor_vars_file}.old"
-    mv "${condor_vars_file}" "${condor_vars_file}.old" || { warn "Error renaming ${condor_vars_file}"; exit 1; }
-    grep -v "^$id\b" "${condor_vars_file}.old" > "${condor_vars_file}"
-    echo "$@" | dd bs=4k 2>/dev/null >> "${condor_vars_file}"
-    rm -f "${condor_vars_file}.old"
-}
-EOF
 
-# error_gen.sh: what a script calls to report; writes otrb_output.xml in the cwd
-cat > "$main_dir/error_gen.sh" <<"EOF"
-#!/bin/bash
-# error_gen.sh (glidein_tracing simulator stand-in; output as GlideinWMS's)
-detail() { { echo "  <detail>"; echo "$1" | awk '{print "    " $0}'; echo "  </detail>"; } >> otrb_output.xml; }
-header() { echo -e "<?xml version=\"1.0\"?>\n<OSGTestResult id=\"$1\" version=\"4.3.1\">\n  <result>\n    <status>$2</status>" > otrb_output.xml; }
-write_metric() { echo "    <metric name=\"$1\" ts=\"$(date "+%Y-%m-%dT%H:%M:%S%:z")\" uri=\"local\">$2</metric>" >> otrb_output.xml; }
-status_ok() { myid="$1"; shift; header "$myid" OK
-    while [ $# -gt 1 ]; do write_metric "$1" "$2"; shift 2; done
-    echo "  </result>" >> otrb_output.xml; echo "</OSGTestResult>" >> otrb_output.xml; }
-status_error() { myid="$1"; shift; header "$myid" ERROR; write_metric "failure" "$1"; shift
-    detstr=$1; shift
-    while [ $# -gt 1 ]; do write_metric "$1" "$2"; shift 2; done
-    echo "  </result>" >> otrb_output.xml; detail "$detstr"; echo "</OSGTestResult>" >> otrb_output.xml; }
-mycmd=$1; shift
-case "$mycmd" in
-    -error) status_error "$@" ;;
-    -ok) status_ok "$@" ;;
-    *) echo "Usage: -error|-ok [params]" 1>&2; exit 1 ;;
-esac
-EOF
 
-# error_augment.sh: turns a script's otrb_output.xml into a record in otr_outlist.list
-cat > "$main_dir/error_augment.sh" <<"EOF"
-#!/bin/bash
-# error_augment.sh (glidein_tracing simulator stand-in; output as GlideinWMS's)
-header() {
-    cat > otrx_output.xml << EOX
-<?xml version="1.0"?>
-<OSGTestResult id="$1" version="4.3.1">
-  <operatingenvironment>
-    <env name="cwd">$2</env>
-  </operatingenvironment>
-  <test>
-      <cmd>$3</cmd>
-      <tStart>$(date --date=@$4 +%Y-%m-%dT%H:%M:%S%:z)</tStart>
-      <tEnd>$(date --date=@$5 +%Y-%m-%dT%H:%M:%S%:z)</tEnd>
-  </test>
-EOX
-}
-valid() {
-    head -4 otrb_output.xml | grep -q '<OSGTestResult ' || return 1
-    grep -q '</result>' otrb_output.xml && grep -q '<status>' otrb_output.xml || return 1
-    if [ "$1" -eq 0 ]; then grep '<status>' otrb_output.xml | grep -q OK
-    else ! grep '<status>' otrb_output.xml | grep -q OK; fi
-}
-process() {
-    local rc=$1; shift
-    header "$@"
-    if valid "$rc"; then
-        awk 'BEGIN{fr=0;}/<[/]OSGTestResult>/{fr=0;}{if (fr==1) print $0}/<OSGTestResult/{fr=1;}' otrb_output.xml >> otrx_output.xml
-    else
-        { echo "  <result>"
-          if [ "$rc" -eq 0 ]; then echo "    <status>OK</status>"; else echo "    <status>ERROR</status>"; fi
-          echo "  </result>"; echo "  <detail>"
-          echo "     The test script did not produce an XML file. No further information available."
-          echo "  </detail>"; } >> otrx_output.xml
-    fi
-    echo "</OSGTestResult>" >> otrx_output.xml
-}
-case "$1" in
-    -init) echo "" > otrb_output.xml ;;
-    -process) shift; process "$@" ;;
-    -concat)
-        fpath="otr_outlist.list"
-        if [ -f "$fpath" ]; then chmod u+w "$fpath"; else touch "$fpath"; fi
-        awk 'BEGIN{fr=0;}/<OSGTestResult/{fr=1;}{if (fr==1) print $0}/<[/]OSGTestResult>/{fr=0;}' otrx_output.xml >> "$fpath"
-        chmod a-w "$fpath" ;;
-esac
-EOF
+# the helpers GlideinWMS downloads first: glidein_config helpers, error_gen, error_augment
+cp "$repository_url/main/add_config_line.source" "$work_dir/add_config_line.source"
+cp "$repository_url/main/error_gen.sh" "$repository_url/main/error_augment.sh" "$main_dir/"
 chmod 755 "$main_dir/error_gen.sh" "$main_dir/error_augment.sh"
 
 ################################

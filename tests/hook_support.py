@@ -1,0 +1,114 @@
+"""Helpers for the tests of the worker-node hooks (glidein_tracing/hooks): a glidein work
+dir built from a recorded real glidein_config (../shared fixtures), with the hooks staged
+the way glidein_startup.sh places them, and the real shells (bash, dash) to run them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+HOOKS = REPO / "glidein_tracing" / "hooks"
+GWMS = REPO / "glidein_tracing" / "simulator" / "gwms"
+FIXTURES = REPO.parent / "shared" / "fixtures" / "glidein-run"
+SHELLS = [s for s in ("bash", "dash") if shutil.which(s)]
+
+
+def fixture_dir(run: str) -> Path:
+    path = FIXTURES / run
+    if not path.is_dir():
+        pytest.skip(f"fixture {path} not available")
+    return path
+
+
+def fixture_work_dir(run: str) -> str:
+    """The work dir path the recorded glidein used (from its glidein_config)."""
+    for line in (fixture_dir(run) / "glidein_config.at_custom_setup").read_text().splitlines():
+        if line.startswith("GLIDEIN_WORKSPACE_ORIG "):
+            return line.split(" ", 1)[1]
+    raise AssertionError("no GLIDEIN_WORKSPACE_ORIG in the fixture")
+
+
+def config_get(path: Path, key: str):
+    value = None
+    for line in Path(path).read_text().splitlines():
+        if line.startswith(key + " "):
+            value = line.split(" ", 1)[1]
+        elif line == key:
+            value = ""
+    return value
+
+
+@dataclass
+class Glidein:
+    work: Path
+    startup: subprocess.Popen
+
+    @property
+    def config(self) -> Path:
+        return self.work / "glidein_config"
+
+    @property
+    def main(self) -> Path:
+        return self.work / "main"
+
+    @property
+    def journal(self) -> Path:
+        return self.work / "glidein_tracing" / "journal.gtj"
+
+    def run_hook(self, name: str, *args, env=None, cwd=None, timeout=30, shell="bash"):
+        env_all = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C",
+                   "HOME": "/nonexistent"}
+        env_all.update(env or {})
+        return subprocess.run([shell, str(self.main / name), *args], cwd=cwd or self.work,
+                              env=env_all, capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+
+    def stop(self):
+        if self.startup.poll() is None:
+            self.startup.kill()
+        self.startup.wait()
+
+
+def make_glidein(root: Path, run: str = "success", drop_keys=(), multirestart=None,
+                 extra_config=None) -> Glidein:
+    """A work dir like the recorded glidein's when its setup script ran, under ``root``."""
+    work = Path(root) / "glide_test"
+    (work / "main").mkdir(parents=True)
+    for src in HOOKS.glob("gconditional_TRACING_*"):
+        shutil.copy2(src, work / "main" / src.name)
+    shutil.copy2(GWMS / "add_config_line.source", work / "add_config_line.source")
+    shutil.copy2(GWMS / "error_gen.sh", work / "main" / "error_gen.sh")
+    (work / "main" / "condor_vars.lst").write_text("")
+    # a stand-in glidein_startup.sh process, for the start time and -multirestart
+    argv = ["/bin/sh", "-c", "sleep 300; :", "glidein_startup.sh", "-name", "x"]
+    if multirestart is not None:
+        argv += ["-multirestart", str(multirestart)]
+    startup = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+    text = (fixture_dir(run) / "glidein_config.at_custom_setup").read_text()
+    text = text.replace(fixture_work_dir(run), str(work))
+    lines = []
+    for line in text.split("\n"):
+        key = line.split(" ", 1)[0]
+        if key in drop_keys:
+            continue
+        if key == "GLIDEIN_STARTUP_PID":
+            line = f"GLIDEIN_STARTUP_PID {startup.pid}"
+        lines.append(line)
+    for key, value in (extra_config or {}).items():
+        lines.append(f"{key} {value}")
+    (work / "glidein_config").write_text("\n".join(lines).rstrip("\n") + "\n")
+    return Glidein(work=work, startup=startup)
+
+
+def world_readable_tmp() -> Path:
+    """A temp dir another user can enter (for the tests that drop privileges)."""
+    path = Path(tempfile.mkdtemp(prefix="gt-hooks-"))
+    path.chmod(0o755)
+    return path
