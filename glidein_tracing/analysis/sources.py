@@ -1,0 +1,381 @@
+"""Where spans come from: the embedded store, OTLP JSON files, or Jaeger's query API.
+
+Every source yields *batches* of flat span dicts (the shape of
+``exporters.otlp_json.flatten_request``); ``group_traces`` turns batches into
+``(trace_id, spans)`` groups with bounded memory, and ``collect_table`` builds the compact
+``TimelineTable`` from groups, merging the rare trace whose spans were split far apart.
+
+Bounded memory: the store usually holds one glidein per line (the exporter writes one
+request per export), but a trace may be split (exported live, then recovered later, or
+Factory spans forwarded separately). ``group_traces`` keeps at most ``max_pending`` open
+traces and closes a trace once ``idle_batches`` batches went by without a span of it. A
+span that arrives after its trace was closed starts a fragment, and ``collect_table``
+merges fragments into the trace's timeline (flagged ``fragmented``), never holding spans of
+closed traces.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import time
+import urllib.parse
+import urllib.request
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..exporters.otlp_json import flatten_request
+from ..exporters.store import FILE_PREFIX, FILE_SUFFIX
+from .timeline import TableBuilder, TimelineTable, timeline_from_spans
+
+
+@dataclass
+class ReadReport:
+    """What reading found besides spans: counted, never fatal."""
+
+    files: int = 0
+    lines: int = 0
+    bad_lines: int = 0
+    spans: int = 0
+    spans_without_trace_id: int = 0
+    traces: int = 0
+    fragments: int = 0
+    not_glidein_traces: int = 0
+    errors: list = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {k: (v[:20] if isinstance(v, list) else v) for k, v in self.__dict__.items()}
+
+
+# -- files --------------------------------------------------------------------------------
+
+def store_files(directory) -> list[Path]:
+    directory = Path(directory)
+    return sorted(p for p in directory.glob(f"{FILE_PREFIX}*{FILE_SUFFIX}") if p.is_file())
+
+
+def _requests_in_text(text: str, report: ReadReport):
+    """One JSON document (a request, or a list of them) or JSON Lines of requests."""
+    stripped = text.strip()
+    if not stripped:
+        return
+    try:
+        whole = json.loads(stripped)
+    except ValueError:
+        whole = None
+    if whole is not None:
+        report.lines += 1
+        for request in (whole if isinstance(whole, list) else [whole]):
+            if isinstance(request, dict):
+                yield request
+            else:
+                report.bad_lines += 1
+        return
+    for line in stripped.splitlines():
+        if not line.strip():
+            continue
+        report.lines += 1
+        try:
+            request = json.loads(line)
+        except ValueError:
+            report.bad_lines += 1
+            continue
+        if isinstance(request, dict):
+            yield request
+        else:
+            report.bad_lines += 1
+
+
+def _flatten(request: dict, report: ReadReport) -> list:
+    try:
+        spans = list(flatten_request(request))
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+        report.bad_lines += 1
+        if len(report.errors) < 20:
+            report.errors.append(f"unusable request: {exc}")
+        return []
+    report.spans += len(spans)
+    return spans
+
+
+def iter_jsonl_batches(path, report: ReadReport):
+    """Span batches of one JSON Lines file (one batch per line), streaming."""
+    report.files += 1
+    with open(path, "rb") as handle:
+        for raw in handle:
+            if not raw.strip():
+                continue
+            report.lines += 1
+            try:
+                request = json.loads(raw)
+            except ValueError:
+                report.bad_lines += 1
+                continue
+            if not isinstance(request, dict):
+                report.bad_lines += 1
+                continue
+            yield _flatten(request, report)
+
+
+def iter_otlp_file_batches(path, report: ReadReport):
+    """An OTLP JSON file: JSON Lines of ExportTraceServiceRequest, or one JSON document."""
+    path = Path(path)
+    with open(path, "rb") as handle:
+        head = handle.read(1 << 16)
+    first_line = head.split(b"\n", 1)[0].strip()
+    try:
+        json.loads(first_line)
+        is_lines = bool(first_line)
+    except ValueError:
+        is_lines = False
+    if is_lines:
+        yield from iter_jsonl_batches(path, report)
+        return
+    report.files += 1
+    for request in _requests_in_text(path.read_text(encoding="utf-8", errors="replace"), report):
+        yield _flatten(request, report)
+
+
+def iter_store_batches(directory, report: ReadReport):
+    for path in store_files(directory):
+        yield from iter_jsonl_batches(path, report)
+
+
+def expand_paths(patterns) -> list[Path]:
+    out = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(str(pattern))) or [str(pattern)]
+        for match in matches:
+            path = Path(match)
+            if path.is_dir():
+                out.extend(store_files(path) or sorted(path.glob("*.json*")))
+            else:
+                out.append(path)
+    return out
+
+
+# -- Jaeger query API (v1 JSON) --------------------------------------------------------------
+
+_STATUS = {"ERROR": 2, "OK": 1, "UNSET": 0}
+_DROP_TAGS = {"span.kind", "otel.status_code", "otel.status_description", "otel.scope.name",
+              "otel.scope.version", "otel.library.name", "otel.library.version",
+              "internal.span.format"}
+
+
+def _tag_value(tag: dict):
+    value = tag.get("value")
+    kind = str(tag.get("type", "")).lower()
+    if kind == "int64":
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            return value
+    if kind == "float64":
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return value
+    if kind == "bool" and isinstance(value, str):
+        return value.lower() == "true"
+    return value
+
+
+def _tags(tags) -> dict:
+    return {t.get("key", ""): _tag_value(t) for t in tags or [] if isinstance(t, dict)}
+
+
+def flatten_jaeger_trace(trace: dict) -> list:
+    """One Jaeger v1 trace (``/api/traces`` JSON) as flat span dicts (times us -> ns)."""
+    processes = trace.get("processes") or {}
+    resources = {}
+    for pid, process in processes.items():
+        resource = _tags((process or {}).get("tags"))
+        if (process or {}).get("serviceName"):
+            resource.setdefault("service.name", process["serviceName"])
+        resources[pid] = resource
+    out = []
+    for span in trace.get("spans") or []:
+        tags = _tags(span.get("tags"))
+        trace_id = str(span.get("traceID") or trace.get("traceID") or "").lower().zfill(32)
+        parent, links = "", []
+        for ref in span.get("references") or []:
+            ref_trace = str(ref.get("traceID", "")).lower().zfill(32)
+            ref_span = str(ref.get("spanID", "")).lower().zfill(16)
+            if ref.get("refType") == "CHILD_OF" and ref_trace == trace_id and not parent:
+                parent = ref_span
+            else:
+                links.append({"trace_id": ref_trace, "span_id": ref_span, "attributes": {}})
+        status = _STATUS.get(str(tags.get("otel.status_code", "")).upper(), 0)
+        if not status and tags.get("error") is True:
+            status = 2
+        start_us = int(span.get("startTime") or 0)
+        duration_us = int(span.get("duration") or 0)
+        out.append({
+            "trace_id": trace_id,
+            "span_id": str(span.get("spanID", "")).lower().zfill(16),
+            "parent_span_id": parent,
+            "name": span.get("operationName", ""),
+            "start_ns": start_us * 1000,
+            "end_ns": (start_us + duration_us) * 1000,
+            "status_code": status,
+            "status_message": str(tags.get("otel.status_description", "")),
+            "attributes": {k: v for k, v in tags.items() if k not in _DROP_TAGS},
+            "resource": resources.get(span.get("processID"), {}),
+            "events": [{"name": str(_tags(log.get("fields")).get("event", "")),
+                        "time_ns": int(log.get("timestamp") or 0) * 1000,
+                        "attributes": _tags(log.get("fields"))}
+                       for log in span.get("logs") or []],
+            "links": links,
+        })
+    return out
+
+
+def _get_json(url: str, timeout: float):
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (user's URL)
+        return json.loads(response.read())
+
+
+def iter_jaeger_batches(base_url: str, service: str, since: float, until: float, report: ReadReport,
+                        *, limit: int = 500, min_window_s: float = 1.0, timeout: float = 30.0,
+                        fetch=None):
+    """Traces of ``service`` between ``since`` and ``until`` (epoch s), one batch per trace.
+
+    Pages by time window: a window whose answer is full (``limit`` traces) is split in two
+    and asked again, so no trace is silently cut off; traces seen in two windows are given
+    once. ``fetch(url) -> json`` can be replaced (tests)."""
+    fetch = fetch or (lambda url: _get_json(url, timeout))
+    base = base_url.rstrip("/")
+    seen: set[str] = set()
+    windows = [(float(since), float(until))]
+    while windows:
+        start, end = windows.pop()
+        query = urllib.parse.urlencode({"service": service, "start": int(start * 1e6),
+                                        "end": int(end * 1e6), "limit": limit})
+        try:
+            answer = fetch(f"{base}/api/traces?{query}")
+        except (OSError, ValueError) as exc:
+            report.errors.append(f"jaeger query {start:.0f}-{end:.0f}: {exc}")
+            continue
+        report.lines += 1
+        traces = (answer or {}).get("data") or []
+        if len(traces) >= limit and end - start > min_window_s:
+            middle = (start + end) / 2
+            windows.append((middle, end))
+            windows.append((start, middle))
+            continue
+        for trace in traces:
+            trace_id = str(trace.get("traceID", "")).lower().zfill(32)
+            if trace_id in seen:
+                continue
+            seen.add(trace_id)
+            spans = flatten_jaeger_trace(trace)
+            report.spans += len(spans)
+            yield spans
+
+
+# -- grouping -----------------------------------------------------------------------------------
+
+def group_traces(batches, report: ReadReport | None = None, *, max_pending: int = 20000,
+                 idle_batches: int = 2000):
+    """``(trace_id, spans)`` per trace from span batches, holding at most ``max_pending``
+    open traces; a trace is closed when ``idle_batches`` batches passed without its spans."""
+    report = report or ReadReport()
+    pending: OrderedDict[str, list] = OrderedDict()
+    touched: dict[str, int] = {}
+    for number, batch in enumerate(batches):
+        for span in batch:
+            trace_id = span.get("trace_id")
+            if not trace_id:
+                report.spans_without_trace_id += 1
+                continue
+            group = pending.get(trace_id)
+            if group is None:
+                group = pending[trace_id] = []
+            else:
+                pending.move_to_end(trace_id)
+            group.append(span)
+            touched[trace_id] = number
+        while pending:
+            oldest = next(iter(pending))
+            if len(pending) > max_pending or touched[oldest] < number - idle_batches:
+                del touched[oldest]
+                yield oldest, pending.pop(oldest)
+            else:
+                break
+    for trace_id, spans in pending.items():
+        yield trace_id, spans
+
+
+def is_glidein_trace(spans) -> bool:
+    """A glidein trace has a span of a glidein stage (not only frontend/submit-cycle spans)."""
+    for span in spans:
+        stage = str((span.get("attributes") or {}).get("glidein.stage", ""))
+        if stage and not stage.startswith("frontend."):
+            return True
+        if not stage and span.get("name") in ("glidein", "setup", "condor", "job"):
+            return True
+    return False
+
+
+def collect_table(groups, report: ReadReport | None = None, *, keep=None) -> TimelineTable:
+    """The timeline table of trace groups; fragments of one trace are merged.
+
+    Each timeline goes into the compact table at once; only the row index per trace id and
+    the (rare) late fragments are held. ``keep(table) -> bool mask`` filters afterwards
+    (e.g. by entry or site), so a filter sees merged timelines."""
+    report = report or ReadReport()
+    builder = TableBuilder()
+    rows: dict[str, int] = {}
+    late: dict[str, object] = {}
+    for trace_id, spans in groups:
+        if not is_glidein_trace(spans):
+            report.not_glidein_traces += 1
+            continue
+        timeline = timeline_from_spans(trace_id, spans)
+        if trace_id in rows:
+            report.fragments += 1
+            previous = late.get(trace_id)
+            late[trace_id] = previous.merge(timeline) if previous is not None else timeline
+            continue
+        rows[trace_id] = builder.add(timeline)
+    table = builder.finish()
+    if late:
+        drop = np.zeros(len(table), dtype=bool)
+        extra = TableBuilder()
+        for trace_id, fragment in late.items():
+            row = rows[trace_id]
+            drop[row] = True
+            extra.add(table.timeline(row).merge(fragment))
+        table = TimelineTable.concat([table.select(~drop), extra.finish()])
+    if keep is not None and len(table):
+        table = table.select(keep(table))
+    report.traces = len(table)
+    return table
+
+
+def load_table(*, store=None, otlp_files=None, jaeger=None, service="glidein", since=None, until=None,
+               keep=None, report: ReadReport | None = None, max_pending: int = 20000) -> TimelineTable:
+    """Read one source into a TimelineTable."""
+    report = report or ReadReport()
+    if store is not None:
+        if not Path(store).is_dir():
+            raise FileNotFoundError(f"no store directory {store}")
+        batches = iter_store_batches(store, report)
+    elif otlp_files:
+        paths = expand_paths(otlp_files)
+        missing = [str(p) for p in paths if not p.exists()]
+        if missing:
+            raise FileNotFoundError(f"no such file: {', '.join(missing)}")
+        batches = (batch for path in paths for batch in iter_otlp_file_batches(path, report))
+    elif jaeger:
+        until = time.time() if until is None else until
+        since = until - 86400 if since is None else since
+        batches = iter_jaeger_batches(jaeger, service, since, until, report)
+    else:
+        raise ValueError("no source: give a store, OTLP JSON files or a Jaeger URL")
+    return collect_table(group_traces(batches, report, max_pending=max_pending), report, keep=keep)

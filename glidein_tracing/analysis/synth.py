@@ -1,0 +1,415 @@
+"""Synthetic glidein traces at scale, seeded and realistic enough to test the analysis.
+
+The model (all knobs in ``SynthConfig``; every random draw comes from one seeded
+``random.Random``, so a seed gives the same traces on every machine):
+
+- Entries and sites: ``entries`` entries spread over ``sites`` sites. Each entry draws a
+  profile: cores per glidein (1, 4, 8 or 16), a median queue wait (2 min .. 2 h, lognormal
+  around it), a demand level (the mean wait for the first job: 30 s .. 1.5 h, exponential),
+  the chance that another job follows a finished one, the mean gap between jobs, a median
+  job runtime (15 min .. 4 h, lognormal) and a job failure rate.
+- Factory side: submitted uniformly over ``period_s``; ``factory.submit`` lasts 1-10 s,
+  ``factory.queue`` is the queue wait; the node starts 0-5 s after the execute event.
+- Setup: the validation scripts of ``SCRIPTS`` run in order with lognormal durations. With
+  probability ``validation_failure_rate`` (scaled per entry) one script fails (picked by its
+  weight, with one of its error types), later scripts do not run, and the glidein keeps the
+  slot ``validation_failure_sleep_s`` (GlideinWMS sleeps ~20 min) before cleanup.
+- Condor phase, driven by the lifetime knobs exactly as HTCondor applies them: no job
+  within ``max_idle`` -> shutdown (reason ``max_idle``); idle for ``max_tail`` after a job ->
+  shutdown (``daemon_shutdown``); no new job after ``retire`` + U(0, ``retire_spread``)
+  (``daemon_shutdown`` once idle). The startd notices a timeout up to ``shutdown_lag_s``
+  late (its polling), so shutdowns cluster just above the knob values.
+- With probability ``kill_rate`` the site's batch system ends the glidein at a uniform time
+  (reason ``sigterm``, outcome ``terminated``, a running job is evicted and counts as failed).
+- ``skew_rate``: share of nodes whose clock is off by 5-60 min (tests the skew check).
+- ``fragment_rate``: share of traces whose Factory spans are written far later in the store
+  (as a live export and a later recovery would), to exercise grouping and merging.
+
+``generate_timelines(cfg)`` yields compact ``GlideinTimeline``s directly (the bench's fast
+path); ``glidein_spans(...)`` gives the flat span dicts of one glidein, with the same ids
+and attributes the converter and the Factory forwarder write; ``write_store`` writes OTLP
+JSON Lines into a store directory that ``analyze --store`` (or ``show``) reads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import __version__, ids
+from ..exporters.store import FILE_PREFIX, FILE_SUFFIX, ROTATE_BYTES
+from .timeline import GlideinTimeline
+
+# (script id, median seconds, lognormal sigma, failure weight, error types)
+SCRIPTS = (
+    ("main/check_blacklist.sh", 0.4, 0.4, 0.02, ("WN_Resource",)),
+    ("main/setup_x509.sh", 1.2, 0.5, 0.08, ("VO_Proxy",)),
+    ("main/glidein_cpus_setup.sh", 0.6, 0.4, 0.05, ("WN_Resource",)),
+    ("main/cvmfs_setup.sh", 25.0, 0.8, 0.35, ("Network", "WN_Resource")),
+    ("main/singularity_setup.sh", 12.0, 0.7, 0.25, ("Config", "WN_Resource")),
+    ("entry/site_setup.sh", 3.0, 0.5, 0.05, ("Config",)),
+    ("client/validate_node.sh", 40.0, 0.6, 0.15, ("VO_Config", "WN_Resource")),
+    ("client_group/check_gpu.sh", 4.0, 0.5, 0.05, ("WN_Resource",)),
+)
+SITE_NAMES = ("SITE_Alpha", "SITE_Bravo", "SITE_Charlie", "SITE_Delta", "SITE_Echo", "SITE_Foxtrot",
+              "SITE_Golf", "SITE_Hotel", "SITE_India", "SITE_Juliett", "SITE_Kilo", "SITE_Lima")
+JOB_FAILURE_CODES = (1, 1, 2, 127, 137, 255)
+
+
+@dataclass
+class SynthConfig:
+    glideins: int = 1000
+    seed: int = 1
+    entries: int = 8
+    sites: int = 4
+    max_idle: float = 1200.0          # GLIDEIN_Max_Idle in force
+    max_tail: float = 400.0           # GLIDEIN_Max_Tail in force
+    retire: float = 21600.0           # GLIDEIN_Retire_Time in force
+    retire_spread: float = 1800.0     # GLIDEIN_Retire_Time_Spread in force
+    shutdown_lag_s: float = 30.0
+    validation_failure_rate: float = 0.03
+    validation_failure_sleep_s: float = 1200.0
+    job_failure_rate: float = 0.05
+    kill_rate: float = 0.02
+    skew_rate: float = 0.0
+    fragment_rate: float = 0.0
+    start: float = 1767225600.0       # 2026-01-01T00:00:00Z
+    period_s: float = 7 * 86400.0
+    factory: str = "synth_factory"
+    schedd: str = "schedd_glideins1@synth_factory"
+
+
+@dataclass
+class EntryProfile:
+    name: str
+    site: str
+    cores: int
+    queue_median_s: float
+    first_job_mean_s: float
+    p_next_job: float
+    between_mean_s: float
+    runtime_median_s: float
+    job_failure_rate: float
+    validation_failure_scale: float
+
+
+@dataclass
+class SynthGlidein:
+    """One generated glidein: its timeline plus what the spans need beyond it."""
+
+    timeline: GlideinTimeline
+    identity: ids.GlideinIdentity
+    submit_s: float = 0.0             # factory.submit duration
+    validation_starts: tuple = ()     # start of each validation script (node clock)
+    extra: dict = field(default_factory=dict)
+
+
+def entry_profiles(cfg: SynthConfig) -> list[EntryProfile]:
+    rng = random.Random(f"{cfg.seed}-entries")
+    sites = [SITE_NAMES[i % len(SITE_NAMES)] + ("" if i < len(SITE_NAMES) else f"_{i}")
+             for i in range(max(1, cfg.sites))]
+    out = []
+    for index in range(max(1, cfg.entries)):
+        site = sites[index % len(sites)]
+        out.append(EntryProfile(
+            name=f"ENTRY_{site[5:]}_{index}",
+            site=site,
+            cores=rng.choice((1, 4, 8, 8, 16)),
+            queue_median_s=math.exp(rng.uniform(math.log(120), math.log(7200))),
+            first_job_mean_s=rng.choice((30, 120, 400, 1500, 5000)),
+            p_next_job=rng.uniform(0.6, 0.95),
+            between_mean_s=rng.uniform(20, 200),
+            runtime_median_s=math.exp(rng.uniform(math.log(900), math.log(14400))),
+            job_failure_rate=cfg.job_failure_rate * rng.uniform(0.5, 2.0),
+            validation_failure_scale=rng.uniform(0.3, 2.0),
+        ))
+    return out
+
+
+def _r(value: float) -> float:
+    return round(value, 3)
+
+
+def generate(cfg: SynthConfig):
+    """Yield ``SynthGlidein``s (timeline + identity), ``cfg.glideins`` of them."""
+    rng = random.Random(cfg.seed)
+    profiles = entry_profiles(cfg)
+    weights = [s[3] for s in SCRIPTS]
+    lag = cfg.shutdown_lag_s
+    for number in range(cfg.glideins):
+        p = profiles[rng.randrange(len(profiles))]
+        identity = ids.GlideinIdentity(factory=cfg.factory, name="synth", entry=p.name, schedd=cfg.schedd,
+                                       cluster=str(1000 + number // 100), proc=str(number % 100))
+        tl = GlideinTimeline(trace_id=identity.trace_id, entry=p.name, site=p.site, cores=float(p.cores))
+        submit = _r(cfg.start + rng.random() * cfg.period_s)
+        submit_s = _r(rng.uniform(1, 10))
+        queue_s = _r(rng.lognormvariate(math.log(p.queue_median_s), 1.0))
+        tl.submit, tl.queue_s = submit, queue_s
+        skew = 0.0
+        if cfg.skew_rate and rng.random() < cfg.skew_rate:
+            skew = rng.choice((-1, 1)) * rng.uniform(300, 3600)
+        node_start = _r(submit + submit_s + queue_s + rng.uniform(0, 5) + skew)
+        tl.node_start = node_start
+        # setup: validation scripts
+        t = node_start + rng.uniform(0.5, 2.0)
+        fail_at = -1
+        if rng.random() < cfg.validation_failure_rate * p.validation_failure_scale:
+            fail_at = rng.choices(range(len(SCRIPTS)), weights)[0]
+        vals, starts = [], []
+        for index, (name, median, sigma, _, errors) in enumerate(SCRIPTS):
+            seconds = _r(rng.lognormvariate(math.log(median), sigma))
+            starts.append(_r(t))
+            failed = index == fail_at
+            vals.append((name, seconds, failed, rng.choice(errors) if failed else ""))
+            t = _r(t) + seconds
+            if failed:
+                break
+        tl.validations = tuple(vals)
+        setup_end = _r(t + rng.uniform(0.2, 1.5))
+        tl.setup_s = _r(setup_end - node_start)
+        if fail_at >= 0:
+            tl.outcome = "validation_failed"
+            tl.node_end = _r(setup_end + cfg.validation_failure_sleep_s + rng.uniform(0, 60) + rng.uniform(1, 5))
+            yield SynthGlidein(tl, identity, submit_s, tuple(starts))
+            continue
+        # condor phase, times relative to its start
+        condor_start = setup_end
+        retire_at = cfg.retire + rng.uniform(0, cfg.retire_spread)
+        cursor, seen, jobs = 0.0, False, []
+        gap = rng.expovariate(1.0 / p.first_job_mean_s)
+        while True:
+            threshold = cfg.max_tail if seen else cfg.max_idle
+            if gap > threshold:
+                end = cursor + threshold + rng.uniform(0, lag)
+                reason = "daemon_shutdown" if seen else "max_idle"
+                break
+            start = cursor + gap
+            if start > retire_at:
+                end = max(cursor, retire_at) + rng.uniform(0, lag)
+                reason = "daemon_shutdown"
+                break
+            runtime = rng.lognormvariate(math.log(p.runtime_median_s), 0.9)
+            failed = rng.random() < p.job_failure_rate
+            jobs.append([_r(start), _r(start + runtime), rng.choice(JOB_FAILURE_CODES) if failed else 0, failed])
+            cursor = _r(start + runtime)
+            seen = True
+            if rng.random() > p.p_next_job:
+                gap = math.inf            # no more demand: the tail runs out
+            elif rng.random() < 0.1:
+                gap = rng.expovariate(1.0 / 900.0)
+            else:
+                gap = rng.expovariate(1.0 / p.between_mean_s)
+        end = _r(end)
+        tl.outcome = "ok"
+        if cfg.kill_rate and rng.random() < cfg.kill_rate:
+            kill = _r(rng.uniform(0, end))
+            kept = []
+            for job in jobs:
+                if job[0] >= kill:
+                    break
+                if job[1] > kill:
+                    job = [job[0], kill, -1, True]
+                kept.append(job)
+            jobs, end, reason, tl.outcome = kept, kill, "sigterm", "terminated"
+        tl.shutdown_reason = reason
+        tl.condor_start = condor_start
+        tl.condor_end = _r(condor_start + end)
+        tl.jobs = tuple((_r(condor_start + s), _r(condor_start + e), code, failed, float(p.cores))
+                        for s, e, code, failed in jobs)
+        tl.node_end = _r(tl.condor_end + rng.uniform(1, 10))
+        yield SynthGlidein(tl, identity, submit_s, tuple(starts))
+
+
+def generate_timelines(cfg: SynthConfig):
+    """Compact timelines only (no spans): the fast path for big benchmarks."""
+    for glidein in generate(cfg):
+        yield glidein.timeline
+
+
+# -- spans ------------------------------------------------------------------------------------------
+
+def _ns(seconds: float) -> int:
+    return int(round(seconds * 1e9))
+
+
+def glidein_spans(glidein: SynthGlidein) -> list[dict]:
+    """The flat span dicts of one synthetic glidein (the shape flatten_request yields)."""
+    tl, identity = glidein.timeline, glidein.identity
+    trace = tl.trace_id
+    resource = {
+        "service.name": "glidein", "glidein.factory": identity.factory, "glidein.name": identity.name,
+        "glidein.entry": identity.entry, "glidein.schedd": identity.schedd,
+        "glidein.cluster": int(identity.cluster), "glidein.proc": int(identity.proc),
+        "glidein.multi_index": 0, "glidein.site": tl.site,
+        "host.cpu.logical_count": int(tl.cores) * 2, "host.arch": "amd64",
+    }
+    root_id = ids.span_id(trace, "glidein")
+    out = []
+
+    def add(key, name, stage, start, end, parent=root_id, attrs=None, status=0, message=""):
+        attributes = {"glidein.stage": stage}
+        attributes.update(attrs or {})
+        out.append({"trace_id": trace, "span_id": ids.span_id(trace, key), "parent_span_id": parent,
+                    "name": name, "start_ns": _ns(start), "end_ns": _ns(end), "status_code": status,
+                    "status_message": message, "attributes": attributes, "resource": resource,
+                    "events": [], "links": []})
+
+    root_attrs = {"glidein.factory": identity.factory, "glidein.name": identity.name,
+                  "glidein.entry": identity.entry, "glidein.schedd": identity.schedd,
+                  "glidein.cluster": int(identity.cluster), "glidein.proc": int(identity.proc),
+                  "glidein.site": tl.site, "glidein.cpus": int(tl.cores), "glidein.outcome": tl.outcome}
+    failed_val = next((v for v in tl.validations if v[2]), None)
+    add("glidein", "glidein", "glidein", tl.submit, tl.node_end, parent="", attrs=root_attrs,
+        status=2 if failed_val else 0, message=f"{failed_val[0]} failed" if failed_val else "")
+    submitted = tl.submit + glidein.submit_s
+    add("factory.submit", "factory.submit", "factory.submit", tl.submit, submitted, status=1)
+    add("factory.queue", "factory.queue", "factory.queue", submitted, submitted + tl.queue_s)
+    setup_end = tl.node_start + tl.setup_s
+    add("setup", "setup", "setup", tl.node_start, setup_end,
+        attrs={"error.type": failed_val[3]} if failed_val else {}, status=2 if failed_val else 0,
+        message=f"{failed_val[0]} failed" if failed_val else "")
+    setup_id = ids.span_id(trace, "setup")
+    for (name, seconds, failed, error), start in zip(tl.validations, glidein.validation_starts):
+        attrs = {"glidein.script.id": name, "glidein.script.list": name.split("/", 1)[0],
+                 "glidein.script.status": "ERROR" if failed else "OK"}
+        if failed:
+            attrs["error.type"] = error
+            attrs["glidein.script.detail"] = "synthetic failure"
+        add("validation/" + name, name, "validation", start, start + seconds, parent=setup_id,
+            attrs=attrs, status=2 if failed else 1, message="synthetic failure" if failed else "")
+    last = setup_end
+    if not math.isnan(tl.condor_start):
+        add("condor", "condor", "condor.start", tl.condor_start, tl.condor_end,
+            attrs={"condor.exit_code": 0 if tl.shutdown_reason == "sigterm" else 99,
+                   "condor.duration_s": tl.condor_end - tl.condor_start,
+                   "glidein.shutdown.reason": tl.shutdown_reason})
+        condor_id = ids.span_id(trace, "condor")
+        cursor, seen, gaps = tl.condor_start, False, []
+        for index, (start, end, code, failed, cores) in enumerate(tl.jobs):
+            attrs = {"job.global_id": f"synth#{trace[:8]}.{index}", "job.request_cpus": int(cores),
+                     "job.exit_by": "evict" if code < 0 else "exit"}
+            if code >= 0:
+                attrs["job.exit_code"] = code
+            add(f"job/{index}", "job", "job", start, end, parent=condor_id, attrs=attrs,
+                status=2 if failed else 1)
+            if start > cursor:
+                gaps.append((cursor, start, "between_jobs" if seen else "before_first_job"))
+            cursor, seen = max(cursor, end), True
+        if cursor < tl.condor_end:
+            gaps.append((cursor, tl.condor_end, "tail" if seen else "no_job"))
+        for index, (start, end, kind) in enumerate(gaps):
+            add(f"idle/{index}", "idle", "idle", start, end, parent=condor_id,
+                attrs={"glidein.idle.kind": kind})
+        last = tl.condor_end
+    add("teardown", "teardown", "teardown", last, tl.node_end, attrs={"glidein.outcome": tl.outcome})
+    return out
+
+
+# -- OTLP JSON --------------------------------------------------------------------------------------
+
+def _any_value(value) -> dict:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, (list, tuple)):
+        return {"arrayValue": {"values": [_any_value(v) for v in value]}}
+    return {"stringValue": str(value)}
+
+
+def _kvs(attrs: dict) -> list:
+    return [{"key": k, "value": _any_value(v)} for k, v in attrs.items()]
+
+
+def spans_to_request(spans: list[dict]) -> dict:
+    """Flat span dicts -> one OTLP JSON ExportTraceServiceRequest (inverse of flatten_request)."""
+    by_resource: dict[int, tuple] = {}
+    for span in spans:
+        resource = span.get("resource") or {}
+        by_resource.setdefault(id(resource), (resource, []))[1].append(span)
+    resource_spans = []
+    for resource, group in by_resource.values():
+        encoded = []
+        for span in group:
+            item = {"traceId": span["trace_id"], "spanId": span["span_id"], "name": span.get("name", ""),
+                    "kind": 1, "startTimeUnixNano": str(span.get("start_ns", 0)),
+                    "endTimeUnixNano": str(span.get("end_ns", 0)),
+                    "attributes": _kvs(span.get("attributes") or {}),
+                    "status": {}}
+            if span.get("parent_span_id"):
+                item["parentSpanId"] = span["parent_span_id"]
+            if span.get("status_code"):
+                item["status"]["code"] = span["status_code"]
+            if span.get("status_message"):
+                item["status"]["message"] = span["status_message"]
+            encoded.append(item)
+        resource_spans.append({"resource": {"attributes": _kvs(resource)},
+                               "scopeSpans": [{"scope": {"name": "glidein_tracing", "version": __version__},
+                                               "spans": encoded}]})
+    return {"resourceSpans": resource_spans}
+
+
+class StoreWriter:
+    """Append OTLP JSON lines to store files, rotating like the store exporter."""
+
+    def __init__(self, directory, rotate_bytes: int = ROTATE_BYTES):
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        existing = sorted(self.directory.glob(f"{FILE_PREFIX}*{FILE_SUFFIX}"))
+        self.number = int(existing[-1].name[len(FILE_PREFIX):-len(FILE_SUFFIX)]) + 1 if existing else 0
+        self.rotate_bytes = rotate_bytes
+        self.handle = None
+        self.size = 0
+        self.lines = 0
+
+    def write_spans(self, spans: list[dict]) -> None:
+        self.write_line(json.dumps(spans_to_request(spans), separators=(",", ":")))
+
+    def write_line(self, line: str) -> None:
+        if self.handle is None or self.size >= self.rotate_bytes:
+            if self.handle is not None:
+                self.handle.close()
+                self.number += 1
+            self.handle = open(self.directory / f"{FILE_PREFIX}{self.number:06d}{FILE_SUFFIX}", "w",
+                               encoding="utf-8")
+            self.size = 0
+        self.handle.write(line + "\n")
+        self.size += len(line) + 1
+        self.lines += 1
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+
+
+def write_store(cfg: SynthConfig, directory, *, rotate_bytes: int = ROTATE_BYTES,
+                fragment_delay_lines: int = 5000) -> dict:
+    """Write ``cfg.glideins`` synthetic glideins into a store directory (one line each;
+    with ``fragment_rate``, some traces' Factory spans go ``fragment_delay_lines`` later).
+    Returns counts."""
+    writer = StoreWriter(directory, rotate_bytes)
+    rng = random.Random(f"{cfg.seed}-fragments")
+    delayed: list[tuple[int, list]] = []
+    spans_written = 0
+    try:
+        for number, glidein in enumerate(generate(cfg)):
+            spans = glidein_spans(glidein)
+            spans_written += len(spans)
+            if cfg.fragment_rate and rng.random() < cfg.fragment_rate:
+                factory = [s for s in spans if s["attributes"]["glidein.stage"].startswith("factory.")]
+                spans = [s for s in spans if not s["attributes"]["glidein.stage"].startswith("factory.")]
+                delayed.append((number + fragment_delay_lines, factory))
+            writer.write_spans(spans)
+            while delayed and delayed[0][0] <= number:
+                writer.write_spans(delayed.pop(0)[1])
+        for _, factory in delayed:
+            writer.write_spans(factory)
+    finally:
+        writer.close()
+    return {"glideins": cfg.glideins, "spans": spans_written, "lines": writer.lines}
