@@ -88,6 +88,7 @@ class Forwarder:
         self.progress = progress
         self.resource_defaults = {"service.name": service_name} if service_name else None
         self._entries: dict[str, EntryDir] = {}
+        self._learned: dict = {}
 
     # -- 1. activity logs -----------------------------------------------------------------
     def scan(self, stats: ForwardStats):
@@ -158,7 +159,8 @@ class Forwarder:
                                            event.fields["glidein.schedd"], str(row["cluster"]),
                                            str(row["proc"]),
                                            event.fields.get("glidein.multi_index:i", "0"))
-        schedd = (self.ledger.schedd_for(row["entry_dir"], row["cluster"])
+        schedd = (self._learned.get((row["entry_dir"], row["cluster"]))
+                  or self.ledger.schedd_for(row["entry_dir"], row["cluster"])
                   or self.entry_schedds.get(row["entry"]) or self.schedd or "")
         return ids.GlideinIdentity(self.factory, row["instance"], row["entry"], schedd,
                                    str(row["cluster"]), str(row["proc"]))
@@ -201,15 +203,16 @@ class Forwarder:
                         and entry == row["entry"])
         return True  # no root in the section: nothing claims an identity
 
-    def _spans_for(self, gkey, stats: ForwardStats):
-        row = self.ledger.glidein(gkey)
+    def _spans_for(self, gkey, stats: ForwardStats, row=None):
+        row = row or self.ledger.glidein(gkey)
         activity, _ = parse_lines("".join(self.ledger.activity_lines(gkey)).encode())
         journal, node_mark = self._journal(row, stats)
         identity = self._identity(row, journal)
         if not identity.schedd:
             stats.problem("unknown_schedd")
         if identity.schedd and journal:
-            self.ledger.learn_schedd(row["entry_dir"], row["cluster"], identity.schedd)
+            # remembered in the next ledger transaction (one disk sync per batch, not per glidein)
+            self._learned[(row["entry_dir"], row["cluster"])] = identity.schedd
         events = list(activity) + list(journal)
         when = min((e.time for e in events), default=row["ended_at"] or time.time())
         events.extend(identity_events(identity, when))
@@ -237,14 +240,15 @@ class Forwarder:
 
     def export_ready(self, stats: ForwardStats):
         now = time.time()
-        ready = [g for g in self.ledger.with_status(ledger_mod.ENDED) if self._ready(self.ledger.glidein(g), now)]
+        rows = {g: self.ledger.glidein(g) for g in self.ledger.with_status(ledger_mod.ENDED)}
+        ready = [g for g, row in rows.items() if self._ready(row, now)]
         # glideins with a returned journal first: they teach us their cluster's schedd,
         # which the trace ids of their siblings that never ran depend on
-        ready.sort(key=lambda g: not self._stderr(self.ledger.glidein(g)).exists())
+        ready.sort(key=lambda g: not self._stderr(rows[g]).exists())
         bar = _progress(len(ready), self.progress)
         batch, batch_keys = [], []
         for gkey in ready:
-            spans, note = self._spans_for(gkey, stats)
+            spans, note = self._spans_for(gkey, stats, rows[gkey])
             if spans is None:
                 with self.ledger.transaction():
                     self.ledger.mark_skipped(gkey, note)
@@ -268,6 +272,9 @@ class Forwarder:
     def _send(self, batch_keys, stats: ForwardStats) -> bool:
         spans = [s for _, group, _ in batch_keys for s in group]
         with self.ledger.transaction():
+            for (entry_dir, cluster), schedd in self._learned.items():
+                self.ledger.learn_schedd(entry_dir, cluster, schedd)
+            self._learned.clear()
             for gkey, group, _ in batch_keys:
                 if group:  # nothing to send (all present already, sampled out): no in-flight state
                     self.ledger.mark_sending(gkey, format(group[0].context.trace_id, "032x"),
