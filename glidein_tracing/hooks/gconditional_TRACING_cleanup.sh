@@ -74,7 +74,7 @@ indet { det = det " " $0 }
     inrec = 0; gsub(/[ \t\r]+/, " ", det); sub(/^ /, "", det); sub(/ $/, "", det)
     line = "gtj1\t" now "\trecord\t" clean(id)
     field("@status", st); field("@tstart", ts); field("@tend", te); field("@failure", fail)
-    for (i = 1; i <= nm; i++) field("m." mname[i], mval[i])
+    for (i = 1; i <= nm; i++) line = line "\t" "m." mname[i] "=" clean(mval[i])   # empty kept
     field("@detail", det)
     if (length(line) > 3999) line = substr(line, 1, 3999)
     if (count < maxrec) { print line >> journal; fflush(journal); count++ }

@@ -47,11 +47,18 @@ gt_subst() {
     done
 }
 
+# gt_bytelen: GT_LEN = length of GT_V in bytes (bash counts characters unless LC_ALL=C).
+if [ -n "${BASH_VERSION:-}" ]; then
+    eval 'gt_bytelen() { local LC_ALL=C; GT_LEN=${#GT_V}; }'
+else
+    gt_bytelen() { GT_LEN=${#GT_V}; }
+fi
+
 # gt_cut N: cut GT_V to at most N bytes without leaving half a UTF-8 character
-# (the reader drops non-UTF-8 lines). Rare (huge values only), so a fork is fine.
+# (the reader drops non-UTF-8 lines). Forks only when a cut is needed (huge values).
 gt_cut() {
-    gt_cut_len=$(printf '%s' "$GT_V" | LC_ALL=C wc -c 2>/dev/null) || gt_cut_len=0
-    [ "${gt_cut_len:-0}" -gt "$1" ] || return 0
+    gt_bytelen
+    [ "$GT_LEN" -gt "$1" ] || return 0
     if command -v iconv >/dev/null 2>&1; then
         GT_V=$(printf '%s' "$GT_V" | head -c "$1" | iconv -f UTF-8 -t UTF-8 -c 2>/dev/null)
     else
