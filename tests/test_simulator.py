@@ -1,0 +1,109 @@
+"""Whole simulated glideins (glidein_tracing.simulator) with our real hooks staged as a
+Factory would stage them: success with jobs, validation failure, SIGTERM, SIGKILL."""
+
+import base64
+
+import pytest
+
+from glidein_tracing.ids import GlideinIdentity, format_traceparent, span_id
+from glidein_tracing.journal import parse_lines, read_journal
+from glidein_tracing.simulator import Job, Scenario, simulate_glidein
+
+USER_TP = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+def journal_from_stderr(result):
+    data = result.journal_from_stderr()
+    assert data is not None, "no GlideinTracingJournal section in stderr"
+    events, report = parse_lines(data)
+    assert report.skipped_total == 0, report.summary()
+    return events
+
+
+def find(events, op, key=None):
+    return [e for e in events if e.op == op and (key is None or e.key == key)]
+
+
+def test_success_with_three_jobs(tmp_path):
+    scenario = Scenario(jobs=[Job(duration_s=0.4), Job(duration_s=0.3, traceparent=USER_TP),
+                              Job(duration_s=0.2, exit_code=3)])
+    result = simulate_glidein(tmp_path, scenario)
+    assert result.exit_code == 0
+    events = journal_from_stderr(result)
+    # the glidein's own records, and the copy of the journal in stderr == the file
+    assert result.journal_path.read_bytes() == result.journal_from_stderr()
+    records = find(events, "record")
+    ids = [e.key for e in records]
+    assert ids[0] == "main/setup_script.sh" and ids[-1] == "condor_startup.sh"
+    assert "entry/cat_consts.sh" in ids and "main/gconditional_TRACING_setup.sh" in ids
+    assert all(e.fields["@status"] == "OK" for e in records)
+    trace = GlideinIdentity(scenario.factory, scenario.name, scenario.entry, scenario.schedd,
+                            str(scenario.cluster), str(scenario.proc)).trace_id
+    assert find(events, "start", "glidein")[0].fields["@trace_id"] == trace
+    assert find(events, "attr", "glidein")[0].fields["glidein.site"] == scenario.site
+    # the wrapper started each job, the exit hook ended it, the history has them too
+    starts = [e for e in find(events, "start") if e.key.startswith("job/")]
+    ends = [e for e in find(events, "end") if e.key.startswith("job/")]
+    assert len(starts) == 3 and [e.key for e in ends] == [e.key for e in starts]
+    assert [e.fields["@status"] for e in ends] == ["OK", "OK", "ERROR"]
+    assert ends[2].fields["job.exit_code:i"] == "3"
+    assert [e.key for e in find(events, "history")] == [e.key for e in starts]
+    ad = base64.b64decode(find(events, "history")[1].fields["@ad"]).decode()
+    assert f'TraceParent = "{USER_TP}"' in ad
+    # job environments: ours when the job had none, the user's kept
+    assert result.job_env(0)["TRACEPARENT"] == format_traceparent(trace, span_id(trace, starts[0].key))
+    assert result.job_env(1)["TRACEPARENT"] == USER_TP
+    assert starts[1].links == [USER_TP]
+    assert result.job_env(0)["GLIDEIN_Factory"] == scenario.factory
+    assert result.job_env(0)["GLIDEIN_ClusterId"] == str(scenario.cluster)
+    # the condor phase, its idle shutdown after Max_Tail, teardown, root end
+    condor_end = find(events, "end", "condor")[0]
+    assert condor_end.fields["glidein.shutdown.reason"] == "max_idle"
+    assert find(events, "end", "glidein")[0].fields["glidein.outcome"] == "ok"
+    # the glidein's own sections are still there, untouched
+    sections = result.sections()
+    assert {"MasterLog", "StartdLog", "StartdHistoryLog", "GlideinTracingJournal"} <= set(sections)
+    assert "=== Encoded XML description of glidein activity ===" in result.stderr()
+    assert "<status>OK</status>" in result.stdout()
+
+
+def test_validation_failure(tmp_path):
+    scenario = Scenario(fail_script=("check_disk.sh", "WN_Resource"), jobs=[Job()])
+    result = simulate_glidein(tmp_path, scenario)
+    assert result.exit_code == 1
+    events = journal_from_stderr(result)
+    records = find(events, "record")
+    assert records[-1].key == "main/check_disk.sh"
+    assert records[-1].fields["@status"] == "ERROR" and records[-1].fields["@failure"] == "WN_Resource"
+    assert not [e for e in records if e.key == "condor_startup.sh"]
+    assert not [e for e in events if e.key.startswith("job/")]     # no job ran
+    assert find(events, "end", "setup")[0].fields["@status"] == "ERROR"
+    root_end = find(events, "end", "glidein")[0]
+    assert root_end.fields["glidein.outcome"] == "validation_failed"
+    assert root_end.fields["@error.type"] == "WN_Resource"
+    assert "Validation error in" in result.stderr()
+
+
+def test_sigterm_during_condor_phase(tmp_path):
+    result = simulate_glidein(tmp_path, Scenario(jobs=[Job(duration_s=20)], sigterm_at_s=1.0))
+    assert result.exit_code == 0
+    events = journal_from_stderr(result)
+    assert find(events, "end", "condor")[0].fields["glidein.shutdown.reason"] == "sigterm"
+    assert find(events, "end", "glidein")[0].fields["glidein.outcome"] == "terminated"
+
+
+def test_sigkill_during_setup_leaves_the_journal_on_disk(tmp_path):
+    result = simulate_glidein(tmp_path, Scenario(sigkill_at_stage="setup", jobs=[Job()]))
+    assert result.killed
+    assert result.journal_from_stderr() is None      # nothing ran at exit
+    events, report = read_journal(result.journal_path)
+    assert find(events, "start", "glidein") and find(events, "start", "setup")
+    assert not find(events, "end")
+
+
+def test_tracing_off_changes_nothing(tmp_path):
+    result = simulate_glidein(tmp_path, Scenario(tracing=False, jobs=[Job(duration_s=0.2)]))
+    assert result.exit_code == 0
+    assert result.journal_path is None and result.journal_from_stderr() is None
+    assert "TRACEPARENT" not in result.job_env(0)
+    assert "gconditional_TRACING" not in result.stdout()
