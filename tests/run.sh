@@ -11,4 +11,4 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
 "$VENV/bin/python" -m pip install --quiet -e '.[test]'
-exec "$VENV/bin/python" -m pytest "$@"
+exec "$VENV/bin/python" -m pytest -ra "$@"
