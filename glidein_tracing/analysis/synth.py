@@ -5,7 +5,8 @@ The model (all knobs in ``SynthConfig``; every random draw comes from one seeded
 
 - Entries and sites: ``entries`` entries spread over ``sites`` sites. Each entry draws a
   profile: cores per glidein (1, 4, 8 or 16), a median queue wait (2 min .. 2 h, lognormal
-  around it), a demand level (the mean wait for the first job: 30 s .. 1.5 h, exponential),
+  around it), the chance that a glidein finds matching jobs at all (40-97 %; otherwise it
+  idles until Max_Idle) and then the mean wait for its first job (20 s .. 25 min, exponential),
   the chance that another job follows a finished one, the mean gap between jobs, a median
   job runtime (15 min .. 4 h, lognormal) and a job failure rate.
 - Factory side: submitted uniformly over ``period_s``; ``factory.submit`` lasts 1-10 s,
@@ -88,6 +89,7 @@ class EntryProfile:
     site: str
     cores: int
     queue_median_s: float
+    p_demand: float
     first_job_mean_s: float
     p_next_job: float
     between_mean_s: float
@@ -119,7 +121,8 @@ def entry_profiles(cfg: SynthConfig) -> list[EntryProfile]:
             site=site,
             cores=rng.choice((1, 4, 8, 8, 16)),
             queue_median_s=math.exp(rng.uniform(math.log(120), math.log(7200))),
-            first_job_mean_s=rng.choice((30, 120, 400, 1500, 5000)),
+            p_demand=rng.uniform(0.4, 0.97),
+            first_job_mean_s=rng.choice((20, 60, 120, 300, 600, 1500)),
             p_next_job=rng.uniform(0.6, 0.95),
             between_mean_s=rng.uniform(20, 200),
             runtime_median_s=math.exp(rng.uniform(math.log(900), math.log(14400))),
@@ -179,7 +182,9 @@ def generate(cfg: SynthConfig):
         condor_start = setup_end
         retire_at = cfg.retire + rng.uniform(0, cfg.retire_spread)
         cursor, seen, jobs = 0.0, False, []
-        gap = rng.expovariate(1.0 / p.first_job_mean_s)
+        # a glidein either matches waiting jobs (a wait of about first_job_mean_s) or finds
+        # none that fit it and idles out
+        gap = rng.expovariate(1.0 / p.first_job_mean_s) if rng.random() < p.p_demand else math.inf
         while True:
             threshold = cfg.max_tail if seen else cfg.max_idle
             if gap > threshold:

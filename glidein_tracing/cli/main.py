@@ -13,6 +13,8 @@ VERBS = {
     "export": "export",
     "forward": "forward",
     "factory-config": "factory_config",
+    "analyze": "analyze",
+    "synth": "synth",
 }
 
 

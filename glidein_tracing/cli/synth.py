@@ -1,0 +1,51 @@
+"""Write synthetic glidein traces into a store directory (for trying and testing analyze).
+
+A seeded generator (glidein_tracing.analysis.synth, documented there and in
+docs/analysis.md) with realistic distributions: queue waits, validation scripts that take
+time and sometimes fail, jobs, idle gaps, and shutdowns by the given GLIDEIN_Max_Idle /
+GLIDEIN_Max_Tail / retire time. The same seed gives the same traces.
+
+Example:
+  glidein-tracing synth --glideins 10000 --seed 7 --store /tmp/synth-store
+  glidein-tracing analyze --store /tmp/synth-store --whatif --html report.html
+"""
+
+from __future__ import annotations
+
+from .main import UserError
+
+
+def add_arguments(parser):
+    parser.add_argument("--glideins", type=int, default=1000, help="how many glideins (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=1, help="random seed (default %(default)s)")
+    parser.add_argument("--store", required=True, help="store directory to write (appends new files)")
+    parser.add_argument("--entries", type=int, default=8, help="entries (default %(default)s)")
+    parser.add_argument("--sites", type=int, default=4, help="sites (default %(default)s)")
+    parser.add_argument("--max-idle", type=float, default=1200.0, help="GLIDEIN_Max_Idle in force (s)")
+    parser.add_argument("--max-tail", type=float, default=400.0, help="GLIDEIN_Max_Tail in force (s)")
+    parser.add_argument("--retire", type=float, default=21600.0, help="GLIDEIN_Retire_Time in force (s)")
+    parser.add_argument("--retire-spread", type=float, default=1800.0, help="GLIDEIN_Retire_Time_Spread (s)")
+    parser.add_argument("--validation-failure-rate", type=float, default=0.03)
+    parser.add_argument("--job-failure-rate", type=float, default=0.05)
+    parser.add_argument("--kill-rate", type=float, default=0.02, help="share ended by the site (SIGTERM)")
+    parser.add_argument("--skew-rate", type=float, default=0.0, help="share of nodes with a skewed clock")
+    parser.add_argument("--fragment-rate", type=float, default=0.0,
+                        help="share of traces whose Factory spans are written much later")
+
+
+def run(args):
+    from ..analysis.synth import SynthConfig, write_store
+
+    if args.glideins < 0:
+        raise UserError("--glideins must be >= 0")
+    for name in ("validation_failure_rate", "job_failure_rate", "kill_rate", "skew_rate", "fragment_rate"):
+        if not 0.0 <= getattr(args, name) <= 1.0:
+            raise UserError(f"--{name.replace('_', '-')} must be between 0 and 1")
+    cfg = SynthConfig(glideins=args.glideins, seed=args.seed, entries=args.entries, sites=args.sites,
+                      max_idle=args.max_idle, max_tail=args.max_tail, retire=args.retire,
+                      retire_spread=args.retire_spread, validation_failure_rate=args.validation_failure_rate,
+                      job_failure_rate=args.job_failure_rate, kill_rate=args.kill_rate, skew_rate=args.skew_rate,
+                      fragment_rate=args.fragment_rate)
+    counts = write_store(cfg, args.store)
+    print(f"wrote {counts['glideins']} glideins ({counts['spans']} spans, {counts['lines']} lines) to {args.store}")
+    return 0
