@@ -169,3 +169,17 @@ def test_tracing_off_leaves_the_job_alone(tmp_path, shell):
         assert out.returncode == 2 and "TRACEPARENT" not in seen and out.stderr == ""
     finally:
         g.stop()
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_strict_wrapper_options_do_not_stop_the_job(tmp_path, shell):
+    # another fragment may have turned on `set -eu`: ours must still never stop the job,
+    # here with tracing off (no library) and so every lookup failing
+    g = make_glidein(tmp_path / "strict")
+    try:
+        wrapper = g.work / "condor_job_wrapper.sh"
+        wrapper.write_text(HEADER + "set -eu\n" + (HOOKS / "gconditional_TRACING_wrapper.sh").read_text() + TAIL)
+        out, seen, _ = run_job(g, shell, ad_text=None, code=6)
+        assert out.returncode == 6 and out.stdout == "job ran with 1 args: a b\n"
+    finally:
+        g.stop()

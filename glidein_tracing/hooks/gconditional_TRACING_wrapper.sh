@@ -89,7 +89,7 @@ EOF
     printf '00-%s-%s-01' "$GT_TRACE_ID" "$GT_SPAN_ID"
 }
 
-gt_wrapper_tp=$(gt_wrapper_run "$0" </dev/null 2>/dev/null)
+gt_wrapper_tp=$(gt_wrapper_run "$0" </dev/null 2>/dev/null) || gt_wrapper_tp=
 case $gt_wrapper_tp in
     00-*) [ -n "${TRACEPARENT:-}" ] || { TRACEPARENT=$gt_wrapper_tp; export TRACEPARENT; } ;;
 esac
