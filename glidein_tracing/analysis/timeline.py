@@ -101,7 +101,9 @@ class GlideinTimeline:
         merged = replace(
             self,
             entry=pick(self.entry, other.entry, UNKNOWN), site=pick(self.site, other.site, UNKNOWN),
-            cores=max(self.cores, other.cores),
+            # the part with the root knows GLIDEIN_CPUS; a part without has only host facts
+            cores=(self.cores if not self.problems & NO_ROOT else
+                   other.cores if not other.problems & NO_ROOT else max(self.cores, other.cores)),
             outcome=pick(self.outcome, other.outcome, "unknown"),
             shutdown_reason=pick(self.shutdown_reason, other.shutdown_reason, ""),
             submit=_nanmin(self.submit, other.submit),
@@ -265,7 +267,9 @@ def timeline_from_spans(trace_id: str, spans) -> GlideinTimeline:
         earliest_factory = min(factory_times)
         if tl.node_start < earliest_factory - SKEW_TOLERANCE_S:
             problems |= CLOCK_SKEW
-            tl.skew_s = tl.node_start - earliest_factory
+            # the node starts right after the Factory sees it running (end of the queue)
+            seen_running = max(e for _, e, _ in queues) if queues else earliest_factory
+            tl.skew_s = tl.node_start - seen_running
 
     if setups:
         tl.setup_s = max(e for _, e, _ in setups) - min(s for s, _, _ in setups)

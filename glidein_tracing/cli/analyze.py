@@ -15,6 +15,7 @@ Examples:
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import sys
@@ -27,7 +28,7 @@ def _number_list(text: str) -> list[float]:
     try:
         return [float(_duration(part)) for part in re.split(r"[,\s]+", text.strip()) if part]
     except ValueError as exc:
-        raise UserError(f"not a list of seconds: {text!r}") from exc
+        raise argparse.ArgumentTypeError(f"not a list of seconds: {text!r} (e.g. 300,600,20m)") from exc
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
