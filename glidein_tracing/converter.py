@@ -91,6 +91,8 @@ def _attributes(fields: dict) -> dict:
     for name, value in fields.items():
         if name.startswith("@") or name.startswith("r.") or name.startswith("res."):
             continue
+        if value == "":
+            continue  # a hook writes every field it knows of; an empty one says nothing
         key, typed = _typed(name, value)
         out[key] = typed
     return out
@@ -512,6 +514,8 @@ class _Builder:
         return out
 
     def _resources_for(self, span: _Span) -> dict:
+        if span.stage.startswith("factory."):
+            return {}  # the Factory's view: the node's resources say nothing about it
         if span.key.startswith("job/"):
             usage = self.timeline.window(span.start, span.end)
             fields = span.end_fields

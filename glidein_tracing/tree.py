@@ -24,6 +24,7 @@ def _duration(ns: int) -> str:
 def render(spans: list[dict], attributes=KEY_ATTRIBUTES) -> str:
     """``spans``: plain span dicts (otlp_json.flatten_request) of one trace."""
     by_id = {s["span_id"]: s for s in spans}
+    order = {s["span_id"]: index for index, s in enumerate(spans)}
     children: dict[str, list] = {}
     roots = []
     for span in spans:
@@ -44,7 +45,9 @@ def render(spans: list[dict], attributes=KEY_ATTRIBUTES) -> str:
         links = f" links={len(span['links'])}" if span["links"] else ""
         lines.append(f"{'  ' * depth}{span['name']} [{stage}] {_duration(span['end_ns'] - span['start_ns'])}"
                      f"{' ' + status if status else ''}{links}{' ' + extra if extra else ''}")
-        for child in sorted(children.get(span["span_id"], []), key=lambda s: (s["start_ns"], s["name"])):
+        # equal start times (per-script records have 1 s resolution): keep the recorded order
+        for child in sorted(children.get(span["span_id"], []),
+                            key=lambda s: (s["start_ns"], order[s["span_id"]])):
             walk(child, depth + 1)
 
     for root in sorted(roots, key=lambda s: s["start_ns"]):

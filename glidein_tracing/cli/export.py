@@ -4,7 +4,8 @@ Runs on the worker node at cleanup (bounded by --timeout) when a usable Python e
 anywhere on a journal left behind (e.g. by a killed glidein) or on a returned stderr file
 holding GlideinTracingJournal sections. Without --endpoint or OTEL_EXPORTER_OTLP_ENDPOINT,
 spans go to the store. Exit code 0 when every span was exported, 1 when export failed
-(nothing is lost: the journal stays where it was), 2 for unusable input.
+(nothing is lost: the journal stays where it was), 2 for unusable input, 4 when the glidein
+was sampled out and nothing was sent.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ..converter import ConversionError, convert
 from ..exporters.otlp import make_otlp_exporter, sdk_disabled
 from ..exporters.store import JsonLinesStoreExporter
 from ..journal import parse_lines, read_journal
+from ..sampling import keep
 from ..sections import journal_sections
 from .main import UserError
 
@@ -30,6 +32,11 @@ def add_arguments(parser):
     parser.add_argument("--timeout", type=float, default=5.0,
                         help="upper bound on the export, seconds (default 5)")
     parser.add_argument("--service-name", help="override service.name")
+    parser.add_argument("--skip-root", action="store_true",
+                        help="leave the root span to the Factory forwarder (export mode 'both': "
+                             "the Factory knows when the glidein was submitted)")
+    parser.add_argument("--sampling-ratio", type=float, default=1.0,
+                        help="keep this fraction of glideins, by trace id (failed ones always)")
 
 
 def load_events(args):
@@ -69,6 +76,7 @@ def run(args):
     exporter, where = make_exporter(args)
     failed = 0
     total = 0
+    sampled_out = 0
     for events, report in load_events(args):
         if report.skipped_total:
             print(f"glidein-tracing export: journal: {report.summary()}", file=sys.stderr)
@@ -78,10 +86,20 @@ def run(args):
             print(f"glidein-tracing export: {exc}", file=sys.stderr)
             failed += 1
             continue
+        root = spans[0]
+        failed = root.status.status_code.name == "ERROR" or root.attributes.get("glidein.outcome") != "ok"
+        if not keep(format(root.context.trace_id, "032x"), args.sampling_ratio, failed):
+            print("glidein-tracing export: sampled out (GLIDEIN_TRACING_SAMPLING_RATIO)", file=sys.stderr)
+            sampled_out += 1
+            continue
+        if args.skip_root:
+            spans = [s for s in spans if s.parent is not None or s.context.trace_id != root.context.trace_id]
         total += len(spans)
         if exporter.export(spans).name != "SUCCESS":
             failed += 1
     exporter.shutdown()
     print(f"glidein-tracing export: {total} spans to {where}" + (f", {failed} failed" if failed else ""),
           file=sys.stderr)
-    return 1 if failed else 0
+    if failed:
+        return 1
+    return 4 if sampled_out and not total else 0

@@ -8,6 +8,7 @@ import sys
 
 # verb -> module in glidein_tracing.cli; each module has add_arguments(parser) and run(args)
 VERBS = {
+    "demo": "demo",
     "show": "show",
     "trace-id": "trace_id",
     "export": "export",

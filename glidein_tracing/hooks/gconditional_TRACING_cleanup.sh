@@ -260,11 +260,20 @@ gt_export() {
         gt_note - "live export: $py is not >= 3.10 with opentelemetry-sdk and glidein_tracing"
         return 0
     fi
+    # mode both: the Factory sends the root (it knows the submission time); live: we do
+    local skip= mark=all
+    [ "$GT_EXPORT_MODE" = both ] && { skip=--skip-root; mark=all-but-root; }
     gt_bounded "$GT_EXPORT_TIMEOUT" "$py" -m glidein_tracing export --journal "$GT_JOURNAL" \
         --endpoint "$GT_ENDPOINT" --timeout "$GT_EXPORT_TIMEOUT" \
-        >"$GT_DIR/export.log" 2>&1 </dev/null
+        --sampling-ratio "${GT_SAMPLING_RATIO:-1.0}" --service-name "${GT_SERVICE_NAME:-glidein}" \
+        $skip >"$GT_DIR/export.log" 2>&1 </dev/null
     rc=$?
-    gt_note - "live export to $GT_ENDPOINT exited with $rc"
+    case $rc in
+        # tell the Factory forwarder what went out already: it sends only the rest
+        0) gt_now; gt_emit "$GT_NOW" note - "@msg=live export to $GT_ENDPOINT done" "@exported=$mark" ;;
+        4) gt_note - "live export: sampled out (GLIDEIN_TRACING_SAMPLING_RATIO)" ;;
+        *) gt_note - "live export to $GT_ENDPOINT failed (exit $rc); the Factory forwarder will send" ;;
+    esac
 }
 
 # gt_section: the journal on stderr as a named section, the glidein's own format

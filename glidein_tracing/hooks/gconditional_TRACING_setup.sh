@@ -228,9 +228,12 @@ gt_main() {
     gt_start_time "$GT_STARTUP_PID" || GT_START=$GT_NOW
     GT_ROOT_TICKS=$GT_R_START
     gt_host_facts
-    local cg uuid cl
+    local cg uuid cl req
     gt_get GLIDECLIENT_Group; cg=$GT_V; gt_get GLIDEIN_UUID; uuid=$GT_V; gt_get GLIDECLIENT_Name; cl=$GT_V
+    # the Frontend request that caused this glidein (frontend_hooks), passed as a parameter
+    gt_get GLIDEIN_TRACING_REQUEST_TRACEPARENT; req=$GT_V
     gt_emit "$GT_START" start glidein "@name=glidein" "@stage=glidein" "@trace_id=$GT_TRACE_ID" \
+        "glidein.request_traceparent=$req" \
         "glidein.factory=$f" "glidein.name=$n" "glidein.entry=$e" "glidein.client=$cl" \
         "glidein.client_group=$cg" "glidein.schedd=$s" "glidein.cluster:i=$c" "glidein.proc:i=$p" \
         "glidein.multi_index:i=$GT_MULTI" "glidein.uuid=$uuid" \

@@ -1,0 +1,174 @@
+"""Run simulated glideins end to end and show their traces (no GlideinWMS, no server).
+
+A Frontend cycle requests glideins; a Factory submits them through a Condor-G stand-in (its
+activity log, its returned outputs); each glidein runs in the simulator with the real hooks:
+setup scripts, HTCondor phase, user jobs submitted by a jobsub-like user who traces them,
+cleanup. Then the real forwarder sends every span, once, to --endpoint (OTLP/HTTP, e.g. a
+Jaeger) or to the embedded store (default under your data dir). Outcomes vary: several jobs,
+no job until the idle timeout, a failing validation script, a failing user job, a job with
+its own TRACEPARENT. Finally it prints the tree of one trace.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+FACTORY = "gwms_demo_factory"
+SCHEDD = "schedd_glideins2@factory.demo.example.org"
+INSTANCE = "gwms_demo_instance"
+ENTRY = "DEMO_ENTRY"
+SITE = "DEMO_SITE"
+
+
+def add_arguments(parser):
+    parser.add_argument("--glideins", type=int, default=5, help="how many glideins (default 5)")
+    parser.add_argument("--store", help="store directory (default: under the user's data dir)")
+    parser.add_argument("--endpoint", help="OTLP/HTTP base URL to send to instead of the store")
+    parser.add_argument("--keep", metavar="DIR", help="keep the simulated Factory and glidein files here")
+    parser.add_argument("--parallel", type=int, default=2, help="glideins run at once (default 2)")
+
+
+def scenarios(count: int, user_contexts):
+    """Varied outcomes, in a fixed cycle, so every run shows each of them."""
+    from ..simulator import Job, Scenario
+    base = dict(factory=FACTORY, name=INSTANCE, entry=ENTRY, schedd=SCHEDD, site=SITE,
+                client="vofrontend_service.main", keep_workdir=False)
+    out = []
+    for index in range(count):
+        kind = index % 5
+        common = dict(base, cluster=1000 + index // 50, proc=index % 50, job_cluster=5000 + index)
+        if kind == 0:    # several jobs, one traced by its user (jobsub_lite TRACEPARENT)
+            jobs = [Job(duration_s=0.6, burn_cpu_s=0.3, traceparent=user_contexts(index, 0)),
+                    Job(duration_s=0.4, idle_before_s=0.3), Job(duration_s=0.5, idle_before_s=0.2)]
+            out.append(("several jobs", Scenario(jobs=jobs, **common)))
+        elif kind == 1:  # no job came: the idle timeout ends it
+            out.append(("no job until GLIDEIN_Max_Idle", Scenario(jobs=[], max_idle_s=1.5, **common)))
+        elif kind == 2:  # a validation script fails
+            out.append(("validation failure", Scenario(fail_script=("check_wn_drainstate.sh", "WN_Resource"),
+                                                       fail_sleep_s=0.5, **common)))
+        elif kind == 3:  # a user job fails
+            out.append(("user job fails", Scenario(jobs=[Job(duration_s=0.4, exit_code=3)], **common)))
+        else:            # a job that brought its own context
+            out.append(("job with its own TRACEPARENT",
+                        Scenario(jobs=[Job(duration_s=0.5, traceparent=user_contexts(index, 0))], **common)))
+    return out
+
+
+class DemoSpans:
+    """The spans of the parties we simulate with the OTel SDK: the Frontend and the users."""
+
+    def __init__(self, exporter):
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        self.providers = []
+        self.tracers = {}
+        for service in ("gwms-frontend", "jobsub_lite"):
+            provider = TracerProvider(resource=Resource({"service.name": service}))
+            provider.add_span_processor(SimpleSpanProcessor(exporter))
+            self.providers.append(provider)
+            self.tracers[service] = provider.get_tracer("glidein_tracing.demo")
+        self.user_roots = {}
+
+    def frontend_request(self, glideins: int) -> str:
+        """One Frontend cycle with one request for our entry; returns the request's context."""
+        from frontend_hooks import conventions as fc
+        from frontend_hooks.instrumentor import traceparent_of
+        tracer = self.tracers["gwms-frontend"]
+        with tracer.start_as_current_span(fc.CYCLE_SPAN, attributes={
+                fc.STAGE: fc.CYCLE_SPAN, fc.FRONTEND_NAME: "vofrontend_service", fc.FRONTEND_GROUP: "main",
+                fc.CYCLE_NUMBER: 1, fc.CYCLE_ENTRIES: 1}):
+            with tracer.start_as_current_span(fc.REQUEST_SPAN, attributes={
+                    fc.STAGE: fc.REQUEST_SPAN, fc.ENTRY: ENTRY, fc.FACTORY: FACTORY,
+                    fc.GLIDEIN_NAME: INSTANCE, fc.IDLE_JOBS: glideins * 2,
+                    fc.EFFECTIVE_IDLE: glideins * 2, fc.REQ_IDLE_GLIDEINS: glideins,
+                    fc.REQ_MAX_GLIDEINS: glideins * 2, fc.RUNNING_GLIDEINS: 0}) as request:
+                return traceparent_of(request)
+
+    def user_context(self, index: int, job: int) -> str:
+        """A jobsub_lite-like submission of one job: its span's context goes into the job."""
+        from frontend_hooks.instrumentor import traceparent_of
+        tracer = self.tracers["jobsub_lite"]
+        span = tracer.start_span("jobsub_submit", attributes={"jobsub.group": "demo", "job.index": job})
+        span.end()
+        self.user_roots[(index, job)] = span
+        return traceparent_of(span)
+
+    def shutdown(self):
+        for provider in self.providers:
+            provider.shutdown()
+
+
+def run_one(root: Path, number: int, label: str, scenario, condor_g):
+    from ..simulator import simulate_glidein
+    c, p = scenario.cluster, scenario.proc
+    condor_g.submit(c, p)
+    time.sleep(0.2)
+    condor_g.grid_submit(c, p)
+    time.sleep(0.3 + 0.2 * (number % 3))  # waiting at the site
+    condor_g.execute(c, p)
+    result = simulate_glidein(root / f"glidein_{number}", scenario)
+    condor_g.return_outputs(c, p, result.stdout_path, result.stderr_path)
+    condor_g.terminated(c, p, return_value=result.exit_code or 0)
+    return label, scenario, result
+
+
+def run(args):
+    from ..exporters.otlp import make_otlp_exporter
+    from ..exporters.store import JsonLinesStoreExporter, read_store
+    from ..factory.forwarder import Forwarder, store_span_ids
+    from ..factory.ledger import Ledger
+    from ..ids import GlideinIdentity
+    from ..simulator.condor_g import CondorGLog, FactoryLayout
+    from ..tree import render
+    from .main import UserError
+
+    if args.glideins < 1:
+        raise UserError("--glideins must be at least 1")
+    root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="glidein-tracing-demo-"))
+    root.mkdir(parents=True, exist_ok=True)
+    if args.endpoint:
+        exporter, where = make_otlp_exporter(args.endpoint, 10.0), args.endpoint
+        reconcile = None
+    else:
+        exporter = JsonLinesStoreExporter(args.store)
+        where, reconcile = str(exporter.directory), store_span_ids(exporter.directory)
+    demo = DemoSpans(exporter)
+    request = demo.frontend_request(args.glideins)
+    plan = scenarios(args.glideins, demo.user_context)
+    for _, scenario in plan:
+        scenario.params["GLIDEIN_TRACING_REQUEST_TRACEPARENT"] = request
+    # the Factory logs with DEFAULT_USERLOG_FORMAT_OPTIONS = ISO_DATE UTC SUB_SECOND, so the
+    # compressed waits of the demo are visible
+    layout = FactoryLayout(logs=root / "factory" / "client_logs", instance=INSTANCE, entry=ENTRY,
+                           utc_iso=True)
+    condor_g = CondorGLog(layout)
+    print(f"running {len(plan)} simulated glideins in {root} ...", file=sys.stderr)
+    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+        results = list(pool.map(lambda item: run_one(root, item[0], *item[1], condor_g), enumerate(plan)))
+    for label, scenario, result in results:
+        print(f"  glidein {scenario.cluster}.{scenario.proc}: {label} (exit code {result.exit_code})",
+              file=sys.stderr)
+    ledger = Ledger(root / "factory" / "forwarder.sqlite")
+    forwarder = Forwarder([layout.logs], exporter, ledger, FACTORY, grace_s=0.0, settle_s=0.0,
+                          reconcile=reconcile)
+    stats = forwarder.run_once()
+    demo.shutdown()
+    print(f"forwarder: {stats.summary()}", file=sys.stderr)
+    ids = [GlideinIdentity(FACTORY, INSTANCE, ENTRY, SCHEDD, str(s.cluster), str(s.proc)).trace_id
+           for _, s, _ in results]
+    print(f"\n{len(ids)} glidein traces sent to {where}:")
+    for (label, scenario, _), trace in zip(results, ids):
+        print(f"  {trace}  {label}")
+    if args.endpoint:
+        print(f"\nopen them in Jaeger, e.g. {args.endpoint.rsplit(':', 1)[0]}:16686/trace/{ids[0]}")
+        return 1 if stats.export_failures else 0
+    traces = read_store(exporter.directory)
+    print()
+    print(render(traces.get(ids[0], [])))
+    print(f"\nshow any of them: glidein-tracing show TRACE_ID --store {exporter.directory}")
+    return 1 if stats.export_failures else 0
