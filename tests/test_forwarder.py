@@ -1,15 +1,11 @@
 """The Factory forwarder: activity log + returned journals -> spans, exactly once."""
 
-import json
 import os
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from glidein_tracing import ids
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, iter_store, read_store
@@ -20,6 +16,7 @@ from glidein_tracing.sections import encode_section, JOURNAL_SECTION
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
 from fixtures import fixture_path
+from otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
 from journal_builders import parse_otr_records, record_lines
 
 FACTORY, SCHEDD = "gwms_demo_factory", "schedd_glideins2@factory.example.org"
@@ -175,50 +172,6 @@ def test_secrets_in_a_journal_never_reach_the_store(factory, tmp_path):
     for secret in (secret_jwt, "abc123", "BEGIN RSA", "hunter2"):
         assert secret not in stored
     assert "REDACTED" in stored
-
-
-class CountingCollector(BaseHTTPRequestHandler):
-    """An OTLP/HTTP receiver that counts span ids, with a Jaeger-like query endpoint so the
-    forwarder can reconcile; `up` switches it between answering and refusing."""
-    received: list = []
-    up = True
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        if not CountingCollector.up:
-            self.send_response(503)
-            self.end_headers()
-            return
-        request = ExportTraceServiceRequest()
-        request.ParseFromString(body)
-        for rs in request.resource_spans:
-            for ss in rs.scope_spans:
-                for span in ss.spans:
-                    CountingCollector.received.append((span.trace_id.hex(), span.span_id.hex()))
-        self.send_response(200)
-        self.end_headers()
-
-    def do_GET(self):
-        trace = self.path.rsplit("/", 1)[-1]
-        spans = [{"spanID": s} for t, s in CountingCollector.received if t == trace]
-        body = json.dumps({"data": [{"traceID": trace, "spans": spans}] if spans else []}).encode()
-        self.send_response(200 if spans else 404)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def collector():
-    CountingCollector.received = []
-    CountingCollector.up = True
-    server = ThreadingHTTPServer(("127.0.0.1", 0), CountingCollector)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
 
 
 def forward_cli(layout, tmp_path, endpoint, env_extra=None):

@@ -1,0 +1,56 @@
+"""A loopback OTLP/HTTP receiver for tests: counts every span id it receives, and answers a
+Jaeger-like /api/traces/{id} so the forwarder can reconcile. ``up`` switches it between
+answering and refusing (503), to play a collector outage."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+
+class CountingCollector(BaseHTTPRequestHandler):
+    """An OTLP/HTTP receiver that counts span ids, with a Jaeger-like query endpoint so the
+    forwarder can reconcile; `up` switches it between answering and refusing."""
+    received: list = []
+    up = True
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        if not CountingCollector.up:
+            self.send_response(503)
+            self.end_headers()
+            return
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        for rs in request.resource_spans:
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    CountingCollector.received.append((span.trace_id.hex(), span.span_id.hex()))
+        self.send_response(200)
+        self.end_headers()
+
+    def do_GET(self):
+        trace = self.path.rsplit("/", 1)[-1]
+        spans = [{"spanID": s} for t, s in CountingCollector.received if t == trace]
+        body = json.dumps({"data": [{"traceID": trace, "spans": spans}] if spans else []}).encode()
+        self.send_response(200 if spans else 404)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def collector():
+    CountingCollector.received = []
+    CountingCollector.up = True
+    server = ThreadingHTTPServer(("127.0.0.1", 0), CountingCollector)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+

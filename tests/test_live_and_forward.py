@@ -1,0 +1,82 @@
+"""Live export from the node and the Factory forwarder together: every span once.
+
+A simulated glidein (real hooks) exports live at cleanup (mode ``both``), then the Factory
+forwarder reads its returned stderr and the activity log. The collector must receive each
+span exactly once: the node's stages from the node, the root and the Factory's stages from
+the forwarder.
+"""
+
+import sys
+
+from glidein_tracing.converter import convert
+from glidein_tracing.exporters.store import JsonLinesStoreExporter
+from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.ledger import Ledger
+from glidein_tracing.exporters.otlp import make_otlp_exporter
+from glidein_tracing.ids import GlideinIdentity
+from glidein_tracing.journal import parse_lines
+from glidein_tracing.simulator import Job, Scenario, simulate_glidein
+from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
+
+from otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
+
+USER = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+def run_through_factory(tmp_path, scenario):
+    layout = FactoryLayout(logs=tmp_path / "logs", instance=scenario.name, entry=scenario.entry, utc_iso=True)
+    log = CondorGLog(layout)
+    log.submit(scenario.cluster, scenario.proc)
+    log.grid_submit(scenario.cluster, scenario.proc)
+    log.execute(scenario.cluster, scenario.proc)
+    result = simulate_glidein(tmp_path / "glidein", scenario)
+    log.return_outputs(scenario.cluster, scenario.proc, result.stdout_path, result.stderr_path)
+    log.terminated(scenario.cluster, scenario.proc, result.exit_code or 0)
+    return layout, result
+
+
+def test_node_live_export_and_forwarder_deliver_each_span_once(tmp_path, collector):
+    scenario = Scenario(jobs=[Job(duration_s=0.3, traceparent=USER), Job(duration_s=0.3)],
+                        knobs={"GLIDEIN_TRACING_EXPORT_MODE": "both", "GLIDEIN_TRACING_ENDPOINT": collector,
+                               "GLIDEIN_TRACING_PYTHON": sys.executable,
+                               "GLIDEIN_TRACING_SAMPLE_PERIOD": "1"})
+    layout, result = run_through_factory(tmp_path, scenario)
+    assert result.exit_code == 0
+    trace = GlideinIdentity(scenario.factory, scenario.name, scenario.entry, scenario.schedd,
+                            str(scenario.cluster), str(scenario.proc)).trace_id
+    live = list(CountingCollector.received)
+    assert live, "the node exported nothing live: " + result.stderr()[-2000:]
+    assert all(t in (trace, USER.split("-")[1]) for t, _ in live)
+    forwarder = Forwarder([layout.logs], make_otlp_exporter(collector, 5), Ledger(tmp_path / "l.sqlite"),
+                          scenario.factory, grace_s=0, settle_s=0)
+    stats = forwarder.run_once()
+    assert stats.export_failures == 0 and stats.spans_already_live == len(live)
+    received = CountingCollector.received
+    assert len(received) == len(set(received)), "a span arrived twice"
+    # everything the journal + activity log describe arrived, and nothing else
+    (section,) = [v for k, v in result.sections().items() if k == "GlideinTracingJournal"]
+    events, _ = parse_lines(section)
+    expected_glidein_spans = {format(s.context.span_id, "016x") for s in convert(events)}
+    got = {s for t, s in received}
+    assert expected_glidein_spans <= got
+    stages_from_forwarder = len(received) - len(live)
+    assert stages_from_forwarder == 3  # root, factory.submit, factory.queue
+
+
+def test_unreachable_endpoint_loses_nothing_and_changes_nothing(tmp_path):
+    import socket
+    sink = socket.socket()
+    sink.bind(("127.0.0.1", 0))
+    sink.listen(8)  # accepts, never answers: the export step is cut at its bound
+    try:
+        scenario = Scenario(jobs=[Job(duration_s=0.2)], knobs={
+            "GLIDEIN_TRACING_EXPORT_MODE": "live", "GLIDEIN_TRACING_EXPORT_TIMEOUT": "2",
+            "GLIDEIN_TRACING_ENDPOINT": f"http://127.0.0.1:{sink.getsockname()[1]}",
+            "GLIDEIN_TRACING_PYTHON": sys.executable})
+        result = simulate_glidein(tmp_path / "glidein", scenario)
+    finally:
+        sink.close()
+    assert result.exit_code == 0
+    journal = result.journal_from_stderr()
+    assert journal and b"failed (exit" in journal      # nothing lost: the journal went home
+    assert b"@exported=" not in journal                 # so the Factory will send all of it
