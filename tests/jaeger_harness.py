@@ -223,9 +223,12 @@ def build_jaeger(dest: Path, *, go: str | None = None, timeout: float | None = N
         jaeger_gomod = Path(info["GoMod"]).read_text()
         jaeger_gosum = (module_dir / "go.sum").read_text()
 
-        # 2. The wrapper module: requires Jaeger, repeats its replace directives.
+        # 2. The wrapper module: requires Jaeger, repeats its replace directives and its go
+        #    version (any Go at least that new can build it; GOTOOLCHAIN=local: no download).
         replaces = _replace_lines(jaeger_gomod)
-        gomod = [f"module {WRAPPER_MODULE}", "", "go 1.26", "",
+        go_line = next((line.strip() for line in jaeger_gomod.splitlines()
+                        if line.startswith("go ")), "go 1.24")
+        gomod = [f"module {WRAPPER_MODULE}", "", go_line, "",
                  f"require {JAEGER_MODULE} {JAEGER_VERSION}", ""]
         gomod += [f"replace {line}" for line in replaces]
         (work_dir / "go.mod").write_text("\n".join(gomod) + "\n")
