@@ -35,6 +35,7 @@ SCOPE = InstrumentationScope("glidein_tracing", __version__)
 ROOT = "glidein"
 CONDOR_RECORD = "condor_startup.sh"
 DEFAULT_SERVICE = "glidein"
+DEFAULT_MAX_SPANS = 2000  # knob GLIDEIN_TRACING_MAX_SPANS
 SECRET_MARKERS = ("token", "passw", "secret", "proxy_key", "private", "credential", "authorization",
                   "apikey", "api_key")
 # values that are secrets whatever their name: JWTs (SciTokens, IDTOKENs), PEM blocks
@@ -140,6 +141,7 @@ class _Builder:
         self.resource_attrs: dict = {}
         self.trace_id: str | None = None
         self.timeline = ResourceTimeline()
+        self.max_spans = DEFAULT_MAX_SPANS
         self.last_time = max((e.time for e in self.events), default=None)
 
     # -- collecting ------------------------------------------------------------------
@@ -166,6 +168,12 @@ class _Builder:
         if event.key == ROOT:
             span.parent = None
             self.trace_id = (fields.get("@trace_id") or "").lower() or self.trace_id
+            # the glidein's own knobs travel with its journal
+            self.redact.update(n.strip() for n in fields.get("@redact", "").split(",") if n.strip())
+            try:
+                self.max_spans = int(fields.get("@max_spans") or self.max_spans)
+            except ValueError:
+                pass
         else:
             span.parent = fields.get("@parent", span.parent or ROOT)
         span.attrs.update(_attributes(fields))
@@ -219,7 +227,24 @@ class _Builder:
         self._history_to_job_ends()
         self._close_open_spans()
         self._idle_spans()
+        self._cap_jobs()
         self._outcome()
+
+    def _cap_jobs(self):
+        """GLIDEIN_TRACING_MAX_SPANS: a glidein running thousands of short jobs keeps the first
+        ones as spans; the rest are counted on the root, not traced."""
+        many = [k for k in self.order if k.startswith(("job/", "idle/"))]
+        room = max(0, self.max_spans - (len(self.order) - len(many)))
+        if len(many) <= room:
+            return
+        many.sort(key=lambda k: (self.spans[k].start, k))   # keep the earliest
+        dropped = many[room:]
+        for key in dropped:
+            del self.spans[key]
+        self.order = [k for k in self.order if k in self.spans]
+        root = self.spans[ROOT].attrs
+        root["glidein_tracing.jobs_not_traced"] = sum(1 for k in dropped if k.startswith("job/"))
+        root["glidein_tracing.idle_not_traced"] = sum(1 for k in dropped if k.startswith("idle/"))
 
     def _trace_id_from_identity(self, attrs) -> str | None:
         needed = ("glidein.factory", "glidein.name", "glidein.entry", "glidein.cluster", "glidein.proc")

@@ -188,3 +188,22 @@ def test_journal_without_root_or_identity_is_a_clear_error():
     events, _ = parse_lines(format_line(1, "sample", "-", {"r.utime": "1"}).encode())
     with pytest.raises(ConversionError, match="no glidein root"):
         convert(events)
+
+
+def test_span_cap_keeps_the_earliest_jobs_and_counts_the_rest():
+    lines = root_lines(1000.0, IDENTITY.trace_id, **{"@max_spans": "12", "@redact": "site.secret_note"})
+    lines += [format_line(1010, "end", "setup", {}),
+              format_line(1010, "start", "condor", {"@stage": "condor.start", "@name": "condor"})]
+    for n in range(20):
+        key = f"job/s#{n}.0#1"
+        lines += [format_line(1011 + 2 * n, "start", key, {"@stage": "job", "@name": "job", "@parent": "condor"}),
+                  format_line(1012 + 2 * n, "end", key, {"@status": "OK"})]
+    lines += [format_line(1100, "end", "condor", {}), format_line(1101, "end", "glidein", {}),
+              format_line(1001, "attr", "glidein", {"site.secret_note": "do not show"})]
+    _, spans = spans_of(lines)
+    assert len(spans) == 12
+    (root,) = by_stage(spans, "glidein")
+    jobs = by_stage(spans, "job")
+    assert root.attributes["glidein_tracing.jobs_not_traced"] == 20 - len(jobs)
+    assert min(j.start_time for j in jobs) == 1011 * 10**9        # the earliest kept
+    assert root.attributes["site.secret_note"] == "REDACTED"      # the glidein's own REDACT knob
