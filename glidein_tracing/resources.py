@@ -75,6 +75,8 @@ class ResourceTimeline:
         first = bisect.bisect_left(self._times, low)
         last = bisect.bisect_right(self._times, after.time)
         rss = [s.rss for s in self._samples[first:last] if s.rss is not None]
+        if not rss:  # no memory reading in the window (e.g. before the first full sample)
+            rss = [s.rss for s in self._samples[last:] if s.rss is not None][:1]
         if rss:
             out["max_rss_bytes"] = int(max(rss))
         for attr, name in (("disk_free", "disk_free_bytes"), ("load1", "load1")):

@@ -1,0 +1,112 @@
+"""`glidein-tracing demo`, run as a user runs it: what lands in the store is whole, and the
+links lead from the Frontend request to the glidein, to each job, to the user's trace."""
+
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from glidein_tracing.exporters.store import read_store
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory):
+    store = tmp_path_factory.mktemp("store")
+    proc = subprocess.run([sys.executable, "-m", "glidein_tracing", "demo", "--glideins", "5",
+                           "--store", str(store)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return store, proc.stdout, read_store(store)
+
+
+def glidein_traces(traces):
+    return {t: spans for t, spans in traces.items()
+            if any(s["attributes"].get("glidein.stage") == "glidein" for s in spans)}
+
+
+def stage(spans, name):
+    return [s for s in spans if s["attributes"].get("glidein.stage") == name
+            and not s["attributes"].get("glidein.user_view")]
+
+
+def test_five_whole_glidein_traces(demo_store):
+    _, stdout, traces = demo_store
+    glideins = glidein_traces(traces)
+    assert len(glideins) == 5
+    for trace_id, spans in glideins.items():
+        assert trace_id in stdout
+        assert len(stage(spans, "glidein")) == 1
+        ids = [s["span_id"] for s in spans]
+        assert len(ids) == len(set(ids))
+        by_id = {s["span_id"]: s for s in spans}
+        root = stage(spans, "glidein")[0]
+        for span in spans:  # one tree: every parent is in the trace
+            if span is not root:
+                assert span["parent_span_id"] in by_id
+        assert stage(spans, "validation") and stage(spans, "setup") and stage(spans, "teardown")
+        assert stage(spans, "factory.submit") and stage(spans, "factory.queue")
+        assert root["start_ns"] == min(s["start_ns"] for s in spans)  # from submission on
+        for span in spans:
+            if not span["attributes"]["glidein.stage"].startswith("factory."):
+                keys = {k for k in span["attributes"] if k.startswith("glidein.resource.")}
+                assert {"glidein.resource.cpu_user_s", "glidein.resource.max_rss_bytes"} <= keys, span["name"]
+        assert root["resource"]["service.name"] == "glidein"
+        assert root["resource"]["host.name"]
+
+
+def test_outcomes_and_error_types(demo_store):
+    _, _, traces = demo_store
+    outcomes = Counter(stage(spans, "glidein")[0]["attributes"]["glidein.outcome"]
+                       for spans in glidein_traces(traces).values())
+    assert outcomes == Counter({"ok": 4, "validation_failed": 1})
+    for spans in glidein_traces(traces).values():
+        root = stage(spans, "glidein")[0]
+        if root["attributes"]["glidein.outcome"] == "validation_failed":
+            (failed,) = [s for s in stage(spans, "validation") if s["status_code"] == 2]
+            assert failed["name"] == "main/check_wn_drainstate.sh"
+            assert failed["attributes"]["error.type"] == "WN_Resource"
+            assert not stage(spans, "job")
+        else:
+            assert stage(spans, "condor.start") and stage(spans, "idle")
+    all_jobs = [j for spans in glidein_traces(traces).values() for j in stage(spans, "job")]
+    assert len(all_jobs) == 5
+    assert sum(1 for j in all_jobs if j["status_code"] == 2) == 1
+    no_job = [spans for spans in glidein_traces(traces).values()
+              if stage(spans, "condor.start") and not stage(spans, "job")]
+    (idle,) = stage(no_job[0], "idle")
+    assert idle["attributes"]["glidein.idle.kind"] == "no_job"
+    assert stage(no_job[0], "condor.start")[0]["attributes"]["glidein.shutdown.reason"] == "max_idle"
+
+
+def test_links_lead_from_request_to_glidein_to_job_to_user_and_back(demo_store):
+    _, _, traces = demo_store
+    everything = {(s["trace_id"], s["span_id"]): s for spans in traces.values() for s in spans}
+    (request,) = [s for s in everything.values() if s["attributes"].get("glidein.stage") == "frontend.request"]
+    glideins = glidein_traces(traces)
+    for spans in glideins.values():
+        root = stage(spans, "glidein")[0]
+        kinds = {l["attributes"]["glidein.link.kind"]: l for l in root["links"]}
+        assert (kinds["frontend_request"]["trace_id"], kinds["frontend_request"]["span_id"]) == \
+            (request["trace_id"], request["span_id"])
+    user_jobs = [j for spans in glideins.values() for j in stage(spans, "job") if j["links"]]
+    assert len(user_jobs) == 2
+    for job in user_jobs:
+        (link,) = job["links"]
+        user_span = everything[(link["trace_id"], link["span_id"])]      # the user's own span
+        assert user_span["name"] == "jobsub_submit"
+        (view,) = [s for s in traces[link["trace_id"]] if s["parent_span_id"] == user_span["span_id"]]
+        assert view["attributes"]["glidein.user_view"] is True
+        back = view["links"][0]
+        assert (back["trace_id"], back["span_id"]) == (job["trace_id"], job["span_id"])
+        assert view["attributes"]["glidein.site"] == "DEMO_SITE"
+
+
+def test_validation_spans_agree_with_the_glideins_own_records(demo_store):
+    _, _, traces = demo_store
+    for spans in glidein_traces(traces).values():
+        setup = stage(spans, "setup")[0]
+        for span in stage(spans, "validation"):
+            assert span["parent_span_id"] == setup["span_id"]
+            assert span["attributes"]["glidein.script.status"] in ("OK", "ERROR")
+            # GlideinWMS records have 1 s resolution; the span is exactly the record
+            assert span["start_ns"] % 10**9 == 0 and span["end_ns"] % 10**9 == 0
