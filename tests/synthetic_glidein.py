@@ -113,6 +113,11 @@ class Glidein:
         return convert(events, report)
 
 
+def in_trace(spans, trace_id: str) -> list:
+    """The spans of one trace (convert() also makes a span in each linked user's trace)."""
+    return [s for s in spans if format(s.context.trace_id, "032x") == trace_id]
+
+
 def export(jaeger, spans):
     """Send spans to a running harness Jaeger with the project's OTLP/HTTP exporter."""
     exporter = make_otlp_exporter(jaeger.otlp_endpoint, 10.0)

@@ -10,8 +10,10 @@ import time
 import pytest
 
 import jaeger_harness as jh
+from glidein_tracing import ids
 from synthetic_glidein import (SERVICE, USER_SPAN, USER_TRACE, USER_TRACEPARENT, Glidein,
-                               export, full_glidein, hexid, parent_hexid, unique_name)
+                               export, full_glidein, hexid, in_trace, parent_hexid,
+                               unique_name)
 
 pytestmark = pytest.mark.jaeger
 
@@ -22,7 +24,8 @@ def test_a_glidein_arrives_as_one_trace_with_its_tree_tags_and_process(jaeger, j
     g = full_glidein("a")
     spans = g.spans()
     export(jaeger, spans)
-    expected = {hexid(s): s for s in spans}
+    expected = {hexid(s): s for s in in_trace(spans, g.trace_id)}
+    assert len(expected) == len(spans) - 1  # and one "job on glidein" in the user's trace
     trace = jaeger_query.wait_for_trace(g.trace_id, expected, min_spans=len(expected))
 
     assert trace["traceID"] == g.trace_id
@@ -107,7 +110,8 @@ def test_b_job_link_to_the_user_trace_is_follows_from_and_a_v3_link(jaeger, jaeg
     job_key = "job/submit.example.org#1001.0#1795300000"
     other_job = "job/submit.example.org#1002.0#1795300000"
     job = g.sid(job_key)
-    trace = jaeger_query.wait_for_trace(g.trace_id, [job], min_spans=len(spans))
+    trace = jaeger_query.wait_for_trace(g.trace_id, [job],
+                                        min_spans=len(in_trace(spans, g.trace_id)))
     got = jh.v1_spans_by_id(trace)
 
     assert jh.v1_references(got[job], "FOLLOWS_FROM") == [(USER_TRACE, USER_SPAN)]
@@ -123,6 +127,27 @@ def test_b_job_link_to_the_user_trace_is_follows_from_and_a_v3_link(jaeger, jaeg
     assert [(link["traceId"], link["spanId"]) for link in links] == [(USER_TRACE, USER_SPAN)]
     assert jh.v3_attrs(links[0]) == {"glidein.link.kind": "user_job",
                                      "traceparent": USER_TRACEPARENT}
+
+    # The user's view: in the user's own trace, a "job on glidein" span under their span,
+    # linking back to the glidein's job span.
+    mirror = ids.span_id(USER_TRACE, f"glidein/{g.trace_id}/{job_key}")
+    user_trace = jaeger_query.wait_for_trace(USER_TRACE, [mirror])
+    mine = jh.v1_spans_by_id(user_trace)[mirror]
+    assert mine["operationName"] == "job on glidein"
+    assert jh.v1_references(mine, "CHILD_OF") == [(USER_TRACE, USER_SPAN)]
+    assert jh.v1_references(mine, "FOLLOWS_FROM") == [(g.trace_id, job)]
+    assert jh.v1_tags(mine)["glidein.trace_id"] == g.trace_id
+    assert jh.v1_tags(mine)["glidein.site"] == "TEST_SITE_E2E"
+    (start, duration) = (got[job]["startTime"], got[job]["duration"])
+    assert (mine["startTime"], mine["duration"]) == (start, duration)
+    user_v3 = jaeger_query.wait_for_trace(USER_TRACE, [mirror], api="v3")
+    back = {s["spanId"]: s for s in jh.v3_spans(user_v3)}[mirror]["links"]
+    assert [(link["traceId"], link["spanId"]) for link in back] == [(g.trace_id, job)]
+    assert jh.v3_attrs(back[0])["glidein.link.kind"] == "glidein_job"
+    # No other glidein span strays into the user's trace.
+    strays = [s for s in user_trace["spans"]
+              if jh.v1_tags(s).get("glidein.trace_id") == g.trace_id and s["spanID"] != mirror]
+    assert strays == []
 
 
 # -- (c) exported in two parts ----------------------------------------------------------------
@@ -142,8 +167,9 @@ def test_c_two_exports_at_different_times_merge_without_duplicate_span_ids(jaege
     jaeger_query.wait_for_trace(g.trace_id, early_ids, min_spans=len(early_ids))
 
     time.sleep(1.0)
-    everything = g.spans()
-    export(jaeger, everything)
+    sent_later = g.spans()
+    export(jaeger, sent_later)
+    everything = in_trace(sent_later, g.trace_id)
     expected = {hexid(s) for s in everything}
     assert early_ids < expected
     # What makes the merge clean: a finished stage converts to the very same span from the
@@ -185,7 +211,7 @@ def test_d_a_back_dated_30_hour_lifecycle_keeps_exact_durations(jaeger, jaeger_q
     g.teardown(29.5 * hours, 30 * hours + 0.5)
     spans = g.spans()
     export(jaeger, spans)
-    expected = {hexid(s): s for s in spans}
+    expected = {hexid(s): s for s in in_trace(spans, g.trace_id)}
     trace = jaeger_query.wait_for_trace(g.trace_id, expected, min_spans=len(expected))
     got = jh.v1_spans_by_id(trace)
     for sid, span in expected.items():
@@ -242,7 +268,8 @@ def test_e_failed_validation_carries_error_status(jaeger, jaeger_query):
     export(jaeger, spans)
     failed = g.sid("validation/entry/check_cvmfs.sh")
     ok = g.sid("validation/main/check_proxy.sh")
-    trace = jaeger_query.wait_for_trace(g.trace_id, [failed, ok], min_spans=len(spans))
+    trace = jaeger_query.wait_for_trace(g.trace_id, [failed, ok],
+                                        min_spans=len(in_trace(spans, g.trace_id)))
     got = jh.v1_spans_by_id(trace)
 
     tags = jh.v1_tags(got[failed])
