@@ -427,10 +427,13 @@ class _Builder:
 
     def _scrub(self, attrs: dict) -> dict:
         """Secrets never reach a span: redact by name (knob and known markers) and by value."""
+        # one search over all string values finds the common case (no secret) cheaply
+        values_clean = not SECRET_VALUE_RE.search(
+            "\0".join(v for v in attrs.values() if isinstance(v, str)))
         out = {}
         for name, value in attrs.items():
             if name in self.redact or _looks_secret(name) or (
-                    isinstance(value, str) and SECRET_VALUE_RE.search(value)):
+                    not values_clean and isinstance(value, str) and SECRET_VALUE_RE.search(value)):
                 out[name] = "REDACTED"
             else:
                 out[name] = value

@@ -29,6 +29,7 @@ class ResourceTimeline:
     def __init__(self):
         self._samples: list[Sample] = []
         self._times: list[float] = []
+        self._cache: dict = {}
 
     def add(self, time: float, fields: dict) -> None:
         values = {}
@@ -41,6 +42,7 @@ class ResourceTimeline:
         if not values:
             return
         index = bisect.bisect_right(self._times, time)
+        self._cache.clear()
         self._times.insert(index, time)
         self._samples.insert(index, Sample(time=time, **values))
 
@@ -53,6 +55,12 @@ class ResourceTimeline:
         process started (its counters were zero then), used when no sample precedes start."""
         if not self._samples or start is None or end is None:
             return {}
+        key = (start, end, origin)
+        if key not in self._cache:  # spans of one-second records often share a window
+            self._cache[key] = self._window(start, end, origin)
+        return dict(self._cache[key])
+
+    def _window(self, start: float, end: float, origin: float | None) -> dict:
         before_index = bisect.bisect_right(self._times, start) - 1
         after_index = bisect.bisect_left(self._times, end)
         after = self._samples[min(after_index, len(self._samples) - 1)]

@@ -10,7 +10,7 @@ A test checks that the result equals the SDK's encoding message for message.
 from __future__ import annotations
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 # span flags in OTLP: bit 8 "we know whether the parent is remote", bit 9 "it is remote"
 # (the SDK encoder leaves the W3C sampled bit out; so do we)
@@ -18,24 +18,32 @@ _HAS_IS_REMOTE = 0x100
 _IS_REMOTE = 0x200
 
 
-def _value(value) -> AnyValue:
+def _set_value(target: AnyValue, value) -> None:
+    # assigning fields of added messages is several times faster than building them
     if isinstance(value, bool):
-        return AnyValue(bool_value=value)
-    if isinstance(value, int):
-        return AnyValue(int_value=value)
-    if isinstance(value, float):
-        return AnyValue(double_value=value)
-    if isinstance(value, str):
-        return AnyValue(string_value=value)
-    if isinstance(value, bytes):
-        return AnyValue(bytes_value=value)
-    if isinstance(value, (list, tuple)):
-        return AnyValue(array_value=ArrayValue(values=[_value(v) for v in value]))
-    return AnyValue(string_value=str(value))
+        target.bool_value = value
+    elif isinstance(value, int):
+        target.int_value = value
+    elif isinstance(value, float):
+        target.double_value = value
+    elif isinstance(value, str):
+        target.string_value = value
+    elif isinstance(value, bytes):
+        target.bytes_value = value
+    elif isinstance(value, (list, tuple)):
+        values = target.array_value.values
+        for item in value:
+            _set_value(values.add(), item)
+    else:
+        target.string_value = str(value)
 
 
-def _attributes(attributes) -> list:
-    return [KeyValue(key=key, value=_value(value)) for key, value in (attributes or {}).items()]
+def _add_attributes(container, attributes) -> None:
+    add = container.add
+    for key, value in (attributes or {}).items():
+        pair = add()
+        pair.key = key
+        _set_value(pair.value, value)
 
 
 def _flags(context, parent) -> int:
@@ -57,18 +65,18 @@ def _fill_span(message, span) -> None:
     message.end_time_unix_nano = span.end_time
     message.flags = _flags(context, span.parent)
     if span.attributes:
-        message.attributes.extend(_attributes(span.attributes))
+        _add_attributes(message.attributes, span.attributes)
     for event in span.events:
         added = message.events.add()
         added.name = event.name
         added.time_unix_nano = event.timestamp
-        added.attributes.extend(_attributes(event.attributes))
+        _add_attributes(added.attributes, event.attributes)
     for link in span.links:
         added = message.links.add()
         added.trace_id = link.context.trace_id.to_bytes(16, "big")
         added.span_id = link.context.span_id.to_bytes(8, "big")
         added.flags = _HAS_IS_REMOTE | (_IS_REMOTE if link.context.is_remote else 0)
-        added.attributes.extend(_attributes(link.attributes))
+        _add_attributes(added.attributes, link.attributes)
     status = span.status
     message.status.SetInParent()
     if status.status_code.value:
@@ -86,7 +94,7 @@ def encode_request(spans) -> ExportTraceServiceRequest:
         entry = groups.get(id(resource))
         if entry is None:
             resource_spans = request.resource_spans.add()
-            resource_spans.resource.attributes.extend(_attributes(resource.attributes))
+            _add_attributes(resource_spans.resource.attributes, resource.attributes)
             if resource.schema_url:
                 resource_spans.schema_url = resource.schema_url
             entry = groups[id(resource)] = (resource_spans, {})
