@@ -30,14 +30,30 @@ QUANTILES = (0.5, 0.9, 0.99)
 OWN_TIMEOUT_REASONS = ("max_idle", "daemon_shutdown")
 
 
-def group_summary(codes: np.ndarray, values: np.ndarray, n_groups: int, qs=QUANTILES) -> dict:
-    """count, mean and quantiles (linear interpolation) of values per group code; NaNs skipped."""
+def sort_finite(codes, values):
+    """(codes, values) without NaNs, ordered by value: the shared first step of group_summary."""
     codes = np.asarray(codes, dtype=np.int64)
     values = np.asarray(values, dtype=np.float64)
     ok = np.isfinite(values)
     codes, values = codes[ok], values[ok]
-    order = np.lexsort((values, codes))
-    v, c = values[order], codes[order]
+    order = np.argsort(values)
+    return codes[order], values[order]
+
+
+def group_summary(codes: np.ndarray, values: np.ndarray, n_groups: int, qs=QUANTILES, *,
+                  presorted: bool = False) -> dict:
+    """count, mean and quantiles (linear interpolation) of values per group code; NaNs skipped.
+
+    ``presorted``: codes/values come from ``sort_finite`` (one value sort shared by several
+    groupings); the grouping is then a stable radix sort of the small integer codes."""
+    if not presorted:
+        codes, values = sort_finite(codes, values)
+    if n_groups <= 1:
+        v, c = values, np.zeros(len(values), dtype=np.int64)
+    else:
+        small = codes.astype(np.int16) if n_groups < 32767 else codes
+        order = np.argsort(small, kind="stable")
+        v, c = values[order], codes[order]
     counts = np.bincount(c, minlength=n_groups)[:n_groups]
     starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
     sums = np.bincount(c, weights=v, minlength=n_groups)[:n_groups]
@@ -234,10 +250,11 @@ def compute_stats(table: TimelineTable, derived: Derived | None = None, *, by_sc
            "failed_jobs": int(t.jobs["failed"].sum()),
            "metrics": {"overall": {}, "by_entry": {}, "by_site": {}}}
     for name, (rows, values) in metrics.items():
-        overall = group_summary(np.zeros(len(rows), np.int64), values, 1)
+        rows_sorted, values_sorted = sort_finite(rows, values)
+        overall = group_summary(rows_sorted, values_sorted, 1, presorted=True)
         out["metrics"]["overall"][name] = _rows(overall, 0)
         for key, codes, labels in (("by_entry", t.g["entry"], entries), ("by_site", t.g["site"], sites)):
-            summary = group_summary(codes[rows], values, len(labels))
+            summary = group_summary(codes[rows_sorted], values_sorted, len(labels), presorted=True)
             for gi, label in enumerate(labels):
                 if summary["count"][gi]:
                     out["metrics"][key].setdefault(label, {})[name] = _rows(summary, gi)

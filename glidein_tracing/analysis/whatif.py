@@ -122,6 +122,13 @@ class Replayer:
         self.cs_between = cum(np.where(first, 0.0, iv.gap))
         self.cs_bad = cum(np.where(failed, d.job_core_s, 0.0))
         self.cs_good = cum(np.where(failed, 0.0, d.job_core_s))
+        self.cs_jobs = self.cs_bad + self.cs_good
+        # what does not depend on the candidate
+        self.thr0 = np.where(self.has_jobs, current.max_tail, current.max_idle)
+        self.ruled = self.own & (self.tail_rec >= self.thr0 - OWN_RULE_EPS_S)
+        self.overshoot = np.maximum(self.tail_rec - self.thr0, 0.0)
+        self.retire_overshoot = np.maximum(self.L - current.retire, 0.0)
+        self.end_all = self.off + self.n_jobs
         self._count_tail: dict = {}
         self._count_retire: dict = {}
 
@@ -134,47 +141,45 @@ class Replayer:
         return counts
 
     def run(self, s: Settings) -> ReplayResult:
-        cur = self.current
         I, T, R = float(s.max_idle), float(s.max_tail), float(s.retire)
         lost_first = self.need_idle_ms > round(I * 1000.0)
         count_tail = self._leading(self._count_tail, T, self.tail_prefix_ms)
         count_retire = self._leading(self._count_retire, R, self.need_retire_ms)
         kept = np.where(lost_first, 0, np.minimum(count_tail, count_retire))
-        truncated = kept < self.n_jobs
         off = self.off
-        total_jobs = len(self.jg)
-        p = np.clip(off + kept, 0, max(total_jobs - 1, 0))
-        cursor_p = self.cursor[p] if total_jobs else np.zeros(self.n)
-        idle_fired = truncated & (lost_first | (count_tail == kept))
-        retire_fired = truncated & (count_retire == kept)
-        thr_trunc = np.where(kept == 0, I, T)
-        end_idle = np.where(idle_fired, cursor_p + thr_trunc + self.lag, np.inf)
-        end_retire = np.where(retire_fired, np.maximum(cursor_p, R), np.inf)
-        trunc_tail = np.maximum(np.minimum(end_idle, end_retire) - cursor_p, 0.0)
 
-        tail_rec = self.tail_rec
-        thr0 = np.where(self.has_jobs, cur.max_tail, cur.max_idle)
+        # glideins that lose no job: the idle after the last job (or with no job) changes
         thr = np.where(self.has_jobs, T, I)
-        ruled = self.own & (tail_rec >= thr0 - OWN_RULE_EPS_S)
-        kept_tail = np.where(ruled, np.maximum(tail_rec + (thr - thr0), 0.0),
-                             np.minimum(tail_rec, thr + np.maximum(tail_rec - thr0, 0.0)))
-        cap_end = np.maximum(self.cend, R + np.maximum(self.L - cur.retire, 0.0))
-        kept_tail = np.minimum(kept_tail, cap_end - self.cend)
-        new_tail = np.where(truncated, trunc_tail, kept_tail)
-        new_tail = np.where(self.has_condor, new_tail, 0.0)
+        new_tail = np.where(self.ruled, np.maximum(self.tail_rec + (thr - self.thr0), 0.0),
+                            np.minimum(self.tail_rec, thr + self.overshoot))
+        cap = np.maximum(self.cend, R + self.retire_overshoot) - self.cend
+        np.minimum(new_tail, cap, out=new_tail)
+
+        # glideins cut short (usually few): they end after their last kept job
+        cut = np.nonzero(kept < self.n_jobs)[0]
+        if len(cut):
+            k = kept[cut]
+            cursor_p = self.cursor[off[cut] + k]
+            idle_fired = lost_first[cut] | (count_tail[cut] == k)
+            retire_fired = count_retire[cut] == k
+            limit = np.where(k == 0, I, T) + self.lag[cut]
+            end = np.minimum(np.where(idle_fired, cursor_p + limit, np.inf),
+                             np.where(retire_fired, np.maximum(cursor_p, R), np.inf))
+            new_tail[cut] = np.maximum(end - cursor_p, 0.0)
+        new_tail[~self.has_condor] = 0.0
 
         end_index = off + kept
-        prefix = lambda cs: cs[end_index] - cs[off]  # noqa: E731
         any_kept = kept > 0
         return ReplayResult(
             settings=s,
-            idle_before=prefix(self.cs_before), idle_between=prefix(self.cs_between),
+            idle_before=self.cs_before[end_index] - self.cs_before[off],
+            idle_between=self.cs_between[end_index] - self.cs_between[off],
             tail=np.where(any_kept, new_tail, 0.0),
-            no_job=np.where(self.has_condor & ~any_kept, new_tail, 0.0),
-            badput_core_s=prefix(self.cs_bad), goodput_core_s=prefix(self.cs_good),
+            no_job=np.where(any_kept, 0.0, new_tail),
+            badput_core_s=self.cs_bad[end_index] - self.cs_bad[off],
+            goodput_core_s=self.cs_good[end_index] - self.cs_good[off],
             lost_jobs=self.n_jobs - kept,
-            lost_core_s=(self.cs_bad[off + self.n_jobs] - self.cs_bad[end_index])
-            + (self.cs_good[off + self.n_jobs] - self.cs_good[end_index]),
+            lost_core_s=self.cs_jobs[self.end_all] - self.cs_jobs[end_index],
             cores=self.cores)
 
 
@@ -296,18 +301,20 @@ def evaluate_grid(table: TimelineTable, current: Settings, candidates: list[Sett
     startup = (np.nan_to_num(table.g["setup_s"]) + d.idle_before) * c / 3600.0
     replacement_ch = float(np.median(startup[d.has_jobs])) if d.has_jobs.any() else 0.0
     rec_entry_idle = np.bincount(entry, weights=rec_idle, minlength=ne)
+    c_h = c / 3600.0
     points, entry_rows = [], []
     for s in candidates:
         r = replayer.run(s)
-        w = r.waste_core_hours()
-        idle = w["idle"] + w["no_job"]
+        idle_only = (r.idle_before + r.idle_between + r.tail) * c_h
+        no_job = r.no_job * c_h
+        idle = idle_only + no_job
         affected = r.lost_jobs > 0
         point = {
             "settings": s.as_dict(),
             "waste_core_hours": round(float(idle.sum()), 3),
-            "idle_core_hours": round(float(w["idle"].sum()), 3),
-            "no_job_core_hours": round(float(w["no_job"].sum()), 3),
-            "saved_core_hours": round(rec_total - float(idle.sum()), 3),
+            "idle_core_hours": round(float(idle_only.sum()), 3),
+            "no_job_core_hours": round(float(no_job.sum()), 3),
+            "saved_core_hours": round(rec_total - float(idle.sum()), 3) + 0.0,
             "lost_jobs": int(r.lost_jobs.sum()),
             "lost_job_share": round(float(r.lost_jobs.sum()) / total_jobs, 6) if total_jobs else 0.0,
             "glideins_cut_short": int(affected.sum()),
@@ -321,6 +328,7 @@ def evaluate_grid(table: TimelineTable, current: Settings, candidates: list[Sett
                                np.bincount(entry, weights=r.lost_jobs, minlength=ne),
                                np.bincount(entry, weights=affected, minlength=ne)))
         if s == current:
+            w = r.waste_core_hours()
             reproduction = {
                 "recorded_idle_core_hours": round(float(recorded["idle"].sum()), 6),
                 "replayed_idle_core_hours": round(float(w["idle"].sum()), 6),
