@@ -16,6 +16,7 @@ What it derives beyond the journal's own start/end lines:
 from __future__ import annotations
 
 import base64
+import functools
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -123,6 +124,7 @@ def _ns(seconds: float) -> int:
 SECRET_NAME_RE = re.compile("|".join(re.escape(m) for m in SECRET_MARKERS), re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=4096)
 def _looks_secret(name: str) -> bool:
     return SECRET_NAME_RE.search(name) is not None
 
