@@ -3,6 +3,8 @@
 # Every name here starts with gt_ / GT_ so nothing collides with GlideinWMS or the job.
 # Nothing here exits: functions return non-zero and the caller disables tracing.
 # Format of the journal: docs/journal.md; ids: docs/ids.md.
+# Forks are what recording costs (docs/hooks.md, Cost): `$(exec CMD ... 2>/dev/null)` makes
+# bash fork once; `$(CMD ... 2>/dev/null)` forks a subshell that forks again for CMD.
 
 GT_TAB='	'
 GT_NL='
@@ -73,8 +75,8 @@ gt_now() {
         case $GT_NOW in *,*) GT_NOW="${GT_NOW%,*}.${GT_NOW#*,}" ;; esac   # locale decimal comma
         return 0
     fi
-    GT_NOW=$(date +%s.%N 2>/dev/null)
-    case $GT_NOW in *N*|'') GT_NOW=$(date +%s) ;; esac
+    GT_NOW=$(exec date +%s.%N 2>/dev/null)
+    case $GT_NOW in *N*|'') GT_NOW=$(exec date +%s) ;; esac
 }
 
 # gt_cfg_read FILE KEY...: one pass over a glidein_config; sets GT_C_<KEY> for the
@@ -270,10 +272,11 @@ gt_load1() {
     return 0
 }
 
-# gt_disk_free DIR: GT_R_DF = bytes free for us in DIR's file system (one fork).
+# gt_disk_free DIR: GT_R_DF = bytes free for us in DIR's file system (one fork: the
+# only one in recording a stage; bash has no statfs builtin).
 gt_disk_free() {
     GT_R_DF=
-    gt_df=$(stat -f -c '%a %S' "$1" 2>/dev/null) || gt_df=
+    gt_df=$(exec stat -f -c '%a %S' "$1" 2>/dev/null) || gt_df=
     case $gt_df in
         *' '*) GT_R_DF=$(( ${gt_df% *} * ${gt_df#* } )) ;;
     esac
@@ -294,7 +297,7 @@ gt_emit_snap() {
 gt_tree_snap() {
     GT_R_UT= GT_R_ST= GT_R_RSS= GT_R_N=
     set -- "$1" /proc/[0-9]*/stat
-    gt_ts=$(awk -v root="$1" -v hz="${GT_HZ:-100}" -v page="${GT_PAGE:-4096}" 'BEGIN {
+    gt_ts=$(exec awk -v root="$1" -v hz="${GT_HZ:-100}" -v page="${GT_PAGE:-4096}" 'BEGIN {
         for (i = 2; i < ARGC; i++) {
             if ((getline line < ARGV[i]) <= 0) continue
             close(ARGV[i])
