@@ -118,7 +118,9 @@ def parse_iso(text: str) -> float | None:
 
 
 def _ns(seconds: float) -> int:
-    return int(round(seconds * 1e9))
+    """Epoch seconds -> ns. Journal times have microseconds; a double at today's epoch is
+    ~256 ns coarse, so round at the microsecond (seconds * 1e9 would land 1 us early)."""
+    return int(round(seconds * 1e6)) * 1000
 
 
 SECRET_NAME_RE = re.compile("|".join(re.escape(m) for m in SECRET_MARKERS), re.IGNORECASE)

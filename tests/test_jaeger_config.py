@@ -142,11 +142,6 @@ def test_example_config_runs_with_tls_on_loopback(tls_jaeger, tls_pair, monkeypa
         assert b"otelcol_receiver_accepted_spans" in r.read()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the SDK's requests transport sets Session.verify to the OTLP CA file, but requests "
-    "replaces a session's verify with REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE from the "
-    "environment at request time, so the certificate knob is silently ignored on hosts "
-    "that set those (many do). make_otlp_exporter could pass a session that keeps it."))
 def test_otlp_certificate_wins_over_a_requests_ca_bundle(tls_jaeger, tls_pair, monkeypatch):
     import ssl
     system_bundle = ssl.get_default_verify_paths().cafile or "/etc/ssl/certs/ca-certificates.crt"

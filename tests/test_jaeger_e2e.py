@@ -235,11 +235,6 @@ def test_d_a_back_dated_30_hour_lifecycle_keeps_exact_durations(jaeger, jaeger_q
                - int((30 * hours + 0.5) * 1e9)) < 1000
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "converter._ns computes int(round(seconds * 1e9)) from float seconds: at today's epoch a "
-    "double is 256 ns coarse there, so a journal time like ...601.125000 becomes "
-    "...601.124999936 s and Jaeger shows ...124999 us (1 us early). Fix: "
-    "round(seconds * 1e6) * 1000 (the journal has microseconds)."))
 def test_d_journal_microseconds_reach_jaeger_exactly(jaeger, jaeger_query):
     t0 = float(int(time.time())) - 3600 + 0.125
     g = Glidein(unique_name("d2"), t0)

@@ -77,11 +77,29 @@ class BoundedExporter(SpanExporter):
         return True
 
 
+def _ca_preserving_session():
+    """A requests session that keeps the CA file the exporter gives it.
+
+    The SDK sets ``session.verify`` from OTEL_EXPORTER_OTLP_(TRACES_)CERTIFICATE, but requests
+    replaces a session's verify with REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE at request time, so on
+    hosts that set those the OTel knob would be silently ignored."""
+    import requests
+
+    class CAPreservingSession(requests.Session):
+        def merge_environment_settings(self, url, proxies, stream, verify, cert):
+            settings = super().merge_environment_settings(url, proxies, stream, verify, cert)
+            if isinstance(self.verify, str) and verify in (None, True):
+                settings["verify"] = self.verify
+            return settings
+
+    return CAPreservingSession()
+
+
 def make_otlp_exporter(endpoint: str | None, timeout_s: float = 5.0) -> SpanExporter:
     """The OTLP/HTTP exporter for ``endpoint`` (base URL), bounded to ``timeout_s`` seconds.
     With endpoint None the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, _HEADERS, _TIMEOUT,
     _CERTIFICATE... variables apply, as the SDK reads them."""
-    kwargs = {"timeout": timeout_s}
+    kwargs = {"timeout": timeout_s, "session": _ca_preserving_session()}
     if endpoint:
         kwargs["endpoint"] = traces_url(endpoint)
     return BoundedExporter(GroupedOTLPSpanExporter(**kwargs), timeout_s)
