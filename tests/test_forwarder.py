@@ -17,50 +17,8 @@ from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
 from fixtures import fixture_path
 from otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
+from factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
 from journal_builders import parse_otr_records, record_lines
-
-FACTORY, SCHEDD = "gwms_demo_factory", "schedd_glideins2@factory.example.org"
-T0 = 1795318000.0
-
-
-def identity(layout, cluster, proc):
-    return ids.GlideinIdentity(FACTORY, layout.instance, layout.entry, SCHEDD, str(cluster), str(proc))
-
-
-def journal_text(layout, cluster, proc, start, records=None, extra=()):
-    fields = {"@name": "glidein", "@stage": "glidein",
-              "@trace_id": identity(layout, cluster, proc).trace_id,
-              "glidein.factory": FACTORY, "glidein.name": layout.instance,
-              "glidein.entry": layout.entry, "glidein.schedd": SCHEDD,
-              "glidein.cluster:i": str(cluster), "glidein.proc:i": str(proc),
-              "res.host.name": "wn.example.org"}
-    lines = [format_line(start, "start", "glidein", fields),
-             format_line(start, "start", "setup", {"@name": "setup", "@stage": "setup", "r.utime": "0.1"})]
-    lines += record_lines(records or [])
-    lines += [format_line(start + 20, "end", "setup", {"r.utime": "1.0"}),
-              format_line(start + 20, "start", "teardown", {"@name": "teardown", "@stage": "teardown"}),
-              format_line(start + 22, "end", "teardown", {}),
-              format_line(start + 22, "end", "glidein", {})]
-    lines += list(extra)
-    return "".join(lines)
-
-
-def returned_stderr(journal: str, noise="Started glidein\n"):
-    return noise + encode_section("GlideinLog", b"glidein log text\n") + \
-        encode_section(JOURNAL_SECTION, journal.encode())
-
-
-def run_glidein(log, layout, cluster, proc, start, stderr_text, outcome="terminated"):
-    log.submit(cluster, proc, when=start - 120)
-    log.grid_submit(cluster, proc, when=start - 110)
-    log.execute(cluster, proc, when=start)
-    layout.output(cluster, proc, "out").write_text("<glidein/>\n")
-    layout.output(cluster, proc, "err").write_text(stderr_text)
-    old = time.time() - 3600
-    for kind in ("out", "err"):
-        os.utime(layout.output(cluster, proc, kind), (old, old))
-    log.terminated(cluster, proc, 0, when=start + 30)
-
 
 @pytest.fixture
 def factory(tmp_path):
