@@ -56,6 +56,19 @@ class JournalReport:
         return text
 
 
+_GOOD_NAMES: dict = {}
+
+
+def _good_name(name: str) -> bool:
+    """Field names repeat on every line: check each distinct name once."""
+    good = _GOOD_NAMES.get(name)
+    if good is None:
+        good = bool(FIELD_NAME_RE.match(name))
+        if len(_GOOD_NAMES) < 100000:
+            _GOOD_NAMES[name] = good
+    return good
+
+
 def parse_line(raw: bytes, line_no: int, report: JournalReport):
     """Parse one raw line (without its newline); return an Event or None (and count why)."""
     if len(raw) > MAX_LINE_BYTES:
@@ -93,7 +106,7 @@ def parse_line(raw: bytes, line_no: int, report: JournalReport):
     event = Event(time=when, op=op, key=key, line_no=line_no)
     for item in parts[4:]:
         name, sep, value = item.partition("=")
-        if not sep or not FIELD_NAME_RE.match(name):
+        if not sep or not _good_name(name):
             report.skip("bad field", line_no)
             continue
         value = value[:MAX_VALUE_CHARS]

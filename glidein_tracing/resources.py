@@ -30,6 +30,7 @@ class ResourceTimeline:
         self._samples: list[Sample] = []
         self._times: list[float] = []
         self._cache: dict = {}
+        self._columns: dict | None = None
 
     def add(self, time: float, fields: dict) -> None:
         values = {}
@@ -43,11 +44,31 @@ class ResourceTimeline:
             return
         index = bisect.bisect_right(self._times, time)
         self._cache.clear()
+        self._columns = None
         self._times.insert(index, time)
         self._samples.insert(index, Sample(time=time, **values))
 
     def __len__(self):
         return len(self._samples)
+
+    def _build_columns(self) -> dict:
+        """Per attribute, the last value known at each sample (samples need not carry every
+        field), and for memory the next reading at or after each sample."""
+        columns = {}
+        for attr in ("utime", "stime", "disk_free", "load1"):
+            known, column = None, []
+            for sample in self._samples:
+                value = getattr(sample, attr)
+                known = value if value is not None else known
+                column.append(known)
+            columns[attr] = column
+        rss = [s.rss for s in self._samples]
+        following, column = None, [None] * len(rss)
+        for index in range(len(rss) - 1, -1, -1):
+            following = rss[index] if rss[index] is not None else following
+            column[index] = following
+        columns["rss"], columns["next_rss"] = rss, column
+        return columns
 
     def window(self, start: float, end: float, origin: float | None = None) -> dict:
         """Usage over [start, end]: CPU difference between the bracketing samples, the largest
@@ -57,49 +78,43 @@ class ResourceTimeline:
             return {}
         key = (start, end, origin)
         if key not in self._cache:  # spans of one-second records often share a window
+            if self._columns is None:
+                self._columns = self._build_columns()
             self._cache[key] = self._window(start, end, origin)
         return dict(self._cache[key])
 
     def _window(self, start: float, end: float, origin: float | None) -> dict:
-        before_index = bisect.bisect_right(self._times, start) - 1
-        after_index = bisect.bisect_left(self._times, end)
-        after = self._samples[min(after_index, len(self._samples) - 1)]
-        if before_index >= 0:
-            before = self._samples[before_index]
-        elif origin is not None and origin <= start:
-            before = Sample(time=origin, utime=0.0, stime=0.0)
-        else:
-            before = None
+        columns, times = self._columns, self._times
+        last_index = len(times) - 1
+        before = bisect.bisect_right(times, start) - 1
+        after = min(bisect.bisect_left(times, end), last_index)
         out = {}
-        if before is not None and after.time >= before.time:
-            for attr, name in (("utime", "cpu_user_s"), ("stime", "cpu_system_s")):
-                b, a = getattr(before, attr), getattr(after, attr)
+        if before >= 0:
+            before_time = times[before]
+            before_cpu = (columns["utime"][before], columns["stime"][before])
+        elif origin is not None and origin <= start:
+            before_time, before_cpu = origin, (0.0, 0.0)
+        else:
+            before_time, before_cpu = None, (None, None)
+        if before_time is not None and times[after] >= before_time:
+            after_cpu = (columns["utime"][after], columns["stime"][after])
+            for name, b, a in zip(("cpu_user_s", "cpu_system_s"), before_cpu, after_cpu):
                 if a is not None and b is not None:
                     out[name] = round(max(0.0, a - b), 6)
-            out["window_s"] = round(max(0.0, after.time - before.time), 6)
-            low = before.time
+            out["window_s"] = round(max(0.0, times[after] - before_time), 6)
+            low = before_time
         else:
             low = start
-        first = bisect.bisect_left(self._times, low)
-        last = bisect.bisect_right(self._times, after.time)
-        rss = [s.rss for s in self._samples[first:last] if s.rss is not None]
-        if not rss:  # no memory reading in the window (e.g. before the first full sample)
-            rss = [s.rss for s in self._samples[last:] if s.rss is not None][:1]
+        first = bisect.bisect_left(times, low)
+        stop = bisect.bisect_right(times, times[after])
+        rss = [v for v in columns["rss"][first:stop] if v is not None]
+        if not rss and stop <= last_index and columns["next_rss"][stop] is not None:
+            rss = [columns["next_rss"][stop]]  # no reading in the window: the next one
         if rss:
             out["max_rss_bytes"] = int(max(rss))
-        for attr, name in (("disk_free", "disk_free_bytes"), ("load1", "load1")):
-            value = _last_known(self._samples, after_index, attr)
-            if value is not None:
-                out[name] = int(value) if name == "disk_free_bytes" else value
+        disk, load = columns["disk_free"][after], columns["load1"][after]
+        if disk is not None:
+            out["disk_free_bytes"] = int(disk)
+        if load is not None:
+            out["load1"] = load
         return out
-
-
-def _last_known(samples, index, attr):
-    """The value of attr at samples[index], or the nearest earlier sample that has it."""
-    index = min(index, len(samples) - 1)
-    while index >= 0:
-        value = getattr(samples[index], attr)
-        if value is not None:
-            return value
-        index -= 1
-    return None
