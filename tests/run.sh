@@ -5,6 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${GLIDEIN_TRACING_VENV:-.venv}"
+# the HTML report test renders in headless Chromium (Debian's package); Jaeger is built by
+# the test harness itself with the machine's Go
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "tests/run.sh: installing chromium for the report test" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+        || echo "tests/run.sh: could not install chromium; the report test will say so" >&2
+fi
 PYTHON="${PYTHON:-python3}"
 if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
