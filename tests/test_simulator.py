@@ -56,9 +56,10 @@ def test_success_with_three_jobs(tmp_path):
     assert starts[1].links == [USER_TP]
     assert result.job_env(0)["GLIDEIN_Factory"] == scenario.factory
     assert result.job_env(0)["GLIDEIN_ClusterId"] == str(scenario.cluster)
-    # the condor phase, its idle shutdown after Max_Tail, teardown, root end
+    # the condor phase, its shutdown by the DaemonShutdown expression (Max_Tail) after the
+    # last job, teardown, root end
     condor_end = find(events, "end", "condor")[0]
-    assert condor_end.fields["glidein.shutdown.reason"] == "max_idle"
+    assert condor_end.fields["glidein.shutdown.reason"] == "daemon_shutdown"
     assert find(events, "end", "glidein")[0].fields["glidein.outcome"] == "ok"
     # the glidein's own sections are still there, untouched
     sections = result.sections()

@@ -274,12 +274,24 @@ gt_load1() {
 
 # gt_disk_free DIR: GT_R_DF = bytes free for us in DIR's file system (one fork: the
 # only one in recording a stage; bash has no statfs builtin).
+# The only fork of a stage record is stat(1) (no shell builtin can statfs), so one hook
+# process measures a directory at most once every GT_DF_MAX_AGE seconds (default 10) and
+# reuses the value: free disk does not move at stage resolution, and the sampler keeps the
+# timeline fresh. The reuse is keyed by directory.
 gt_disk_free() {
+    gt_df_now=${GT_NOW%.*}
+    if [ "${GT_DF_DIR:-}" = "$1" ] && [ -n "${GT_DF_AT:-}" ] && [ -n "$gt_df_now" ] \
+            && [ $(( gt_df_now - GT_DF_AT )) -lt "${GT_DF_MAX_AGE:-10}" ] \
+            && [ $(( gt_df_now - GT_DF_AT )) -ge 0 ]; then
+        GT_R_DF=$GT_DF_VALUE
+        return 0
+    fi
     GT_R_DF=
     gt_df=$(exec stat -f -c '%a %S' "$1" 2>/dev/null) || gt_df=
     case $gt_df in
         *' '*) GT_R_DF=$(( ${gt_df% *} * ${gt_df#* } )) ;;
     esac
+    GT_DF_DIR=$1 GT_DF_AT=$gt_df_now GT_DF_VALUE=$GT_R_DF
 }
 
 # gt_emit_snap TIME OP KEY PID [NAME=VALUE]...: a line with the resources of PID.

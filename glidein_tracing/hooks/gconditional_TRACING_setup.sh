@@ -130,6 +130,7 @@ gt_tree_sample() {
 # gt_sampler_loop: runs detached; appends `sample` lines until the glidein is gone.
 gt_sampler_loop() {
     local root=$GT_STARTUP_PID root_start=$GT_ROOT_TICKS left
+    GT_DF_MAX_AGE=0   # in the background, cost does not matter: always a fresh disk reading
     trap '' HUP
     while :; do
         gt_snap_pid "$root" && [ "$GT_R_START" = "$root_start" ] || exit 0

@@ -202,9 +202,14 @@ master() {
     local left
     left=$(awk -v l="$limit" -v a="$idle_since" -v n="$(date +%s.%N)" 'BEGIN {d = l - (n - a); print (d > 0) ? d : 0}')
     sleep "$left"
-    # HTCondor logs whole seconds
-    log StartdLog "No resources have been claimed for $(awk -v l="$limit" 'BEGIN {printf "%d", (l == int(l)) ? l : int(l) + 1}') seconds"
-    log StartdLog "Shutting down Condor on this machine."
+    if [ "$last_job" = 0 ]; then
+        # never claimed: STARTD_NOCLAIM_SHUTDOWN (= GLIDEIN_Max_Idle); HTCondor logs whole seconds
+        log StartdLog "No resources have been claimed for $(awk -v l="$limit" 'BEGIN {printf "%d", (l == int(l)) ? l : int(l) + 1}') seconds"
+        log StartdLog "Shutting down Condor on this machine."
+    else
+        # idle after jobs: the glidein's STARTD.DAEMON_SHUTDOWN expression (DS1_IDLE_TAIL)
+        log StartdLog 'The DaemonShutdown expression "(DynamicSlot =!= True) && ((GLIDEIN_ToDie =!= UNDEFINED) && (CurrentTime > GLIDEIN_ToDie)) || ((Slot1_Activity == \"Idle\") && (Slot1_State =!= \"Claimed\") && ((GLIDEIN_Max_Tail =!= UNDEFINED) && ((CurrentTime - Slot1_ExpectedMachineGracefulDrainingCompletion) > GLIDEIN_Max_Tail))))" evaluated to TRUE: starting graceful shutdown'
+    fi
     log MasterLog "All daemons are gone.  Exiting."
     exit 99
 }
