@@ -30,7 +30,7 @@ import numpy as np
 
 from ..exporters.otlp_json import attributes, flatten_request
 from ..exporters.store import FILE_PREFIX, FILE_SUFFIX
-from .timeline import TableBuilder, TimelineTable, timeline_from_spans
+from .timeline import TableBuilder, TimelineTable, is_glidein_span, timeline_from_spans
 
 
 @dataclass
@@ -336,13 +336,7 @@ def group_traces(batches, report: ReadReport | None = None, *, max_pending: int 
 
 def is_glidein_trace(spans) -> bool:
     """A glidein trace has a span of a glidein stage (not only frontend/submit-cycle spans)."""
-    for span in spans:
-        stage = str((span.get("attributes") or {}).get("glidein.stage", ""))
-        if stage and not stage.startswith("frontend."):
-            return True
-        if not stage and span.get("name") in ("glidein", "setup", "condor", "job"):
-            return True
-    return False
+    return any(is_glidein_span(span.get("attributes"), span.get("name")) for span in spans)
 
 
 def collect_table(groups, report: ReadReport | None = None, *, keep=None) -> TimelineTable:

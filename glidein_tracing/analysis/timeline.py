@@ -140,12 +140,13 @@ def _nanmax(a, b):
     return a if math.isnan(b) else max(a, b)
 
 
-def _stage(span: dict) -> str:
-    attrs = span.get("attributes") or {}
-    stage = attrs.get("glidein.stage")
+def stage_of(attrs, name) -> str:
+    """The glidein stage of a span: its ``glidein.stage`` attribute, else from its name."""
+    stage = attrs.get("glidein.stage") if attrs else None
     if stage:
         return str(stage)
-    name = span.get("name", "")
+    if not isinstance(name, str):
+        return ""
     if name == "condor":
         return "condor.start"
     if name in ("glidein", "setup", "job", "idle", "teardown") or name.startswith("factory."):
@@ -153,6 +154,19 @@ def _stage(span: dict) -> str:
     if "/" in name:
         return "validation"
     return ""
+
+
+def _stage(span: dict) -> str:
+    return stage_of(span.get("attributes"), span.get("name", ""))
+
+
+def is_glidein_span(attrs, name) -> bool:
+    """A span of a glidein stage (not a frontend/submit-cycle span): makes its trace a
+    glidein trace."""
+    stage = str((attrs or {}).get("glidein.stage", ""))
+    if stage:
+        return not stage.startswith("frontend.")
+    return name in ("glidein", "setup", "condor", "job")
 
 
 def _attr(spans_attrs, key, default=None):
@@ -182,19 +196,53 @@ def _positive(value):
     return number if number > 0 else None
 
 
+# A span as the timeline needs it (``span_record``; the store's fast reader builds these
+# directly): id, start and end (ns, 0 when unknown), stage, name, status code, attributes
+# and resource attributes (dicts or None; only the keys in TIMELINE_KEYS are read).
+R_SID, R_START, R_END, R_STAGE, R_NAME, R_STATUS, R_ATTRS, R_RESOURCE = range(8)
+
+# every span attribute the timeline reads (resource attributes: the identity ones)
+IDENTITY_KEYS = frozenset({"glidein.entry", "glidein.site", "glidein.cpus", "GLIDEIN_CPUS",
+                           "host.cpu.logical_count"})
+TIMELINE_KEYS = IDENTITY_KEYS | frozenset({
+    "glidein.stage", "glidein.incomplete", "glidein.outcome", "glidein.shutdown.reason",
+    "glidein.script.id", "glidein.script.status", "error.type",
+    "job.exit_code", "job.exit_signal", "job.exit_by", "job.request_cpus"})
+
+
+def span_record(span: dict) -> tuple:
+    """A flat span dict as the record ``timeline_from_records`` reads."""
+    attrs = span.get("attributes")
+    name = span.get("name", "")
+    return (span.get("span_id"), span.get("start_ns") or 0, span.get("end_ns") or 0, stage_of(attrs, name),
+            name, span.get("status_code"), attrs, span.get("resource"))
+
+
 def timeline_from_spans(trace_id: str, spans) -> GlideinTimeline:
     """Build the timeline of one trace from its flat span dicts. Never raises on bad data."""
+    return timeline_from_records(trace_id, [span_record(span) for span in spans])
+
+
+_BUCKETS = {"glidein": 0, "setup": 1, "validation": 2, "condor.start": 3, "job": 4, "teardown": 5,
+            "factory.queue": 6, "factory.held": 7, "factory.submit": 8}
+_EMPTY: dict = {}
+
+
+def timeline_from_records(trace_id: str, records) -> GlideinTimeline:
+    """Build the timeline of one trace from its span records (``span_record``)."""
     problems = 0
-    roots, setups, condors, teardowns = [], [], [], []
-    validations, jobs, queues, helds, submits, others = [], [], [], [], [], []
+    buckets = ([], [], [], [], [], [], [], [], [])
+    roots, setups, validations, condors, jobs, teardowns, queues, helds, submits = buckets
+    bucket_of = _BUCKETS.get
     seen = set()
-    for span in spans:
-        sid = span.get("span_id")
-        if sid and sid in seen:
-            continue
-        seen.add(sid)
-        start = (span.get("start_ns") or 0) / 1e9
-        end_ns = span.get("end_ns") or 0
+    for rec in records:
+        sid = rec[0]
+        if sid:
+            if sid in seen:
+                continue
+            seen.add(sid)
+        start = rec[1] / 1e9
+        end_ns = rec[2]
         if not end_ns:
             problems |= MISSING_END
             end = start
@@ -203,36 +251,17 @@ def timeline_from_spans(trace_id: str, spans) -> GlideinTimeline:
         if end < start:
             problems |= NEGATIVE_DURATION
             end = start
-        item = (start, end, span)
-        stage = _stage(span)
-        if stage == "glidein":
-            roots.append(item)
-        elif stage == "setup":
-            setups.append(item)
-        elif stage == "validation":
-            validations.append(item)
-        elif stage == "condor.start":
-            condors.append(item)
-        elif stage == "job":
-            jobs.append(item)
-        elif stage == "teardown":
-            teardowns.append(item)
-        elif stage == "factory.queue":
-            queues.append(item)
-        elif stage == "factory.held":
-            helds.append(item)
-        elif stage == "factory.submit":
-            submits.append(item)
-        else:
-            others.append(item)  # idle spans are re-derived from the jobs; unknown stages ignored
+        index = bucket_of(rec[3])
+        if index is not None:   # idle spans are re-derived from the jobs; unknown stages ignored
+            buckets[index].append((start, end, rec))
 
     if not roots:
         problems |= NO_ROOT
     elif len(roots) > 1:
         problems |= MULTIPLE_ROOTS
-    root_attrs = [r[2].get("attributes") for r in roots]
-    all_attrs = root_attrs + [s[2].get("resource") for s in (roots + setups + condors + jobs + teardowns
-                                                             + queues + submits + validations)[:8]]
+    root_attrs = [r[2][R_ATTRS] for r in roots]
+    first = roots + setups + condors + jobs + teardowns + queues + submits + validations
+    all_attrs = root_attrs + [s[2][R_RESOURCE] for s in first[:8]]
 
     entry = str(_attr(all_attrs, "glidein.entry", UNKNOWN))
     if entry == UNKNOWN:
@@ -240,76 +269,84 @@ def timeline_from_spans(trace_id: str, spans) -> GlideinTimeline:
     site = str(_attr(all_attrs, "glidein.site", UNKNOWN))
     cores = (_positive(_attr(all_attrs, "glidein.cpus")) or _positive(_attr(all_attrs, "GLIDEIN_CPUS"))
              or _positive(_attr(all_attrs, "host.cpu.logical_count")) or 1.0)
-    if _attr(root_attrs, "glidein.incomplete"):
+    if roots and _attr(root_attrs, "glidein.incomplete"):
         problems |= INCOMPLETE
 
     tl = GlideinTimeline(trace_id=trace_id, entry=entry, site=site, cores=float(cores))
 
     # Factory side (Factory clock)
-    factory_times = [s for s, _, _ in submits + queues + helds]
     if submits:
-        tl.submit = min(s for s, _, _ in submits)
+        tl.submit = min([s for s, _, _ in submits])
     elif queues:
-        tl.submit = min(s for s, _, _ in queues)
+        tl.submit = min([s for s, _, _ in queues])
     if queues:
-        tl.queue_s = sum(e - s for s, e, _ in queues)
+        tl.queue_s = sum([e - s for s, e, _ in queues])
     if helds:
-        tl.held_s = sum(e - s for s, e, _ in helds)
+        tl.held_s = sum([e - s for s, e, _ in helds])
 
     # node side (node clock)
     node_items = setups + validations + condors + jobs + teardowns
     if node_items:
-        tl.node_start = min(s for s, _, _ in node_items)
-        tl.node_end = max(e for _, e, _ in node_items)
+        tl.node_start = min([s for s, _, _ in node_items])
+        tl.node_end = max([e for _, e, _ in node_items])
+        if submits or queues or helds:
+            earliest_factory = min([s for s, _, _ in submits + queues + helds])
+            if tl.node_start < earliest_factory - SKEW_TOLERANCE_S:
+                problems |= CLOCK_SKEW
+                # the node starts right after the Factory sees it running (end of the queue)
+                seen_running = max([e for _, e, _ in queues]) if queues else earliest_factory
+                tl.skew_s = tl.node_start - seen_running
     else:
         problems |= NO_NODE_SPANS
-    if factory_times and node_items:
-        earliest_factory = min(factory_times)
-        if tl.node_start < earliest_factory - SKEW_TOLERANCE_S:
-            problems |= CLOCK_SKEW
-            # the node starts right after the Factory sees it running (end of the queue)
-            seen_running = max(e for _, e, _ in queues) if queues else earliest_factory
-            tl.skew_s = tl.node_start - seen_running
 
     if setups:
-        tl.setup_s = max(e for _, e, _ in setups) - min(s for s, _, _ in setups)
+        tl.setup_s = max([e for _, e, _ in setups]) - min([s for s, _, _ in setups])
     elif validations:
-        tl.setup_s = max(e for _, e, _ in validations) - min(s for s, _, _ in validations)
+        tl.setup_s = max([e for _, e, _ in validations]) - min([s for s, _, _ in validations])
     vals = []
-    for start, end, span in sorted(validations, key=lambda x: x[0]):
-        attrs = span.get("attributes") or {}
-        failed = span.get("status_code") == 2 or str(attrs.get("glidein.script.status", "")).upper() == "ERROR"
-        error_type = str(attrs.get("error.type", "")) if failed else ""
-        if failed and not error_type:
-            error_type = "Unknown"
-        vals.append((str(attrs.get("glidein.script.id") or span.get("name", "")), end - start, failed, error_type))
-    tl.validations = tuple(vals)
+    any_failed = False
+    if validations:
+        if len(validations) > 1:
+            validations.sort(key=_first)
+        for start, end, rec in validations:
+            attrs = rec[R_ATTRS] or _EMPTY
+            failed = rec[R_STATUS] == 2 or str(attrs.get("glidein.script.status", "")).upper() == "ERROR"
+            if failed:
+                any_failed = True
+                error_type = str(attrs.get("error.type", "")) or "Unknown"
+            else:
+                error_type = ""
+            vals.append((str(attrs.get("glidein.script.id") or rec[R_NAME]), end - start, failed, error_type))
+        tl.validations = tuple(vals)
 
     if condors:
-        tl.condor_start = min(s for s, _, _ in condors)
-        tl.condor_end = max(e for _, e, _ in condors)
-        reason = _attr([c[2].get("attributes") for c in condors], "glidein.shutdown.reason", "")
+        tl.condor_start = condor_start = min([s for s, _, _ in condors])
+        tl.condor_end = condor_end = max([e for _, e, _ in condors])
+        reason = _attr([c[2][R_ATTRS] for c in condors], "glidein.shutdown.reason", "")
         tl.shutdown_reason = str(reason) if reason else "unknown"
 
-    job_rows = []
-    for start, end, span in jobs:
-        attrs = span.get("attributes") or {}
-        code = _int(attrs.get("job.exit_code"))
-        failed = (span.get("status_code") == 2 or code > 0 or attrs.get("job.exit_signal") not in (None, 0, "")
-                  or attrs.get("job.exit_by") in FAILED_EXIT_BY)
-        request = _positive(attrs.get("job.request_cpus"))
-        job_cores = min(request, tl.cores) if request else tl.cores
-        if condors and (start < tl.condor_start - 1 or end > tl.condor_end + 1):
-            problems |= JOB_OUTSIDE_CONDOR
-        job_rows.append((start, end, code, bool(failed), float(job_cores)))
-    if job_rows and not condors:
-        problems |= NO_CONDOR
-    tl.jobs = tuple(sorted(job_rows))
+    if jobs:
+        job_rows = []
+        glidein_cores = tl.cores
+        for start, end, rec in jobs:
+            attrs = rec[R_ATTRS] or _EMPTY
+            code = _int(attrs.get("job.exit_code"))
+            failed = (rec[R_STATUS] == 2 or code > 0 or attrs.get("job.exit_signal") not in (None, 0, "")
+                      or attrs.get("job.exit_by") in FAILED_EXIT_BY)
+            request = _positive(attrs.get("job.request_cpus"))
+            job_cores = min(request, glidein_cores) if request else glidein_cores
+            if condors and (start < condor_start - 1 or end > condor_end + 1):
+                problems |= JOB_OUTSIDE_CONDOR
+            job_rows.append((start, end, code, bool(failed), float(job_cores)))
+        if not condors:
+            problems |= NO_CONDOR
+        job_rows.sort()
+        tl.jobs = tuple(job_rows)
 
-    outcome = _attr(root_attrs, "glidein.outcome") or _attr(
-        [t[2].get("attributes") for t in teardowns], "glidein.outcome")
+    outcome = (_attr(root_attrs, "glidein.outcome") if roots else None) or (_attr(
+        [t[2][R_ATTRS] for t in teardowns], "glidein.outcome") if teardowns else None)
     if not outcome:
-        if any(v[2] for v in vals):
+        if any_failed:
             outcome = "validation_failed"
         elif problems & INCOMPLETE:
             outcome = "incomplete"
@@ -318,6 +355,10 @@ def timeline_from_spans(trace_id: str, spans) -> GlideinTimeline:
     tl.outcome = str(outcome)
     tl.problems = problems
     return tl
+
+
+def _first(item):
+    return item[0]
 
 
 # -- columnar table ---------------------------------------------------------------------
@@ -343,7 +384,7 @@ class Interner:
 
 
 GLIDEIN_FLOAT_COLUMNS = ("cores", "skew_s", "submit", "queue_s", "held_s", "node_start", "node_end",
-                         "setup_s", "condor_start", "condor_end")
+                         "setup_s", "condor_start", "condor_end")   # TableBuilder.add lists them in this order
 
 
 class TableBuilder:
@@ -355,6 +396,7 @@ class TableBuilder:
         self.scripts, self.errors = Interner(), Interner(("",))
         self.trace_ids: list[str] = []
         self.g_float = {name: array("d") for name in GLIDEIN_FLOAT_COLUMNS}
+        self._float_appends = [self.g_float[name].append for name in GLIDEIN_FLOAT_COLUMNS]
         self.g_int = {name: array("q") for name in ("entry", "site", "outcome", "reason", "problems",
                                                      "n_jobs", "n_val")}
         self.j_float = {name: array("d") for name in ("start", "end", "cores")}
@@ -368,9 +410,10 @@ class TableBuilder:
     def add(self, tl: GlideinTimeline) -> int:
         row = len(self.trace_ids)
         self.trace_ids.append(tl.trace_id)
-        g = self.g_float
-        for name in GLIDEIN_FLOAT_COLUMNS:
-            g[name].append(getattr(tl, name))
+        for append, value in zip(self._float_appends, (tl.cores, tl.skew_s, tl.submit, tl.queue_s, tl.held_s,
+                                                       tl.node_start, tl.node_end, tl.setup_s, tl.condor_start,
+                                                       tl.condor_end)):
+            append(value)
         gi = self.g_int
         gi["entry"].append(self.entries.code(tl.entry))
         gi["site"].append(self.sites.code(tl.site))
