@@ -447,7 +447,7 @@ class _Builder:
         resource = self.resource()
         trace_int = int(self.trace_id, 16)
         flags = TraceFlags(TraceFlags.SAMPLED)
-        contexts = {key: SpanContext(trace_int, int(ids.span_id(self.trace_id, key), 16),
+        contexts = {key: SpanContext(trace_int, ids.span_id_int(self.trace_id, key),
                                      is_remote=False, trace_flags=flags)
                     for key in self.spans}
         out = []

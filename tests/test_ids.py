@@ -44,3 +44,9 @@ def test_traceparent_parsing_rejects_invalid_values():
                 "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01",
                 "00-0af7651916cd43dd8448eb211c80319c-b7ad6b716920333-01"):
         assert ids.parse_traceparent(bad) is None
+
+
+def test_integer_span_ids_equal_the_hex_ones():
+    trace = "0af7651916cd43dd8448eb211c80319c"
+    for key in ("glidein", "setup", "job/x#1.0#2", "idle/3", "é/ü"):
+        assert ids.span_id_int(trace, key) == int(ids.span_id(trace, key), 16)
