@@ -64,12 +64,23 @@ class DemoSpans:
     def __init__(self, exporter):
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
+
+        class Shared(SpanExporter):
+            """The demo's one exporter, used by several providers: they must not close it."""
+
+            def export(self, spans):
+                return exporter.export(spans)
+
+            def shutdown(self):
+                pass
+
+        exporter_for_providers = Shared()
         self.providers = []
         self.tracers = {}
         for service in ("gwms-frontend", "jobsub_lite"):
             provider = TracerProvider(resource=Resource({"service.name": service}))
-            provider.add_span_processor(SimpleSpanProcessor(exporter))
+            provider.add_span_processor(SimpleSpanProcessor(exporter_for_providers))
             self.providers.append(provider)
             self.tracers[service] = provider.get_tracer("glidein_tracing.demo")
         self.user_roots = {}
@@ -158,6 +169,7 @@ def run(args):
                           reconcile=reconcile)
     stats = forwarder.run_once()
     demo.shutdown()
+    exporter.shutdown()
     print(f"forwarder: {stats.summary()}", file=sys.stderr)
     ids = [GlideinIdentity(FACTORY, INSTANCE, ENTRY, SCHEDD, str(s.cluster), str(s.proc)).trace_id
            for _, s, _ in results]
