@@ -30,6 +30,7 @@ from opentelemetry.trace.status import Status, StatusCode
 
 from . import __version__, ids
 from .journal import Event, JournalReport
+from . import resources
 from .resources import ResourceTimeline
 
 SCOPE = InstrumentationScope("glidein_tracing", __version__)
@@ -548,27 +549,19 @@ class _Builder:
     def _resources_for(self, span: _Span) -> dict:
         if span.stage.startswith("factory."):
             return {}  # the Factory's view: the node's resources say nothing about it
-        if span.key.startswith("job/"):
-            usage = self.timeline.window(span.start, span.end)
-            fields = span.end_fields
-            out = {}
-            for field_name, attr in (("r.utime", "cpu_user_s"), ("r.stime", "cpu_system_s")):
-                try:
-                    out[f"glidein.resource.{attr}"] = float(fields[field_name])
-                except (KeyError, ValueError):
-                    pass
-            if "job.rss_bytes" in span.attrs:
-                out["glidein.resource.max_rss_bytes"] = int(span.attrs["job.rss_bytes"])
-            for attr in ("disk_free_bytes", "load1", "window_s"):
-                if usage and attr in usage:
-                    out[f"glidein.resource.{attr}"] = usage[attr]
-            for attr in ("cpu_user_s", "cpu_system_s", "max_rss_bytes"):
-                # the job's own ClassAd figures win; the glidein-wide samples fill gaps
-                if usage and attr in usage:
-                    out.setdefault(f"glidein.resource.{attr}", usage[attr])
-            return out
-        usage = self.timeline.window(span.start, span.end, origin=self.spans[ROOT].start)
-        return {f"glidein.resource.{k}": v for k, v in (usage or {}).items()}
+        if not span.key.startswith("job/"):
+            return self.timeline.window(span.start, span.end, origin=self.spans[ROOT].start)
+        # a job: its own ClassAd figures win; the glidein-wide samples fill the gaps
+        out = dict(self.timeline.window(span.start, span.end))
+        fields = span.end_fields
+        for field_name, attr in (("r.utime", resources.CPU_USER), ("r.stime", resources.CPU_SYSTEM)):
+            try:
+                out[attr] = float(fields[field_name])
+            except (KeyError, ValueError):
+                pass
+        if "job.rss_bytes" in span.attrs:
+            out[resources.MAX_RSS] = int(span.attrs["job.rss_bytes"])
+        return out
 
 
 def _number(value):

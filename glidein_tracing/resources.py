@@ -13,6 +13,10 @@ from dataclasses import dataclass
 
 FIELDS = {"r.utime": "utime", "r.stime": "stime", "r.rss": "rss",
           "r.disk_free": "disk_free", "r.load1": "load1"}
+PREFIX = "glidein.resource."
+CPU_USER, CPU_SYSTEM = PREFIX + "cpu_user_s", PREFIX + "cpu_system_s"
+MAX_RSS, DISK_FREE, LOAD1, WINDOW = (PREFIX + "max_rss_bytes", PREFIX + "disk_free_bytes",
+                                     PREFIX + "load1", PREFIX + "window_s")
 
 
 @dataclass
@@ -71,9 +75,11 @@ class ResourceTimeline:
         return columns
 
     def window(self, start: float, end: float, origin: float | None = None) -> dict:
-        """Usage over [start, end]: CPU difference between the bracketing samples, the largest
-        RSS seen inside them, disk free and load at the end. ``origin`` is when the measured
-        process started (its counters were zero then), used when no sample precedes start."""
+        """Usage over [start, end] as ``glidein.resource.*`` attributes: CPU difference between
+        the bracketing samples, the largest RSS seen inside them, disk free and load at the
+        end. ``origin`` is when the measured process started (its counters were zero then),
+        used when no sample precedes start. The dict is shared between equal windows: read it,
+        do not change it."""
         if not self._samples or start is None or end is None:
             return {}
         key = (start, end, origin)
@@ -81,7 +87,7 @@ class ResourceTimeline:
             if self._columns is None:
                 self._columns = self._build_columns()
             self._cache[key] = self._window(start, end, origin)
-        return dict(self._cache[key])
+        return self._cache[key]
 
     def _window(self, start: float, end: float, origin: float | None) -> dict:
         columns, times = self._columns, self._times
@@ -98,10 +104,10 @@ class ResourceTimeline:
             before_time, before_cpu = None, (None, None)
         if before_time is not None and times[after] >= before_time:
             after_cpu = (columns["utime"][after], columns["stime"][after])
-            for name, b, a in zip(("cpu_user_s", "cpu_system_s"), before_cpu, after_cpu):
+            for name, b, a in zip((CPU_USER, CPU_SYSTEM), before_cpu, after_cpu):
                 if a is not None and b is not None:
                     out[name] = round(max(0.0, a - b), 6)
-            out["window_s"] = round(max(0.0, times[after] - before_time), 6)
+            out[WINDOW] = round(max(0.0, times[after] - before_time), 6)
             low = before_time
         else:
             low = start
@@ -111,10 +117,10 @@ class ResourceTimeline:
         if not rss and stop <= last_index and columns["next_rss"][stop] is not None:
             rss = [columns["next_rss"][stop]]  # no reading in the window: the next one
         if rss:
-            out["max_rss_bytes"] = int(max(rss))
+            out[MAX_RSS] = int(max(rss))
         disk, load = columns["disk_free"][after], columns["load1"][after]
         if disk is not None:
-            out["disk_free_bytes"] = int(disk)
+            out[DISK_FREE] = int(disk)
         if load is not None:
-            out["load1"] = load
+            out[LOAD1] = load
         return out
