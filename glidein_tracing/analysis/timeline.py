@@ -196,10 +196,11 @@ def _positive(value):
     return number if number > 0 else None
 
 
-# A span as the timeline needs it (``span_record``; the store's fast reader builds these
-# directly): id, start and end (ns, 0 when unknown), stage, name, status code, attributes
-# and resource attributes (dicts or None; only the keys in TIMELINE_KEYS are read).
-R_SID, R_START, R_END, R_STAGE, R_NAME, R_STATUS, R_ATTRS, R_RESOURCE = range(8)
+# A span as the timeline needs it (``span_record``; the store's fast reader, analysis.fastread,
+# builds these directly): trace id, whether it is a glidein-stage span (``is_glidein_span``),
+# span id, start and end (ns, 0 when unknown), stage, name, status code, attributes and resource
+# attributes (dicts or None; only the keys in TIMELINE_KEYS are read).
+R_TRACE, R_GLIDEIN, R_SID, R_START, R_END, R_STAGE, R_NAME, R_STATUS, R_ATTRS, R_RESOURCE = range(10)
 
 # every span attribute the timeline reads (resource attributes: the identity ones)
 IDENTITY_KEYS = frozenset({"glidein.entry", "glidein.site", "glidein.cpus", "GLIDEIN_CPUS",
@@ -214,8 +215,9 @@ def span_record(span: dict) -> tuple:
     """A flat span dict as the record ``timeline_from_records`` reads."""
     attrs = span.get("attributes")
     name = span.get("name", "")
-    return (span.get("span_id"), span.get("start_ns") or 0, span.get("end_ns") or 0, stage_of(attrs, name),
-            name, span.get("status_code"), attrs, span.get("resource"))
+    return (span.get("trace_id"), is_glidein_span(attrs, span.get("name")), span.get("span_id"),
+            span.get("start_ns") or 0, span.get("end_ns") or 0, stage_of(attrs, name), name,
+            span.get("status_code"), attrs, span.get("resource"))
 
 
 def timeline_from_spans(trace_id: str, spans) -> GlideinTimeline:
@@ -230,84 +232,97 @@ _EMPTY: dict = {}
 
 def timeline_from_records(trace_id: str, records) -> GlideinTimeline:
     """Build the timeline of one trace from its span records (``span_record``)."""
+    return GlideinTimeline(*timeline_fields(trace_id, records))
+
+
+def timeline_fields(trace_id: str, records) -> tuple:
+    """The fields of ``timeline_from_records``'s GlideinTimeline, in their order (what
+    ``TableBuilder.add_fields`` takes: no GlideinTimeline object on the fast path)."""
     problems = 0
     buckets = ([], [], [], [], [], [], [], [], [])
     roots, setups, validations, condors, jobs, teardowns, queues, helds, submits = buckets
     bucket_of = _BUCKETS.get
-    seen = set()
+    if len({rec[2] for rec in records}) < len(records):   # a span id twice (or several without one)
+        records = _first_of_each_span(records)
     for rec in records:
-        sid = rec[0]
-        if sid:
-            if sid in seen:
-                continue
-            seen.add(sid)
-        start = rec[1] / 1e9
-        end_ns = rec[2]
+        start = rec[3] / 1e9     # R_START, R_END, R_STAGE: literal indices in this loop
+        end_ns = rec[4]
         if not end_ns:
             problems |= MISSING_END
             end = start
         else:
             end = end_ns / 1e9
-        if end < start:
-            problems |= NEGATIVE_DURATION
-            end = start
-        index = bucket_of(rec[3])
+            if end < start:
+                problems |= NEGATIVE_DURATION
+                end = start
+        index = bucket_of(rec[5])
         if index is not None:   # idle spans are re-derived from the jobs; unknown stages ignored
             buckets[index].append((start, end, rec))
 
     if not roots:
         problems |= NO_ROOT
-    elif len(roots) > 1:
-        problems |= MULTIPLE_ROOTS
-    root_attrs = [r[2][R_ATTRS] for r in roots]
-    first = roots + setups + condors + jobs + teardowns + queues + submits + validations
-    all_attrs = root_attrs + [s[2][R_RESOURCE] for s in first[:8]]
+        root_attrs = []
+    else:
+        if len(roots) > 1:
+            problems |= MULTIPLE_ROOTS
+        root_attrs = [r[2][R_ATTRS] for r in roots]
+    # identity: the roots' attributes, then the resources of the first 8 spans in this order
+    all_attrs = list(root_attrs)
+    for bucket in (roots, setups, condors, jobs, teardowns, queues, submits, validations):
+        for item in bucket:
+            if len(all_attrs) - len(root_attrs) == 8:
+                break
+            all_attrs.append(item[2][R_RESOURCE])
 
     entry = str(_attr(all_attrs, "glidein.entry", UNKNOWN))
     if entry == UNKNOWN:
         problems |= NO_ENTRY
     site = str(_attr(all_attrs, "glidein.site", UNKNOWN))
-    cores = (_positive(_attr(all_attrs, "glidein.cpus")) or _positive(_attr(all_attrs, "GLIDEIN_CPUS"))
-             or _positive(_attr(all_attrs, "host.cpu.logical_count")) or 1.0)
-    if roots and _attr(root_attrs, "glidein.incomplete"):
+    cores = float(_positive(_attr(all_attrs, "glidein.cpus")) or _positive(_attr(all_attrs, "GLIDEIN_CPUS"))
+                  or _positive(_attr(all_attrs, "host.cpu.logical_count")) or 1.0)
+    if root_attrs and _attr(root_attrs, "glidein.incomplete"):
         problems |= INCOMPLETE
 
-    tl = GlideinTimeline(trace_id=trace_id, entry=entry, site=site, cores=float(cores))
-
     # Factory side (Factory clock)
+    submit = queue_s = NAN
+    held_s = 0.0
     if submits:
-        tl.submit = min([s for s, _, _ in submits])
+        submit = min([s for s, _, _ in submits])
     elif queues:
-        tl.submit = min([s for s, _, _ in queues])
+        submit = min([s for s, _, _ in queues])
     if queues:
-        tl.queue_s = sum([e - s for s, e, _ in queues])
+        queue_s = sum([e - s for s, e, _ in queues])
     if helds:
-        tl.held_s = sum([e - s for s, e, _ in helds])
+        held_s = sum([e - s for s, e, _ in helds])
 
     # node side (node clock)
+    skew_s = 0.0
+    node_start = node_end = NAN
     node_items = setups + validations + condors + jobs + teardowns
     if node_items:
-        tl.node_start = min([s for s, _, _ in node_items])
-        tl.node_end = max([e for _, e, _ in node_items])
+        node_start = min([s for s, _, _ in node_items])
+        node_end = max([e for _, e, _ in node_items])
         if submits or queues or helds:
             earliest_factory = min([s for s, _, _ in submits + queues + helds])
-            if tl.node_start < earliest_factory - SKEW_TOLERANCE_S:
+            if node_start < earliest_factory - SKEW_TOLERANCE_S:
                 problems |= CLOCK_SKEW
                 # the node starts right after the Factory sees it running (end of the queue)
                 seen_running = max([e for _, e, _ in queues]) if queues else earliest_factory
-                tl.skew_s = tl.node_start - seen_running
+                skew_s = node_start - seen_running
     else:
         problems |= NO_NODE_SPANS
 
+    setup_s = NAN
     if setups:
-        tl.setup_s = max([e for _, e, _ in setups]) - min([s for s, _, _ in setups])
+        setup_s = max([e for _, e, _ in setups]) - min([s for s, _, _ in setups])
     elif validations:
-        tl.setup_s = max([e for _, e, _ in validations]) - min([s for s, _, _ in validations])
-    vals = []
+        setup_s = max([e for _, e, _ in validations]) - min([s for s, _, _ in validations])
+    vals = ()
     any_failed = False
     if validations:
         if len(validations) > 1:
             validations.sort(key=_first)
+        vals = []
         for start, end, rec in validations:
             attrs = rec[R_ATTRS] or _EMPTY
             failed = rec[R_STATUS] == 2 or str(attrs.get("glidein.script.status", "")).upper() == "ERROR"
@@ -317,33 +332,35 @@ def timeline_from_records(trace_id: str, records) -> GlideinTimeline:
             else:
                 error_type = ""
             vals.append((str(attrs.get("glidein.script.id") or rec[R_NAME]), end - start, failed, error_type))
-        tl.validations = tuple(vals)
+        vals = tuple(vals)
 
+    condor_start = condor_end = NAN
+    reason = ""
     if condors:
-        tl.condor_start = condor_start = min([s for s, _, _ in condors])
-        tl.condor_end = condor_end = max([e for _, e, _ in condors])
+        condor_start = min([s for s, _, _ in condors])
+        condor_end = max([e for _, e, _ in condors])
         reason = _attr([c[2][R_ATTRS] for c in condors], "glidein.shutdown.reason", "")
-        tl.shutdown_reason = str(reason) if reason else "unknown"
+        reason = str(reason) if reason else "unknown"
 
+    job_rows = ()
     if jobs:
         job_rows = []
-        glidein_cores = tl.cores
         for start, end, rec in jobs:
             attrs = rec[R_ATTRS] or _EMPTY
             code = _int(attrs.get("job.exit_code"))
             failed = (rec[R_STATUS] == 2 or code > 0 or attrs.get("job.exit_signal") not in (None, 0, "")
                       or attrs.get("job.exit_by") in FAILED_EXIT_BY)
             request = _positive(attrs.get("job.request_cpus"))
-            job_cores = min(request, glidein_cores) if request else glidein_cores
+            job_cores = min(request, cores) if request else cores
             if condors and (start < condor_start - 1 or end > condor_end + 1):
                 problems |= JOB_OUTSIDE_CONDOR
             job_rows.append((start, end, code, bool(failed), float(job_cores)))
         if not condors:
             problems |= NO_CONDOR
         job_rows.sort()
-        tl.jobs = tuple(job_rows)
+        job_rows = tuple(job_rows)
 
-    outcome = (_attr(root_attrs, "glidein.outcome") if roots else None) or (_attr(
+    outcome = (_attr(root_attrs, "glidein.outcome") if root_attrs else None) or (_attr(
         [t[2][R_ATTRS] for t in teardowns], "glidein.outcome") if teardowns else None)
     if not outcome:
         if any_failed:
@@ -352,9 +369,22 @@ def timeline_from_records(trace_id: str, records) -> GlideinTimeline:
             outcome = "incomplete"
         else:
             outcome = "unknown"
-    tl.outcome = str(outcome)
-    tl.problems = problems
-    return tl
+    return (trace_id, entry, site, cores, str(outcome), reason, problems, skew_s, submit, queue_s, held_s,
+            node_start, node_end, setup_s, vals, condor_start, condor_end, job_rows)
+
+
+def _first_of_each_span(records) -> list:
+    """The first record of each span id (records without an id are all kept)."""
+    seen = set()
+    out = []
+    for rec in records:
+        sid = rec[R_SID]
+        if sid:
+            if sid in seen:
+                continue
+            seen.add(sid)
+        out.append(rec)
+    return out
 
 
 def _first(item):
@@ -408,33 +438,51 @@ class TableBuilder:
         return len(self.trace_ids)
 
     def add(self, tl: GlideinTimeline) -> int:
+        return self.add_fields((tl.trace_id, tl.entry, tl.site, tl.cores, tl.outcome, tl.shutdown_reason,
+                                tl.problems, tl.skew_s, tl.submit, tl.queue_s, tl.held_s, tl.node_start,
+                                tl.node_end, tl.setup_s, tl.validations, tl.condor_start, tl.condor_end, tl.jobs))
+
+    def add_fields(self, f: tuple) -> int:
+        """Add a timeline given as its fields in GlideinTimeline's order (``timeline_fields``)."""
+        (trace_id, entry, site, cores, outcome, reason, problems, skew_s, submit, queue_s, held_s, node_start,
+         node_end, setup_s, validations, condor_start, condor_end, jobs) = f
         row = len(self.trace_ids)
-        self.trace_ids.append(tl.trace_id)
-        for append, value in zip(self._float_appends, (tl.cores, tl.skew_s, tl.submit, tl.queue_s, tl.held_s,
-                                                       tl.node_start, tl.node_end, tl.setup_s, tl.condor_start,
-                                                       tl.condor_end)):
-            append(value)
+        self.trace_ids.append(trace_id)
+        a = self._float_appends   # GLIDEIN_FLOAT_COLUMNS' order
+        a[0](cores)
+        a[1](skew_s)
+        a[2](submit)
+        a[3](queue_s)
+        a[4](held_s)
+        a[5](node_start)
+        a[6](node_end)
+        a[7](setup_s)
+        a[8](condor_start)
+        a[9](condor_end)
         gi = self.g_int
-        gi["entry"].append(self.entries.code(tl.entry))
-        gi["site"].append(self.sites.code(tl.site))
-        gi["outcome"].append(self.outcomes.code(tl.outcome))
-        gi["reason"].append(self.reasons.code(tl.shutdown_reason))
-        gi["problems"].append(tl.problems)
-        gi["n_jobs"].append(len(tl.jobs))
-        gi["n_val"].append(len(tl.validations))
-        jf, ji = self.j_float, self.j_int
-        for start, end, code, failed, cores in tl.jobs:
-            jf["start"].append(start)
-            jf["end"].append(end)
-            jf["cores"].append(cores)
-            ji["exit"].append(code)
-            ji["failed"].append(1 if failed else 0)
-        vi = self.v_int
-        for name, seconds, failed, error in tl.validations:
-            self.v_float.append(seconds)
-            vi["name"].append(self.scripts.code(name))
-            vi["failed"].append(1 if failed else 0)
-            vi["error"].append(self.errors.code(error))
+        gi["entry"].append(self.entries.code(entry))
+        gi["site"].append(self.sites.code(site))
+        gi["outcome"].append(self.outcomes.code(outcome))
+        gi["reason"].append(self.reasons.code(reason))
+        gi["problems"].append(problems)
+        gi["n_jobs"].append(len(jobs))
+        gi["n_val"].append(len(validations))
+        if jobs:
+            jf, ji = self.j_float, self.j_int
+            for start, end, code, failed, job_cores in jobs:
+                jf["start"].append(start)
+                jf["end"].append(end)
+                jf["cores"].append(job_cores)
+                ji["exit"].append(code)
+                ji["failed"].append(1 if failed else 0)
+        if validations:
+            vi = self.v_int
+            script, error_code = self.scripts.code, self.errors.code
+            for name, seconds, failed, error in validations:
+                self.v_float.append(seconds)
+                vi["name"].append(script(name))
+                vi["failed"].append(1 if failed else 0)
+                vi["error"].append(error_code(error))
         return row
 
     def finish(self) -> "TimelineTable":

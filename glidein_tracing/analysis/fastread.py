@@ -1,0 +1,179 @@
+"""Fast reading of OTLP JSON Lines (the store's files) into span records.
+
+``sources.lean_spans`` turns a ``json.loads``'d request into span dicts; for a store of a
+million glideins (~9 GB) that is most of the end-to-end time. This module decodes each line
+with msgspec into typed structs that hold only the fields the analysis reads (events, links,
+kinds, scopes, status messages are skipped by the parser without being built), keeps only the
+attributes the timeline reads (``timeline.TIMELINE_KEYS``) and yields the records of
+``timeline.timeline_from_records`` directly, with no span dicts in between.
+
+Same results as the reference path (``json.loads`` + ``lean_spans`` + ``span_record``), line
+by line: a line the typed decoder does not accept as an ordinary request (malformed JSON,
+unexpected types, numbers out of range, ...) is handed to the reference path, which then
+counts it (bad line) or reads it exactly as before. Attributes the analysis does not read are
+still checked the way the reference converts them (an ``intValue`` that is not an integer
+makes the request unusable there, so here too). tests/test_analysis_fastread.py compares
+both paths on synthetic stores and on odd lines.
+
+``available()`` is false when msgspec is missing or ``GLIDEIN_TRACING_FAST_READ=0``: then
+the sources use the reference path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from .timeline import IDENTITY_KEYS, TIMELINE_KEYS, is_glidein_span, span_record, stage_of
+
+try:
+    import msgspec
+    from msgspec import UNSET, Struct, UnsetType
+except ImportError:  # pragma: no cover - msgspec is a dependency; the reference path still works
+    msgspec = None
+
+
+def available() -> bool:
+    return msgspec is not None and os.environ.get("GLIDEIN_TRACING_FAST_READ", "1") not in ("0", "false", "no")
+
+
+if msgspec is not None:
+    class AnyValue(Struct, frozen=True, gc=False):
+        stringValue: str | None | UnsetType = UNSET
+        intValue: int | str | UnsetType = UNSET
+        doubleValue: float | str | UnsetType = UNSET
+        boolValue: bool | None | UnsetType = UNSET
+        arrayValue: msgspec.Raw | UnsetType = UNSET      # rare: converted by the reference code
+        kvlistValue: msgspec.Raw | UnsetType = UNSET
+        bytesValue: msgspec.Raw | UnsetType = UNSET
+
+    _NO_VALUE = AnyValue()
+
+    class KeyValue(Struct, gc=False):
+        key: str
+        value: AnyValue = _NO_VALUE
+
+    class Status(Struct, gc=False):
+        code: int | str | None = None
+
+    _NULL = msgspec.Raw(b"null")
+
+    class Span(Struct, gc=False):
+        traceId: str | None = None
+        spanId: str | None = None
+        parentSpanId: str | None = None
+        name: str = ""
+        startTimeUnixNano: int | str | None = None
+        endTimeUnixNano: int | str | None = None
+        status: Status | None = None
+        attributes: msgspec.Raw = _NULL         # decoded on first sight (_span_attributes)
+
+    class ScopeSpans(Struct, gc=False):
+        spans: list[Span] | None = None
+
+    class Resource(Struct, gc=False):
+        attributes: list[KeyValue] | None = None
+
+    class ResourceSpans(Struct, gc=False):
+        resource: Resource | None = None
+        scopeSpans: list[ScopeSpans] | None = None
+
+    class Request(Struct, gc=False):
+        resourceSpans: list[ResourceSpans] | None = None
+
+    _DECODER = msgspec.json.Decoder(Request)
+    _ATTRIBUTES_DECODER = msgspec.json.Decoder(list[KeyValue] | None)
+    _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError)
+
+
+def _rare_value(value):
+    """An AnyValue with no string or int value: as ``otlp_json.any_value`` gives it."""
+    if value.doubleValue is not UNSET:
+        return float(value.doubleValue)
+    if value.boolValue is not UNSET:
+        return bool(value.boolValue)
+    from ..exporters.otlp_json import any_value
+    for name in ("arrayValue", "kvlistValue", "bytesValue"):
+        raw = getattr(value, name)
+        if raw is not UNSET:
+            return any_value({name: json.loads(bytes(raw))})
+    return None
+
+
+def _attributes(items, wanted) -> dict:
+    """``otlp_json.attributes`` restricted to ``wanted`` keys; every value is still converted
+    (so a value the reference cannot convert raises here too). Last key wins, as in a dict."""
+    out = {}
+    for kv in items or ():
+        value = kv.value
+        key = kv.key
+        if key in wanted:
+            converted = value.stringValue
+            if converted is UNSET:
+                converted = value.intValue
+                converted = int(converted) if converted is not UNSET else _rare_value(value)
+            out[key] = converted
+        elif value.stringValue is UNSET:     # not read, but converted as the reference would
+            if value.intValue is not UNSET:
+                int(value.intValue)
+            else:
+                _rare_value(value)
+    return out
+
+
+# (span name, raw attributes JSON) -> (stage, glidein span?, attributes the timeline reads):
+# most spans repeat another's name and attributes exactly (a validation script's id and
+# status, a queue span's stage), so their attributes are decoded once per worker.
+_SEEN: dict = {}
+_SEEN_MAX = 50_000
+
+
+def _span_attributes(name: str, raw: bytes) -> tuple:
+    attrs = _attributes(_ATTRIBUTES_DECODER.decode(raw), TIMELINE_KEYS)
+    stage = attrs.get("glidein.stage")
+    if stage and type(stage) is str:    # stage_of and is_glidein_span, the usual case
+        return stage, not stage.startswith("frontend."), attrs
+    return stage_of(attrs, name), is_glidein_span(attrs, name), attrs
+
+
+def request_records(request) -> list:
+    """The span records (``timeline.span_record``) of one decoded request; raises where
+    ``lean_spans`` raises."""
+    out = []
+    append = out.append
+    seen = _SEEN
+    for resource_spans in request.resourceSpans or ():
+        res = resource_spans.resource
+        resource = _attributes(res.attributes, IDENTITY_KEYS) if res is not None else {}
+        for scope_spans in resource_spans.scopeSpans or ():
+            for span in scope_spans.spans or ():
+                name = span.name
+                key = (name, bytes(span.attributes))
+                known = seen.get(key)
+                if known is None:
+                    known = _span_attributes(name, key[1])
+                    if len(seen) >= _SEEN_MAX:
+                        seen.clear()
+                    seen[key] = known
+                status = span.status
+                append(((span.traceId or "").lower(), known[1], (span.spanId or "").lower(),
+                        int(span.startTimeUnixNano or 0), int(span.endTimeUnixNano or 0), known[0],
+                        name, int(status.code or 0) if status is not None else 0, known[2], resource))
+    return out
+
+
+def reference_records(request: dict) -> list:
+    """The same records from a ``json.loads``'d request, through ``lean_spans`` (the
+    reference path, used for lines the typed decoder does not take)."""
+    from .sources import lean_spans
+    return [span_record(span) for span in lean_spans(request)]
+
+
+def decode_line(raw: bytes):
+    """Records of one line, or None when the typed decoder does not take it."""
+    try:
+        return request_records(_DECODER.decode(raw))
+    except _DECODE_ERRORS:
+        return None
+    except (TypeError, ValueError, AttributeError, KeyError):
+        return None
