@@ -64,7 +64,6 @@ def test_reading_resumes_where_it_stopped(tmp_path):
 @pytest.mark.parametrize("utc_iso", [False, True])
 def test_local_and_utc_subsecond_stamps_give_the_same_instants(tmp_path, utc_iso):
     # write and read in a zone far from UTC: local stamps must be read as local, Z as UTC
-    layout = FactoryLayout(logs=tmp_path, utc_iso=utc_iso)
     code = (
         "import sys, json\n"
         "from pathlib import Path\n"

@@ -3,7 +3,6 @@
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -18,7 +17,7 @@ from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 from fixtures import fixture_path
 from otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
 from factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
-from journal_builders import parse_otr_records, record_lines
+from journal_builders import parse_otr_records
 
 @pytest.fixture
 def factory(tmp_path):

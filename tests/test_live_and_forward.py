@@ -9,7 +9,6 @@ the forwarder.
 import sys
 
 from glidein_tracing.converter import convert
-from glidein_tracing.exporters.store import JsonLinesStoreExporter
 from glidein_tracing.factory.forwarder import Forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.exporters.otlp import make_otlp_exporter

@@ -7,7 +7,6 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace.export import SpanExportResult
 

@@ -3,7 +3,6 @@ Factory would stage them: success with jobs, validation failure, SIGTERM, SIGKIL
 
 import base64
 
-import pytest
 
 from glidein_tracing.ids import GlideinIdentity, format_traceparent, span_id
 from glidein_tracing.journal import parse_lines, read_journal

@@ -65,7 +65,7 @@ def render_block(values: dict | None = None, directory: Path | None = None) -> s
              "<attrs>"]
     lines.append(f"   <!-- on/off: {SWITCH.doc} -->")
     lines.append("   " + _attr(SWITCH.name, values.get(SWITCH.name, "1")))
-    lines.append(f"   <!-- installs our cleanup script at glidein exit (GlideinWMS takes one name) -->")
+    lines.append("   <!-- installs our cleanup script at glidein exit (GlideinWMS takes one name) -->")
     lines.append("   " + _attr(CLEANUP_ATTR, CLEANUP_FILE))
     for knob in KNOBS:
         if knob is SWITCH:
@@ -129,7 +129,7 @@ def validate(path) -> list[Finding]:
         findings.extend(_check_scope(where, attrs, files))
     if not enabled_somewhere:
         findings.append(Finding("warning", "glideinWMS.xml", f"{SWITCH.name} is not set anywhere: tracing is off",
-                                f"add the block printed by `glidein-tracing factory-config`"))
+                                "add the block printed by `glidein-tracing factory-config`"))
     # knob values are checked wherever they appear, even with tracing off
     for where, attrs, _ in [scopes[0]] + [(f"entry {e.get('name', '?')}", {a.get('name'): a for a in e.findall('./attrs/attr')}, []) for e in entries]:
         for name, node in attrs.items():
