@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 
-from .timeline import IDENTITY_KEYS, TIMELINE_KEYS, is_glidein_span, span_record, stage_of
+from .timeline import IDENTITY_KEYS, TIMELINE_KEYS, span_kind, span_record
 
 try:
     import msgspec
@@ -53,19 +53,21 @@ if msgspec is not None:
         key: str
         value: AnyValue = _NO_VALUE
 
-    class Status(Struct, gc=False):
+    class Status(Struct, frozen=True, gc=False):
         code: int | str | None = None
+
+    _NO_STATUS = Status()
 
     _NULL = msgspec.Raw(b"null")
 
-    class Span(Struct, gc=False):
+    class Span(Struct, gc=False):   # a null status is refused (the reference path takes it)
         traceId: str | None = None
         spanId: str | None = None
         parentSpanId: str | None = None
         name: str = ""
         startTimeUnixNano: int | str | None = None
         endTimeUnixNano: int | str | None = None
-        status: Status | None = None
+        status: Status = _NO_STATUS
         attributes: msgspec.Raw = _NULL         # decoded on first sight (_span_attributes)
 
     class ScopeSpans(Struct, gc=False):
@@ -121,19 +123,26 @@ def _attributes(items, wanted) -> dict:
     return out
 
 
-# (span name, raw attributes JSON) -> (stage, glidein span?, attributes the timeline reads):
-# most spans repeat another's name and attributes exactly (a validation script's id and
-# status, a queue span's stage), so their attributes are decoded once per worker.
-_SEEN: dict = {}
-_SEEN_MAX = 50_000
+# (span name, raw attributes JSON) -> span_kind: most spans repeat another's name and
+# attributes exactly (a validation script's id and status, a queue span's stage), so their
+# attributes are decoded once per worker.
+_KINDS: dict = {}
+_KINDS_MAX = 50_000
+_STATUS_CODES = {None: 0, 0: 0, 1: 1, 2: 2}
 
 
-def _span_attributes(name: str, raw: bytes) -> tuple:
+def _span_kind(key: tuple) -> tuple:
+    name, raw = key
     attrs = _attributes(_ATTRIBUTES_DECODER.decode(raw), TIMELINE_KEYS)
     stage = attrs.get("glidein.stage")
-    if stage and type(stage) is str:    # stage_of and is_glidein_span, the usual case
-        return stage, not stage.startswith("frontend."), attrs
-    return stage_of(attrs, name), is_glidein_span(attrs, name), attrs
+    if stage and type(stage) is str:    # span_kind, the usual case
+        kind = stage, not stage.startswith("frontend."), attrs
+    else:
+        kind = span_kind(attrs, name)
+    if len(_KINDS) >= _KINDS_MAX:
+        _KINDS.clear()
+    _KINDS[key] = kind
+    return kind
 
 
 def request_records(request) -> list:
@@ -141,7 +150,8 @@ def request_records(request) -> list:
     ``lean_spans`` raises."""
     out = []
     append = out.append
-    seen = _SEEN
+    kinds = _KINDS
+    codes = _STATUS_CODES
     for resource_spans in request.resourceSpans or ():
         res = resource_spans.resource
         resource = _attributes(res.attributes, IDENTITY_KEYS) if res is not None else {}
@@ -149,16 +159,12 @@ def request_records(request) -> list:
             for span in scope_spans.spans or ():
                 name = span.name
                 key = (name, bytes(span.attributes))
-                known = seen.get(key)
-                if known is None:
-                    known = _span_attributes(name, key[1])
-                    if len(seen) >= _SEEN_MAX:
-                        seen.clear()
-                    seen[key] = known
-                status = span.status
-                append(((span.traceId or "").lower(), known[1], (span.spanId or "").lower(),
-                        int(span.startTimeUnixNano or 0), int(span.endTimeUnixNano or 0), known[0],
-                        name, int(status.code or 0) if status is not None else 0, known[2], resource))
+                kind = kinds.get(key) or _span_kind(key)
+                code = span.status.code
+                status = codes.get(code)
+                append(((span.traceId or "").lower(), (span.spanId or "").lower(), int(span.startTimeUnixNano or 0),
+                        int(span.endTimeUnixNano or 0), name, int(code or 0) if status is None else status, kind,
+                        resource))
     return out
 
 

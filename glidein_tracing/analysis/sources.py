@@ -16,6 +16,8 @@ closed traces.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import glob
 import json
 import os
@@ -32,7 +34,7 @@ import numpy as np
 from ..exporters.otlp_json import attributes, flatten_request
 from ..exporters.store import FILE_PREFIX, FILE_SUFFIX
 from . import fastread
-from .timeline import (R_GLIDEIN, GlideinTimeline, TableBuilder, TimelineTable, is_glidein_span, span_record,
+from .timeline import (K_GLIDEIN, R_KIND, GlideinTimeline, TableBuilder, TimelineTable, is_glidein_span, span_record,
                        timeline_fields, timeline_from_spans)
 
 
@@ -429,7 +431,7 @@ def collect_table(groups, report: ReadReport | None = None, *, keep=None, record
     late: dict[str, object] = {}
     for trace_id, spans in groups:
         if records:
-            if not any([rec[R_GLIDEIN] for rec in spans]):
+            if not any([rec[R_KIND][K_GLIDEIN] for rec in spans]):
                 report.not_glidein_traces += 1
                 continue
             fields = timeline_fields(trace_id, spans)
@@ -469,7 +471,8 @@ def _file_table(path: str, max_pending: int, fast: bool = False):
     if fast:
         groups = group_traces(iter_otlp_file_records(path, report), report, max_pending=max_pending,
                               trace_of=_RECORD_TRACE)
-        table = collect_table(groups, report, records=True)
+        with _no_cycle_collection():    # records hold no cycles: the collector would only rescan them
+            table = collect_table(groups, report, records=True)
     else:
         table = collect_table(group_traces(iter_otlp_file_batches(path, report), report, max_pending=max_pending),
                               report)
@@ -477,6 +480,17 @@ def _file_table(path: str, max_pending: int, fast: bool = False):
 
 
 _RECORD_TRACE = itemgetter(0)
+
+
+@contextlib.contextmanager
+def _no_cycle_collection():
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def merge_duplicate_traces(table: TimelineTable) -> tuple[TimelineTable, int]:
@@ -562,4 +576,7 @@ def load_table(*, store=None, otlp_files=None, jaeger=None, service="glidein", s
     else:
         raise ValueError("no source: give a store, OTLP JSON files or a Jaeger URL")
     groups = group_traces(batches, report, max_pending=max_pending, trace_of=_RECORD_TRACE if records else None)
-    return collect_table(groups, report, keep=keep, records=records)
+    if records:
+        with _no_cycle_collection():
+            return collect_table(groups, report, keep=keep, records=True)
+    return collect_table(groups, report, keep=keep)

@@ -197,10 +197,12 @@ def _positive(value):
 
 
 # A span as the timeline needs it (``span_record``; the store's fast reader, analysis.fastread,
-# builds these directly): trace id, whether it is a glidein-stage span (``is_glidein_span``),
-# span id, start and end (ns, 0 when unknown), stage, name, status code, attributes and resource
-# attributes (dicts or None; only the keys in TIMELINE_KEYS are read).
-R_TRACE, R_GLIDEIN, R_SID, R_START, R_END, R_STAGE, R_NAME, R_STATUS, R_ATTRS, R_RESOURCE = range(10)
+# builds these directly): trace id, span id, start and end (ns, 0 when unknown), name, status
+# code, ``(stage, glidein-stage span?, attributes)`` (``span_kind``: what the span's name and
+# attributes say, shared by spans with the same name and attributes) and the resource
+# attributes. Attributes are dicts or None; only the keys in TIMELINE_KEYS are read.
+R_TRACE, R_SID, R_START, R_END, R_NAME, R_STATUS, R_KIND, R_RESOURCE = range(8)
+K_STAGE, K_GLIDEIN, K_ATTRS = range(3)
 
 # every span attribute the timeline reads (resource attributes: the identity ones)
 IDENTITY_KEYS = frozenset({"glidein.entry", "glidein.site", "glidein.cpus", "GLIDEIN_CPUS",
@@ -211,13 +213,16 @@ TIMELINE_KEYS = IDENTITY_KEYS | frozenset({
     "job.exit_code", "job.exit_signal", "job.exit_by", "job.request_cpus"})
 
 
+def span_kind(attrs, name) -> tuple:
+    """``(stage, is_glidein_span, attrs)`` of a span's attributes and name."""
+    return stage_of(attrs, name), is_glidein_span(attrs, name), attrs
+
+
 def span_record(span: dict) -> tuple:
     """A flat span dict as the record ``timeline_from_records`` reads."""
-    attrs = span.get("attributes")
     name = span.get("name", "")
-    return (span.get("trace_id"), is_glidein_span(attrs, span.get("name")), span.get("span_id"),
-            span.get("start_ns") or 0, span.get("end_ns") or 0, stage_of(attrs, name), name,
-            span.get("status_code"), attrs, span.get("resource"))
+    return (span.get("trace_id"), span.get("span_id"), span.get("start_ns") or 0, span.get("end_ns") or 0,
+            name, span.get("status_code"), span_kind(span.get("attributes"), name), span.get("resource"))
 
 
 def timeline_from_spans(trace_id: str, spans) -> GlideinTimeline:
@@ -242,11 +247,11 @@ def timeline_fields(trace_id: str, records) -> tuple:
     buckets = ([], [], [], [], [], [], [], [], [])
     roots, setups, validations, condors, jobs, teardowns, queues, helds, submits = buckets
     bucket_of = _BUCKETS.get
-    if len({rec[2] for rec in records}) < len(records):   # a span id twice (or several without one)
+    if len({rec[1] for rec in records}) < len(records):   # a span id twice (or several without one)
         records = _first_of_each_span(records)
     for rec in records:
-        start = rec[3] / 1e9     # R_START, R_END, R_STAGE: literal indices in this loop
-        end_ns = rec[4]
+        start = rec[2] / 1e9     # R_START, R_END, R_KIND: literal indices in this loop
+        end_ns = rec[3]
         if not end_ns:
             problems |= MISSING_END
             end = start
@@ -255,7 +260,7 @@ def timeline_fields(trace_id: str, records) -> tuple:
             if end < start:
                 problems |= NEGATIVE_DURATION
                 end = start
-        index = bucket_of(rec[5])
+        index = bucket_of(rec[6][0])
         if index is not None:   # idle spans are re-derived from the jobs; unknown stages ignored
             buckets[index].append((start, end, rec))
 
@@ -265,7 +270,7 @@ def timeline_fields(trace_id: str, records) -> tuple:
     else:
         if len(roots) > 1:
             problems |= MULTIPLE_ROOTS
-        root_attrs = [r[2][R_ATTRS] for r in roots]
+        root_attrs = [r[2][R_KIND][K_ATTRS] for r in roots]
     # identity: the roots' attributes, then the resources of the first 8 spans in this order
     all_attrs = list(root_attrs)
     for bucket in (roots, setups, condors, jobs, teardowns, queues, submits, validations):
@@ -324,7 +329,7 @@ def timeline_fields(trace_id: str, records) -> tuple:
             validations.sort(key=_first)
         vals = []
         for start, end, rec in validations:
-            attrs = rec[R_ATTRS] or _EMPTY
+            attrs = rec[R_KIND][K_ATTRS] or _EMPTY
             failed = rec[R_STATUS] == 2 or str(attrs.get("glidein.script.status", "")).upper() == "ERROR"
             if failed:
                 any_failed = True
@@ -339,14 +344,14 @@ def timeline_fields(trace_id: str, records) -> tuple:
     if condors:
         condor_start = min([s for s, _, _ in condors])
         condor_end = max([e for _, e, _ in condors])
-        reason = _attr([c[2][R_ATTRS] for c in condors], "glidein.shutdown.reason", "")
+        reason = _attr([c[2][R_KIND][K_ATTRS] for c in condors], "glidein.shutdown.reason", "")
         reason = str(reason) if reason else "unknown"
 
     job_rows = ()
     if jobs:
         job_rows = []
         for start, end, rec in jobs:
-            attrs = rec[R_ATTRS] or _EMPTY
+            attrs = rec[R_KIND][K_ATTRS] or _EMPTY
             code = _int(attrs.get("job.exit_code"))
             failed = (rec[R_STATUS] == 2 or code > 0 or attrs.get("job.exit_signal") not in (None, 0, "")
                       or attrs.get("job.exit_by") in FAILED_EXIT_BY)
@@ -361,7 +366,7 @@ def timeline_fields(trace_id: str, records) -> tuple:
         job_rows = tuple(job_rows)
 
     outcome = (_attr(root_attrs, "glidein.outcome") if root_attrs else None) or (_attr(
-        [t[2][R_ATTRS] for t in teardowns], "glidein.outcome") if teardowns else None)
+        [t[2][R_KIND][K_ATTRS] for t in teardowns], "glidein.outcome") if teardowns else None)
     if not outcome:
         if any_failed:
             outcome = "validation_failed"
