@@ -516,22 +516,57 @@ def merge_duplicate_traces(table: TimelineTable) -> tuple[TimelineTable, int]:
 
 
 def load_files_parallel(paths, workers: int, report: ReadReport, *, keep=None,
-                        max_pending: int = 20000, fast: bool | None = None) -> TimelineTable:
+                        max_pending: int = 20000, fast: bool | None = None, cache_store=None,
+                        cache_stats: dict | None = None) -> TimelineTable:
     """Read files in ``workers`` processes (one file per task), then merge traces split
-    across files. Each worker returns compact numpy columns, never spans."""
-    from concurrent.futures import ProcessPoolExecutor
+    across files. Each worker returns compact numpy columns, never spans.
 
+    ``cache_store``: the store directory whose ``analysis.cache`` holds per-file tables: files
+    that did not change since they were cached are not read again; the others are read and
+    cached. The table is the same as without the cache. ``cache_stats`` gets hits, misses,
+    written and pruned counts."""
     fast = fastread.available() if fast is None else fast
+    paths = [str(p) for p in paths]
+    parts: list = [None] * len(paths)
+    keys: list = [None] * len(paths)
+    stats = {"hits": 0, "misses": 0, "written": 0, "pruned": 0}
+    if cache_store is not None:
+        from . import cache
+        stats["pruned"] = cache.prune(cache_store, [Path(p).name for p in paths])
+        for index, path in enumerate(paths):
+            keys[index] = cache.file_key(path, max_pending)    # before reading: see analysis.cache
+            hit = cache.load(cache_store, path, keys[index])
+            if hit is not None:
+                table, counts = hit
+                part = ReadReport()
+                part.__dict__.update(counts)
+                parts[index] = (table, part)
+                stats["hits"] += 1
+    todo = [index for index, part in enumerate(parts) if part is None]
+    stats["misses"] = len(todo)
+    if workers > 1 and len(todo) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+        with ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
+            results = pool.map(_file_table, [paths[i] for i in todo], [max_pending] * len(todo), [fast] * len(todo))
+            for index, result in zip(todo, results):
+                parts[index] = result
+    else:
+        for index in todo:
+            parts[index] = _file_table(paths[index], max_pending, fast)
+    if cache_store is not None:
+        for index in todo:
+            table, part = parts[index]
+            stats["written"] += cache.save(cache_store, paths[index], keys[index], table, dict(part.__dict__))
+    if cache_stats is not None:
+        cache_stats.update(stats)
     tables = []
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        for table, part in pool.map(_file_table, [str(p) for p in paths], [max_pending] * len(paths),
-                                    [fast] * len(paths)):
-            tables.append(table)
-            for name, value in part.__dict__.items():
-                if name == "errors":
-                    report.errors.extend(value[: max(0, 20 - len(report.errors))])
-                elif name != "traces":
-                    setattr(report, name, getattr(report, name) + value)
+    for table, part in parts:
+        tables.append(table)
+        for name, value in part.__dict__.items():
+            if name == "errors":
+                report.errors.extend(value[: max(0, 20 - len(report.errors))])
+            elif name != "traces":
+                setattr(report, name, getattr(report, name) + value)
     table, merged = merge_duplicate_traces(TimelineTable.concat(tables))
     report.fragments += merged
     if keep is not None and len(table):
@@ -542,12 +577,16 @@ def load_files_parallel(paths, workers: int, report: ReadReport, *, keep=None,
 
 def load_table(*, store=None, otlp_files=None, jaeger=None, service="glidein", since=None, until=None,
                keep=None, report: ReadReport | None = None, max_pending: int = 20000,
-               workers: int = 1, fast: bool | None = None) -> TimelineTable:
+               workers: int = 1, fast: bool | None = None, cache: bool = False,
+               cache_stats: dict | None = None) -> TimelineTable:
     """Read one source into a TimelineTable (files in ``workers`` processes when > 1).
 
     ``fast`` (default: ``fastread.available()``): read JSON Lines with the typed decoder of
     ``fastread`` into span records; False: the reference path (``json`` + span dicts). Both
-    give the same table."""
+    give the same table. ``cache`` (store only): keep each store file's table in
+    ``<store>/.analysis-cache`` and read only files that changed (``analysis.cache``); the
+    files are then always read one by one, as with ``workers`` > 1, and the table is the same
+    as without the cache."""
     report = report or ReadReport()
     fast = fastread.available() if fast is None else fast
     records = False
@@ -555,8 +594,9 @@ def load_table(*, store=None, otlp_files=None, jaeger=None, service="glidein", s
         if not Path(store).is_dir():
             raise FileNotFoundError(f"no store directory {store}")
         paths = store_files(store)
-        if workers > 1 and len(paths) > 1:
-            return load_files_parallel(paths, workers, report, keep=keep, max_pending=max_pending, fast=fast)
+        if cache or (workers > 1 and len(paths) > 1):
+            return load_files_parallel(paths, workers, report, keep=keep, max_pending=max_pending, fast=fast,
+                                       cache_store=store if cache else None, cache_stats=cache_stats)
         batches = iter_store_records(store, report) if fast else iter_store_batches(store, report)
         records = fast
     elif otlp_files:

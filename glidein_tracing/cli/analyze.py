@@ -75,6 +75,9 @@ def add_arguments(parser):
     parser.add_argument("--quiet", action="store_true", help="no terminal summary")
     parser.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1),
                         help="processes reading store/OTLP files in parallel (default %(default)s)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="do not use or write the store's compact cache (<store>/.analysis-cache): "
+                             "read every file")
     what = parser.add_argument_group("what-if")
     what.add_argument("--whatif", action="store_true", help="replay the glideins under candidate settings")
     what.add_argument("--max-idle", type=_number_list, metavar="LIST", help="candidate GLIDEIN_Max_Idle values, s")
@@ -110,7 +113,10 @@ def run(args):
     else:
         store = args.store or str(default_store_dir())
         source = {"kind": "store", "where": store}
-        kwargs = {"store": store, "workers": args.workers}
+        cache_stats: dict = {}
+        kwargs = {"store": store, "workers": args.workers, "cache": not args.no_cache, "cache_stats": cache_stats}
+        if not args.no_cache:
+            source["cache"] = cache_stats
 
     keep = None
     if args.entry or args.site:
