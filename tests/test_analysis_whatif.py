@@ -137,3 +137,10 @@ def test_empty_table_replays_to_nothing():
     grid = whatif.evaluate_grid(table, CURRENT, whatif.candidate_grid(CURRENT))
     assert grid["current_replay"]["exact"] and grid["total_jobs"] == 0
     assert all(p["lost_jobs"] == 0 for p in grid["candidates"])
+
+
+def test_grid_with_threads_is_the_grid_without(recorded):
+    table = recorded[1]
+    candidates = whatif.candidate_grid(CURRENT, retire=(14400.0, 21600.0))
+    serial = whatif.evaluate_grid(table, CURRENT, candidates, threads=1)
+    assert whatif.evaluate_grid(table, CURRENT, candidates, threads=3) == serial

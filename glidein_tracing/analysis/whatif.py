@@ -32,6 +32,7 @@ model for one timeline (tests and the bench's naive baseline).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -279,11 +280,16 @@ def recommend(points: list[dict], current: Settings, total_jobs: int, budget: fl
     return {"settings": best["settings"], "lost_jobs_allowed": allowed, "expected": best}
 
 
+def default_threads() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
 def evaluate_grid(table: TimelineTable, current: Settings, candidates: list[Settings], *,
                   derived: Derived | None = None, budget: float = DEFAULT_LOST_BUDGET,
-                  per_entry: bool = True) -> dict:
+                  per_entry: bool = True, threads: int | None = None) -> dict:
     """Replay every candidate; totals, the Pareto front, recommended settings (overall and
-    per entry) and the check that the current settings reproduce the recorded waste."""
+    per entry) and the check that the current settings reproduce the recorded waste.
+    ``threads`` (default min(4, CPUs)) replay candidates concurrently: the same result."""
     d = derived or Derived(table)
     candidates = list(candidates)
     if current not in candidates:
@@ -302,8 +308,8 @@ def evaluate_grid(table: TimelineTable, current: Settings, candidates: list[Sett
     replacement_ch = float(np.median(startup[d.has_jobs])) if d.has_jobs.any() else 0.0
     rec_entry_idle = np.bincount(entry, weights=rec_idle, minlength=ne)
     c_h = c / 3600.0
-    points, entry_rows = [], []
-    for s in candidates:
+
+    def evaluate(s: Settings):
         r = replayer.run(s)
         idle_only = (r.idle_before + r.idle_between + r.tail) * c_h
         no_job = r.no_job * c_h
@@ -322,11 +328,12 @@ def evaluate_grid(table: TimelineTable, current: Settings, candidates: list[Sett
             "replacement_core_hours": round(float(affected.sum()) * replacement_ch, 3),
         }
         point["net_saved_core_hours"] = round(point["saved_core_hours"] - point["replacement_core_hours"], 3)
-        points.append(point)
+        entry_row = None
         if per_entry:
-            entry_rows.append((np.bincount(entry, weights=idle, minlength=ne),
-                               np.bincount(entry, weights=r.lost_jobs, minlength=ne),
-                               np.bincount(entry, weights=affected, minlength=ne)))
+            entry_row = (np.bincount(entry, weights=idle, minlength=ne),
+                         np.bincount(entry, weights=r.lost_jobs, minlength=ne),
+                         np.bincount(entry, weights=affected, minlength=ne))
+        reproduction = None
         if s == current:
             w = r.waste_core_hours()
             reproduction = {
@@ -342,6 +349,20 @@ def evaluate_grid(table: TimelineTable, current: Settings, candidates: list[Sett
                 abs(reproduction["recorded_idle_core_hours"] - reproduction["replayed_idle_core_hours"]) < 1e-3
                 and abs(reproduction["recorded_no_job_core_hours"] - reproduction["replayed_no_job_core_hours"]) < 1e-3
                 and reproduction["lost_jobs"] == 0)
+        return point, entry_row, reproduction
+
+    # candidates are independent and numpy releases the GIL in the large array operations:
+    # threads share the replayer (no copies); results are taken in candidate order
+    threads = min(default_threads() if threads is None else max(1, threads), len(candidates))
+    if threads > 1:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            results = list(pool.map(evaluate, candidates))
+    else:
+        results = [evaluate(s) for s in candidates]
+    points = [point for point, _, _ in results]
+    entry_rows = [row for _, row, _ in results if row is not None]
+    reproduction = next(rep for _, _, rep in results if rep is not None)
     out = {"current": current.as_dict(), "recorded_waste_core_hours": round(rec_total, 3),
            "total_jobs": total_jobs, "lost_budget": budget,
            "replacement_core_hours_per_glidein": round(replacement_ch, 4),
