@@ -135,7 +135,7 @@ def _span_kind(key: tuple) -> tuple:
     name, raw = key
     attrs = _attributes(_ATTRIBUTES_DECODER.decode(raw), TIMELINE_KEYS)
     stage = attrs.get("glidein.stage")
-    if stage and type(stage) is str:    # span_kind, the usual case
+    if stage and type(stage) is str and "glidein.user_view" not in attrs:  # span_kind, the usual case
         kind = stage, not stage.startswith("frontend."), attrs
     else:
         kind = span_kind(attrs, name)

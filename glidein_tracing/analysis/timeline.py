@@ -164,6 +164,8 @@ def is_glidein_span(attrs, name) -> bool:
     """A span of a glidein stage (not a frontend/submit-cycle span): makes its trace a
     glidein trace."""
     stage = str((attrs or {}).get("glidein.stage", ""))
+    if (attrs or {}).get("glidein.user_view") is True:
+        return False  # "job on glidein" lives in the user's own trace, not a glidein's
     if stage:
         return not stage.startswith("frontend.")
     return name in ("glidein", "setup", "condor", "job")
@@ -210,7 +212,7 @@ IDENTITY_KEYS = frozenset({"glidein.entry", "glidein.site", "glidein.cpus", "GLI
 TIMELINE_KEYS = IDENTITY_KEYS | frozenset({
     "glidein.stage", "glidein.incomplete", "glidein.outcome", "glidein.shutdown.reason",
     "glidein.script.id", "glidein.script.status", "error.type",
-    "job.exit_code", "job.exit_signal", "job.exit_by", "job.request_cpus"})
+    "job.exit_code", "job.exit_signal", "job.exit_by", "job.request_cpus", "glidein.user_view"})
 
 
 def span_kind(attrs, name) -> tuple:
