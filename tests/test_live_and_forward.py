@@ -8,6 +8,8 @@ the forwarder.
 
 import sys
 
+import pytest
+
 from glidein_tracing.converter import convert
 from glidein_tracing.factory.forwarder import Forwarder
 from glidein_tracing.factory.ledger import Ledger
@@ -34,13 +36,16 @@ def run_through_factory(tmp_path, scenario):
     return layout, result
 
 
-def test_node_live_export_and_forwarder_deliver_each_span_once(tmp_path, collector):
+@pytest.mark.parametrize("fail", [False, True], ids=["ok", "validation_failure"])
+def test_node_live_export_and_forwarder_deliver_each_span_once(tmp_path, collector, fail):
     scenario = Scenario(jobs=[Job(duration_s=0.3, traceparent=USER), Job(duration_s=0.3)],
+                        fail_script=("check_wn_drainstate.sh", "WN_Resource") if fail else None,
+                        fail_sleep_s=0.2,
                         knobs={"GLIDEIN_TRACING_EXPORT_MODE": "both", "GLIDEIN_TRACING_ENDPOINT": collector,
                                "GLIDEIN_TRACING_PYTHON": sys.executable,
                                "GLIDEIN_TRACING_SAMPLE_PERIOD": "1"})
     layout, result = run_through_factory(tmp_path, scenario)
-    assert result.exit_code == 0
+    assert result.exit_code == (1 if fail else 0)
     trace = GlideinIdentity(scenario.factory, scenario.name, scenario.entry, scenario.schedd,
                             str(scenario.cluster), str(scenario.proc)).trace_id
     live = list(CountingCollector.received)

@@ -107,3 +107,26 @@ def test_tracing_off_changes_nothing(tmp_path):
     assert result.journal_path is None and result.journal_from_stderr() is None
     assert "TRACEPARENT" not in result.job_env(0)
     assert "gconditional_TRACING" not in result.stdout()
+
+
+def test_sigkilled_glidein_still_yields_a_trace_of_what_happened(tmp_path):
+    import subprocess
+    import sys
+
+    from glidein_tracing.exporters.store import read_store
+    scenario = Scenario(sigkill_at_stage="setup", jobs=[Job()])
+    result = simulate_glidein(tmp_path / "g", scenario)
+    assert result.killed
+    store = tmp_path / "store"
+    out = subprocess.run([sys.executable, "-m", "glidein_tracing", "export", "--journal",
+                          str(result.journal_path), "--store", str(store)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    trace = GlideinIdentity(scenario.factory, scenario.name, scenario.entry, scenario.schedd,
+                            str(scenario.cluster), str(scenario.proc)).trace_id
+    spans = {s["attributes"]["glidein.stage"]: s for s in read_store(store)[trace]}
+    root, setup = spans["glidein"], spans["setup"]
+    assert root["attributes"]["glidein.incomplete"] is True
+    assert root["attributes"]["glidein.outcome"] == "incomplete"
+    assert setup["attributes"]["glidein.closed_by"] == "converter"
+    assert setup["end_ns"] == root["end_ns"] > setup["start_ns"]

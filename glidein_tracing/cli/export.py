@@ -87,8 +87,9 @@ def run(args):
             failed += 1
             continue
         root = spans[0]
-        failed = root.status.status_code.name == "ERROR" or root.attributes.get("glidein.outcome") != "ok"
-        if not keep(format(root.context.trace_id, "032x"), args.sampling_ratio, failed):
+        glidein_failed = (root.status.status_code.name == "ERROR"
+                          or root.attributes.get("glidein.outcome") != "ok")
+        if not keep(format(root.context.trace_id, "032x"), args.sampling_ratio, glidein_failed):
             print("glidein-tracing export: sampled out (GLIDEIN_TRACING_SAMPLING_RATIO)", file=sys.stderr)
             sampled_out += 1
             continue
