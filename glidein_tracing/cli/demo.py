@@ -32,7 +32,7 @@ def add_arguments(parser):
     parser.add_argument("--parallel", type=int, default=2, help="glideins run at once (default 2)")
 
 
-def scenarios(count: int, user_contexts):
+def scenarios(count: int, user_contexts, first_cluster: int = 1000):
     """Varied outcomes, in a fixed cycle, so every run shows each of them."""
     from ..simulator import Job, Scenario
     base = dict(factory=FACTORY, name=INSTANCE, entry=ENTRY, schedd=SCHEDD, site=SITE,
@@ -40,7 +40,8 @@ def scenarios(count: int, user_contexts):
     out = []
     for index in range(count):
         kind = index % 5
-        common = dict(base, cluster=1000 + index // 50, proc=index % 50, job_cluster=5000 + index)
+        common = dict(base, cluster=first_cluster + index // 50, proc=index % 50,
+                      job_cluster=5000 + index)
         if kind == 0:    # several jobs, one traced by its user (jobsub_lite TRACEPARENT)
             jobs = [Job(duration_s=0.6, burn_cpu_s=0.3, traceparent=user_contexts(index, 0)),
                     Job(duration_s=0.4, idle_before_s=0.3), Job(duration_s=0.5, idle_before_s=0.2)]
@@ -150,7 +151,9 @@ def run(args):
         where, reconcile = str(exporter.directory), store_span_ids(exporter.directory)
     demo = DemoSpans(exporter)
     request = demo.frontend_request(args.glideins)
-    plan = scenarios(args.glideins, demo.user_context)
+    # each run is a new submission (new cluster ids, so new traces): the store keeps every
+    # span once, so a rerun with the same ids would add nothing
+    plan = scenarios(args.glideins, demo.user_context, first_cluster=int(time.time()) % 1_000_000)
     for _, scenario in plan:
         scenario.params["GLIDEIN_TRACING_REQUEST_TRACEPARENT"] = request
     # the Factory logs with DEFAULT_USERLOG_FORMAT_OPTIONS = ISO_DATE UTC SUB_SECOND, so the
