@@ -75,6 +75,16 @@ class Glidein:
             self.startup.kill()
         self.startup.wait()
 
+    def kill_sampler(self):
+        """Test teardown: the sampler would leave by itself once the glidein is gone; do not
+        wait for it."""
+        pidfile = self.work / "glidein_tracing" / "sampler.pid"
+        if pidfile.exists():
+            try:
+                os.kill(int(pidfile.read_text().split()[0]), 9)
+            except (ProcessLookupError, ValueError):
+                pass
+
 
 def make_glidein(root: Path, run: str = "success", drop_keys=(), multirestart=None,
                  extra_config=None) -> Glidein:

@@ -1,7 +1,6 @@
 """The job-exit hook as HTCondor's starter runs it: the installed copy, final ad on stdin,
 one argument, cwd the job's scratch dir, the starter's environment; it closes the job span."""
 
-import os
 import subprocess
 
 import pytest
@@ -27,12 +26,7 @@ def glidein(tmp_path):
     assert g.run_hook("gconditional_TRACING_setup.sh", "glidein_config", "main").returncode == 0
     yield g
     g.stop()
-    pidfile = g.work / "glidein_tracing" / "sampler.pid"
-    if pidfile.exists():
-        try:
-            os.kill(int(pidfile.read_text().split()[0]), 9)
-        except ProcessLookupError:
-            pass
+    g.kill_sampler()
 
 
 def run_exit_hook(g, arg, ad, env=None):

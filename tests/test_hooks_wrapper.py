@@ -2,7 +2,6 @@
 it (#!/bin/sh header, fragments, `exec "$@"`), run by dash and by bash with a job ad: the job
 always runs unchanged; it gets the job span's TRACEPARENT only when it has none of its own."""
 
-import os
 import subprocess
 
 import pytest
@@ -53,12 +52,7 @@ def glidein(tmp_path):
     wrapper.chmod(0o755)
     yield g
     g.stop()
-    pidfile = g.work / "glidein_tracing" / "sampler.pid"
-    if pidfile.exists():
-        try:
-            os.kill(int(pidfile.read_text().split()[0]), 9)
-        except ProcessLookupError:
-            pass
+    g.kill_sampler()
 
 
 def run_job(g, shell, ad_text=AD, env=None, code=0, ad_name=".job.ad"):
