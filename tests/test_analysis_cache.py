@@ -90,3 +90,22 @@ def test_analyze_uses_the_cache_unless_told_not_to(tmp_path, capsys):
     assert "cache" not in outputs[2]["source"]
     for doc in outputs[1:]:
         assert doc["stats"] == outputs[0]["stats"] and doc["read"] == outputs[0]["read"]
+
+
+def test_default_reads_files_in_parallel_fills_the_cache_and_gives_the_same_table(tmp_path):
+    from glidein_tracing.analysis.sources import default_workers
+    files = make_store(tmp_path)
+    assert default_workers() == max(1, min(4, len(os.sched_getaffinity(0))))
+    # files read apart (any number of workers, or the cache): the same table and counts
+    per_file, per_file_report, _ = load(tmp_path, workers=2)
+    table, report, cache_stats = load(tmp_path, cache=True)       # default workers: every core, at most 4
+    assert cache_stats == {"hits": 0, "misses": len(files), "written": len(files), "pruned": 0}
+    assert_same_tables(per_file, table)
+    assert report == per_file_report
+    again, again_report, again_stats = load(tmp_path, cache=True, workers=1)
+    assert again_stats["hits"] == len(files)
+    assert_same_tables(per_file, again)
+    assert again_report == per_file_report
+    # one stream in one process (workers=1, no cache): the same glideins (rows in another order)
+    serial, _, _ = load(tmp_path, workers=1)
+    assert sorted(serial.trace_ids) == sorted(table.trace_ids)

@@ -465,6 +465,16 @@ def collect_table(groups, report: ReadReport | None = None, *, keep=None, record
     return table
 
 
+def default_workers() -> int:
+    """Reading processes used when none are given: every core this process may run on, at
+    most 4 (1 on a single core: no pool)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores))
+
+
 def _file_table(path: str, max_pending: int, fast: bool = False):
     """One file -> (table, report): the unit of work of the parallel loader."""
     report = ReadReport()
@@ -515,6 +525,24 @@ def merge_duplicate_traces(table: TimelineTable) -> tuple[TimelineTable, int]:
     return TimelineTable.concat([table.select(~drop), extra.finish()]), sum(map(len, duplicates.values()))
 
 
+def _size(path) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _read_file(path: str, max_pending: int, fast: bool, cache_store, key):
+    """Read one file (in a worker process or in this one) and, with a cache, write its entry
+    there too, so that missing entries are filled in parallel: ``((table, report), written)``."""
+    table, part = _file_table(path, max_pending, fast)
+    written = False
+    if cache_store is not None:
+        from . import cache
+        written = cache.save(cache_store, path, key, table, dict(part.__dict__))
+    return (table, part), written
+
+
 def load_files_parallel(paths, workers: int, report: ReadReport, *, keep=None,
                         max_pending: int = 20000, fast: bool | None = None, cache_store=None,
                         cache_stats: dict | None = None) -> TimelineTable:
@@ -544,19 +572,22 @@ def load_files_parallel(paths, workers: int, report: ReadReport, *, keep=None,
                 stats["hits"] += 1
     todo = [index for index, part in enumerate(parts) if part is None]
     stats["misses"] = len(todo)
+    store = None if cache_store is None else str(cache_store)
     if workers > 1 and len(todo) > 1:
         from concurrent.futures import ProcessPoolExecutor
+        # largest files first (the store's newest file is usually the smallest), so that no
+        # worker is left alone with a big file at the end; each task returns the compact
+        # table of its file (and has written its cache entry), never spans
+        order = sorted(todo, key=lambda i: -_size(paths[i]))
         with ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
-            results = pool.map(_file_table, [paths[i] for i in todo], [max_pending] * len(todo), [fast] * len(todo))
-            for index, result in zip(todo, results):
-                parts[index] = result
+            futures = {pool.submit(_read_file, paths[i], max_pending, fast, store, keys[i]): i for i in order}
+            for future, index in futures.items():
+                parts[index], written = future.result()
+                stats["written"] += written
     else:
         for index in todo:
-            parts[index] = _file_table(paths[index], max_pending, fast)
-    if cache_store is not None:
-        for index in todo:
-            table, part = parts[index]
-            stats["written"] += cache.save(cache_store, paths[index], keys[index], table, dict(part.__dict__))
+            parts[index], written = _read_file(paths[index], max_pending, fast, store, keys[index])
+            stats["written"] += written
     if cache_stats is not None:
         cache_stats.update(stats)
     tables = []
@@ -577,9 +608,10 @@ def load_files_parallel(paths, workers: int, report: ReadReport, *, keep=None,
 
 def load_table(*, store=None, otlp_files=None, jaeger=None, service="glidein", since=None, until=None,
                keep=None, report: ReadReport | None = None, max_pending: int = 20000,
-               workers: int = 1, fast: bool | None = None, cache: bool = False,
+               workers: int | None = None, fast: bool | None = None, cache: bool = False,
                cache_stats: dict | None = None) -> TimelineTable:
-    """Read one source into a TimelineTable (files in ``workers`` processes when > 1).
+    """Read one source into a TimelineTable (files in ``workers`` processes when > 1; default
+    ``default_workers()``: every core, at most 4; 1 reads in this process).
 
     ``fast`` (default: ``fastread.available()``): read JSON Lines with the typed decoder of
     ``fastread`` into span records; False: the reference path (``json`` + span dicts). Both
@@ -589,6 +621,7 @@ def load_table(*, store=None, otlp_files=None, jaeger=None, service="glidein", s
     as without the cache."""
     report = report or ReadReport()
     fast = fastread.available() if fast is None else fast
+    workers = default_workers() if workers is None else max(1, int(workers))
     records = False
     if store is not None:
         if not Path(store).is_dir():

@@ -16,7 +16,6 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 import time
@@ -73,8 +72,9 @@ def add_arguments(parser):
     parser.add_argument("--json", metavar="OUT", help="write the full analysis as JSON ('-' for stdout)")
     parser.add_argument("--html", metavar="OUT", help="write a self-contained HTML report with plots")
     parser.add_argument("--quiet", action="store_true", help="no terminal summary")
-    parser.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1),
-                        help="processes reading store/OTLP files in parallel (default %(default)s)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="processes reading store/OTLP files in parallel (default: every core, at most 4; "
+                             "1 reads in one process)")
     parser.add_argument("--no-cache", action="store_true",
                         help="do not use or write the store's compact cache (<store>/.analysis-cache): "
                              "read every file")
