@@ -142,10 +142,13 @@ def child(spec: dict) -> int:
     table = load_table(store=spec["store"], workers=spec["workers"], report=read, fast=spec["fast"],
                        cache=spec["cache"], cache_stats=cache_stats)
     read_s = time.perf_counter() - t0
+    read_cpu_s = sum(getattr(resource.getrusage(who), field) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+                     for field in ("ru_utime", "ru_stime"))
     t0 = time.perf_counter()
     analyse(table)
     analysis_s = time.perf_counter() - t0
     print(json.dumps({"workers": spec["workers"], "glideins": len(table), "spans": read.spans, "read_s": round(read_s, 2),
+                      "read_cpu_s": round(read_cpu_s, 1),
                       "analysis_s": round(analysis_s, 2), "total_s": round(read_s + analysis_s, 2),
                       "peak_rss_mb": round(vm_hwm_mb()),
                       "peak_worker_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0),
@@ -283,7 +286,7 @@ def main(argv=None):
             total_rss = run["peak_rss_mb"] + (run_workers if run_workers > 1 else 0) * run["peak_worker_rss_mb"]
             run["peak_rss_upper_bound_mb"] = total_rss
             print(f"end-to-end measured, {name}: {run['glideins']:,} glideins ({size / 2**30:,.1f} GB): read "
-                  f"{run['read_s']:.1f} s + analysis {run['analysis_s']:.1f} s = {run['total_s']:.1f} s; peak RSS "
+                  f"{run['read_s']:.1f} s (CPU {run['read_cpu_s']:.0f} s) + analysis {run['analysis_s']:.1f} s = {run['total_s']:.1f} s; peak RSS "
                   f"{run['peak_rss_mb']:,} MB + {run_workers} x {run['peak_worker_rss_mb']:,} MB <= {total_rss:,} MB"
                   + (f"; cache {run['cache']}" if run.get("cache") else ""), flush=True)
         if "end_to_end" in out:
