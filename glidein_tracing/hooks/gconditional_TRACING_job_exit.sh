@@ -34,20 +34,8 @@ gt_main() {
     gt_setup_env "$GT_CONFIG" || return 0
     gt_now
     # the final ad (bounded read); numbers and the job id only
-    ad=$(head -c 4000000 | LC_ALL=C awk '
-        BEGIN { split("globaljobid clusterid procid exitcode exitbysignal exitsignal " \
-                      "remoteusercpu remotesyscpu residentsetsize", w, " ")
-                for (i in w) want[w[i]] }
-        {
-            eq = index($0, "="); if (eq < 2) next
-            name = substr($0, 1, eq - 1); gsub(/[ \t]/, "", name); name = tolower(name)
-            if (!(name in want)) next
-            v = substr($0, eq + 1); sub(/^[ \t]+/, "", v); sub(/[ \t\r]+$/, "", v)
-            if (v ~ /^".*"$/) v = substr(v, 2, length(v) - 2)
-            gsub(/[^ -~]/, "?", v); gsub(/\t/, " ", v)
-            if (length(v) > 1024) v = substr(v, 1, 1024)
-            print name "\t" v
-        }' 2>/dev/null)
+    ad=$(gt_ad_select globaljobid clusterid procid exitcode exitbysignal exitsignal \
+        remoteusercpu remotesyscpu residentsetsize)
     local n v gid="" cluster="" proc="" code="" bysig="" sig="" ucpu="" scpu="" rss=""
     while IFS="$GT_TAB" read -r n v; do
         case $n in

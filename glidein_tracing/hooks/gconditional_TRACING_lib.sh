@@ -333,6 +333,25 @@ gt_tree_snap() {
     GT_R_UT=$1 GT_R_ST=$2 GT_R_RSS=$3 GT_R_N=$4
 }
 
+# gt_ad_select NAME...: the named attributes of the ClassAd (old syntax) on stdin, one
+# "name<TAB>value" line each, name in lower case (ClassAd names are case-insensitive); a
+# quoted value loses its quotes, control and non-ASCII bytes become '?', values are cut at
+# 1024 bytes and at most 4 MB of the ad is read: a hostile ad cannot break a journal line.
+gt_ad_select() {
+    head -c 4000000 | LC_ALL=C awk -v names="$*" '
+        BEGIN { n = split(tolower(names), w, " "); for (i = 1; i <= n; i++) want[w[i]] }
+        {
+            eq = index($0, "="); if (eq < 2) next
+            name = substr($0, 1, eq - 1); gsub(/[ \t]/, "", name); name = tolower(name)
+            if (!(name in want)) next
+            v = substr($0, eq + 1); sub(/^[ \t]+/, "", v); sub(/[ \t\r]+$/, "", v)
+            if (v ~ /^".*"$/) { v = substr(v, 2, length(v) - 2); gsub(/\\"/, "\"", v) }
+            gsub(/[^ -~]/, "?", v)             # control and non-ASCII bytes
+            if (length(v) > 1024) v = substr(v, 1, 1024)
+            print name "\t" v
+        }' 2>/dev/null
+}
+
 # gt_setup_env CONFIG [KEY...]: load what every hook needs from glidein_config; sets GT_JOURNAL,
 # GT_DIR, GT_WORK_DIR, GT_TRACE_ID, GT_HZ, GT_PAGE, GT_STARTUP_PID. Non-zero when
 # tracing is not set up for this glidein (the setup hook disabled it, or never ran).

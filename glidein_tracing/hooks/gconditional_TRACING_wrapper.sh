@@ -24,20 +24,8 @@ gt_wrapper_run() {
     # attributes we need (names are case-insensitive) and makes the values safe
     gt_w_ad=
     if [ -n "${_CONDOR_JOB_AD:-}" ] && [ -r "$_CONDOR_JOB_AD" ]; then
-        gt_w_ad=$(head -c 4000000 "$_CONDOR_JOB_AD" | LC_ALL=C awk '
-            BEGIN { want["globaljobid"]; want["clusterid"]; want["procid"]; want["owner"]
-                    want["acctgroup"]; want["accountinggroup"]; want["requestcpus"]
-                    want["requestmemory"]; want["requestdisk"]; want["traceparent"] }
-            {
-                eq = index($0, "="); if (eq < 2) next
-                name = substr($0, 1, eq - 1); gsub(/[ \t]/, "", name); name = tolower(name)
-                if (!(name in want)) next
-                v = substr($0, eq + 1); sub(/^[ \t]+/, "", v); sub(/[ \t\r]+$/, "", v)
-                if (v ~ /^".*"$/) { v = substr(v, 2, length(v) - 2); gsub(/\\"/, "\"", v) }
-                gsub(/[^ -~]/, "?", v)             # control and non-ASCII bytes
-                if (length(v) > 1024) v = substr(v, 1, 1024)
-                print name "\t" v
-            }' 2>/dev/null)
+        gt_w_ad=$(gt_ad_select globaljobid clusterid procid owner acctgroup accountinggroup \
+            requestcpus requestmemory requestdisk traceparent < "$_CONDOR_JOB_AD")
     else
         gt_w_note="no readable job ad (_CONDOR_JOB_AD=${_CONDOR_JOB_AD:-unset})"
     fi
