@@ -592,9 +592,3 @@ def convert(events, report: JournalReport | None = None, *, resource_defaults: d
     builder.collect()
     builder.derive()
     return builder.build()
-
-
-def trace_id_of(spans) -> str | None:
-    for span in spans:
-        return format(span.context.trace_id, "032x")
-    return None

@@ -87,14 +87,11 @@ class Forwarder:
         self.max_section_bytes = max_section_bytes
         self.progress = progress
         self.resource_defaults = {"service.name": service_name} if service_name else None
-        self._entries: dict[str, EntryDir] = {}
         self._learned: dict = {}
 
     # -- 1. activity logs -----------------------------------------------------------------
     def scan(self, stats: ForwardStats):
         for entry in find_entry_dirs(self.roots):
-            key = str(entry.path)
-            self._entries[key] = entry
             for path in activity_logs(entry):
                 self._read_log(entry, path, stats)
             self._adopt_orphan_outputs(entry, stats)
