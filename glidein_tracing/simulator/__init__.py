@@ -13,8 +13,6 @@ Factory config lists it. Time is compressed; every timestamp is real.
 
 from __future__ import annotations
 
-import base64
-import gzip
 import os
 import shutil
 import signal
@@ -22,6 +20,8 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..sections import find_sections
 
 HERE = Path(__file__).resolve().parent
 HOOKS_DIR = HERE.parent / "hooks"
@@ -128,26 +128,10 @@ class GlideinResult:
 
 
 def decode_sections(stderr: bytes) -> dict:
-    """The named gzip+base64 sections of a glidein's stderr: {NAME: decoded bytes}."""
-    lines = stderr.decode("utf-8", "replace").split("\n")
-    found = {}
-    for index, line in enumerate(lines):
-        if not line.startswith("======== gzip | uuencode") or index == 0:
-            continue
-        name = lines[index - 1].strip()
-        j = index + 1
-        while j < len(lines) and not lines[j].startswith("begin-base64"):
-            j += 1
-        chunk = []
-        j += 1
-        while j < len(lines) and lines[j].strip() != "====":
-            chunk.append(lines[j].strip())
-            j += 1
-        try:
-            found[name] = gzip.decompress(base64.b64decode("".join(chunk)))
-        except Exception:  # a cut section: skip it, as the Factory tools do
-            continue
-    return found
+    """The named gzip+base64 sections of a glidein's stderr: {NAME: decoded bytes}; a cut or
+    damaged section is left out, as the Factory tools do."""
+    text = stderr.decode("utf-8", "replace")
+    return {section.name: section.data for section in find_sections(text) if not section.error}
 
 
 def _file_line(name: str, kind: str, real: str | None = None) -> str:
