@@ -276,12 +276,21 @@ def _condor_started(stdout_path: Path) -> bool:
 
 
 def _setup_started(start_dir: Path) -> bool:
+    """True once the journal shows setup open *and* a later record (e.g. a resource sample).
+
+    The setup span is dated at glidein_startup.sh's own start, so a kill right after its start
+    line would leave no later time to close it at; waiting for one more record makes the kill
+    land inside setup on fast and slow machines alike.
+    """
     for journal in start_dir.glob("glide_*/glidein_tracing/journal.gtj"):
         try:
-            if b"\tstart\tsetup\t" in journal.read_bytes():
-                return True
+            data = journal.read_bytes()
         except OSError:
-            pass
+            continue
+        at = data.find(b"\tstart\tsetup\t")
+        later = data.find(b"\ngtj1\t", at) if at >= 0 else -1
+        if later >= 0 and data.find(b"\n", later + 1) >= 0:   # a whole line after setup's
+            return True
     return False
 
 
