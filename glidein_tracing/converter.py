@@ -125,6 +125,19 @@ def _ns(seconds: float) -> int:
 
 
 SECRET_NAME_RE = re.compile("|".join(re.escape(m) for m in SECRET_MARKERS), re.IGNORECASE)
+# every SECRET_VALUE_RE match contains one of these (lower case): plain substring tests rule
+# out the common case far faster than the regex scanning every character
+SECRET_VALUE_HINTS = ("eyj", "-----begin", "bearer", "basic")
+
+
+def _has_marker(lowered: str, markers) -> bool:
+    for marker in markers:
+        if marker in lowered:
+            return True
+    return False
+
+
+_STATUS_OK, _STATUS_UNSET = Status(StatusCode.OK), Status(StatusCode.UNSET)  # immutable: shared
 
 
 @functools.lru_cache(maxsize=4096)
@@ -431,14 +444,23 @@ class _Builder:
         return Resource(self._scrub(attrs))
 
     def _scrub(self, attrs: dict) -> dict:
-        """Secrets never reach a span: redact by name (knob and known markers) and by value."""
-        # one search over all string values finds the common case (no secret) cheaply
-        values_clean = not SECRET_VALUE_RE.search(
-            "\0".join(v for v in attrs.values() if isinstance(v, str)))
+        """Secrets never reach a span: redact by name (knob and known markers) and by value.
+
+        Returns ``attrs`` itself when nothing needs redacting (the common case, found with one
+        regex search over all names and one over all values), else a redacted copy."""
+        if not attrs:
+            return attrs
+        names_clean = (not _has_marker("\0".join(attrs).lower(), SECRET_MARKERS)
+                       and (not self.redact or self.redact.isdisjoint(attrs)))
+        values = "\0".join(map(str, attrs.values()))
+        values_clean = (not _has_marker(values.lower(), SECRET_VALUE_HINTS)
+                        or not SECRET_VALUE_RE.search(values))
+        if names_clean and values_clean:
+            return attrs
         out = {}
         for name, value in attrs.items():
             if name in self.redact or _looks_secret(name) or (
-                    not values_clean and isinstance(value, str) and SECRET_VALUE_RE.search(value)):
+                    not values_clean and SECRET_VALUE_RE.search(str(value))):
                 out[name] = "REDACTED"
             else:
                 out[name] = value
@@ -468,7 +490,7 @@ class _Builder:
                 attrs["error.type"] = span.error_type
             parent_key = span.parent if span.parent in self.spans else (None if key == ROOT else ROOT)
             links = []
-            for value in dict.fromkeys(span.links):
+            for value in (dict.fromkeys(span.links) if span.links else ()):
                 parsed = ids.parse_traceparent(value)
                 if parsed is None:
                     continue
@@ -479,16 +501,15 @@ class _Builder:
                                    "traceparent": value}))
             events = [SpanEvent("glidein_tracing.note", self._scrub({"message": n.fields.get("@msg", "")}),
                                 timestamp=_ns(n.time))
-                      for n in self.notes if n.key in (key, "-") and (key == ROOT or n.key == key)]
+                      for n in self.notes
+                      if n.key in (key, "-") and (key == ROOT or n.key == key)] if self.notes else ()
             if span.status == "ERROR":
                 detail = span.error_detail or span.error_type or None
                 if detail and SECRET_VALUE_RE.search(detail):
                     detail = "REDACTED"
                 status = Status(StatusCode.ERROR, detail)
-            elif span.status == "OK":
-                status = Status(StatusCode.OK)
             else:
-                status = Status(StatusCode.UNSET)
+                status = _STATUS_OK if span.status == "OK" else _STATUS_UNSET
             built[key] = ReadableSpan(
                 name=span.name or key, context=contexts[key],
                 parent=contexts.get(parent_key) if parent_key else None,

@@ -184,6 +184,20 @@ def test_conversion_is_deterministic_and_secrets_never_reach_spans():
     assert root.resource.attributes["my.password"] == "REDACTED"
 
 
+@pytest.mark.parametrize("value", [
+    "Authorization: bEaReR abcdefgh12345",          # any case, inside a longer value
+    "BASIC dXNlcjpwYXNzd29yZA==",
+    "EYJhbGciOiJSUzI1NiJ9.EYJzdWIiOiJ1c2VyIn0.sig",  # a JWT whatever its case
+    "-----begin RSA PRIVATE KEY-----",
+])
+def test_secret_values_are_redacted_whatever_their_name_and_case(value):
+    lines = root_lines(1000.0, "", **{"custom.note": value, "custom.plain": "basically fine"})
+    lines.append(format_line(1002, "end", "glidein", {}))
+    root = convert(parse_lines("".join(lines).encode())[0])[0]
+    assert root.attributes["custom.note"] == "REDACTED"
+    assert root.attributes["custom.plain"] == "basically fine"
+
+
 def test_journal_without_root_or_identity_is_a_clear_error():
     events, _ = parse_lines(format_line(1, "sample", "-", {"r.utime": "1"}).encode())
     with pytest.raises(ConversionError, match="no glidein root"):
