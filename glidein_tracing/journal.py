@@ -69,21 +69,30 @@ def _good_name(name: str) -> bool:
     return good
 
 
-def parse_line(raw: bytes, line_no: int, report: JournalReport):
-    """Parse one raw line (without its newline); return an Event or None (and count why)."""
-    if len(raw) > MAX_LINE_BYTES:
-        report.skip("oversized line", line_no)
-        return None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        report.skip("non-UTF-8 line", line_no)
-        return None
-    text = text.rstrip("\r")
-    if not text.strip():
-        return None
+def parse_line(raw, line_no: int, report: JournalReport):
+    """Parse one line (bytes, or str already decoded; without its newline); return an Event
+    or None (and count why)."""
+    if isinstance(raw, bytes):
+        if len(raw) > MAX_LINE_BYTES:
+            report.skip("oversized line", line_no)
+            return None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            report.skip("non-UTF-8 line", line_no)
+            return None
+    else:
+        text = raw
+        # at most 4 bytes a character: only long lines need their encoded length
+        if len(text) * 4 > MAX_LINE_BYTES and len(text.encode("utf-8")) > MAX_LINE_BYTES:
+            report.skip("oversized line", line_no)
+            return None
+    if text.endswith("\r"):
+        text = text.rstrip("\r")
     parts = text.split("\t")
     if parts[0] != TAG:
+        if not text.strip():
+            return None
         report.skip("unknown tag", line_no)
         return None
     if len(parts) < 4:
@@ -103,41 +112,50 @@ def parse_line(raw: bytes, line_no: int, report: JournalReport):
     if not key:
         report.skip("empty key", line_no)
         return None
-    event = Event(time=when, op=op, key=key, line_no=line_no)
+    fields, links = {}, []
+    good_names = _GOOD_NAMES
+    long_line = len(text) > MAX_VALUE_CHARS   # else no value can be over the cap
     for item in parts[4:]:
         name, sep, value = item.partition("=")
-        if not sep or not _good_name(name):
+        good = good_names.get(name)
+        if good is None:
+            good = _good_name(name)
+        if not sep or not good:
             report.skip("bad field", line_no)
             continue
-        value = value[:MAX_VALUE_CHARS]
+        if long_line:
+            value = value[:MAX_VALUE_CHARS]
         if name == "@link":
-            event.links.append(value)
+            links.append(value)
         else:
-            event.fields[name] = value
-    return event
+            fields[name] = value
+    return Event(when, op, key, fields, links, line_no)
 
 
 def parse_lines(data: bytes, report: JournalReport | None = None):
     """Parse journal bytes; return (events, report). A last line with no newline was cut."""
     report = report or JournalReport()
     events = []
-    chunks = data.split(b"\n")
+    try:  # one decode for the whole journal; a bad byte sends us line by line
+        chunks = data.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        chunks = data.split(b"\n")
     complete = data.endswith(b"\n")
     if complete:
-        chunks = chunks[:-1]
-    for index, raw in enumerate(chunks):
+        chunks.pop()
+    elif chunks:
+        # Writers end every line with a newline: a last line without one was cut by a
+        # kill or a full disk, and its last value may be cut too. Drop it, count it.
+        last = chunks.pop()
+        if last.strip():
+            report.skip("truncated last line", len(chunks) + 1)
         report.lines += 1
-        if (not complete) and index == len(chunks) - 1:
-            # Writers end every line with a newline: a last line without one was cut by a
-            # kill or a full disk, and its last value may be cut too. Drop it, count it.
-            if raw.strip():
-                report.skip("truncated last line", index + 1)
-            continue
-        event = parse_line(raw, index + 1, report)
-        if event is None:
-            continue
-        events.append(event)
-        report.events += 1
+    report.lines += len(chunks)
+    for index, raw in enumerate(chunks, 1):
+        event = parse_line(raw, index, report)
+        if event is not None:
+            events.append(event)
+    report.events += len(events)
     return events, report
 
 

@@ -93,31 +93,34 @@ class ResourceTimeline:
         columns, times = self._columns, self._times
         last_index = len(times) - 1
         before = bisect.bisect_right(times, start) - 1
-        after = min(bisect.bisect_left(times, end), last_index)
+        after = bisect.bisect_left(times, end)
+        if after > last_index:
+            after = last_index
         out = {}
         if before >= 0:
             before_time = times[before]
-            before_cpu = (columns["utime"][before], columns["stime"][before])
+            before_user, before_system = columns["utime"][before], columns["stime"][before]
         elif origin is not None and origin <= start:
-            before_time, before_cpu = origin, (0.0, 0.0)
+            before_time, before_user, before_system = origin, 0.0, 0.0
         else:
-            before_time, before_cpu = None, (None, None)
-        if before_time is not None and times[after] >= before_time:
-            after_cpu = (columns["utime"][after], columns["stime"][after])
-            for name, b, a in zip((CPU_USER, CPU_SYSTEM), before_cpu, after_cpu):
-                if a is not None and b is not None:
-                    out[name] = round(max(0.0, a - b), 6)
-            out[WINDOW] = round(max(0.0, times[after] - before_time), 6)
-            low = before_time
+            before_time = before_user = before_system = None
+        after_time = times[after]
+        if before_time is not None and after_time >= before_time:
+            after_user, after_system = columns["utime"][after], columns["stime"][after]
+            if after_user is not None and before_user is not None:
+                out[CPU_USER] = round(max(0.0, after_user - before_user), 6)
+            if after_system is not None and before_system is not None:
+                out[CPU_SYSTEM] = round(max(0.0, after_system - before_system), 6)
+            out[WINDOW] = round(after_time - before_time, 6)
+            first = bisect.bisect_left(times, before_time)
         else:
-            low = start
-        first = bisect.bisect_left(times, low)
-        stop = bisect.bisect_right(times, times[after])
+            first = bisect.bisect_left(times, start)
+        stop = bisect.bisect_right(times, after_time, first)
         rss = [v for v in columns["rss"][first:stop] if v is not None]
-        if not rss and stop <= last_index and columns["next_rss"][stop] is not None:
-            rss = [columns["next_rss"][stop]]  # no reading in the window: the next one
         if rss:
             out[MAX_RSS] = int(max(rss))
+        elif stop <= last_index and columns["next_rss"][stop] is not None:
+            out[MAX_RSS] = int(columns["next_rss"][stop])  # no reading in the window: the next one
         disk, load = columns["disk_free"][after], columns["load1"][after]
         if disk is not None:
             out[DISK_FREE] = int(disk)
