@@ -14,7 +14,7 @@ import threading
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from .otlp_proto import encode_request
+from .otlp_proto import encode_request_bytes
 
 TRACES_PATH = "/v1/traces"
 
@@ -28,7 +28,7 @@ class GroupedOTLPSpanExporter(OTLPSpanExporter):
         if client is None or self._shutdown:  # another SDK layout: use the SDK as it is
             return super().export(spans)
         try:
-            data = encode_request(spans).SerializePartialToString()
+            data = encode_request_bytes(spans)
         except Exception:
             return super().export(spans)
         result = client.export(data)

@@ -1,114 +1,217 @@
-"""OTLP protobuf encoding of SDK spans, grouped by resource, about twice as fast as the SDK's.
+"""OTLP protobuf encoding of SDK spans, grouped by resource, several times faster than the SDK's.
 
 The forwarder must move a Factory's backlog (tens of thousands of spans a second) on one
-core. The SDK's ``encode_spans`` hashes each span's Resource and re-encodes the same
-resource attributes for every span; our spans arrive grouped per glidein (one resource),
-so we encode each resource once and build messages with the generated protobuf classes.
-A test checks that the result equals the SDK's encoding message for message.
+core. The SDK's ``encode_spans`` hashes each span's Resource, re-encodes the same resource
+attributes for every span and builds one protobuf object per attribute; filling generated
+messages field by field is still ~0.8 us per attribute from Python. Our spans arrive grouped
+per glidein (one resource) and most attribute pairs repeat across glideins (stage names,
+script ids, statuses), so we write the protobuf wire format directly: each resource once,
+each distinct attribute pair once per process (a bounded cache), the rest joined as bytes.
+
+Only the messages of opentelemetry-proto's trace service are written (field numbers below,
+from opentelemetry/proto/trace/v1/trace.proto and common/v1/common.proto). A test parses the
+bytes with the generated classes and checks them against the SDK's encoding message for message.
 """
 
 from __future__ import annotations
 
+import struct
+
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.trace import SpanKind
 
 # span flags in OTLP: bit 8 "we know whether the parent is remote", bit 9 "it is remote"
 # (the SDK encoder leaves the W3C sampled bit out; so do we)
 _HAS_IS_REMOTE = 0x100
 _IS_REMOTE = 0x200
 
+_FIXED64 = struct.Struct("<Q").pack
+_FIXED32 = struct.Struct("<I").pack
+_DOUBLE = struct.Struct("<d").pack
+_SMALL = [bytes((n,)) for n in range(128)]
+_INT64 = 1 << 63             # AnyValue.int_value is an int64: larger ints travel as text
+_KEY_CACHE: dict = {}        # attribute key -> encoded KeyValue.key field
+_PAIR_CACHES = {kind: {} for kind in (str, int, float, bool)}  # (key, value) -> encoded pair
+_PAIR_CACHE_MAX = 200_000    # bounded: a long-running forwarder sees unique values forever
 
-def _set_value(target: AnyValue, value) -> None:
-    # assigning fields of added messages is several times faster than building them
+
+def _varint(n: int) -> bytes:
+    if n < 0x80:
+        return _SMALL[n] if n >= 0 else _varint(n & 0xFFFFFFFFFFFFFFFF)
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _field(tag: bytes, payload: bytes) -> bytes:
+    """A length-delimited field: tag, length, payload."""
+    size = len(payload)
+    return tag + (_SMALL[size] if size < 0x80 else _varint(size)) + payload
+
+
+def _text(value: str) -> bytes:
+    return value.encode("utf-8", "surrogatepass")
+
+
+def _any_value(value) -> bytes:
+    """The AnyValue message (a oneof: present even when it holds a default)."""
+    kind = type(value)
+    if kind is str:
+        return _field(b"\x0a", _text(value))
+    if kind is bool:
+        return b"\x10\x01" if value else b"\x10\x00"
+    if kind is int and -_INT64 <= value < _INT64:
+        return b"\x18" + _varint(value)
+    if kind is float:
+        return b"\x21" + _DOUBLE(value)
+    if kind is bytes:
+        return _field(b"\x3a", value)
+    if isinstance(value, (list, tuple)):
+        return _field(b"\x2a", b"".join(_field(b"\x0a", _any_value(v)) for v in value))
     if isinstance(value, bool):
-        target.bool_value = value
-    elif isinstance(value, int):
-        target.int_value = value
-    elif isinstance(value, float):
-        target.double_value = value
-    elif isinstance(value, str):
-        target.string_value = value
-    elif isinstance(value, bytes):
-        target.bytes_value = value
-    elif isinstance(value, (list, tuple)):
-        values = target.array_value.values
-        for item in value:
-            _set_value(values.add(), item)
-    else:
-        target.string_value = str(value)
+        return b"\x10\x01" if value else b"\x10\x00"
+    if isinstance(value, int) and -_INT64 <= value < _INT64:
+        return b"\x18" + _varint(int(value))
+    if isinstance(value, float):
+        return b"\x21" + _DOUBLE(float(value))
+    return _field(b"\x0a", _text(str(value)))
 
 
-def _add_attributes(container, attributes) -> None:
-    add = container.add
-    for key, value in (attributes or {}).items():
-        pair = add()
-        pair.key = key
-        _set_value(pair.value, value)
+def _pair(key: str, value) -> bytes:
+    """One KeyValue message, length-prefixed (its field tag is the caller's)."""
+    encoded_key = _KEY_CACHE.get(key)
+    if encoded_key is None:
+        if len(_KEY_CACHE) >= _PAIR_CACHE_MAX:
+            _KEY_CACHE.clear()
+        encoded_key = _KEY_CACHE[key] = _field(b"\x0a", _text(key))
+    body = encoded_key + _field(b"\x12", _any_value(value))
+    size = len(body)
+    return (_SMALL[size] if size < 0x80 else _varint(size)) + body
 
 
-def _flags(context, parent) -> int:
-    flags = _HAS_IS_REMOTE
-    if parent is not None and parent.is_remote:
-        flags |= _IS_REMOTE
-    return flags
+def _attributes(tag: bytes, attributes) -> bytes:
+    """Repeated KeyValue under ``tag``. Encoded pairs are cached by value type (1, 1.0 and
+    True are equal keys but different encodings): stage names, statuses, disk and load
+    readings repeat from span to span and glidein to glidein."""
+    if not attributes:
+        return b""
+    caches = _PAIR_CACHES
+    encoded = []
+    for item in attributes.items():
+        cache = caches.get(type(item[1]))
+        if cache is None:   # lists and other kinds: not hashable, or rare
+            encoded.append(_pair(*item))
+            continue
+        pair = cache.get(item)
+        if pair is None:
+            if len(cache) >= _PAIR_CACHE_MAX:
+                cache.clear()
+            pair = cache[item] = _pair(*item)
+        encoded.append(pair)
+    return tag + tag.join(encoded)
 
 
-def _fill_span(message, span) -> None:
-    context = span.context
-    message.trace_id = context.trace_id.to_bytes(16, "big")
-    message.span_id = context.span_id.to_bytes(8, "big")
-    if span.parent is not None:
-        message.parent_span_id = span.parent.span_id.to_bytes(8, "big")
-    message.name = span.name
-    message.kind = span.kind.value + 1
-    message.start_time_unix_nano = span.start_time
-    message.end_time_unix_nano = span.end_time
-    message.flags = _flags(context, span.parent)
-    if span.attributes:
-        _add_attributes(message.attributes, span.attributes)
+def _trace_state(context) -> bytes:
+    return _text(",".join(f"{k}={v}" for k, v in context.trace_state.items()))
+
+
+_KIND_FIELD = {kind: b"\x30" + _varint(kind.value + 1) for kind in SpanKind}
+_FLAGS_FIELD = {remote: b"\x85\x01" + _FIXED32(_HAS_IS_REMOTE | (_IS_REMOTE if remote else 0))
+                for remote in (False, True)}            # Span.flags: field 16, fixed32
+_LINK_FLAGS_FIELD = {remote: b"\x35" + _FIXED32(_HAS_IS_REMOTE | (_IS_REMOTE if remote else 0))
+                     for remote in (False, True)}       # Link.flags: field 6, fixed32
+_EMPTY_STATUS = b"\x7a\x00"                           # the SDK always sets a status
+
+
+def _span(span, trace_ids: dict) -> bytes:
+    context, parent = span.context, span.parent
+    trace_id = trace_ids.get(context.trace_id)
+    if trace_id is None:   # one glidein's spans share a trace id: encode it once
+        trace_id = trace_ids[context.trace_id] = b"\x0a\x10" + context.trace_id.to_bytes(16, "big")
+    parts = [trace_id, b"\x12\x08", context.span_id.to_bytes(8, "big")]
+    if context.trace_state:
+        parts.append(_field(b"\x1a", _trace_state(context)))
+    if parent is not None:
+        parts += (b"\x22\x08", parent.span_id.to_bytes(8, "big"))
+    name = span.name
+    if name:
+        parts.append(_field(b"\x2a", _text(name)))
+    parts.append(_KIND_FIELD[span.kind])
+    if span.start_time:
+        parts += (b"\x39", _FIXED64(span.start_time))
+    if span.end_time:
+        parts += (b"\x41", _FIXED64(span.end_time))
+    attributes = span.attributes
+    if attributes:
+        parts.append(_attributes(b"\x4a", attributes))
     for event in span.events:
-        added = message.events.add()
-        added.name = event.name
-        added.time_unix_nano = event.timestamp
-        _add_attributes(added.attributes, event.attributes)
+        body = b"\x09" + _FIXED64(event.timestamp) if event.timestamp else b""
+        if event.name:
+            body += _field(b"\x12", _text(event.name))
+        parts.append(_field(b"\x5a", body + _attributes(b"\x1a", event.attributes)))
     for link in span.links:
-        added = message.links.add()
-        added.trace_id = link.context.trace_id.to_bytes(16, "big")
-        added.span_id = link.context.span_id.to_bytes(8, "big")
-        added.flags = _HAS_IS_REMOTE | (_IS_REMOTE if link.context.is_remote else 0)
-        _add_attributes(added.attributes, link.attributes)
+        linked = link.context
+        body = (b"\x0a\x10" + linked.trace_id.to_bytes(16, "big")
+                + b"\x12\x08" + linked.span_id.to_bytes(8, "big")
+                + _attributes(b"\x22", link.attributes) + _LINK_FLAGS_FIELD[bool(linked.is_remote)])
+        parts.append(_field(b"\x6a", body))
     status = span.status
-    message.status.SetInParent()
-    if status.status_code.value:
-        message.status.code = status.status_code.value
-        if status.description:
-            message.status.message = status.description
+    if status.is_unset:
+        parts.append(_EMPTY_STATUS)
+    else:
+        body = (_field(b"\x12", _text(status.description)) if status.description else b"") \
+            + b"\x18" + _varint(status.status_code.value)
+        parts.append(_field(b"\x7a", body))
+    parts.append(_FLAGS_FIELD[parent is not None and bool(parent.is_remote)])
+    return b"".join(parts)
+
+
+def _scope(scope) -> bytes:
+    """The InstrumentationScope message (present, empty, when a span has none: as the SDK)."""
+    if scope is None:
+        return b""
+    body = _field(b"\x0a", _text(scope.name)) if scope.name else b""
+    if scope.version:
+        body += _field(b"\x12", _text(scope.version))
+    return body + _attributes(b"\x1a", getattr(scope, "attributes", None))
+
+
+def encode_request_bytes(spans) -> bytes:
+    """The serialized ExportTraceServiceRequest for ``spans`` (any mix of resources and scopes)."""
+    buckets: dict = {}   # (id(resource), id(scope)) -> encoded spans; dicts keep first-seen order
+    owners: dict = {}    # same key -> (resource, scope)
+    trace_ids: dict = {}
+    for span in spans:
+        resource, scope = span.resource, span.instrumentation_scope
+        key = (id(resource), id(scope))
+        bucket = buckets.get(key)
+        if bucket is None:
+            bucket = buckets[key] = []
+            owners[key] = (resource, scope)
+        bucket.append(_field(b"\x12", _span(span, trace_ids)))
+    grouped: dict = {}   # id(resource) -> (resource, {scope key: (scope, [encoded spans])})
+    for key, encoded in buckets.items():
+        resource, scope = owners[key]
+        scopes = grouped.setdefault(id(resource), (resource, {}))[1]
+        scope_key = (scope.name, scope.version, scope.schema_url) if scope else None
+        scopes.setdefault(scope_key, (scope, []))[1].extend(encoded)
+    out = []
+    for resource, scopes in grouped.values():
+        body = [_field(b"\x0a", _attributes(b"\x0a", resource.attributes))]
+        for scope, encoded_spans in scopes.values():
+            scope_body = [_field(b"\x0a", _scope(scope))] + encoded_spans
+            if scope is not None and scope.schema_url:
+                scope_body.append(_field(b"\x1a", _text(scope.schema_url)))
+            body.append(_field(b"\x12", b"".join(scope_body)))
+        if resource.schema_url:
+            body.append(_field(b"\x1a", _text(resource.schema_url)))
+        out.append(_field(b"\x0a", b"".join(body)))
+    return b"".join(out)
 
 
 def encode_request(spans) -> ExportTraceServiceRequest:
-    """One ExportTraceServiceRequest for ``spans`` (any mix of resources and scopes)."""
-    request = ExportTraceServiceRequest()
-    groups: dict = {}
-    for span in spans:
-        resource = span.resource
-        entry = groups.get(id(resource))
-        if entry is None:
-            resource_spans = request.resource_spans.add()
-            _add_attributes(resource_spans.resource.attributes, resource.attributes)
-            if resource.schema_url:
-                resource_spans.schema_url = resource.schema_url
-            entry = groups[id(resource)] = (resource_spans, {})
-        resource_spans, scopes = entry
-        scope = span.instrumentation_scope
-        scope_key = (scope.name, scope.version) if scope else ("", "")
-        scope_spans = scopes.get(scope_key)
-        if scope_spans is None:
-            scope_spans = scopes[scope_key] = resource_spans.scope_spans.add()
-            if scope:
-                scope_spans.scope.name = scope.name
-                if scope.version:
-                    scope_spans.scope.version = scope.version
-                if scope.schema_url:
-                    scope_spans.schema_url = scope.schema_url
-        _fill_span(scope_spans.spans.add(), span)
-    return request
+    """The same request as a protobuf message (for the JSON encoding and for tests)."""
+    return ExportTraceServiceRequest.FromString(encode_request_bytes(spans))
