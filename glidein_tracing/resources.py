@@ -78,24 +78,32 @@ class ResourceTimeline:
         """Usage over [start, end] as ``glidein.resource.*`` attributes: CPU difference between
         the bracketing samples, the largest RSS seen inside them, disk free and load at the
         end. ``origin`` is when the measured process started (its counters were zero then),
-        used when no sample precedes start. The dict is shared between equal windows: read it,
-        do not change it."""
-        if not self._samples or start is None or end is None:
+        used when no sample precedes start. The dict is shared between windows with the same
+        bracketing samples (short stages often fall between the same two): read it, do not
+        change it."""
+        times = self._times
+        if not times or start is None or end is None:
             return {}
-        key = (start, end, origin)
-        if key not in self._cache:  # spans of one-second records often share a window
-            if self._columns is None:
-                self._columns = self._build_columns()
-            self._cache[key] = self._window(start, end, origin)
-        return self._cache[key]
-
-    def _window(self, start: float, end: float, origin: float | None) -> dict:
-        columns, times = self._columns, self._times
-        last_index = len(times) - 1
+        if self._columns is None:
+            self._columns = self._build_columns()
         before = bisect.bisect_right(times, start) - 1
         after = bisect.bisect_left(times, end)
-        if after > last_index:
-            after = last_index
+        if after >= len(times):
+            after = len(times) - 1
+        if 0 <= before <= after:
+            key = (before, after)                      # the result depends on the samples only
+        elif origin is not None and origin <= start:
+            key = ("origin", origin, after)
+        else:
+            key = ("start", start, after)
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = self._cache[key] = self._window(start, before, after, origin)
+        return cached
+
+    def _window(self, start: float, before: int, after: int, origin: float | None) -> dict:
+        columns, times = self._columns, self._times
+        last_index = len(times) - 1
         out = {}
         if before >= 0:
             before_time = times[before]
