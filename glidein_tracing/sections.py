@@ -13,6 +13,7 @@ import base64
 import binascii
 import gzip
 import io
+import re
 import zlib
 from dataclasses import dataclass
 
@@ -52,35 +53,48 @@ def _inflate(payload: bytes, max_bytes: int):
     return data, "", False
 
 
+_END_LINE_RE = re.compile(r"^[ \t\r\f\v]*====[ \t\r\f\v]*$", re.MULTILINE)
+
+
+def _line_around(text: str, pos: int):
+    """(start, end) of the line holding ``pos``; end is its newline or the end of text."""
+    end = text.find("\n", pos)
+    return text.rfind("\n", 0, pos) + 1, (len(text) if end < 0 else end)
+
+
 def find_sections(text: str, names=None, max_bytes: int = DEFAULT_MAX_BYTES):
-    """Yield every named section in ``text`` (only those in ``names`` when given)."""
-    lines = text.splitlines()
-    index = 0
-    while index < len(lines) - 2:
-        name = lines[index].strip()
-        if lines[index + 1].strip() == MARKER and lines[index + 2].strip() == BEGIN and (
-                names is None or name in names):
-            body = []
-            cursor = index + 3
-            closed = False
-            while cursor < len(lines):
-                line = lines[cursor].strip()
-                if line == END:
-                    closed = True
-                    break
-                body.append(line)
-                cursor += 1
-            try:
-                payload = base64.b64decode("".join(body), validate=False)
-                data, error, truncated = _inflate(payload, max_bytes)
-            except (binascii.Error, ValueError) as exc:
-                data, error, truncated = b"", f"bad base64: {exc}", False
-            if not closed and not error:
-                error = "section has no closing ==== line"
-            yield Section(name=name, data=data, error=error, truncated=truncated)
-            index = cursor + 1
+    """Yield every named section in ``text`` (only those in ``names`` when given).
+
+    A glidein's stderr can be megabytes of logs: sections are found by searching for the
+    marker line, not by walking every line in Python."""
+    pos = 0
+    while True:
+        at = text.find(MARKER, pos)
+        if at < 0:
+            return
+        start, end = _line_around(text, at)
+        pos = end
+        if start == 0 or end >= len(text) or text[start:end].strip() != MARKER:
             continue
-        index += 1
+        name_start, _ = _line_around(text, start - 1)
+        name = text[name_start:start - 1].strip()
+        begin_start, begin_end = _line_around(text, end + 1)
+        if text[begin_start:begin_end].strip() != BEGIN:
+            continue
+        pos = begin_end
+        if names is not None and name not in names:
+            continue
+        closing = _END_LINE_RE.search(text, begin_end)
+        body = text[begin_end:closing.start() if closing else len(text)]
+        pos = closing.end() if closing else len(text)
+        try:  # characters outside the base64 alphabet (newlines, blanks) are skipped
+            payload = base64.b64decode(body, validate=False)
+            data, error, truncated = _inflate(payload, max_bytes)
+        except (binascii.Error, ValueError) as exc:
+            data, error, truncated = b"", f"bad base64: {exc}", False
+        if closing is None and not error:
+            error = "section has no closing ==== line"
+        yield Section(name=name, data=data, error=error, truncated=truncated)
 
 
 def journal_sections(text: str, max_bytes: int = DEFAULT_MAX_BYTES):
