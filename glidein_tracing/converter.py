@@ -88,16 +88,37 @@ def _typed(name: str, value: str):
         return base, value
 
 
+_FIELD_PLAN: dict = {}   # journal field name -> None (not a span attribute) or (key, type suffix)
+
+
+def _plan(name: str):
+    """How one journal field name becomes a span attribute (names repeat: decided once)."""
+    plan = _FIELD_PLAN.get(name, False)
+    if plan is False:
+        if name.startswith(("@", "r.", "res.")):
+            plan = None
+        else:
+            base, _, suffix = name.rpartition(":")
+            plan = (base, suffix) if base and suffix in ("i", "f", "b") else (name, "")
+        if len(_FIELD_PLAN) < 100_000:
+            _FIELD_PLAN[name] = plan
+    return plan
+
+
 def _attributes(fields: dict) -> dict:
     """Span attributes of one event: every field that is not control (@) or resource (r.)."""
     out = {}
+    plans = _FIELD_PLAN
     for name, value in fields.items():
-        if name.startswith("@") or name.startswith("r.") or name.startswith("res."):
-            continue
-        if value == "":
-            continue  # a hook writes every field it knows of; an empty one says nothing
-        key, typed = _typed(name, value)
-        out[key] = typed
+        plan = plans.get(name, False)
+        if plan is False:
+            plan = _plan(name)
+        if plan is None or value == "":
+            continue  # control/resource field; or empty: a hook writes every field it knows of
+        key, suffix = plan
+        if suffix:
+            key, value = _typed(name, value)
+        out[key] = value
     return out
 
 
