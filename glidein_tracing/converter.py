@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import operator
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -166,9 +167,13 @@ def _looks_secret(name: str) -> bool:
     return SECRET_NAME_RE.search(name) is not None
 
 
+_EVENT_ORDER = operator.attrgetter("time", "line_no")
+_SAMPLED_OPS = frozenset({"start", "end", "sample"})   # lines that carry r.* readings
+
+
 class _Builder:
     def __init__(self, events, report, resource_defaults, redact):
-        self.events = sorted(events, key=lambda e: (e.time, e.line_no))
+        self.events = sorted(events, key=_EVENT_ORDER)
         self.report = report or JournalReport()
         self.resource_defaults = dict(resource_defaults or {})
         self.redact = {name.strip() for name in (redact or ()) if name.strip()}
@@ -185,17 +190,22 @@ class _Builder:
 
     # -- collecting ------------------------------------------------------------------
     def span(self, key: str) -> _Span:
-        if key not in self.spans:
-            self.spans[key] = _Span(key=key, name=key.split("/", 1)[0])
+        span = self.spans.get(key)
+        if span is None:
+            span = self.spans[key] = _Span(key=key, name=key.split("/", 1)[0])
             self.order.append(key)
-        return self.spans[key]
+        return span
 
     def collect(self):
+        handlers = {op: getattr(self, "_on_" + op) for op in
+                    ("start", "end", "attr", "record", "history", "note")}
+        add_sample = self.timeline.add
         for event in self.events:
-            if event.op in ("start", "end", "sample") and not event.key.startswith("job/"):
-                self.timeline.add(event.time, event.fields)
-            handler = getattr(self, "_on_" + event.op, None)
-            if handler:
+            op = event.op
+            if op in _SAMPLED_OPS and not event.key.startswith("job/"):
+                add_sample(event.time, event.fields)
+            handler = handlers.get(op)
+            if handler is not None:
                 handler(event)
 
     def _on_start(self, event: Event):
