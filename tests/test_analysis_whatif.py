@@ -144,3 +144,13 @@ def test_grid_with_threads_is_the_grid_without(recorded):
     candidates = whatif.candidate_grid(CURRENT, retire=(14400.0, 21600.0))
     serial = whatif.evaluate_grid(table, CURRENT, candidates, threads=1)
     assert whatif.evaluate_grid(table, CURRENT, candidates, threads=3) == serial
+
+
+def test_analysis_keeps_freed_memory_in_the_heap_on_glibc():
+    import platform
+
+    from glidein_tracing.analysis import heap
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc only")
+    assert heap.keep_freed_memory() is True
+    assert heap.keep_freed_memory() is True   # once per process, then a no-op

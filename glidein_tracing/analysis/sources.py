@@ -33,7 +33,7 @@ import numpy as np
 
 from ..exporters.otlp_json import attributes, flatten_request
 from ..exporters.store import FILE_PREFIX, FILE_SUFFIX
-from . import fastread
+from . import fastread, heap
 from .timeline import (K_GLIDEIN, R_KIND, GlideinTimeline, TableBuilder, TimelineTable, is_glidein_span, span_record,
                        timeline_fields, timeline_from_spans)
 
@@ -535,6 +535,7 @@ def _size(path) -> int:
 def _read_file(path: str, max_pending: int, fast: bool, cache_store, key):
     """Read one file (in a worker process or in this one) and, with a cache, write its entry
     there too, so that missing entries are filled in parallel: ``((table, report), written)``."""
+    heap.keep_freed_memory()   # in a worker process too
     table, part = _file_table(path, max_pending, fast)
     written = False
     if cache_store is not None:
@@ -619,6 +620,7 @@ def load_table(*, store=None, otlp_files=None, jaeger=None, service="glidein", s
     ``<store>/.analysis-cache`` and read only files that changed (``analysis.cache``); the
     files are then always read one by one, as with ``workers`` > 1, and the table is the same
     as without the cache."""
+    heap.keep_freed_memory()
     report = report or ReadReport()
     fast = fastread.available() if fast is None else fast
     workers = default_workers() if workers is None else max(1, int(workers))

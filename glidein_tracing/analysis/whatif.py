@@ -130,8 +130,18 @@ class Replayer:
         self.overshoot = np.maximum(self.tail_rec - self.thr0, 0.0)
         self.retire_overshoot = np.maximum(self.L - current.retire, 0.0)
         self.end_all = self.off + self.n_jobs
+        # every job kept (most glideins under most candidates): the recorded values, computed
+        # once; a candidate recomputes only the glideins it cuts short
+        off, end = self.off, self.end_all
+        self.all_before = self.cs_before[end] - self.cs_before[off]
+        self.all_between = self.cs_between[end] - self.cs_between[off]
+        self.all_bad = self.cs_bad[end] - self.cs_bad[off]
+        self.all_good = self.cs_good[end] - self.cs_good[off]
+        self.tail_minus_thr0 = self.tail_rec - self.thr0
+        self.no_condor = ~self.has_condor
         self._count_tail: dict = {}
         self._count_retire: dict = {}
+        self._thresholds: dict = {}
 
     def _leading(self, cache: dict, key: float, values_ms: np.ndarray) -> np.ndarray:
         counts = cache.get(key)
@@ -146,42 +156,54 @@ class Replayer:
         lost_first = self.need_idle_ms > round(I * 1000.0)
         count_tail = self._leading(self._count_tail, T, self.tail_prefix_ms)
         count_retire = self._leading(self._count_retire, R, self.need_retire_ms)
-        kept = np.where(lost_first, 0, np.minimum(count_tail, count_retire))
-        off = self.off
+        kept = np.minimum(count_tail, count_retire)
+        kept[lost_first] = 0
 
         # glideins that lose no job: the idle after the last job (or with no job) changes
-        thr = np.where(self.has_jobs, T, I)
-        new_tail = np.where(self.ruled, np.maximum(self.tail_rec + (thr - self.thr0), 0.0),
-                            np.minimum(self.tail_rec, thr + self.overshoot))
-        cap = np.maximum(self.cend, R + self.retire_overshoot) - self.cend
+        thr = self._thresholds.get((I, T))
+        if thr is None:
+            thr = self._thresholds[(I, T)] = np.where(self.has_jobs, T, I)
+        ruled_tail = self.tail_minus_thr0 + thr
+        np.maximum(ruled_tail, 0.0, out=ruled_tail)
+        other_tail = thr + self.overshoot
+        np.minimum(other_tail, self.tail_rec, out=other_tail)
+        new_tail = np.where(self.ruled, ruled_tail, other_tail)
+        cap = np.maximum(self.cend, R + self.retire_overshoot)
+        cap -= self.cend
         np.minimum(new_tail, cap, out=new_tail)
 
+        idle_before, idle_between = self.all_before, self.all_between
+        badput, goodput = self.all_bad, self.all_good
+        lost_core = np.zeros(self.n)
         # glideins cut short (usually few): they end after their last kept job
         cut = np.nonzero(kept < self.n_jobs)[0]
         if len(cut):
             k = kept[cut]
-            cursor_p = self.cursor[off[cut] + k]
+            off = self.off[cut]
+            last = off + k
+            cursor_p = self.cursor[last]
             idle_fired = lost_first[cut] | (count_tail[cut] == k)
             retire_fired = count_retire[cut] == k
             limit = np.where(k == 0, I, T) + self.lag[cut]
             end = np.minimum(np.where(idle_fired, cursor_p + limit, np.inf),
                              np.where(retire_fired, np.maximum(cursor_p, R), np.inf))
             new_tail[cut] = np.maximum(end - cursor_p, 0.0)
-        new_tail[~self.has_condor] = 0.0
+            idle_before, idle_between = idle_before.copy(), idle_between.copy()
+            badput, goodput = badput.copy(), goodput.copy()
+            idle_before[cut] = self.cs_before[last] - self.cs_before[off]
+            idle_between[cut] = self.cs_between[last] - self.cs_between[off]
+            badput[cut] = self.cs_bad[last] - self.cs_bad[off]
+            goodput[cut] = self.cs_good[last] - self.cs_good[off]
+            lost_core[cut] = self.cs_jobs[self.end_all[cut]] - self.cs_jobs[last]
+        new_tail[self.no_condor] = 0.0
 
-        end_index = off + kept
         any_kept = kept > 0
+        tail = np.where(any_kept, new_tail, 0.0)
+        new_tail[any_kept] = 0.0
         return ReplayResult(
-            settings=s,
-            idle_before=self.cs_before[end_index] - self.cs_before[off],
-            idle_between=self.cs_between[end_index] - self.cs_between[off],
-            tail=np.where(any_kept, new_tail, 0.0),
-            no_job=np.where(any_kept, 0.0, new_tail),
-            badput_core_s=self.cs_bad[end_index] - self.cs_bad[off],
-            goodput_core_s=self.cs_good[end_index] - self.cs_good[off],
-            lost_jobs=self.n_jobs - kept,
-            lost_core_s=self.cs_jobs[self.end_all] - self.cs_jobs[end_index],
-            cores=self.cores)
+            settings=s, idle_before=idle_before, idle_between=idle_between, tail=tail,
+            no_job=new_tail, badput_core_s=badput, goodput_core_s=goodput,
+            lost_jobs=self.n_jobs - kept, lost_core_s=lost_core, cores=self.cores)
 
 
 def replay_one(tl: GlideinTimeline, current: Settings, candidate: Settings) -> dict:
