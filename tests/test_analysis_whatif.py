@@ -154,3 +154,4 @@ def test_analysis_keeps_freed_memory_in_the_heap_on_glibc():
         pytest.skip("glibc only")
     assert heap.keep_freed_memory() is True
     assert heap.keep_freed_memory() is True   # once per process, then a no-op
+

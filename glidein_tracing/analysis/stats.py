@@ -30,28 +30,22 @@ QUANTILES = (0.5, 0.9, 0.99)
 OWN_TIMEOUT_REASONS = ("max_idle", "daemon_shutdown")
 
 
-def sort_finite(codes, values):
-    """(codes, values) without NaNs, ordered by value: the shared first step of group_summary."""
+def group_summary(codes: np.ndarray, values: np.ndarray, n_groups: int, qs=QUANTILES) -> dict:
+    """count, mean and quantiles (linear interpolation, as numpy.percentile) of values per
+    group code; NaNs skipped.
+
+    No value is sorted: values are grouped by a stable radix sort of the small integer codes,
+    and in each group only the two order statistics around each quantile are selected
+    (np.partition, linear time). A full argsort of 8 million validation times took seconds."""
     codes = np.asarray(codes, dtype=np.int64)
     values = np.asarray(values, dtype=np.float64)
     ok = np.isfinite(values)
-    codes, values = codes[ok], values[ok]
-    order = np.argsort(values)
-    return codes[order], values[order]
-
-
-def group_summary(codes: np.ndarray, values: np.ndarray, n_groups: int, qs=QUANTILES, *,
-                  presorted: bool = False) -> dict:
-    """count, mean and quantiles (linear interpolation) of values per group code; NaNs skipped.
-
-    ``presorted``: codes/values come from ``sort_finite`` (one value sort shared by several
-    groupings); the grouping is then a stable radix sort of the small integer codes."""
-    if not presorted:
-        codes, values = sort_finite(codes, values)
+    if not ok.all():
+        codes, values = codes[ok], values[ok]
     if n_groups <= 1:
         v, c = values, np.zeros(len(values), dtype=np.int64)
     else:
-        small = codes.astype(np.int16) if n_groups < 32767 else codes
+        small = codes.astype(np.int16 if n_groups < 2**15 else np.int32 if n_groups < 2**31 else np.int64)
         order = np.argsort(small, kind="stable")
         v, c = values[order], codes[order]
     counts = np.bincount(c, minlength=n_groups)[:n_groups]
@@ -59,16 +53,21 @@ def group_summary(codes: np.ndarray, values: np.ndarray, n_groups: int, qs=QUANT
     sums = np.bincount(c, weights=v, minlength=n_groups)[:n_groups]
     with np.errstate(invalid="ignore", divide="ignore"):
         out = {"count": counts, "mean": np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)}
-    has = counts > 0
-    for q in qs:
-        position = starts + q * np.maximum(counts - 1, 0)
-        low = np.floor(position).astype(np.int64)
-        high = np.minimum(low + 1, starts + np.maximum(counts - 1, 0))
-        frac = position - low
-        result = np.full(n_groups, np.nan)
-        if len(v):
-            low_c, high_c = np.clip(low, 0, len(v) - 1), np.clip(high, 0, len(v) - 1)
-            result = np.where(has, v[low_c] * (1 - frac) + v[high_c] * frac, np.nan)
+    results = [np.full(n_groups, np.nan) for _ in qs]
+    for group in np.nonzero(counts)[0]:
+        start, count = int(starts[group]), int(counts[group])
+        positions = [q * (count - 1) for q in qs]
+        lows = [int(np.floor(p)) for p in positions]
+        highs = [min(low + 1, count - 1) for low in lows]
+        segment = v[start:start + count]
+        if count > 2:
+            segment = np.partition(segment, sorted(set(lows + highs)))
+        elif count == 2 and segment[0] > segment[1]:
+            segment = segment[::-1]
+        for result, position, low, high in zip(results, positions, lows, highs):
+            frac = position - low
+            result[group] = segment[low] * (1 - frac) + segment[high] * frac
+    for q, result in zip(qs, results):
         out[f"p{int(round(q * 100))}"] = result
     return out
 
@@ -250,11 +249,10 @@ def compute_stats(table: TimelineTable, derived: Derived | None = None, *, by_sc
            "failed_jobs": int(t.jobs["failed"].sum()),
            "metrics": {"overall": {}, "by_entry": {}, "by_site": {}}}
     for name, (rows, values) in metrics.items():
-        rows_sorted, values_sorted = sort_finite(rows, values)
-        overall = group_summary(rows_sorted, values_sorted, 1, presorted=True)
+        overall = group_summary(rows, values, 1)
         out["metrics"]["overall"][name] = _rows(overall, 0)
         for key, codes, labels in (("by_entry", t.g["entry"], entries), ("by_site", t.g["site"], sites)):
-            summary = group_summary(codes[rows_sorted], values_sorted, len(labels), presorted=True)
+            summary = group_summary(codes[rows], values, len(labels))
             for gi, label in enumerate(labels):
                 if summary["count"][gi]:
                     out["metrics"][key].setdefault(label, {})[name] = _rows(summary, gi)
