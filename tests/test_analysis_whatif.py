@@ -155,3 +155,29 @@ def test_analysis_keeps_freed_memory_in_the_heap_on_glibc():
     assert heap.keep_freed_memory() is True
     assert heap.keep_freed_memory() is True   # once per process, then a no-op
 
+
+
+def test_grid_totals_equal_the_sums_of_the_per_glidein_replay(recorded):
+    _, table = recorded
+    d = stats.Derived(table)
+    replayer = Replayer(table, CURRENT, d)
+    entry, ne = table.g["entry"], len(table.names["entry"])
+    candidates = whatif.candidate_grid(CURRENT, retire=(14400.0, 21600.0, 28800.0))
+    assert len(candidates) > 100
+    cut_any = 0
+    for s in candidates:
+        r, t = replayer.run(s), replayer.totals(s, entry, ne)
+        w = r.waste_core_hours()
+        assert t.idle_core_hours == pytest.approx(float(w["idle"].sum()), rel=1e-9, abs=1e-9)
+        assert t.no_job_core_hours == pytest.approx(float(w["no_job"].sum()), rel=1e-9, abs=1e-9)
+        assert t.badput_core_hours == pytest.approx(float(w["badput"].sum()), rel=1e-9, abs=1e-9)
+        assert t.lost_jobs == int(r.lost_jobs.sum())
+        assert t.lost_core_s == pytest.approx(float(r.lost_core_s.sum()), rel=1e-9, abs=1e-9)
+        assert t.glideins_cut_short == int((r.lost_jobs > 0).sum())
+        idle = w["idle"] + w["no_job"]
+        np.testing.assert_allclose(t.idle_by_entry, np.bincount(entry, weights=idle, minlength=ne),
+                                   rtol=1e-9, atol=1e-9)
+        np.testing.assert_array_equal(t.lost_by_entry, np.bincount(entry, weights=r.lost_jobs, minlength=ne))
+        np.testing.assert_array_equal(t.cut_by_entry, np.bincount(entry[r.lost_jobs > 0], minlength=ne))
+        cut_any += t.glideins_cut_short > 0
+    assert cut_any > 10      # the candidates do cut glideins short: the corrections are exercised

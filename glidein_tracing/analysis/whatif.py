@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -78,6 +79,22 @@ class ReplayResult:
         return {"idle_before_first_job": self.idle_before * c * h, "idle_between_jobs": self.idle_between * c * h,
                 "idle_tail": self.tail * c * h, "idle": idle, "no_job": self.no_job * c * h,
                 "badput": self.badput_core_s * h, "goodput": self.goodput_core_s * h}
+
+
+@dataclass
+class CandidateTotals:
+    """A candidate's aggregates (core-hours, jobs; and per entry), as the grid reports them."""
+
+    settings: Settings
+    idle_core_hours: float          # before the first job, between jobs, tail
+    no_job_core_hours: float
+    badput_core_hours: float
+    lost_jobs: int
+    lost_core_s: float
+    glideins_cut_short: int
+    idle_by_entry: np.ndarray       # idle + no_job core-hours per entry
+    lost_by_entry: np.ndarray
+    cut_by_entry: np.ndarray
 
 
 def _segmented_cummax_ms(values_ms: np.ndarray, segment: np.ndarray) -> np.ndarray:
@@ -141,7 +158,11 @@ class Replayer:
         self.no_condor = ~self.has_condor
         self._count_tail: dict = {}
         self._count_retire: dict = {}
-        self._thresholds: dict = {}
+        self._tails: dict = {}    # (I, T) -> uncapped new tail (a few, most recent)
+        self._caps: dict = {}     # R -> retire cap of the new tail
+        self._lock = threading.Lock()
+        self.no_jobs = ~self.has_jobs
+        self._all_sums = None
 
     def _leading(self, cache: dict, key: float, values_ms: np.ndarray) -> np.ndarray:
         counts = cache.get(key)
@@ -151,7 +172,34 @@ class Replayer:
             cache[key] = counts
         return counts
 
-    def run(self, s: Settings) -> ReplayResult:
+    def _uncapped_tail(self, I: float, T: float) -> np.ndarray:
+        """The new idle after the last job before the retire cap; depends on (I, T) only, and
+        the grid's candidates come in runs of equal (I, T): the last few are kept."""
+        tail = self._tails.get((I, T))
+        if tail is None:
+            thr = np.where(self.has_jobs, T, I)
+            ruled_tail = self.tail_minus_thr0 + thr
+            np.maximum(ruled_tail, 0.0, out=ruled_tail)
+            other_tail = thr + self.overshoot
+            np.minimum(other_tail, self.tail_rec, out=other_tail)
+            tail = np.where(self.ruled, ruled_tail, other_tail)
+            with self._lock:   # candidates are replayed in threads
+                while len(self._tails) >= 8:
+                    self._tails.pop(next(iter(self._tails)))
+                self._tails[(I, T)] = tail
+        return tail
+
+    def _retire_cap(self, R: float) -> np.ndarray:
+        cap = self._caps.get(R)
+        if cap is None:
+            cap = np.maximum(self.cend, R + self.retire_overshoot)
+            cap -= self.cend
+            self._caps[R] = cap
+        return cap
+
+    def _replay(self, s: Settings):
+        """The model's core: jobs kept per glidein, the new idle after the last kept job (or of
+        the whole phase), the glideins cut short and their last kept job's index."""
         I, T, R = float(s.max_idle), float(s.max_tail), float(s.retire)
         lost_first = self.need_idle_ms > round(I * 1000.0)
         count_tail = self._leading(self._count_tail, T, self.tail_prefix_ms)
@@ -160,27 +208,13 @@ class Replayer:
         kept[lost_first] = 0
 
         # glideins that lose no job: the idle after the last job (or with no job) changes
-        thr = self._thresholds.get((I, T))
-        if thr is None:
-            thr = self._thresholds[(I, T)] = np.where(self.has_jobs, T, I)
-        ruled_tail = self.tail_minus_thr0 + thr
-        np.maximum(ruled_tail, 0.0, out=ruled_tail)
-        other_tail = thr + self.overshoot
-        np.minimum(other_tail, self.tail_rec, out=other_tail)
-        new_tail = np.where(self.ruled, ruled_tail, other_tail)
-        cap = np.maximum(self.cend, R + self.retire_overshoot)
-        cap -= self.cend
-        np.minimum(new_tail, cap, out=new_tail)
+        new_tail = np.minimum(self._uncapped_tail(I, T), self._retire_cap(R))
 
-        idle_before, idle_between = self.all_before, self.all_between
-        badput, goodput = self.all_bad, self.all_good
-        lost_core = np.zeros(self.n)
         # glideins cut short (usually few): they end after their last kept job
         cut = np.nonzero(kept < self.n_jobs)[0]
+        last = self.off[cut] + kept[cut]
         if len(cut):
             k = kept[cut]
-            off = self.off[cut]
-            last = off + k
             cursor_p = self.cursor[last]
             idle_fired = lost_first[cut] | (count_tail[cut] == k)
             retire_fired = count_retire[cut] == k
@@ -188,15 +222,22 @@ class Replayer:
             end = np.minimum(np.where(idle_fired, cursor_p + limit, np.inf),
                              np.where(retire_fired, np.maximum(cursor_p, R), np.inf))
             new_tail[cut] = np.maximum(end - cursor_p, 0.0)
-            idle_before, idle_between = idle_before.copy(), idle_between.copy()
-            badput, goodput = badput.copy(), goodput.copy()
+        new_tail[self.no_condor] = 0.0
+        return kept, new_tail, cut, last
+
+    def run(self, s: Settings) -> ReplayResult:
+        """Per glidein arrays under ``s`` (the reference the aggregates are tested against)."""
+        kept, new_tail, cut, last = self._replay(s)
+        idle_before, idle_between = self.all_before.copy(), self.all_between.copy()
+        badput, goodput = self.all_bad.copy(), self.all_good.copy()
+        lost_core = np.zeros(self.n)
+        if len(cut):
+            off = self.off[cut]
             idle_before[cut] = self.cs_before[last] - self.cs_before[off]
             idle_between[cut] = self.cs_between[last] - self.cs_between[off]
             badput[cut] = self.cs_bad[last] - self.cs_bad[off]
             goodput[cut] = self.cs_good[last] - self.cs_good[off]
             lost_core[cut] = self.cs_jobs[self.end_all[cut]] - self.cs_jobs[last]
-        new_tail[self.no_condor] = 0.0
-
         any_kept = kept > 0
         tail = np.where(any_kept, new_tail, 0.0)
         new_tail[any_kept] = 0.0
@@ -204,6 +245,42 @@ class Replayer:
             settings=s, idle_before=idle_before, idle_between=idle_between, tail=tail,
             no_job=new_tail, badput_core_s=badput, goodput_core_s=goodput,
             lost_jobs=self.n_jobs - kept, lost_core_s=lost_core, cores=self.cores)
+
+    def totals(self, s: Settings, entry: np.ndarray, n_entries: int) -> CandidateTotals:
+        """What the grid reports of ``s``, without per-glidein arrays: the all-kept values are
+        summed once (per entry too) and only the glideins cut short are corrected."""
+        kept, new_tail, cut, last = self._replay(s)
+        c = self.cores
+        if self._all_sums is None:
+            before_between_c = (self.all_before + self.all_between) * c
+            self._all_sums = (float(before_between_c.sum()), float(self.all_bad.sum()),
+                              np.bincount(entry, weights=before_between_c, minlength=n_entries),
+                              self.no_jobs.astype(np.float64))
+        bb_c, bad, bb_entry, no_jobs = self._all_sums
+        tail_c = new_tail * c
+        tail_total = float(tail_c.sum())
+        no_job_c = float(tail_c @ no_jobs)     # glideins with no job at all
+        idle_entry = bb_entry + np.bincount(entry, weights=tail_c, minlength=n_entries)
+        lost = np.zeros(0)
+        lost_core = 0.0
+        if len(cut):
+            off, k = self.off[cut], kept[cut]
+            delta_bb = (self.cs_before[last] - self.cs_before[off] + self.cs_between[last]
+                        - self.cs_between[off] - self.all_before[cut] - self.all_between[cut]) * c[cut]
+            bb_c = bb_c + float(delta_bb.sum())
+            idle_entry = idle_entry + np.bincount(entry[cut], weights=delta_bb, minlength=n_entries)
+            bad = bad + float((self.cs_bad[last] - self.cs_bad[off] - self.all_bad[cut]).sum())
+            no_job_c += float(tail_c[cut][k == 0].sum())   # every job lost: the phase had none
+            lost = (self.n_jobs[cut] - k).astype(np.float64)
+            lost_core = float((self.cs_jobs[self.end_all[cut]] - self.cs_jobs[last]).sum())
+        h = 1 / 3600.0
+        entry_cut = entry[cut]
+        return CandidateTotals(
+            settings=s, idle_core_hours=(bb_c + tail_total - no_job_c) * h, no_job_core_hours=no_job_c * h,
+            badput_core_hours=bad * h, lost_jobs=int(lost.sum()), lost_core_s=lost_core,
+            glideins_cut_short=len(cut), idle_by_entry=idle_entry * h,
+            lost_by_entry=np.bincount(entry_cut, weights=lost, minlength=n_entries),
+            cut_by_entry=np.bincount(entry_cut, minlength=n_entries))
 
 
 def replay_one(tl: GlideinTimeline, current: Settings, candidate: Settings) -> dict:
@@ -329,43 +406,34 @@ def evaluate_grid(table: TimelineTable, current: Settings, candidates: list[Sett
     startup = (np.nan_to_num(table.g["setup_s"]) + d.idle_before) * c / 3600.0
     replacement_ch = float(np.median(startup[d.has_jobs])) if d.has_jobs.any() else 0.0
     rec_entry_idle = np.bincount(entry, weights=rec_idle, minlength=ne)
-    c_h = c / 3600.0
 
     def evaluate(s: Settings):
-        r = replayer.run(s)
-        idle_only = (r.idle_before + r.idle_between + r.tail) * c_h
-        no_job = r.no_job * c_h
-        idle = idle_only + no_job
-        affected = r.lost_jobs > 0
+        r = replayer.totals(s, entry, ne)
+        idle_total = r.idle_core_hours + r.no_job_core_hours
         point = {
             "settings": s.as_dict(),
-            "waste_core_hours": round(float(idle.sum()), 3),
-            "idle_core_hours": round(float(idle_only.sum()), 3),
-            "no_job_core_hours": round(float(no_job.sum()), 3),
-            "saved_core_hours": round(rec_total - float(idle.sum()), 3) + 0.0,
-            "lost_jobs": int(r.lost_jobs.sum()),
-            "lost_job_share": round(float(r.lost_jobs.sum()) / total_jobs, 6) if total_jobs else 0.0,
-            "glideins_cut_short": int(affected.sum()),
-            "lost_job_core_hours": round(float(r.lost_core_s.sum()) / 3600.0, 3),
-            "replacement_core_hours": round(float(affected.sum()) * replacement_ch, 3),
+            "waste_core_hours": round(idle_total, 3),
+            "idle_core_hours": round(r.idle_core_hours, 3),
+            "no_job_core_hours": round(r.no_job_core_hours, 3),
+            "saved_core_hours": round(rec_total - idle_total, 3) + 0.0,
+            "lost_jobs": r.lost_jobs,
+            "lost_job_share": round(r.lost_jobs / total_jobs, 6) if total_jobs else 0.0,
+            "glideins_cut_short": r.glideins_cut_short,
+            "lost_job_core_hours": round(r.lost_core_s / 3600.0, 3),
+            "replacement_core_hours": round(r.glideins_cut_short * replacement_ch, 3),
         }
         point["net_saved_core_hours"] = round(point["saved_core_hours"] - point["replacement_core_hours"], 3)
-        entry_row = None
-        if per_entry:
-            entry_row = (np.bincount(entry, weights=idle, minlength=ne),
-                         np.bincount(entry, weights=r.lost_jobs, minlength=ne),
-                         np.bincount(entry, weights=affected, minlength=ne))
+        entry_row = (r.idle_by_entry, r.lost_by_entry, r.cut_by_entry) if per_entry else None
         reproduction = None
         if s == current:
-            w = r.waste_core_hours()
             reproduction = {
                 "recorded_idle_core_hours": round(float(recorded["idle"].sum()), 6),
-                "replayed_idle_core_hours": round(float(w["idle"].sum()), 6),
+                "replayed_idle_core_hours": round(r.idle_core_hours, 6),
                 "recorded_no_job_core_hours": round(float(recorded["no_job"].sum()), 6),
-                "replayed_no_job_core_hours": round(float(w["no_job"].sum()), 6),
+                "replayed_no_job_core_hours": round(r.no_job_core_hours, 6),
                 "recorded_badput_core_hours": round(float(recorded["badput"].sum()), 6),
-                "replayed_badput_core_hours": round(float(w["badput"].sum()), 6),
-                "lost_jobs": int(r.lost_jobs.sum()),
+                "replayed_badput_core_hours": round(r.badput_core_hours, 6),
+                "lost_jobs": r.lost_jobs,
             }
             reproduction["exact"] = bool(
                 abs(reproduction["recorded_idle_core_hours"] - reproduction["replayed_idle_core_hours"]) < 1e-3
