@@ -118,7 +118,7 @@ def _attributes(items, wanted) -> dict:
         elif value.stringValue is UNSET:     # not read, but converted as the reference would
             if value.intValue is not UNSET:
                 int(value.intValue)
-            else:
+            elif type(value.doubleValue) is not float:   # a JSON number needs no converting
                 _rare_value(value)
     return out
 
