@@ -132,8 +132,10 @@ def _resource_attributes(fields: dict) -> dict:
     return out
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_iso(text: str) -> float | None:
-    """ISO 8601 with offset (GlideinWMS records) -> epoch seconds; None when unparsable."""
+    """ISO 8601 with offset (GlideinWMS records) -> epoch seconds; None when unparsable.
+    Cached: one script's end is usually the next one's start."""
     try:
         return datetime.fromisoformat(text.strip().replace("Z", "+00:00")).timestamp()
     except (ValueError, AttributeError):

@@ -71,7 +71,10 @@ class ResourceTimeline:
         for index in range(len(rss) - 1, -1, -1):
             following = rss[index] if rss[index] is not None else following
             column[index] = following
-        columns["rss"], columns["next_rss"] = rss, column
+        # readings as numbers, -1 where a sample has none (RSS is never negative): a window's
+        # largest is then one C-level max() over a slice
+        columns["rss"] = [-1.0 if value is None else value for value in rss]
+        columns["next_rss"] = column
         return columns
 
     def window(self, start: float, end: float, origin: float | None = None) -> dict:
@@ -124,9 +127,9 @@ class ResourceTimeline:
         else:
             first = bisect.bisect_left(times, start)
         stop = bisect.bisect_right(times, after_time, first)
-        rss = [v for v in columns["rss"][first:stop] if v is not None]
-        if rss:
-            out[MAX_RSS] = int(max(rss))
+        largest = max(columns["rss"][first:stop], default=-1.0)
+        if largest >= 0:
+            out[MAX_RSS] = int(largest)
         elif stop <= last_index and columns["next_rss"][stop] is not None:
             out[MAX_RSS] = int(columns["next_rss"][stop])  # no reading in the window: the next one
         disk, load = columns["disk_free"][after], columns["load1"][after]

@@ -35,3 +35,14 @@ def test_a_stage_ending_before_it_starts_gets_no_negative_usage():
     t = timeline()
     out = t.window(115.0, 105.0)   # clock skew between writers
     assert all(v >= 0 for v in out.values())
+
+
+def test_memory_is_the_largest_reading_in_the_window_or_else_the_next_one():
+    t = ResourceTimeline()
+    t.add(100.0, {"r.utime": "1", "r.rss": "3000"})
+    t.add(110.0, {"r.utime": "2"})                    # a sample without a memory reading
+    t.add(120.0, {"r.utime": "3"})
+    t.add(130.0, {"r.utime": "4", "r.rss": "7000"})
+    assert t.window(101.0, 109.0)[MAX_RSS] == 3000    # the reading at the window's start
+    assert t.window(111.0, 119.0)[MAX_RSS] == 7000    # none inside: the next reading
+    assert t.window(95.0, 135.0, origin=90.0)[MAX_RSS] == 7000
