@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from .. import ids
 from ..journal import Event
@@ -28,9 +29,18 @@ FRACTION_RE = re.compile(r"T\d\d:\d\d:\d\d(\.\d+)")
 
 
 def event_time(event) -> float:
-    """Seconds since the epoch, with the sub-second part of EventTime when present."""
+    """Seconds since the epoch, with the sub-second part of EventTime when present.
+
+    The bindings give EventTime as ISO 8601 local time: parsed here directly, as their own
+    ``timestamp`` reads it but without its strptime (the forwarder's hot path) and keeping
+    the fraction; anything else falls back to ``timestamp``."""
+    text = str(event.get("EventTime", ""))
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        pass
     seconds = float(event.timestamp)
-    match = FRACTION_RE.search(str(event.get("EventTime", "")))
+    match = FRACTION_RE.search(text)
     return seconds + float(match.group(1)) if match else seconds
 
 
