@@ -476,18 +476,33 @@ class _Builder:
         attrs.update(self.resource_defaults)
         return Resource(self._scrub(attrs))
 
+    def _clean(self, names, values) -> tuple[bool, bool]:
+        """(no name needs redacting, no value does) for these names and values, by substring
+        tests over them all at once before any regex."""
+        names = list(names)
+        names_clean = (not _has_marker("\0".join(names).lower(), SECRET_MARKERS)
+                       and (not self.redact or self.redact.isdisjoint(names)))
+        joined = "\0".join(map(str, values))
+        values_clean = (not _has_marker(joined.lower(), SECRET_VALUE_HINTS)
+                        or not SECRET_VALUE_RE.search(joined))
+        return names_clean, values_clean
+
+    def _all_spans_clean(self) -> bool:
+        """One check over every span's attributes: with no secret anywhere (the common case)
+        no span needs its own."""
+        names, values = [], []
+        for span in self.spans.values():
+            names.extend(span.attrs)
+            values.extend(span.attrs.values())
+        return all(self._clean(names, values))
+
     def _scrub(self, attrs: dict) -> dict:
         """Secrets never reach a span: redact by name (knob and known markers) and by value.
 
-        Returns ``attrs`` itself when nothing needs redacting (the common case, found with one
-        regex search over all names and one over all values), else a redacted copy."""
+        Returns ``attrs`` itself when nothing needs redacting, else a redacted copy."""
         if not attrs:
             return attrs
-        names_clean = (not _has_marker("\0".join(attrs).lower(), SECRET_MARKERS)
-                       and (not self.redact or self.redact.isdisjoint(attrs)))
-        values = "\0".join(map(str, attrs.values()))
-        values_clean = (not _has_marker(values.lower(), SECRET_VALUE_HINTS)
-                        or not SECRET_VALUE_RE.search(values))
+        names_clean, values_clean = self._clean(attrs, attrs.values())
         if names_clean and values_clean:
             return attrs
         out = {}
@@ -508,12 +523,13 @@ class _Builder:
                     for key in self.spans}
         out = []
         built = {}
+        all_clean = self._all_spans_clean()
         for key in self.order:
             if key not in self.spans:
                 continue
             span = self.spans[key]
             attrs = {"glidein.stage": span.stage or key.split("/", 1)[0]}
-            attrs.update(self._scrub(span.attrs))
+            attrs.update(span.attrs if all_clean else self._scrub(span.attrs))
             if key == ROOT:
                 for rkey in IDENTITY_RESOURCE_KEYS:
                     if rkey in self.resource_attrs:
