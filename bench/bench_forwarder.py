@@ -35,6 +35,9 @@ from glidein_tracing.journal import format_line, parse_lines  # noqa: E402
 from glidein_tracing.sections import JOURNAL_SECTION, encode_section  # noqa: E402
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from calibration import calibrate  # noqa: E402
+
 FACTORY, SCHEDD = "bench_factory", "schedd@bench"
 SCRIPTS = ["main/setup_script.sh", "main/cat_consts.sh", "main/condor_platform_select.sh",
            "main/singularity_wrapper.sh", "main/collector_setup.sh", "main/setup_x509.sh",
@@ -209,6 +212,7 @@ def main():
     ready.wait(10)
     endpoint = f"http://127.0.0.1:{port.value}"
     rounds = []
+    calibration_before = calibrate()
     try:
         for index in range(args.rounds):
             work = Path(tempfile.mkdtemp(prefix="gt-bench-fwd-"))
@@ -219,6 +223,8 @@ def main():
     finally:
         sink.terminate()
     print(f"glideins: {args.glideins}, jobs each: {args.jobs}, cores: {os.cpu_count()}, rounds: {args.rounds}")
+    print(f"machine speed (bench/calibration.py, lower is faster): {calibration_before:.0f} ms before, "
+          f"{calibrate():.0f} ms after")
     best = {}
     for path in rounds[0]:
         runs = sorted((r[path] for r in rounds), key=lambda run: run[2])
