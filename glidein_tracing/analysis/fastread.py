@@ -131,14 +131,22 @@ _KINDS_MAX = 50_000
 _STATUS_CODES = {None: 0, 0: 0, 1: 1, 2: 2}
 
 
-def _span_kind(key: tuple) -> tuple:
-    name, raw = key
+# spans whose attributes are unique to them (a glidein's identity, a job's ids and exit code,
+# the condor phase's shutdown): decoded each time, never cached, so the cache holds only
+# kinds that repeat instead of filling with one-off keys and being cleared
+_UNCACHED_NAMES = frozenset({"glidein", "job", "condor"})
+
+
+def _kind_of(name: str, raw: bytes) -> tuple:
     attrs = _attributes(_ATTRIBUTES_DECODER.decode(raw), TIMELINE_KEYS)
     stage = attrs.get("glidein.stage")
     if stage and type(stage) is str and "glidein.user_view" not in attrs:  # span_kind, the usual case
-        kind = stage, not stage.startswith("frontend."), attrs
-    else:
-        kind = span_kind(attrs, name)
+        return stage, not stage.startswith("frontend."), attrs
+    return span_kind(attrs, name)
+
+
+def _span_kind(key: tuple) -> tuple:
+    kind = _kind_of(*key)
     if len(_KINDS) >= _KINDS_MAX:
         _KINDS.clear()
     _KINDS[key] = kind
@@ -158,8 +166,11 @@ def request_records(request) -> list:
         for scope_spans in resource_spans.scopeSpans or ():
             for span in scope_spans.spans or ():
                 name = span.name
-                key = (name, bytes(span.attributes))
-                kind = kinds.get(key) or _span_kind(key)
+                if name in _UNCACHED_NAMES:
+                    kind = _kind_of(name, span.attributes)
+                else:
+                    key = (name, bytes(span.attributes))
+                    kind = kinds.get(key) or _span_kind(key)
                 code = span.status.code
                 status = codes.get(code)
                 append(((span.traceId or "").lower(), (span.spanId or "").lower(), int(span.startTimeUnixNano or 0),
