@@ -66,6 +66,18 @@ def store_files(directory) -> list[Path]:
     return sorted(p for p in directory.glob(f"{FILE_PREFIX}*{FILE_SUFFIX}") if p.is_file())
 
 
+def _request_of(line, report: ReadReport) -> dict | None:
+    """One JSON Lines line as a request (a JSON object); anything else is counted a bad line."""
+    try:
+        request = json.loads(line)
+    except ValueError:
+        request = None
+    if isinstance(request, dict):
+        return request
+    report.bad_lines += 1
+    return None
+
+
 def _requests_in_text(text: str, report: ReadReport):
     """One JSON document (a request, or a list of them) or JSON Lines of requests."""
     stripped = text.strip()
@@ -87,15 +99,9 @@ def _requests_in_text(text: str, report: ReadReport):
         if not line.strip():
             continue
         report.lines += 1
-        try:
-            request = json.loads(line)
-        except ValueError:
-            report.bad_lines += 1
-            continue
-        if isinstance(request, dict):
+        request = _request_of(line, report)
+        if request is not None:
             yield request
-        else:
-            report.bad_lines += 1
 
 
 def lean_spans(request: dict) -> list:
@@ -142,15 +148,9 @@ def iter_jsonl_batches(path, report: ReadReport):
             if not raw.strip():
                 continue
             report.lines += 1
-            try:
-                request = json.loads(raw)
-            except ValueError:
-                report.bad_lines += 1
-                continue
-            if not isinstance(request, dict):
-                report.bad_lines += 1
-                continue
-            yield _flatten(request, report)
+            request = _request_of(raw, report)
+            if request is not None:
+                yield _flatten(request, report)
 
 
 def iter_jsonl_records(path, report: ReadReport):
@@ -165,13 +165,8 @@ def iter_jsonl_records(path, report: ReadReport):
             report.lines += 1
             records = decode(raw)
             if records is None:     # not an ordinary request: exactly as the reference path
-                try:
-                    request = json.loads(raw)
-                except ValueError:
-                    report.bad_lines += 1
-                    continue
-                if not isinstance(request, dict):
-                    report.bad_lines += 1
+                request = _request_of(raw, report)
+                if request is None:
                     continue
                 try:
                     records = fastread.reference_records(request)
