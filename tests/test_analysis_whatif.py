@@ -166,7 +166,7 @@ def test_grid_totals_equal_the_sums_of_the_per_glidein_replay(recorded):
     assert len(candidates) > 100
     cut_any = 0
     for s in candidates:
-        r, t = replayer.run(s), replayer.totals(s, entry, ne)
+        r, t = replayer.run(s), replayer.totals(s)
         w = r.waste_core_hours()
         assert t.idle_core_hours == pytest.approx(float(w["idle"].sum()), rel=1e-9, abs=1e-9)
         assert t.no_job_core_hours == pytest.approx(float(w["no_job"].sum()), rel=1e-9, abs=1e-9)

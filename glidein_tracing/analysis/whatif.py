@@ -161,8 +161,14 @@ class Replayer:
         self._tails: dict = {}    # (I, T) -> uncapped new tail (a few, most recent)
         self._caps: dict = {}     # R -> retire cap of the new tail
         self._lock = threading.Lock()
-        self.no_jobs = ~self.has_jobs
-        self._all_sums = None
+        # the grid's totals when every job is kept, overall and per entry
+        self.entry, self.n_entries = table.g["entry"], len(table.names["entry"])
+        before_between_c = (self.all_before + self.all_between) * self.cores
+        self.all_before_between_c = float(before_between_c.sum())
+        self.all_bad_total = float(self.all_bad.sum())
+        self.all_before_between_by_entry = np.bincount(self.entry, weights=before_between_c,
+                                                       minlength=self.n_entries)
+        self.no_jobs = (~self.has_jobs).astype(np.float64)
 
     def _leading(self, cache: dict, key: float, values_ms: np.ndarray) -> np.ndarray:
         counts = cache.get(key)
@@ -246,20 +252,15 @@ class Replayer:
             no_job=new_tail, badput_core_s=badput, goodput_core_s=goodput,
             lost_jobs=self.n_jobs - kept, lost_core_s=lost_core, cores=self.cores)
 
-    def totals(self, s: Settings, entry: np.ndarray, n_entries: int) -> CandidateTotals:
+    def totals(self, s: Settings) -> CandidateTotals:
         """What the grid reports of ``s``, without per-glidein arrays: the all-kept values are
         summed once (per entry too) and only the glideins cut short are corrected."""
         kept, new_tail, cut, last = self._replay(s)
-        c = self.cores
-        if self._all_sums is None:
-            before_between_c = (self.all_before + self.all_between) * c
-            self._all_sums = (float(before_between_c.sum()), float(self.all_bad.sum()),
-                              np.bincount(entry, weights=before_between_c, minlength=n_entries),
-                              self.no_jobs.astype(np.float64))
-        bb_c, bad, bb_entry, no_jobs = self._all_sums
+        c, entry, n_entries = self.cores, self.entry, self.n_entries
+        bb_c, bad, bb_entry = self.all_before_between_c, self.all_bad_total, self.all_before_between_by_entry
         tail_c = new_tail * c
         tail_total = float(tail_c.sum())
-        no_job_c = float(tail_c @ no_jobs)     # glideins with no job at all
+        no_job_c = float(tail_c @ self.no_jobs)     # glideins with no job at all
         idle_entry = bb_entry + np.bincount(entry, weights=tail_c, minlength=n_entries)
         lost = np.zeros(0)
         lost_core = 0.0
@@ -408,7 +409,7 @@ def evaluate_grid(table: TimelineTable, current: Settings, candidates: list[Sett
     rec_entry_idle = np.bincount(entry, weights=rec_idle, minlength=ne)
 
     def evaluate(s: Settings):
-        r = replayer.totals(s, entry, ne)
+        r = replayer.totals(s)
         idle_total = r.idle_core_hours + r.no_job_core_hours
         point = {
             "settings": s.as_dict(),
