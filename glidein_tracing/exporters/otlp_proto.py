@@ -58,25 +58,18 @@ def _text(value: str) -> bytes:
 
 def _any_value(value) -> bytes:
     """The AnyValue message (a oneof: present even when it holds a default)."""
-    kind = type(value)
-    if kind is str:
+    if isinstance(value, str):
         return _field(b"\x0a", _text(value))
-    if kind is bool:
-        return b"\x10\x01" if value else b"\x10\x00"
-    if kind is int and -_INT64 <= value < _INT64:
-        return b"\x18" + _varint(value)
-    if kind is float:
-        return b"\x21" + _DOUBLE(value)
-    if kind is bytes:
-        return _field(b"\x3a", value)
-    if isinstance(value, (list, tuple)):
-        return _field(b"\x2a", b"".join(_field(b"\x0a", _any_value(v)) for v in value))
-    if isinstance(value, bool):
+    if isinstance(value, bool):                      # before int: a bool is an int
         return b"\x10\x01" if value else b"\x10\x00"
     if isinstance(value, int) and -_INT64 <= value < _INT64:
         return b"\x18" + _varint(int(value))
     if isinstance(value, float):
         return b"\x21" + _DOUBLE(float(value))
+    if isinstance(value, bytes):
+        return _field(b"\x3a", value)
+    if isinstance(value, (list, tuple)):
+        return _field(b"\x2a", b"".join(_field(b"\x0a", _any_value(v)) for v in value))
     return _field(b"\x0a", _text(str(value)))
 
 
