@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import psutil  # noqa: E402
 
+from glidein_tracing import compiled  # noqa: E402
 from glidein_tracing.analysis import report, stats, synth, whatif  # noqa: E402
 from glidein_tracing.analysis.sources import ReadReport, load_table  # noqa: E402
 from glidein_tracing.analysis.timeline import TableBuilder, timeline_from_spans  # noqa: E402
@@ -185,7 +186,10 @@ def main(argv=None):
         return child(json.loads(args.child))
     out = {"machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()[0],
                        "calibration_ms_before": round(calibrate()),
-                       "python": sys.version.split()[0], "numpy": np.__version__}}
+                       "python": sys.version.split()[0], "numpy": np.__version__,
+                       "reader": compiled.status()}}
+    print("reader modules: " + ", ".join(f"{m.rsplit('.', 1)[1]} {state}" for m, state in out["machine"]["reader"].items()),
+          flush=True)
 
     if args.e2e_only and args.e2e_store:
         args.glideins, args.store_glideins = 0, 0

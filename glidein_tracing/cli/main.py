@@ -23,6 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="glidein-tracing",
         description="OpenTelemetry traces of GlideinWMS glideins, from submission to cleanup.")
+    parser.add_argument("--version", action=_VersionAction, nargs=0,
+                        help="print the version and which modules run compiled, then exit")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     sub.required = True
     for verb, module_name in VERBS.items():
@@ -46,6 +48,17 @@ def main(argv=None) -> int:
     except UserError as exc:
         print(f"glidein-tracing {args.verb}: {exc}", file=sys.stderr)
         return 2
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: computed only when asked (it imports the analysis modules)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .. import __version__, compiled
+        lines = [f"glidein-tracing {__version__}"]
+        lines += [f"  {module}: {state}" for module, state in compiled.status().items()]
+        print("\n".join(lines))
+        parser.exit()
 
 
 class UserError(Exception):

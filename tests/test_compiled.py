@@ -1,0 +1,113 @@
+"""The analysis reader's compiled modules (glidein_tracing.compiled): the same results as the
+pure-Python sources, used only when built from the source beside them, and really built by
+the installation the suite runs in."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from glidein_tracing import compiled
+from glidein_tracing.analysis import synth
+from glidein_tracing.analysis.sources import ReadReport, load_table
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _table_arrays(table) -> dict:
+    arrays = {f"{prefix}:{name}": column for prefix, part in (("g", table.g), ("jobs", table.jobs),
+                                                                ("vals", table.vals)) for name, column in part.items()}
+    arrays["meta"] = np.frombuffer(json.dumps({"names": table.names, "trace_ids": list(table.trace_ids)})
+                                   .encode(), dtype=np.uint8)
+    return arrays
+
+
+_DUMP = """
+import json, sys
+import numpy as np
+from glidein_tracing import compiled
+from glidein_tracing.analysis.sources import ReadReport, load_table
+from test_compiled import _table_arrays
+report = ReadReport()
+table = load_table(store=sys.argv[1], workers=int(sys.argv[3]), report=report)
+np.savez(sys.argv[2], **_table_arrays(table))
+print(json.dumps({"status": compiled.status(), "report": {k: v for k, v in report.__dict__.items()}}))
+"""
+
+
+def _read_in_child(store, out, workers, *, pure: bool) -> dict:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "tests")]))
+    env.pop(compiled.PURE_ENV, None)
+    if pure:
+        env[compiled.PURE_ENV] = "1"
+    done = subprocess.run([sys.executable, "-c", _DUMP, str(store), str(out), str(workers)], env=env,
+                          capture_output=True, text=True, timeout=300, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_compiled_and_pure_python_readers_give_the_same_table(tmp_path):
+    store = tmp_path / "store"
+    cfg = synth.SynthConfig(glideins=400, seed=17, fragment_rate=0.1, skew_rate=0.05, kill_rate=0.1)
+    synth.write_store(cfg, store, rotate_bytes=300_000, fragment_delay_lines=50)
+    with open(next(iter(sorted(store.glob("traces-*.jsonl")))), "ab") as handle:   # odd lines too
+        handle.write(b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": 5}]}]}]}\n\x00garbage\n')
+    for workers in (1, 2):
+        pure = _read_in_child(store, tmp_path / f"pure{workers}.npz", workers, pure=True)
+        default = _read_in_child(store, tmp_path / f"default{workers}.npz", workers, pure=False)
+        assert set(pure["status"].values()) == {f"pure Python: {compiled.PURE_ENV} is set"}
+        assert pure["report"] == default["report"] and pure["report"]["bad_lines"] >= 1
+        with np.load(tmp_path / f"pure{workers}.npz") as a, np.load(tmp_path / f"default{workers}.npz") as b:
+            assert sorted(a.files) == sorted(b.files)
+            for name in a.files:
+                np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+        assert pure["report"]["traces"] > 300
+
+
+def _fake_package(tmp_path, *, binary=True, record="match"):
+    package = tmp_path / "glidein_tracing"
+    (package / "analysis").mkdir(parents=True)
+    source = package / "analysis" / "timeline.py"
+    source.write_text("X = 1\n")
+    if binary:
+        import importlib.machinery
+        source.with_suffix(importlib.machinery.EXTENSION_SUFFIXES[0]).write_bytes(b"\x7fELF")
+    if record is not None:
+        digest = compiled.source_digest(source) if record == "match" else "0" * 64
+        (package / compiled.SOURCES_FILE).write_text(json.dumps({"glidein_tracing.analysis.timeline": digest}))
+    return package, source
+
+
+def test_a_binary_is_used_only_when_built_from_the_source_beside_it(tmp_path):
+    name = "glidein_tracing.analysis.timeline"
+    package, source = _fake_package(tmp_path / "ok")
+    assert compiled.pure_reason(name, package, environ={}) is None
+    assert "PURE_PYTHON is set" in compiled.pure_reason(name, package, environ={compiled.PURE_ENV: "1"})
+
+    source.write_text("X = 2\n")          # edited after the build: the binary is stale
+    assert "another version" in compiled.pure_reason(name, package, environ={})
+
+    package, _ = _fake_package(tmp_path / "nobinary", binary=False)
+    assert "not compiled" in compiled.pure_reason(name, package, environ={})
+    package, _ = _fake_package(tmp_path / "norecord", record=None)
+    assert "no record" in compiled.pure_reason(name, package, environ={})
+    package, _ = _fake_package(tmp_path / "other", record="other")
+    assert "another version" in compiled.pure_reason(name, package, environ={})
+
+
+def test_the_installed_reader_is_compiled():
+    """The installation this suite runs in (tests/run.sh: pip install -e .) compiled the
+    reader; on a developer machine without a compiler this only skips, never in CI."""
+    status = compiled.status()
+    pure = {module: state for module, state in status.items() if state != "compiled"}
+    if pure and os.environ.get(compiled.PURE_ENV):
+        pytest.skip(f"{compiled.PURE_ENV} is set")
+    if pure and os.environ.get("CI", "").lower() not in ("1", "true", "yes"):
+        pytest.skip(f"not compiled here: {pure}")
+    assert not pure, pure
+    out = subprocess.run([sys.executable, "-m", "glidein_tracing", "--version"], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert all(f"{module}: compiled" in out for module in compiled.MODULES), out
