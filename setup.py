@@ -1,6 +1,6 @@
-"""Build script: the package is pure Python (metadata in setup.cfg); the analysis reader's hot
-modules (``glidein_tracing.compiled.MODULES``) are also compiled with Cython when Cython and a
-C compiler are there. Each compile is optional: when it fails the module stays pure Python,
+"""Build script: the package is pure Python (metadata in setup.cfg); the hot modules of the
+analysis reader and the forwarder (``glidein_tracing.compiled.MODULES``) are also compiled
+with Cython when Cython and a C compiler are there. Each compile is optional: when it fails the module stays pure Python,
 with the same results. ``GLIDEIN_TRACING_PURE_PYTHON=1`` skips compiling."""
 
 import hashlib
@@ -12,7 +12,8 @@ from setuptools import setup
 
 HERE = Path(__file__).resolve().parent
 COMPILED = ("glidein_tracing/analysis/timeline.py", "glidein_tracing/analysis/fastread.py",
-            "glidein_tracing/analysis/sources.py")   # the same modules as glidein_tracing.compiled.MODULES
+            "glidein_tracing/analysis/sources.py", "glidein_tracing/journal.py", "glidein_tracing/converter.py",
+            "glidein_tracing/exporters/otlp_proto.py")   # the same modules as glidein_tracing.compiled.MODULES
 SOURCES_FILE = HERE / "glidein_tracing" / "_compiled_sources.json"
 
 

@@ -1,7 +1,8 @@
-"""The analysis reader's compiled modules (glidein_tracing.compiled): the same results as the
-pure-Python sources, used only when built from the source beside them, and really built by
-the installation the suite runs in."""
+"""The compiled modules (glidein_tracing.compiled): the same results as the pure-Python
+sources (analysis tables, forwarded OTLP bytes), used only when built from the source beside
+them, and really built by the installation the suite runs in."""
 
+import ast
 import json
 import os
 import subprocess
@@ -40,13 +41,7 @@ print(json.dumps({"status": compiled.status(), "report": {k: v for k, v in repor
 
 
 def _read_in_child(store, out, workers, *, pure: bool) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "tests")]))
-    env.pop(compiled.PURE_ENV, None)
-    if pure:
-        env[compiled.PURE_ENV] = "1"
-    done = subprocess.run([sys.executable, "-c", _DUMP, str(store), str(out), str(workers)], env=env,
-                          capture_output=True, text=True, timeout=300, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return _run_child(_DUMP, [store, out, workers], pure=pure)
 
 
 def test_compiled_and_pure_python_readers_give_the_same_table(tmp_path):
@@ -65,6 +60,71 @@ def test_compiled_and_pure_python_readers_give_the_same_table(tmp_path):
             for name in a.files:
                 np.testing.assert_array_equal(a[name], b[name], err_msg=name)
         assert pure["report"]["traces"] > 300
+
+
+_FORWARD = """
+import hashlib, json, sys
+from glidein_tracing import compiled
+from glidein_tracing.converter import convert
+from glidein_tracing.exporters.otlp_proto import encode_request_bytes
+from glidein_tracing.journal import JournalReport, format_line, parse_lines
+from journal_builders import root_lines
+digest, reports = hashlib.sha256(), []
+for g in range(12):
+    t = 1767000000.25 + 5000 * g
+    lines = root_lines(t, **{"glidein.proc:i": str(g), "api_token": "s3cr3t-value"})
+    for k in range(4):
+        lines.append(format_line(t + 2 + k, "record", f"main/s{k}.sh", {"@tstart": "2026-01-01T00:00:0%d+00:00" % k,
+                     "@tend": "2026-01-01T00:00:0%d+00:00" % (k + 1), "@status": "ERROR" if g == k else "OK",
+                     "m.NrAttributes": str(k)}))
+        lines.append(format_line(t + 3 + k, "sample", "-", {"r.utime": str(k * 1.5), "r.rss": str(10**8 + k)}))
+    lines.append(format_line(t + 9, "end", "setup", {"r.utime": "2.0"}))
+    lines.append(format_line(t + 9, "start", "condor", {"@name": "condor", "@stage": "condor.start"}))
+    for j in range(g % 4):
+        key = f"job/s.example.org#{g}.{j}#1"
+        lines.append(format_line(t + 20 + 100 * j, "start", key, {"@name": "job", "@stage": "job", "@parent": "condor",
+                                                                 "job.request_cpus:i": "1", "big:i": str(2**70)}))
+        lines.append(format_line(t + 90 + 100 * j, "end", key, {"@status": "OK" if j else "ERROR", "job.exit_code:i": j}))
+    if g % 3:
+        lines.append(format_line(t + 900, "end", "condor", {}))
+        lines.append(format_line(t + 901, "end", "glidein", {}))
+    data = "".join(lines).encode() + (b"garbage \\xff line\\n" if g % 2 else b"") + (b"cut line" if g % 5 == 0 else b"")
+    report = JournalReport()
+    events, report = parse_lines(data, report)
+    spans = convert(events, report, redact=("api_token",))
+    digest.update(encode_request_bytes(spans))
+    reports.append({"lines": report.lines, "events": report.events, "skipped": dict(report.skipped),
+                    "examples": {k: str(v) for k, v in report.examples.items()}, "spans": len(spans)})
+print(json.dumps({"status": compiled.status(), "digest": digest.hexdigest(), "reports": reports}))
+"""
+
+
+def _run_child(code, args, *, pure: bool) -> dict:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "tests")]))
+    env.pop(compiled.PURE_ENV, None)
+    if pure:
+        env[compiled.PURE_ENV] = "1"
+    done = subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_compiled_and_pure_python_forwarders_send_the_same_bytes():
+    pure = _run_child(_FORWARD, [], pure=True)
+    default = _run_child(_FORWARD, [], pure=False)
+    assert set(pure["status"].values()) == {f"pure Python: {compiled.PURE_ENV} is set"}
+    assert pure["digest"] == default["digest"]
+    assert pure["reports"] == default["reports"]
+
+
+def test_setup_compiles_exactly_the_modules_the_finder_knows():
+    tree = ast.parse((REPO / "setup.py").read_text())
+    listed = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                  and any(getattr(t, "id", "") == "COMPILED" for t in node.targets))
+    paths = ast.literal_eval(listed)
+    assert tuple(p[:-3].replace("/", ".") for p in paths) == compiled.MODULES
+    assert all((REPO / p).is_file() for p in paths)
 
 
 def _fake_package(tmp_path, *, binary=True, record="match"):
