@@ -27,6 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from glidein_tracing import compiled  # noqa: E402
 from glidein_tracing.converter import convert  # noqa: E402
 from glidein_tracing.exporters.otlp import make_otlp_exporter  # noqa: E402
 from glidein_tracing.factory.forwarder import Forwarder  # noqa: E402
@@ -225,6 +226,8 @@ def main():
     print(f"glideins: {args.glideins}, jobs each: {args.jobs}, cores: {os.cpu_count()}, rounds: {args.rounds}")
     print(f"machine speed (bench/calibration.py, lower is faster): {calibration_before:.0f} ms before, "
           f"{calibrate():.0f} ms after")
+    print("modules: " + ", ".join(f"{m.rsplit('.', 1)[1]} {state}" for m, state in compiled.status().items()
+                                  if not m.startswith("glidein_tracing.analysis")))
     best = {}
     for path in rounds[0]:
         runs = sorted((r[path] for r in rounds), key=lambda run: run[2])
