@@ -571,6 +571,16 @@ class JaegerQuery:
             raise ValueError(f"/api/services answered {status}")
         return body.get("data") or []
 
+    def wait_for_services(self, names, *, timeout: float = 30.0) -> list[str]:
+        """Poll /api/services until it lists every name (Jaeger indexes what it receives
+        asynchronously: right after an export the services may not be listed yet)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            listed = self.services()
+            if set(names) <= set(listed) or time.monotonic() > deadline:
+                return listed
+            time.sleep(0.25)
+
     def trace_v1(self, trace_id: str, *, raw: bool = False) -> dict | None:
         """The v1 JSON trace (``{"traceID", "spans", "processes"}``) or None when unknown."""
         params = {"raw": "true"} if raw else None

@@ -18,7 +18,8 @@ def test_demo_glideins_arrive_in_jaeger_whole(jaeger, jaeger_query):
     listed = [line.split() for line in proc.stdout.splitlines() if line.startswith("  ")]
     traces = {fields[0]: " ".join(fields[1:]) for fields in listed if len(fields[0]) == 32}
     assert len(traces) == 5
-    assert {"glidein", "gwms-frontend", "jobsub_lite"} <= set(jaeger_query.services())
+    wanted = {"glidein", "gwms-frontend", "jobsub_lite"}
+    assert wanted <= set(jaeger_query.wait_for_services(wanted))
     for trace_id, label in traces.items():
         trace = jaeger_query.wait_for_trace(trace_id, min_spans=8)
         spans = {s["spanID"]: s for s in trace["spans"]}
