@@ -74,35 +74,39 @@ class _Span:
     end_fields: dict = field(default_factory=dict)
 
 
-def _typed(name: str, value: str):
-    """Apply the journal's type suffix (:i, :f, :b) to one field."""
-    base, _, suffix = name.rpartition(":")
-    if not base or suffix not in ("i", "f", "b"):
-        return name, value
+def _typed_value(suffix: str, value: str):
+    """A field's text as the type its suffix names (i, f, b); the text when it does not parse."""
     try:
         if suffix == "i":
-            return base, int(float(value))
+            return int(float(value))
         if suffix == "f":
-            return base, float(value)
-        return base, value.strip().lower() in ("true", "1", "yes")
+            return float(value)
+        return value.strip().lower() in ("true", "1", "yes")
     except ValueError:
-        return base, value
+        return value
+
+
+def _split_type(name: str) -> tuple[str, str]:
+    """``name:i`` -> (``name``, ``i``) for the journal's type suffixes (:i, :f, :b); else (name, "")."""
+    base, _, suffix = name.rpartition(":")
+    return (base, suffix) if base and suffix in ("i", "f", "b") else (name, "")
+
+
+def _typed(name: str, value: str):
+    """Apply the journal's type suffix (:i, :f, :b) to one field."""
+    key, suffix = _split_type(name)
+    return key, (_typed_value(suffix, value) if suffix else value)
 
 
 _FIELD_PLAN: dict = {}   # journal field name -> None (not a span attribute) or (key, type suffix)
 
 
 def _plan(name: str):
-    """How one journal field name becomes a span attribute (names repeat: decided once)."""
-    plan = _FIELD_PLAN.get(name, False)
-    if plan is False:
-        if name.startswith(("@", "r.", "res.")):
-            plan = None
-        else:
-            base, _, suffix = name.rpartition(":")
-            plan = (base, suffix) if base and suffix in ("i", "f", "b") else (name, "")
-        if len(_FIELD_PLAN) < 100_000:
-            _FIELD_PLAN[name] = plan
+    """How one journal field name becomes a span attribute (names repeat: decided once and
+    remembered in ``_FIELD_PLAN``, which the caller looks in first)."""
+    plan = None if name.startswith(("@", "r.", "res.")) else _split_type(name)
+    if len(_FIELD_PLAN) < 100_000:
+        _FIELD_PLAN[name] = plan
     return plan
 
 
@@ -117,9 +121,7 @@ def _attributes(fields: dict) -> dict:
         if plan is None or value == "":
             continue  # control/resource field; or empty: a hook writes every field it knows of
         key, suffix = plan
-        if suffix:
-            key, value = _typed(name, value)
-        out[key] = value
+        out[key] = _typed_value(suffix, value) if suffix else value
     return out
 
 
