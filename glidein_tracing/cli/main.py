@@ -22,7 +22,9 @@ VERBS = {
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="glidein-tracing",
-        description="OpenTelemetry traces of GlideinWMS glideins, from submission to cleanup.")
+        description="OpenTelemetry traces of GlideinWMS glideins, from submission to cleanup.",
+        epilog="GLIDEIN_TRACING_PURE_PYTHON=1 runs the modules compiled at install as plain Python "
+               "(same results; --version lists them).")
     parser.add_argument("--version", action=_VersionAction, nargs=0,
                         help="print the version and which modules run compiled, then exit")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
