@@ -13,7 +13,7 @@ from setuptools import setup
 HERE = Path(__file__).resolve().parent
 COMPILED = ("glidein_tracing/analysis/timeline.py", "glidein_tracing/analysis/fastread.py",
             "glidein_tracing/analysis/sources.py", "glidein_tracing/journal.py", "glidein_tracing/converter.py",
-            "glidein_tracing/exporters/otlp_proto.py", "glidein_tracing/resources.py", "glidein_tracing/ids.py",
+            "glidein_tracing/exporters/otlp_proto.py", "glidein_tracing/span_data.py", "glidein_tracing/resources.py", "glidein_tracing/ids.py",
             "glidein_tracing/sections.py", "glidein_tracing/factory/activity.py", "glidein_tracing/factory/ledger.py",
             "glidein_tracing/factory/forwarder.py")   # the same modules as glidein_tracing.compiled.MODULES
 SOURCES_FILE = HERE / "glidein_tracing" / "_compiled_sources.json"

@@ -25,7 +25,7 @@ from pathlib import Path
 
 MODULES = ("glidein_tracing.analysis.timeline", "glidein_tracing.analysis.fastread",
            "glidein_tracing.analysis.sources", "glidein_tracing.journal", "glidein_tracing.converter",
-           "glidein_tracing.exporters.otlp_proto", "glidein_tracing.resources", "glidein_tracing.ids",
+           "glidein_tracing.exporters.otlp_proto", "glidein_tracing.span_data", "glidein_tracing.resources", "glidein_tracing.ids",
            "glidein_tracing.sections", "glidein_tracing.factory.activity", "glidein_tracing.factory.ledger",
            "glidein_tracing.factory.forwarder")
 SOURCES_FILE = "_compiled_sources.json"

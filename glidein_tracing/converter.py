@@ -1,4 +1,4 @@
-"""The one converter: journal events -> OpenTelemetry SDK spans (ReadableSpan).
+"""The one converter: journal events -> spans (SpanData; the SDK's ReadableSpan via ``convert``).
 
 Every path uses it: live export on the node, the Factory forwarder, the demo. Ids are
 deterministic (glidein_tracing.ids), so the same journal converted twice, anywhere, gives
@@ -26,13 +26,13 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event as SpanEvent
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags
-from opentelemetry.trace.status import Status, StatusCode
+from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from . import __version__, ids
 from .journal import Event, JournalReport
 from . import resources
 from .resources import ResourceTimeline
+from .span_data import ERROR, OK, UNSET, SpanData, to_readable
 
 SCOPE = InstrumentationScope("glidein_tracing", __version__)
 ROOT = "glidein"
@@ -161,9 +161,6 @@ def _has_marker(lowered: str, markers) -> bool:
         if marker in lowered:
             return True
     return False
-
-
-_STATUS_OK, _STATUS_UNSET = Status(StatusCode.OK), Status(StatusCode.UNSET)  # immutable: shared
 
 
 @functools.lru_cache(maxsize=4096)
@@ -516,13 +513,10 @@ class _Builder:
                 out[name] = value
         return out
 
-    def build(self) -> list[ReadableSpan]:
+    def build(self) -> list[SpanData]:
         resource = self.resource()
         trace_int = int(self.trace_id, 16)
-        flags = TraceFlags(TraceFlags.SAMPLED)
-        contexts = {key: SpanContext(trace_int, ids.span_id_int(self.trace_id, key),
-                                     is_remote=False, trace_flags=flags)
-                    for key in self.spans}
+        span_ids = {key: ids.span_id_int(self.trace_id, key) for key in self.spans}
         out = []
         built = {}
         all_clean = self._all_spans_clean()
@@ -554,20 +548,17 @@ class _Builder:
                                 timestamp=_ns(n.time))
                       for n in self.notes
                       if n.key in (key, "-") and (key == ROOT or n.key == key)] if self.notes else ()
+            status_code, description = (OK if span.status == "OK" else UNSET), None
             if span.status == "ERROR":
-                detail = span.error_detail or span.error_type or None
-                if detail and SECRET_VALUE_RE.search(detail):
-                    detail = "REDACTED"
-                status = Status(StatusCode.ERROR, detail)
-            else:
-                status = _STATUS_OK if span.status == "OK" else _STATUS_UNSET
-            built[key] = ReadableSpan(
-                name=span.name or key, context=contexts[key],
-                parent=contexts.get(parent_key) if parent_key else None,
-                resource=resource, attributes=attrs, events=events, links=links,
-                kind=SpanKind.INTERNAL, status=status,
-                start_time=_ns(span.start), end_time=_ns(max(span.end, span.start)),
-                instrumentation_scope=SCOPE)
+                status_code = ERROR
+                description = span.error_detail or span.error_type or None
+                if description and SECRET_VALUE_RE.search(description):
+                    description = "REDACTED"
+            built[key] = SpanData(
+                span.name or key, trace_int, span_ids[key],
+                span_ids[parent_key] if parent_key else None,
+                _ns(span.start), _ns(max(span.end, span.start)), attrs, resource, SCOPE,
+                status_code=status_code, status_description=description, events=events, links=links)
             out.append(built[key])
         out.extend(self._user_trace_spans(built, resource))
         return out
@@ -579,7 +570,7 @@ class _Builder:
             return "frontend_request"
         return "submit_cycle" if span.key == ROOT else "related"
 
-    def _user_trace_spans(self, built, resource) -> list[ReadableSpan]:
+    def _user_trace_spans(self, built, resource) -> list[SpanData]:
         """For every job that came with its user's context (jobsub_lite's TRACEPARENT), one span
         in the user's own trace, child of their context: where and when the job ran, linked
         back to the glidein's job span. A user reading their trace sees where their job went."""
@@ -588,7 +579,7 @@ class _Builder:
                  ("glidein.site", "glidein.entry", "glidein.name", "glidein.factory")}
         where["host.name"] = self.resource_attrs.get("host.name")
         out = []
-        for key, readable in built.items():
+        for key, job in built.items():
             if not key.startswith("job/"):
                 continue
             key_span = self.spans[key]
@@ -600,22 +591,18 @@ class _Builder:
             attrs.update({"glidein.stage": "job", "glidein.user_view": True,
                           "glidein.trace_id": self.trace_id})
             for name in ("job.global_id", "job.exit_code", "job.exit_signal", "job.slot"):
-                if name in readable.attributes:
-                    attrs[name] = readable.attributes[name]
-            back = Link(readable.context, {"glidein.link.kind": "glidein_job",
-                                           "traceparent": ids.format_traceparent(
-                                               self.trace_id, format(readable.context.span_id, "016x"))})
-            out.append(ReadableSpan(
-                name="job on glidein",
-                context=SpanContext(int(user_trace, 16),
-                                    int(ids.span_id(user_trace, f"glidein/{self.trace_id}/{key_span.key}"), 16),
-                                    is_remote=False, trace_flags=TraceFlags(flags & 1 or 1)),
-                parent=SpanContext(int(user_trace, 16), int(user_span, 16), is_remote=True,
-                                   trace_flags=TraceFlags(flags & 1)),
-                resource=resource, attributes=self._scrub(attrs), links=[back],
-                kind=SpanKind.INTERNAL, status=readable.status,
-                start_time=readable.start_time, end_time=readable.end_time,
-                instrumentation_scope=SCOPE))
+                if name in job.attributes:
+                    attrs[name] = job.attributes[name]
+            back = Link(SpanContext(job.trace_id, job.span_id, is_remote=False,
+                                    trace_flags=TraceFlags(TraceFlags.SAMPLED)),
+                        {"glidein.link.kind": "glidein_job",
+                         "traceparent": ids.format_traceparent(self.trace_id, format(job.span_id, "016x"))})
+            out.append(SpanData(
+                "job on glidein", int(user_trace, 16),
+                int(ids.span_id(user_trace, f"glidein/{self.trace_id}/{key_span.key}"), 16),
+                int(user_span, 16), job.start, job.end, self._scrub(attrs), resource, SCOPE,
+                status_code=job.status_code, status_description=job.status_description, links=[back],
+                flags=flags & 1 or 1, parent_remote=True, parent_flags=flags & 1))
         return out
 
     def _resources_for(self, span: _Span) -> dict:
@@ -657,10 +644,18 @@ def _parse_history_ad(encoded: str):
     return parse_old_ad(text)
 
 
-def convert(events, report: JournalReport | None = None, *, resource_defaults: dict | None = None,
-            redact=()) -> list[ReadableSpan]:
-    """Turn one glidein's journal events into its spans (root first)."""
+def convert_to_span_data(events, report: JournalReport | None = None, *,
+                         resource_defaults: dict | None = None, redact=()) -> list[SpanData]:
+    """Turn one glidein's journal events into its spans (root first), as SpanData: what the
+    forwarder encodes directly."""
     builder = _Builder(events, report, resource_defaults, redact)
     builder.collect()
     builder.derive()
     return builder.build()
+
+
+def convert(events, report: JournalReport | None = None, *, resource_defaults: dict | None = None,
+            redact=()) -> list[ReadableSpan]:
+    """Turn one glidein's journal events into its spans (root first), as SDK spans."""
+    return [to_readable(span) for span in convert_to_span_data(
+        events, report, resource_defaults=resource_defaults, redact=redact)]

@@ -63,9 +63,9 @@ def test_compiled_and_pure_python_readers_give_the_same_table(tmp_path):
 
 
 _FORWARD = """
-import hashlib, json, sys
+import copy, hashlib, json, sys
 from glidein_tracing import compiled
-from glidein_tracing.converter import convert
+from glidein_tracing.converter import convert, convert_to_span_data
 from glidein_tracing.exporters.otlp_proto import encode_request_bytes
 from glidein_tracing.journal import JournalReport, format_line, parse_lines
 from journal_builders import root_lines
@@ -91,8 +91,11 @@ for g in range(12):
     data = "".join(lines).encode() + (b"garbage \\xff line\\n" if g % 2 else b"") + (b"cut line" if g % 5 == 0 else b"")
     report = JournalReport()
     events, report = parse_lines(data, report)
-    spans = convert(events, report, redact=("api_token",))
-    digest.update(encode_request_bytes(spans))
+    spans = convert_to_span_data(events, report, redact=("api_token",))   # what the forwarder sends
+    data = encode_request_bytes(spans)
+    assert data == encode_request_bytes(convert(events, copy.deepcopy(report), redact=("api_token",))), \
+        "SDK spans say the same"
+    digest.update(data)
     reports.append({"lines": report.lines, "events": report.events, "skipped": dict(report.skipped),
                     "examples": {k: str(v) for k, v in report.examples.items()}, "spans": len(spans)})
 print(json.dumps({"status": compiled.status(), "digest": digest.hexdigest(), "reports": reports}))

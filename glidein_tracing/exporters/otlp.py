@@ -14,6 +14,7 @@ import threading
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from ..span_data import export_span_data, readable_spans
 from .otlp_proto import encode_request_bytes
 
 TRACES_PATH = "/v1/traces"
@@ -21,18 +22,21 @@ TRACES_PATH = "/v1/traces"
 
 class GroupedOTLPSpanExporter(OTLPSpanExporter):
     """The SDK's OTLP/HTTP exporter (its transport, retries, TLS and OTEL_* handling), with
-    our faster per-resource encoding (otlp_proto.py)."""
+    our faster per-resource encoding (otlp_proto.py). It also takes SpanData (the forwarder's
+    spans), which it encodes without making SDK spans of them."""
 
     def export(self, spans) -> SpanExportResult:
         client = getattr(self, "_client", None)
         if client is None or self._shutdown:  # another SDK layout: use the SDK as it is
-            return super().export(spans)
+            return super().export(readable_spans(spans))
         try:
             data = encode_request_bytes(spans)
         except Exception:
-            return super().export(spans)
+            return super().export(readable_spans(spans))
         result = client.export(data)
         return SpanExportResult.SUCCESS if result.success else SpanExportResult.FAILURE
+
+    export_span_data = export
 
 
 def sdk_disabled() -> bool:
@@ -54,11 +58,17 @@ class BoundedExporter(SpanExporter):
         self.timeout_s = timeout_s
 
     def export(self, spans) -> SpanExportResult:
+        return self._bounded(self.inner.export, spans)
+
+    def export_span_data(self, spans) -> SpanExportResult:
+        return self._bounded(lambda data: export_span_data(self.inner, data), spans)
+
+    def _bounded(self, export, spans) -> SpanExportResult:
         result = [SpanExportResult.FAILURE]
 
         def run():
             try:
-                result[0] = self.inner.export(spans)
+                result[0] = export(spans)
             except Exception:  # an exporter bug must not reach the glidein
                 result[0] = SpanExportResult.FAILURE
 

@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import ids
-from ..converter import ConversionError, convert
+from ..converter import ConversionError, convert_to_span_data
 from ..journal import Event, format_line, parse_lines
 from ..sampling import keep
 from ..sections import DEFAULT_MAX_BYTES, journal_sections
+from ..span_data import ERROR, export_span_data
 from . import ledger as ledger_mod
 from .activity import identity_events, read_activity_log
 from .outputs import EntryDir, activity_logs, find_entry_dirs, returned_outputs
@@ -218,21 +219,20 @@ class Forwarder:
             events.append(Event(time=when, op="attr", key="glidein", fields={
                 "glidein.outcome": "no_glidein_output" if ran else "never_ran"}))
         try:
-            spans = convert(events, resource_defaults=self.resource_defaults, redact=self.redact)
+            spans = convert_to_span_data(events, resource_defaults=self.resource_defaults, redact=self.redact)
         except ConversionError as exc:
             return None, str(exc)
         root = spans[0]
-        failed = root.status.status_code.name == "ERROR" or \
-            root.attributes.get("glidein.outcome") not in ("ok", None)
-        if not keep(format(root.context.trace_id, "032x"), self.sampling_ratio, failed):
+        failed = root.status_code == ERROR or root.attributes.get("glidein.outcome") not in ("ok", None)
+        if not keep(format(root.trace_id, "032x"), self.sampling_ratio, failed):
             stats.spans_sampled_out += len(spans)
             return [], "sampled out"
         if node_mark:
             live = [s for s in spans if not str(s.attributes.get("glidein.stage", "")).startswith("factory.")
-                    and (node_mark == "all" or s.parent is not None)]
+                    and (node_mark == "all" or s.parent_id is not None)]
             stats.spans_already_live += len(live)
-            live_ids = {s.context.span_id for s in live}
-            spans = [s for s in spans if s.context.span_id not in live_ids]
+            live_ids = {s.span_id for s in live}
+            spans = [s for s in spans if s.span_id not in live_ids]
         return spans, ""
 
     def export_ready(self, stats: ForwardStats):
@@ -274,11 +274,11 @@ class Forwarder:
             self._learned.clear()
             for gkey, group, _ in batch_keys:
                 if group:  # nothing to send (all present already, sampled out): no in-flight state
-                    self.ledger.mark_sending(gkey, format(group[0].context.trace_id, "032x"),
-                                             [format(s.context.span_id, "016x") for s in group])
+                    self.ledger.mark_sending(gkey, format(group[0].trace_id, "032x"),
+                                             [format(s.span_id, "016x") for s in group])
         if spans:
             _crash_point("after_mark_sending")
-        result = self.exporter.export(spans) if spans else None
+        result = export_span_data(self.exporter, spans) if spans else None
         if spans and result.name != "SUCCESS":
             stats.export_failures += 1
             with self.ledger.transaction():
@@ -307,10 +307,10 @@ class Forwarder:
                     self.ledger.mark_skipped(gkey, note)
                 continue
             if present is not None:
-                spans = [s for s in spans if format(s.context.span_id, "016x") not in present]
+                spans = [s for s in spans if format(s.span_id, "016x") not in present]
             else:
                 stats.problem("resent_without_reconcile")
-            spans = [s for s in spans if format(s.context.span_id, "016x") in wanted or not wanted]
+            spans = [s for s in spans if format(s.span_id, "016x") in wanted or not wanted]
             if not self._send([(gkey, spans, note)], stats):
                 return False
         return True
