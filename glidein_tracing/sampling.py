@@ -18,3 +18,12 @@ def keep(trace_id: str, ratio: float, failed: bool = False) -> bool:
     if failed or ratio >= 1.0:
         return True
     return int(trace_id[:8], 16) < threshold(ratio)
+
+
+def keep_glidein(spans, ratio: float) -> bool:
+    """The decision for one converted glidein (SpanData, root first): failed when its root is
+    in error or its outcome is not ``ok``."""
+    from .span_data import ERROR
+    root = spans[0]
+    failed = root.status_code == ERROR or root.attributes.get("glidein.outcome") not in ("ok", None)
+    return keep(format(root.trace_id, "032x"), ratio, failed)

@@ -14,12 +14,13 @@ import os
 import sys
 from pathlib import Path
 
-from ..converter import ConversionError, convert
+from ..converter import ConversionError, convert_to_span_data
 from ..exporters.otlp import make_otlp_exporter, sdk_disabled
 from ..exporters.store import JsonLinesStoreExporter
 from ..journal import parse_lines, read_journal
-from ..sampling import keep
+from ..sampling import keep_glidein
 from ..sections import journal_sections
+from ..span_data import export_span_data
 from .main import UserError
 
 
@@ -81,22 +82,20 @@ def run(args):
         if report.skipped_total:
             print(f"glidein-tracing export: journal: {report.summary()}", file=sys.stderr)
         try:
-            spans = convert(events, report, resource_defaults=defaults)
+            spans = convert_to_span_data(events, report, resource_defaults=defaults)
         except ConversionError as exc:
             print(f"glidein-tracing export: {exc}", file=sys.stderr)
             failed += 1
             continue
-        root = spans[0]
-        glidein_failed = (root.status.status_code.name == "ERROR"
-                          or root.attributes.get("glidein.outcome") != "ok")
-        if not keep(format(root.context.trace_id, "032x"), args.sampling_ratio, glidein_failed):
+        if not keep_glidein(spans, args.sampling_ratio):
             print("glidein-tracing export: sampled out (GLIDEIN_TRACING_SAMPLING_RATIO)", file=sys.stderr)
             sampled_out += 1
             continue
         if args.skip_root:
-            spans = [s for s in spans if s.parent is not None or s.context.trace_id != root.context.trace_id]
+            root_trace = spans[0].trace_id
+            spans = [s for s in spans if s.parent_id is not None or s.trace_id != root_trace]
         total += len(spans)
-        if exporter.export(spans).name != "SUCCESS":
+        if export_span_data(exporter, spans).name != "SUCCESS":
             failed += 1
     exporter.shutdown()
     print(f"glidein-tracing export: {total} spans to {where}" + (f", {failed} failed" if failed else ""),

@@ -29,9 +29,9 @@ from pathlib import Path
 from .. import ids
 from ..converter import ConversionError, convert_to_span_data
 from ..journal import Event, format_line, parse_lines
-from ..sampling import keep
+from ..sampling import keep_glidein
 from ..sections import DEFAULT_MAX_BYTES, journal_sections
-from ..span_data import ERROR, export_span_data
+from ..span_data import export_span_data
 from . import ledger as ledger_mod
 from .activity import identity_events, read_activity_log
 from .outputs import EntryDir, activity_logs, find_entry_dirs, returned_outputs
@@ -222,9 +222,7 @@ class Forwarder:
             spans = convert_to_span_data(events, resource_defaults=self.resource_defaults, redact=self.redact)
         except ConversionError as exc:
             return None, str(exc)
-        root = spans[0]
-        failed = root.status_code == ERROR or root.attributes.get("glidein.outcome") not in ("ok", None)
-        if not keep(format(root.trace_id, "032x"), self.sampling_ratio, failed):
+        if not keep_glidein(spans, self.sampling_ratio):
             stats.spans_sampled_out += len(spans)
             return [], "sampled out"
         if node_mark:
