@@ -3,7 +3,7 @@ built with Cython at install.
 
 The package is pure Python. ``setup.py`` also compiles the modules in ``MODULES`` with Cython
 when it can (the same source, no type declarations, so the same behaviour; callgrind counts
-~13 % fewer instructions per glidein read, ~10 % per span forwarded) and records the SHA-256 of each source it compiled in
+~13 % fewer instructions per glidein read, ~9 % per span forwarded) and records the SHA-256 of each source it compiled in
 ``_compiled_sources.json``. A failed compile is not an error: the ``.py`` is used.
 
 At import, a compiled module is used only if it was built from the ``.py`` beside it: after
