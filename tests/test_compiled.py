@@ -174,3 +174,19 @@ def test_the_installed_reader_is_compiled():
     out = subprocess.run([sys.executable, "-m", "glidein_tracing", "--version"], capture_output=True, text=True,
                          timeout=60, check=True).stdout
     assert all(f"{module}: compiled" in out for module in compiled.MODULES), out
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["show", "--list", "--store", "{store}"]])
+def test_a_reader_that_closes_the_pipe_early_is_not_an_error(tmp_path, argv):
+    """`glidein-tracing --version | head -1` and the like: exit 0, no traceback."""
+    from glidein_tracing.converter import convert
+    from glidein_tracing.exporters.store import JsonLinesStoreExporter
+    from glidein_tracing.journal import parse_lines
+    from journal_builders import root_lines
+    JsonLinesStoreExporter(tmp_path).export(convert(parse_lines("".join(root_lines(1000.0)).encode())[0]))
+    command = [sys.executable, "-m", "glidein_tracing"] + [a.format(store=tmp_path) for a in argv]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()              # the reader is gone before anything is written
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()

@@ -46,6 +46,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
+        _reader_went_away()
         return 0
     except UserError as exc:
         print(f"glidein-tracing {args.verb}: {exc}", file=sys.stderr)
@@ -59,8 +60,20 @@ class _VersionAction(argparse.Action):
         from .. import __version__, compiled
         lines = [f"glidein-tracing {__version__}"]
         lines += [f"  {module}: {state}" for module, state in compiled.status().items()]
-        print("\n".join(lines))
+        try:
+            print("\n".join(lines), flush=True)
+        except BrokenPipeError:   # e.g. `glidein-tracing --version | head -1`
+            _reader_went_away()
         parser.exit()
+
+
+def _reader_went_away():
+    """The reader of our stdout closed it (``| head``): not an error. Point stdout at /dev/null
+    so the interpreter's last flush at exit does not complain again."""
+    import os
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 class UserError(Exception):
