@@ -26,7 +26,7 @@ _STATUS_CODES = {code.value: code for code in StatusCode}
 class SpanData:
     """One span. ``events`` and ``links`` are the SDK's own ``Event`` and ``Link`` objects
     (rare: notes and linked traces); ``resource`` and ``scope`` are shared by a glidein's
-    spans. Read it, do not change it: spans of one glidein may share attribute dicts."""
+    spans. Read it, do not change it: like an SDK span, it is finished."""
 
     __slots__ = ("name", "trace_id", "span_id", "trace_state", "flags", "parent_id", "parent_remote",
                  "parent_flags", "kind", "start", "end", "attributes", "events", "links", "status_code",
