@@ -184,12 +184,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.child:
         return child(json.loads(args.child))
+    states = compiled.status()
     out = {"machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()[0],
                        "calibration_ms_before": round(calibrate()),
                        "python": sys.version.split()[0], "numpy": np.__version__,
-                       "reader": compiled.status()}}
-    print("reader modules: " + ", ".join(f"{m.rsplit('.', 1)[1]} {state}" for m, state in out["machine"]["reader"].items()),
-          flush=True)
+                       "reader": {m: states[m] for m in compiled.ANALYSIS_MODULES}}}
+    print("reader modules: " + compiled.summary(compiled.ANALYSIS_MODULES), flush=True)
 
     if args.e2e_only and args.e2e_store:
         args.glideins, args.store_glideins = 0, 0

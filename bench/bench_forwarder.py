@@ -226,8 +226,7 @@ def main():
     print(f"glideins: {args.glideins}, jobs each: {args.jobs}, cores: {os.cpu_count()}, rounds: {args.rounds}")
     print(f"machine speed (bench/calibration.py, lower is faster): {calibration_before:.0f} ms before, "
           f"{calibrate():.0f} ms after")
-    print("modules: " + ", ".join(f"{m.rsplit('.', 1)[1]} {state}" for m, state in compiled.status().items()
-                                  if not m.startswith("glidein_tracing.analysis")))
+    print("modules: " + compiled.summary(compiled.FORWARDER_MODULES))
     best = {}
     for path in rounds[0]:
         runs = sorted((r[path] for r in rounds), key=lambda run: run[2])

@@ -81,8 +81,7 @@ def main():
     from glidein_tracing import compiled
     base, _ = instructions(args.glideins, False)
     total, spans = instructions(args.glideins, True)
-    print("modules: " + ", ".join(f"{m.rsplit('.', 1)[1]} {state}" for m, state in compiled.status().items()
-                                  if not m.startswith("glidein_tracing.analysis")))
+    print("modules: " + compiled.summary(compiled.FORWARDER_MODULES))
     print(f"{args.glideins} glideins, {spans} spans: {(total - base) / spans / 1000:.1f}k instructions "
           f"per span forwarded (whole pass: activity log, journals, convert, encode, ledger, HTTP)")
 

@@ -23,11 +23,13 @@ import os
 import sys
 from pathlib import Path
 
-MODULES = ("glidein_tracing.analysis.timeline", "glidein_tracing.analysis.fastread",
-           "glidein_tracing.analysis.sources", "glidein_tracing.journal", "glidein_tracing.converter",
-           "glidein_tracing.exporters.otlp_proto", "glidein_tracing.span_data", "glidein_tracing.resources", "glidein_tracing.ids",
-           "glidein_tracing.sections", "glidein_tracing.factory.activity", "glidein_tracing.factory.ledger",
-           "glidein_tracing.factory.forwarder")
+ANALYSIS_MODULES = ("glidein_tracing.analysis.timeline", "glidein_tracing.analysis.fastread",
+                    "glidein_tracing.analysis.sources")
+FORWARDER_MODULES = ("glidein_tracing.journal", "glidein_tracing.converter", "glidein_tracing.exporters.otlp_proto",
+                     "glidein_tracing.span_data", "glidein_tracing.resources", "glidein_tracing.ids",
+                     "glidein_tracing.sections", "glidein_tracing.factory.activity", "glidein_tracing.factory.ledger",
+                     "glidein_tracing.factory.forwarder")
+MODULES = ANALYSIS_MODULES + FORWARDER_MODULES
 SOURCES_FILE = "_compiled_sources.json"
 PURE_ENV = "GLIDEIN_TRACING_PURE_PYTHON"
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -95,3 +97,9 @@ def status() -> dict:
         else:
             out[fullname] = "compiled"
     return out
+
+
+def summary(modules=MODULES) -> str:
+    """One line for benchmark output: ``timeline compiled, fastread compiled, ...``."""
+    states = status()
+    return ", ".join(f"{name.rsplit('.', 1)[1]} {states[name]}" for name in modules)
