@@ -9,7 +9,8 @@ from glidein_tracing.journal import format_line, parse_lines
 from journal_builders import root_lines
 
 
-def sample_spans():
+def sample_journal():
+    """(events, report) of a glidein with a note, a job with its user's context and an error."""
     user = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     lines = root_lines(1000.0) + [
         format_line(1001, "note", "-", {"@msg": "GLIDEIN_TRACING_EXPORT_TIMEOUT='x' is not an integer"}),
@@ -22,8 +23,11 @@ def sample_spans():
         format_line(1030, "end", "condor", {}),
         format_line(1031, "end", "glidein", {}),
     ]
-    events, report = parse_lines("".join(lines).encode())
-    return convert(events, report)
+    return parse_lines("".join(lines).encode())
+
+
+def sample_spans():
+    return convert(*sample_journal())
 
 
 def by_span_id(request):

@@ -9,29 +9,11 @@ from glidein_tracing.converter import convert, convert_to_span_data
 from glidein_tracing.exporters.otlp_proto import encode_request_bytes
 from glidein_tracing.factory.forwarder import Forwarder
 from glidein_tracing.factory.ledger import Ledger
-from glidein_tracing.journal import parse_lines
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 from glidein_tracing.span_data import SpanData, export_span_data, from_readable, to_readable
 
 from factory_builders import FACTORY, identity, journal_text, returned_stderr, run_glidein
-from test_otlp_proto import hand_made_spans, sample_spans
-
-
-def _events():
-    """The journal of test_otlp_proto.sample_spans: a note, a job with its user's context, an error."""
-    from journal_builders import root_lines
-    from glidein_tracing.journal import format_line
-    user = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-    lines = root_lines(1000.0) + [
-        format_line(1001, "note", "-", {"@msg": "a note"}),
-        format_line(1010, "start", "condor", {"@stage": "condor.start", "@name": "condor"}),
-        format_line(1012, "start", "job/a#1.0#1", {"@stage": "job", "@name": "job", "@parent": "condor"},
-                    links=[user]),
-        format_line(1020, "end", "job/a#1.0#1", {"@status": "ERROR", "@error.type": "job_failed",
-                                                 "@error.detail": "exit code 3"}),
-        format_line(1031, "end", "glidein", {}),
-    ]
-    return parse_lines("".join(lines).encode())[0]
+from test_otlp_proto import hand_made_spans, sample_journal, sample_spans
 
 
 def _same_span(a: ReadableSpan, b: ReadableSpan):
@@ -54,8 +36,8 @@ def _same_span(a: ReadableSpan, b: ReadableSpan):
 
 
 def test_span_data_and_sdk_spans_of_a_glidein_encode_to_the_same_bytes():
-    data = convert_to_span_data(_events())
-    readable = convert(_events())
+    data = convert_to_span_data(*sample_journal())
+    readable = convert(*sample_journal())
     assert all(type(span) is SpanData for span in data)
     assert [s.name for s in data] == [s.name for s in readable]
     assert any(s.parent_remote for s in data), "the job's span in its user's trace has a remote parent"
@@ -71,7 +53,7 @@ def test_sdk_spans_survive_a_trip_through_span_data():
 
 def test_an_exporter_that_only_takes_sdk_spans_gets_sdk_spans():
     exporter = InMemorySpanExporter()
-    data = convert_to_span_data(_events())
+    data = convert_to_span_data(*sample_journal())
     assert export_span_data(exporter, data) == SpanExportResult.SUCCESS
     got = exporter.get_finished_spans()
     assert all(isinstance(span, ReadableSpan) for span in got)
