@@ -8,6 +8,8 @@ the ones operators look for.
 
 from __future__ import annotations
 
+from .span_data import ERROR
+
 
 def threshold(ratio: float) -> int:
     ratio = min(1.0, max(0.0, float(ratio)))
@@ -23,7 +25,6 @@ def keep(trace_id: str, ratio: float, failed: bool = False) -> bool:
 def keep_glidein(spans, ratio: float) -> bool:
     """The decision for one converted glidein (SpanData, root first): failed when its root is
     in error or its outcome is not ``ok``."""
-    from .span_data import ERROR
     root = spans[0]
     failed = root.status_code == ERROR or root.attributes.get("glidein.outcome") not in ("ok", None)
     return keep(format(root.trace_id, "032x"), ratio, failed)
