@@ -20,10 +20,14 @@ def test_round_trip_and_journal_lookup():
 
 
 def test_decompression_bomb_is_cut_at_the_cap():
-    bomb = sections.encode_section(sections.JOURNAL_SECTION, b"\0" * (8 * 1024 * 1024))
+    line = b"gtj1\t1\tnote\t-\t@msg=" + b"x" * 80 + b"\n"
+    bomb = sections.encode_section(sections.JOURNAL_SECTION, line * (8 * 1024 * 1024 // len(line)))
     (section,) = sections.journal_sections(bomb, max_bytes=1024 * 1024)
-    assert section.truncated and len(section.data) == 1024 * 1024
-    assert "cap" in section.error
+    assert section.truncated and "cap" in section.error
+    # every complete line before the cap is kept, the partial one is counted
+    whole = 1024 * 1024 // len(line)
+    assert section.data == line * whole
+    assert section.cut_bytes == 1024 * 1024 - whole * len(line)
 
 
 def test_cut_or_garbled_sections_report_errors_and_do_not_raise():
