@@ -8,6 +8,7 @@ KEY_ATTRIBUTES = (
     "glidein.resource.cpu_user_s", "glidein.resource.max_rss_bytes",
 )
 STATUS = {0: "", 1: "ok", 2: "ERROR"}
+MAX_INDENT = 32  # deeper spans say their depth instead of indenting further (output stays linear)
 
 
 def _duration(ns: int) -> str:
@@ -37,19 +38,23 @@ def render(spans: list[dict], attributes=KEY_ATTRIBUTES) -> str:
     if spans:
         lines.append(f"trace {spans[0]['trace_id']}  ({len(spans)} spans)")
 
-    def walk(span, depth):
+    def line(span, depth):
         attrs = span["attributes"]
         stage = attrs.get("glidein.stage", "?")
         extra = " ".join(f"{k}={attrs[k]}" for k in attributes if k in attrs and k != "glidein.stage")
         status = STATUS.get(span["status_code"], "")
         links = f" links={len(span['links'])}" if span["links"] else ""
-        lines.append(f"{'  ' * depth}{span['name']} [{stage}] {_duration(span['end_ns'] - span['start_ns'])}"
-                     f"{' ' + status if status else ''}{links}{' ' + extra if extra else ''}")
-        # equal start times (per-script records have 1 s resolution): keep the recorded order
-        for child in sorted(children.get(span["span_id"], []),
-                            key=lambda s: (s["start_ns"], order[s["span_id"]])):
-            walk(child, depth + 1)
+        indent = "  " * min(depth, MAX_INDENT) + (f"<depth {depth}> " if depth > MAX_INDENT else "")
+        return (f"{indent}{span['name']} [{stage}] {_duration(span['end_ns'] - span['start_ns'])}"
+                f"{' ' + status if status else ''}{links}{' ' + extra if extra else ''}")
 
-    for root in sorted(roots, key=lambda s: s["start_ns"]):
-        walk(root, 0)
+    # an explicit stack, not recursion: a glidein's journal can chain parents arbitrarily deep
+    # (a parent cycle never reaches a root, so it is never rendered: no span is visited twice)
+    stack = [(root, 0) for root in sorted(roots, key=lambda s: s["start_ns"], reverse=True)]
+    while stack:
+        span, depth = stack.pop()
+        lines.append(line(span, depth))
+        # equal start times (per-script records have 1 s resolution): keep the recorded order
+        kids = sorted(children.get(span["span_id"], []), key=lambda s: (s["start_ns"], order[s["span_id"]]))
+        stack.extend((child, depth + 1) for child in reversed(kids))
     return "\n".join(lines)
