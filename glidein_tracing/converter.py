@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import functools
 import operator
-import re
 from datetime import datetime
 
 from opentelemetry.sdk.resources import Resource
@@ -27,7 +26,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
-from . import __version__, ids
+from . import __version__, ids, redaction
 from .journal import Event, JournalReport
 from . import resources
 from .resources import ResourceTimeline
@@ -38,13 +37,6 @@ ROOT = "glidein"
 CONDOR_RECORD = "condor_startup.sh"
 DEFAULT_SERVICE = "glidein"
 DEFAULT_MAX_SPANS = 2000  # knob GLIDEIN_TRACING_MAX_SPANS
-SECRET_MARKERS = ("token", "passw", "secret", "proxy_key", "private", "credential", "authorization",
-                  "apikey", "api_key")
-# values that are secrets whatever their name: JWTs (SciTokens, IDTOKENs), PEM blocks
-# (proxies, keys), HTTP credentials
-SECRET_VALUE_RE = re.compile(
-    r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}|-----BEGIN [A-Z ]*(PRIVATE KEY|CERTIFICATE)|"
-    r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
 IDENTITY_RESOURCE_KEYS = (
     "glidein.factory", "glidein.name", "glidein.entry", "glidein.client", "glidein.client_group",
     "glidein.schedd", "glidein.cluster", "glidein.proc", "glidein.multi_index", "glidein.site",
@@ -153,24 +145,6 @@ def _ns(seconds: float) -> int:
     """Epoch seconds -> ns. Journal times have microseconds; a double at today's epoch is
     ~256 ns coarse, so round at the microsecond (seconds * 1e9 would land 1 us early)."""
     return int(round(seconds * 1e6)) * 1000
-
-
-SECRET_NAME_RE = re.compile("|".join(re.escape(m) for m in SECRET_MARKERS), re.IGNORECASE)
-# every SECRET_VALUE_RE match contains one of these (lower case): plain substring tests rule
-# out the common case far faster than the regex scanning every character
-SECRET_VALUE_HINTS = ("eyj", "-----begin", "bearer", "basic")
-
-
-def _has_marker(lowered: str, markers) -> bool:
-    for marker in markers:
-        if marker in lowered:
-            return True
-    return False
-
-
-@functools.lru_cache(maxsize=4096)
-def _looks_secret(name: str) -> bool:
-    return SECRET_NAME_RE.search(name) is not None
 
 
 _EVENT_ORDER = operator.attrgetter("time", "line_no")
@@ -480,43 +454,20 @@ class _Builder:
         attrs.update(self.resource_defaults)
         return Resource(self._scrub(attrs))
 
-    def _clean(self, names, values) -> tuple[bool, bool]:
-        """(no name needs redacting, no value does) for these names and values, by substring
-        tests over them all at once before any regex."""
-        names = list(names)
-        names_clean = (not _has_marker("\0".join(names).lower(), SECRET_MARKERS)
-                       and (not self.redact or self.redact.isdisjoint(names)))
-        joined = "\0".join(map(str, values))
-        values_clean = (not _has_marker(joined.lower(), SECRET_VALUE_HINTS)
-                        or not SECRET_VALUE_RE.search(joined))
-        return names_clean, values_clean
-
     def _all_spans_clean(self) -> bool:
-        """One check over every span's attributes: with no secret anywhere (the common case)
-        no span needs its own."""
+        """One substring check over every span's attributes: with nothing that could be a
+        secret anywhere (the common case) no span needs its own."""
         names, values = [], []
         for span in self.spans.values():
             names.extend(span.attrs)
-            values.extend(span.attrs.values())
-        return all(self._clean(names, values))
+            values.extend(v for v in span.attrs.values() if isinstance(v, str))
+        return (not redaction.might_hold_secret("\0".join(names + values))
+                and (not self.redact or self.redact.isdisjoint(names)))
 
     def _scrub(self, attrs: dict) -> dict:
-        """Secrets never reach a span: redact by name (knob and known markers) and by value.
-
-        Returns ``attrs`` itself when nothing needs redacting, else a redacted copy."""
-        if not attrs:
-            return attrs
-        names_clean, values_clean = self._clean(attrs, attrs.values())
-        if names_clean and values_clean:
-            return attrs
-        out = {}
-        for name, value in attrs.items():
-            if name in self.redact or _looks_secret(name) or (
-                    not values_clean and SECRET_VALUE_RE.search(str(value))):
-                out[name] = "REDACTED"
-            else:
-                out[name] = value
-        return out
+        """Secrets never reach a span (redaction.py): by name (knob and known markers) and
+        inside free-text values. Returns ``attrs`` itself when nothing needs redacting."""
+        return redaction.scrub(attrs, self.redact) if attrs else attrs
 
     def build(self) -> list[SpanData]:
         resource = self.resource()
@@ -557,8 +508,8 @@ class _Builder:
             if span.status == "ERROR":
                 status_code = ERROR
                 description = span.error_detail or span.error_type or None
-                if description and SECRET_VALUE_RE.search(description):
-                    description = "REDACTED"
+                if description:
+                    description = redaction.redact_text(description)
             built[key] = SpanData(
                 span.name or key, trace_int, span_ids[key],
                 span_ids[parent_key] if parent_key else None,
