@@ -9,6 +9,8 @@ converter merges them with the glidein's own journal into one trace:
 - 027 (or 000) .. 001 execute           -> ``factory.queue`` (waiting at the site)
 - 012 held .. 013 released / 009 abort  -> ``factory.held/<n>`` with the hold reason
 - 005 terminated / 009 aborted          -> the root ends there; return value / removal
+  (a glidein killed by a signal, ending with 128+signal, or removed ends in an ERROR root
+  with ``glidein.outcome`` killed/removed and the reason: its own cleanup never ran)
 
 Timestamps: the reader applies the log's zone (local by default, UTC when the Factory set
 ``ISO_DATE UTC``), and we add the sub-second part when the log has one.
@@ -185,8 +187,28 @@ def apply_event(activity: GlideinActivity, event, identity: ids.GlideinIdentity 
             activity.outcome = "removed"
             fields["factory.removed:b"] = "true"
             fields["factory.remove_reason"] = str(event.get("Reason", ""))
+        ending = abnormal_end(kind, event)
+        if ending and activity.executed:  # one that never ran keeps the forwarder's never_ran
+            fields["glidein.outcome"] = ending[0]
         activity.add(when, "attr", "glidein", fields)
-        activity.events.append(Event(time=when, op="end", key="glidein", fields={}))
+        activity.events.append(Event(time=when, op="end", key="glidein", fields={} if not ending else {
+            "@status": "ERROR", "@error.type": ending[0], "@error.detail": ending[1]}))
+
+
+def abnormal_end(kind: int, event):
+    """(outcome, reason) of a glidein the batch system removed or killed, else None.
+
+    glidein_startup.sh exits 128+N when signal N killed it under a shell; HTCondor reports a
+    direct kill as an abnormal termination with the signal."""
+    if kind == ABORTED:
+        return "removed", f"removed: {event.get('Reason') or 'no reason given'}"
+    signal = event.get("TerminatedBySignal")
+    if event.get("TerminatedNormally") is False and signal is not None:
+        return "killed", f"abnormal termination (signal {signal})"
+    value = event.get("ReturnValue")
+    if isinstance(value, int) and 128 < value <= 128 + 64:
+        return "killed", f"return value {value} (signal {value - 128})"
+    return None
 
 
 def read_activity_log(path, identity_for, state=None, restore=None):

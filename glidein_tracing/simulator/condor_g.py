@@ -83,10 +83,12 @@ class CondorGLog:
     def aborted(self, cluster, proc, when=None, by="fefrontend"):
         self._write(9, cluster, proc, when, f"Job was aborted.\n\tvia condor_rm (by user {by})")
 
-    def terminated(self, cluster, proc, return_value=0, when=None):
+    def terminated(self, cluster, proc, return_value=0, when=None, signal=None):
+        """Normal termination with ``return_value``, or abnormal by ``signal`` (a hard kill)."""
         usage = "Usr 0 00:00:00, Sys 0 00:00:00"
-        self._write(5, cluster, proc, when, "Job terminated.\n"
-                    f"\t(1) Normal termination (return value {return_value})\n"
+        how = (f"\t(1) Normal termination (return value {return_value})\n" if signal is None else
+               f"\t(0) Abnormal termination (signal {signal})\n\t(0) No core file\n")
+        self._write(5, cluster, proc, when, "Job terminated.\n" + how +
                     f"\t\t{usage}  -  Run Remote Usage\n\t\t{usage}  -  Run Local Usage\n"
                     f"\t\t{usage}  -  Total Remote Usage\n\t\t{usage}  -  Total Local Usage\n"
                     "\t0  -  Run Bytes Sent By Job\n\t0  -  Run Bytes Received By Job\n"
