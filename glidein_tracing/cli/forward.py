@@ -26,6 +26,10 @@ def add_arguments(parser):
     parser.add_argument("--state", help="ledger file (default: <store or user data dir>/forwarder.sqlite)")
     parser.add_argument("--query", help="Jaeger query API base URL, to reconcile after a crash")
     parser.add_argument("--timeout", type=float, default=10.0, help="export timeout, seconds")
+    parser.add_argument("--max-request-bytes", type=int, default=4 * 1024 * 1024,
+                        help="OTLP requests are split to stay under this size (default 4 MiB)")
+    parser.add_argument("--retry-quarantined", action="store_true",
+                        help="give quarantined glideins (failed alone repeatedly) new tries")
     parser.add_argument("--grace", type=float, default=600.0,
                         help="seconds to wait for a glidein's output after it ended (default 600)")
     parser.add_argument("--sampling-ratio", type=float, default=1.0)
@@ -60,15 +64,20 @@ def run(args):
         if not Path(path).is_dir():
             raise UserError(f"{path} is not a directory")
     if args.endpoint:
-        exporter = make_otlp_exporter(args.endpoint, args.timeout)
+        exporter = make_otlp_exporter(args.endpoint, args.timeout, args.max_request_bytes)
         reconcile = jaeger_span_ids(args.query) if args.query else None
         state = Path(args.state) if args.state else default_store_dir().parent / "forwarder.sqlite"
     else:
         exporter = JsonLinesStoreExporter(args.store)
         reconcile = store_span_ids(exporter.directory)
         state = Path(args.state) if args.state else exporter.directory / "forwarder.sqlite"
+    ledger = Ledger(state)
+    if args.retry_quarantined:
+        with ledger.transaction():
+            released = ledger.release_quarantined()
+        print(f"glidein-tracing forward: {released} quarantined glideins released", file=sys.stderr)
     forwarder = Forwarder(
-        args.logs, exporter, Ledger(state), args.factory, schedd=args.schedd,
+        args.logs, exporter, ledger, args.factory, schedd=args.schedd,
         entry_schedds=entry_schedds, grace_s=args.grace, sampling_ratio=args.sampling_ratio,
         redact=[n for n in args.redact.split(",") if n.strip()], batch_spans=args.batch_spans,
         reconcile=reconcile, progress=not args.no_progress and sys.stderr.isatty(),

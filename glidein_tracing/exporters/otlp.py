@@ -18,21 +18,40 @@ from ..span_data import export_span_data, readable_spans
 from .otlp_proto import encode_request_bytes
 
 TRACES_PATH = "/v1/traces"
+# Jaeger refuses bodies above ~20 MiB and some Collector receivers take less: requests stay
+# under this many bytes (before compression), split by span count until they fit
+DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 
 class GroupedOTLPSpanExporter(OTLPSpanExporter):
     """The SDK's OTLP/HTTP exporter (its transport, retries, TLS and OTEL_* handling), with
     our faster per-resource encoding (otlp_proto.py). It also takes SpanData (the forwarder's
-    spans), which it encodes without making SDK spans of them."""
+    spans), which it encodes without making SDK spans of them. A request larger than
+    ``max_request_bytes`` is split in halves until each part fits; a single span that does
+    not fit fails (the forwarder then blames its glidein, not the batch)."""
+
+    def __init__(self, *args, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.max_request_bytes = max_request_bytes
 
     def export(self, spans) -> SpanExportResult:
         client = getattr(self, "_client", None)
         if client is None or self._shutdown:  # another SDK layout: use the SDK as it is
             return super().export(readable_spans(spans))
+        spans = list(spans)
         try:
             data = encode_request_bytes(spans)
         except Exception:
             return super().export(readable_spans(spans))
+        if len(data) > self.max_request_bytes > 0:
+            if len(spans) < 2:
+                return SpanExportResult.FAILURE
+            del data
+            half = len(spans) // 2
+            for part in (spans[:half], spans[half:]):
+                if self.export(part) != SpanExportResult.SUCCESS:
+                    return SpanExportResult.FAILURE
+            return SpanExportResult.SUCCESS
         result = client.export(data)
         return SpanExportResult.SUCCESS if result.success else SpanExportResult.FAILURE
 
@@ -51,11 +70,16 @@ def traces_url(endpoint: str) -> str:
 
 
 class BoundedExporter(SpanExporter):
-    """Wrap an exporter so that export() returns within ``timeout_s`` whatever happens."""
+    """Wrap an exporter so that export() returns within ``timeout_s`` whatever happens.
+
+    ``timed_out`` says whether the last export ran out of time: its spans may have arrived
+    (the forwarder reconciles before any resend). The inner SDK exporter is given the same
+    timeout as its own deadline (retries included), so its thread ends by itself too."""
 
     def __init__(self, inner: SpanExporter, timeout_s: float):
         self.inner = inner
         self.timeout_s = timeout_s
+        self.timed_out = False
 
     def export(self, spans) -> SpanExportResult:
         return self._bounded(self.inner.export, spans)
@@ -75,7 +99,8 @@ class BoundedExporter(SpanExporter):
         worker = threading.Thread(target=run, name="glidein-tracing-export", daemon=True)
         worker.start()
         worker.join(self.timeout_s)
-        return result[0] if not worker.is_alive() else SpanExportResult.FAILURE
+        self.timed_out = worker.is_alive()
+        return SpanExportResult.FAILURE if self.timed_out else result[0]
 
     def shutdown(self) -> None:
         try:
@@ -105,11 +130,13 @@ def _ca_preserving_session():
     return CAPreservingSession()
 
 
-def make_otlp_exporter(endpoint: str | None, timeout_s: float = 5.0) -> SpanExporter:
+def make_otlp_exporter(endpoint: str | None, timeout_s: float = 5.0,
+                       max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> SpanExporter:
     """The OTLP/HTTP exporter for ``endpoint`` (base URL), bounded to ``timeout_s`` seconds.
     With endpoint None the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, _HEADERS, _TIMEOUT,
     _CERTIFICATE... variables apply, as the SDK reads them."""
-    kwargs = {"timeout": timeout_s, "session": _ca_preserving_session()}
+    kwargs = {"timeout": timeout_s, "session": _ca_preserving_session(),
+              "max_request_bytes": max_request_bytes}
     if endpoint:
         kwargs["endpoint"] = traces_url(endpoint)
     return BoundedExporter(GroupedOTLPSpanExporter(**kwargs), timeout_s)

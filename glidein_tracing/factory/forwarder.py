@@ -12,8 +12,18 @@ One pass (``Forwarder.run_once``):
 Exactly once: the ledger records a batch as ``sending`` (with its span ids) before the
 export and ``done`` after it. A forwarder killed in between finds the batch on restart and
 asks the backend which of those spans it already holds (the store, or Jaeger's query API
-when ``--query`` is given) before sending the rest. Memory is bounded by the batch size,
-whatever the backlog: glideins wait in the ledger, not in memory.
+when ``--query`` is given) before sending the rest. An export that timed out may have
+arrived: its glideins stay ``sending`` and are reconciled the same way before any resend.
+
+Isolation: a batch that fails is retried glidein by glidein. A glidein that fails alone
+while others go through is the glidein's fault: after ``MAX_ATTEMPTS`` such passes it is
+quarantined with its reason (``forward --retry-quarantined`` releases it). When nothing
+goes through the collector is down: the pass stops and no glidein is blamed.
+
+Memory is bounded per glidein, whatever it returned: its stderr is read up to
+``MAX_STDERR_BYTES`` (its tail, where the journal is), its sections inflate to at most
+``DEFAULT_MAX_TOTAL_BYTES`` together, and at most ``MAX_JOURNAL_LINES`` lines are parsed;
+what was cut is counted on the root. Glideins wait in the ledger, not in memory.
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ from .. import ids
 from ..converter import ConversionError, convert_to_span_data
 from ..journal import Event, format_line, parse_lines
 from ..sampling import keep_glidein
-from ..sections import DEFAULT_MAX_BYTES, journal_sections
+from ..sections import DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES, journal_sections
 from ..span_data import export_span_data
 from . import ledger as ledger_mod
 from .activity import identity_events, read_activity_log
@@ -38,7 +48,10 @@ from .outputs import EntryDir, activity_logs, find_entry_dirs, returned_outputs
 
 log = logging.getLogger("glidein_tracing.forward")
 
-MAX_STDERR_BYTES = 256 * 1024 * 1024
+MAX_STDERR_BYTES = 64 * 1024 * 1024
+MAX_JOURNAL_LINES = 200_000  # per glidein, all sections together
+MAX_ATTEMPTS = 3  # passes a glidein may fail alone (others going through) before quarantine
+DOWN_AFTER = 3  # glideins refused alone with nothing accepted: the collector is down
 NODE_EXPORT_MARK = "@exported"  # a note the node's cleanup writes after a live export
 
 
@@ -51,6 +64,7 @@ class ForwardStats:
     spans_already_live: int = 0
     spans_sampled_out: int = 0
     export_failures: int = 0
+    quarantined: int = 0
     problems: dict = field(default_factory=dict)
 
     def problem(self, kind: str):
@@ -60,7 +74,7 @@ class ForwardStats:
         text = (f"{self.log_events} log events read, {self.glideins_done} glideins forwarded "
                 f"({self.spans_sent} spans), {self.spans_already_live} spans already sent live, "
                 f"{self.spans_sampled_out} sampled out, {self.glideins_skipped} skipped, "
-                f"{self.export_failures} export failures")
+                f"{self.export_failures} export failures, {self.quarantined} quarantined")
         if self.problems:
             text += "; problems: " + ", ".join(f"{k}={v}" for k, v in sorted(self.problems.items()))
         return text
@@ -164,19 +178,39 @@ class Forwarder:
                                    str(row["cluster"]), str(row["proc"]))
 
     def _journal(self, row, stats: ForwardStats):
-        """Events of the glidein's returned journal, checked to be this glidein's."""
+        """Events of the glidein's returned journal, checked to be this glidein's, and what
+        of it was cut (``{"sections": n, "bytes": n, "lines": n}``, counted on the root)."""
         path = self._stderr(row)
+        cut = {"sections": 0, "bytes": 0, "lines": 0}
         try:
             with open(path, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                if size > MAX_STDERR_BYTES:  # the journal is appended last: keep the tail
+                    handle.seek(size - MAX_STDERR_BYTES)
+                    cut["bytes"] += size - MAX_STDERR_BYTES
                 text = handle.read(MAX_STDERR_BYTES).decode("utf-8", "replace")
         except OSError:
-            return [], None
+            return [], None, cut
         events, marks = [], set()
-        for section in journal_sections(text, self.max_section_bytes):
+        lines_left = MAX_JOURNAL_LINES
+        for section in journal_sections(text, self.max_section_bytes, DEFAULT_MAX_TOTAL_BYTES):
             if section.error:
                 log.warning("%s: journal section %s", path, section.error)
                 stats.problem("truncated_section" if section.truncated else "damaged_section")
-            section_events, report = parse_lines(section.data)
+                cut["sections"] += 1
+                cut["bytes"] += section.cut_bytes
+            data = section.data
+            newlines = data.count(b"\n")
+            if newlines > lines_left:
+                at = -1
+                for _ in range(lines_left):
+                    at = data.find(b"\n", at + 1)
+                data, dropped = data[:at + 1], newlines - lines_left
+                cut["lines"] += dropped
+                stats.problem("journal_lines_cut")
+            lines_left -= min(newlines, lines_left)
+            section_events, report = parse_lines(data)
+            del data
             if report.skipped_total:
                 log.warning("%s: %s", path, report.summary())
                 stats.problem("bad_journal_lines")
@@ -188,7 +222,8 @@ class Forwarder:
                 if event.op == "note" and NODE_EXPORT_MARK in event.fields:
                     marks.add(event.fields[NODE_EXPORT_MARK])
             events.extend(section_events)
-        return events, (marks and sorted(marks)[0]) or None
+        del text
+        return events, (marks and sorted(marks)[0]) or None, cut
 
     @staticmethod
     def _same_glidein(row, events) -> bool:
@@ -204,7 +239,7 @@ class Forwarder:
     def _spans_for(self, gkey, stats: ForwardStats, row=None):
         row = row or self.ledger.glidein(gkey)
         activity, _ = parse_lines("".join(self.ledger.activity_lines(gkey)).encode())
-        journal, node_mark = self._journal(row, stats)
+        journal, node_mark, cut = self._journal(row, stats)
         identity = self._identity(row, journal)
         if not identity.schedd:
             stats.problem("unknown_schedd")
@@ -214,6 +249,9 @@ class Forwarder:
         events = list(activity) + list(journal)
         when = min((e.time for e in events), default=row["ended_at"] or time.time())
         events.extend(identity_events(identity, when))
+        if any(cut.values()):
+            events.append(Event(time=when, op="attr", key="glidein", fields={
+                f"glidein_tracing.input.cut_{kind}:i": str(count) for kind, count in cut.items()}))
         if not journal:
             ran = any(e.key.startswith("factory.queue") and e.op == "end" for e in activity)
             events.append(Event(time=when, op="attr", key="glidein", fields={
@@ -242,6 +280,8 @@ class Forwarder:
         ready.sort(key=lambda g: not self._stderr(rows[g]).exists())
         bar = _progress(len(ready), self.progress)
         batch, batch_keys = [], []
+        pass_state = _PassState()
+        ok = True
         for gkey in ready:
             spans, note = self._spans_for(gkey, stats, rows[gkey])
             if spans is None:
@@ -254,17 +294,54 @@ class Forwarder:
             batch.extend(spans)
             batch_keys.append((gkey, spans, note))
             if len(batch) >= self.batch_spans:
-                if not self._send(batch_keys, stats):
-                    bar.close()
-                    return False
+                ok = self._send_isolating(batch_keys, stats, pass_state)
                 bar.update(len(batch_keys))
                 batch, batch_keys = [], []
-        ok = self._send(batch_keys, stats) if batch_keys else True
-        bar.update(len(batch_keys))
+                if not ok:
+                    break
+        if ok and batch_keys:
+            ok = self._send_isolating(batch_keys, stats, pass_state)
+            bar.update(len(batch_keys))
         bar.close()
+        self._blame(pass_state, stats)
         return ok
 
-    def _send(self, batch_keys, stats: ForwardStats) -> bool:
+    def _send_isolating(self, batch_keys, stats: ForwardStats, pass_state) -> bool:
+        """Send a batch; when it fails, each glidein alone. False: stop this pass (the
+        collector is down, or hung and some glideins are maybe sent)."""
+        outcome = self._send(batch_keys, stats)
+        if outcome == _SENT:
+            pass_state.accepted = True
+            return True
+        if outcome == _MAYBE_SENT:
+            return False
+        for one in (batch_keys if len(batch_keys) > 1 else ()):
+            outcome = self._send([one], stats)
+            if outcome == _SENT:
+                pass_state.accepted = True
+            elif outcome == _MAYBE_SENT:
+                return False
+            else:
+                pass_state.failed_alone.append(one[0])
+        if len(batch_keys) == 1:
+            pass_state.failed_alone.append(batch_keys[0][0])
+        return pass_state.accepted or len(pass_state.failed_alone) < DOWN_AFTER
+
+    def _blame(self, pass_state, stats: ForwardStats):
+        """Glideins that failed alone in a pass where others went through: their own fault."""
+        if not pass_state.accepted or not pass_state.failed_alone:
+            return
+        with self.ledger.transaction():
+            for gkey in pass_state.failed_alone:
+                attempts = self.ledger.failed_alone(gkey, "export refused for this glidein alone")
+                if attempts >= MAX_ATTEMPTS:
+                    reason = f"export refused for this glidein alone in {attempts} passes"
+                    self.ledger.quarantine(gkey, reason)
+                    log.warning("%s quarantined: %s", gkey, reason)
+                    stats.quarantined += 1
+                    stats.problem("quarantined")
+
+    def _send(self, batch_keys, stats: ForwardStats) -> str:
         spans = [s for _, group, _ in batch_keys for s in group]
         with self.ledger.transaction():
             for (entry_dir, cluster), schedd in self._learned.items():
@@ -279,18 +356,23 @@ class Forwarder:
         result = export_span_data(self.exporter, spans) if spans else None
         if spans and result.name != "SUCCESS":
             stats.export_failures += 1
+            if getattr(self.exporter, "timed_out", False):
+                # it may have arrived: stay "sending", reconciled before any resend
+                stats.problem("export_timed_out")
+                log.warning("export of %d spans timed out; reconciled before any resend", len(spans))
+                return _MAYBE_SENT
             with self.ledger.transaction():
                 for gkey, _, _ in batch_keys:
                     self.ledger.back_to_ended(gkey)
             log.warning("export of %d spans failed; will retry", len(spans))
-            return False
+            return _FAILED
         _crash_point("after_export")
         with self.ledger.transaction():
             for gkey, group, note in batch_keys:
                 self.ledger.mark_done(gkey, len(group), note)
         stats.glideins_done += len(batch_keys)
         stats.spans_sent += len(spans)
-        return True
+        return _SENT
 
     # -- exactly once after a crash ---------------------------------------------------------
     def reconcile_sending(self, stats: ForwardStats):
@@ -309,8 +391,8 @@ class Forwarder:
             else:
                 stats.problem("resent_without_reconcile")
             spans = [s for s in spans if format(s.span_id, "016x") in wanted or not wanted]
-            if not self._send([(gkey, spans, note)], stats):
-                return False
+            if self._send([(gkey, spans, note)], stats) == _MAYBE_SENT:
+                return False  # still hung: try again next pass; a refusal is back in "ended"
         return True
 
     def run_once(self) -> ForwardStats:
@@ -353,6 +435,15 @@ def store_span_ids(directory):
     def lookup(trace_id: str):
         return {s["span_id"] for s in iter_store(directory) if s["trace_id"] == trace_id}
     return lookup
+
+
+_SENT, _FAILED, _MAYBE_SENT = "sent", "failed", "maybe sent"
+
+
+@dataclass
+class _PassState:
+    accepted: bool = False  # the collector took at least one request in this pass
+    failed_alone: list = field(default_factory=list)
 
 
 def _crash_point(name: str):

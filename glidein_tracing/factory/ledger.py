@@ -18,7 +18,8 @@ CREATE TABLE IF NOT EXISTS logs (path TEXT PRIMARY KEY, state BLOB, events INTEG
 CREATE TABLE IF NOT EXISTS glideins (
     gkey TEXT PRIMARY KEY, entry_dir TEXT, instance TEXT, entry TEXT,
     cluster INTEGER, proc INTEGER, status TEXT, ended_at REAL, updated REAL,
-    trace_id TEXT, spans INTEGER DEFAULT 0, pending TEXT, note TEXT, activity_state TEXT);
+    trace_id TEXT, spans INTEGER DEFAULT 0, pending TEXT, note TEXT, activity_state TEXT,
+    attempts INTEGER DEFAULT 0);
 CREATE INDEX IF NOT EXISTS glideins_status ON glideins(status);
 CREATE TABLE IF NOT EXISTS activity (gkey TEXT, seq INTEGER, line TEXT, PRIMARY KEY (gkey, seq));
 CREATE TABLE IF NOT EXISTS schedds (entry_dir TEXT, cluster INTEGER, schedd TEXT,
@@ -27,6 +28,7 @@ CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER);
 """
 
 OPEN, ENDED, SENDING, DONE, SKIPPED = "open", "ended", "sending", "done", "skipped"
+QUARANTINED = "quarantined"  # failed alone while others went through: waits for --retry-quarantined
 
 
 def glidein_key(entry_dir: str, cluster: int, proc: int) -> str:
@@ -40,6 +42,9 @@ class Ledger:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(glideins)")}
+        if "attempts" not in columns:  # a ledger written before quarantine existed
+            self.db.execute("ALTER TABLE glideins ADD COLUMN attempts INTEGER DEFAULT 0")
 
     def close(self):
         self.db.close()
@@ -119,6 +124,24 @@ class Ledger:
 
     def back_to_ended(self, gkey):
         self.db.execute("UPDATE glideins SET status=?, pending=NULL WHERE gkey=?", (ENDED, gkey))
+
+    def failed_alone(self, gkey, reason) -> int:
+        """One more failed export of this glidein on its own; returns its count of them."""
+        self.db.execute("UPDATE glideins SET attempts=COALESCE(attempts, 0)+1, note=? WHERE gkey=?",
+                        (reason, gkey))
+        return self.db.execute("SELECT attempts FROM glideins WHERE gkey=?", (gkey,)).fetchone()[0]
+
+    def quarantine(self, gkey, reason):
+        self.db.execute("UPDATE glideins SET status=?, pending=NULL, note=?, updated=? WHERE gkey=?",
+                        (QUARANTINED, reason, time.time(), gkey))
+
+    def release_quarantined(self) -> int:
+        """Give every quarantined glidein a fresh set of tries (``forward --retry-quarantined``)."""
+        return self.db.execute("UPDATE glideins SET status=?, attempts=0 WHERE status=?",
+                               (ENDED, QUARANTINED)).rowcount
+
+    def quarantined(self) -> dict:
+        return dict(self.db.execute("SELECT gkey, note FROM glideins WHERE status=?", (QUARANTINED,)))
 
     # -- learned schedds and counters ------------------------------------------------------
     def learn_schedd(self, entry_dir, cluster, schedd):

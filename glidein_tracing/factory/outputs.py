@@ -45,8 +45,10 @@ def find_entry_dirs(roots) -> list[EntryDir]:
         for path in candidates:
             if path.is_dir():
                 parsed = entry_dir(path)
-                if parsed:
-                    found[path.resolve()] = parsed
+                if parsed:  # keyed and stored by its resolved path: one tree, one ledger key,
+                    # whether it was given relative, absolute or through a symlink
+                    real = path.resolve()
+                    found[real] = EntryDir(path=real, instance=parsed.instance, entry=parsed.entry)
     return [found[key] for key in sorted(found)]
 
 
