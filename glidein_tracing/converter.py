@@ -164,6 +164,7 @@ class _Builder:
         self.notes: list[Event] = []
         self.resource_attrs: dict = {}
         self.trace_id: str | None = None
+        self.fixed_trace_id: str | None = None
         self.timeline = ResourceTimeline()
         self.max_spans = DEFAULT_MAX_SPANS
         self.last_time = max((e.time for e in self.events), default=None)
@@ -242,6 +243,7 @@ class _Builder:
         root.parent = None
         root.stage = root.stage or "glidein"
         root.name = root.name or "glidein"
+        self.trace_id = self.fixed_trace_id or self.trace_id
         if not self.trace_id:
             self.trace_id = self._trace_id_from_identity(root.attrs)
         if not self.trace_id:
@@ -601,10 +603,12 @@ def _parse_history_ad(encoded: str):
 
 
 def convert_to_span_data(events, report: JournalReport | None = None, *,
-                         resource_defaults: dict | None = None, redact=()) -> list[SpanData]:
+                         resource_defaults: dict | None = None, redact=(),
+                         trace_id: str | None = None) -> list[SpanData]:
     """Turn one glidein's journal events into its spans (root first), as SpanData: what the
-    forwarder encodes directly."""
+    forwarder encodes directly. ``trace_id`` (the Factory's) wins over what the events say."""
     builder = _Builder(events, report, resource_defaults, redact)
+    builder.fixed_trace_id = trace_id
     builder.collect()
     builder.derive()
     return builder.build()

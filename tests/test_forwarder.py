@@ -43,7 +43,8 @@ def test_whole_lifecycle_from_submission_and_factory_only_glideins(factory, tmp_
     log.submit(100, 1, when=T0 - 120)
     log.held(100, 1, "Error connecting to schedd ce.example.org", code=0, when=T0 - 100)
     log.aborted(100, 1, when=T0 - 10)
-    forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite")
+    forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite",
+                               entry_schedds={layout.entry: SCHEDD})
     stats = forwarder.run_once()
     assert stats.glideins_done == 2 and stats.export_failures == 0
     traces = read_store(tmp_path / "store")
@@ -57,7 +58,7 @@ def test_whole_lifecycle_from_submission_and_factory_only_glideins(factory, tmp_
     assert root["links"], "the root links to its submit cycle"
     cycle = ids.submit_cycle_trace_id(FACTORY, layout.instance, layout.entry, SCHEDD, 100)
     assert root["links"][0]["trace_id"] == cycle
-    # the removed glidein: same cluster, so its schedd was learned from its sibling's journal
+    # the removed glidein never ran: its schedd (in its trace id) is the Factory's configured one
     held = traces[identity(layout, 100, 1).trace_id]
     (root1,) = by_stage(held, "glidein")
     assert root1["attributes"]["glidein.outcome"] == "never_ran"
@@ -105,7 +106,7 @@ def test_hostile_outputs_are_skipped_with_counts_and_the_rest_goes_on(factory, t
     bomb = encode_section(JOURNAL_SECTION, b"gtj1\t1\tnote\t-\n" + b"\0" * (4 * 1024 * 1024))
     run_glidein(log, layout, 400, 3, T0, bomb)
     forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite",
-                               max_section_bytes=1024 * 1024)
+                               max_section_bytes=1024 * 1024, schedd=SCHEDD)
     stats = forwarder.run_once()
     assert stats.problems["forged_identity"] == 1
     assert stats.problems.get("damaged_section", 0) + stats.problems.get("truncated_section", 0) >= 2

@@ -168,8 +168,8 @@ def run(args):
         print(f"  glidein {scenario.cluster}.{scenario.proc}: {label} (exit code {result.exit_code})",
               file=sys.stderr)
     ledger = Ledger(root / "factory" / "forwarder.sqlite")
-    forwarder = Forwarder([layout.logs], exporter, ledger, FACTORY, grace_s=0.0, settle_s=0.0,
-                          reconcile=reconcile)
+    forwarder = Forwarder([layout.logs], exporter, ledger, FACTORY, schedd=SCHEDD, grace_s=0.0,
+                          settle_s=0.0, reconcile=reconcile)
     stats = forwarder.run_once()
     demo.shutdown()
     exporter.shutdown()

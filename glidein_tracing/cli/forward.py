@@ -17,8 +17,10 @@ import sys
 def add_arguments(parser):
     parser.add_argument("logs", nargs="+", help="Factory client log directories (or entry dirs)")
     parser.add_argument("--factory", required=True, help="the Factory's name (GLIDEIN_Factory)")
-    parser.add_argument("--schedd", help="schedd name for glideins whose journal is missing "
-                        "(default: learned from the returned journals of the same cluster)")
+    parser.add_argument("--schedd", help="the schedd of every entry not named otherwise (part of "
+                        "trace ids; journals claiming another are rejected)")
+    parser.add_argument("--factory-config", metavar="GLIDEINWMS_XML",
+                        help="the Factory's glideinWMS.xml: each entry's schedd_name")
     parser.add_argument("--entry-schedd", action="append", default=[], metavar="ENTRY=SCHEDD",
                         help="schedd of one entry (repeatable)")
     parser.add_argument("--endpoint", help="OTLP/HTTP base URL (else the store)")
@@ -53,6 +55,12 @@ def run(args):
     logging.basicConfig(level=logging.INFO, format="%(asctime)s glidein-tracing forward: %(message)s",
                         stream=sys.stderr)
     entry_schedds = {}
+    if args.factory_config:
+        from ..factory.config import entry_schedds as configured_schedds
+        try:
+            entry_schedds.update(configured_schedds(args.factory_config))
+        except ValueError as exc:
+            raise UserError(str(exc)) from exc
     for item in args.entry_schedd:
         entry, sep, schedd = item.partition("=")
         if not sep:

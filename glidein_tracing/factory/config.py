@@ -184,3 +184,20 @@ def _check_scope(where, attrs, files) -> list[Finding]:
                            "list them in the order printed by `factory-config` (cleanup and the "
                            "library before the setup script)"))
     return out
+
+
+def entry_schedds(path) -> dict:
+    """{entry name: schedd} from a Factory's glideinWMS.xml: an entry's own ``schedd_name``,
+    else the ``<glidein schedd_name>`` when it names one schedd (with several, the Factory
+    spreads entries over them and only the entry's own setting is known)."""
+    try:
+        root = ET.parse(str(path)).getroot()
+    except (ET.ParseError, OSError) as exc:
+        raise ValueError(f"{path}: cannot be read as XML ({exc})") from exc
+    shared = [s.strip() for s in (root.get("schedd_name") or "").split(",") if s.strip()]
+    out = {}
+    for entry in root.findall("./entries/entry"):
+        schedd = (entry.get("schedd_name") or "").strip() or (shared[0] if len(shared) == 1 else "")
+        if entry.get("name") and schedd:
+            out[entry.get("name")] = schedd
+    return out

@@ -102,7 +102,6 @@ class Forwarder:
         self.max_section_bytes = max_section_bytes
         self.progress = progress
         self.resource_defaults = {"service.name": service_name} if service_name else None
-        self._learned: dict = {}
 
     # -- 1. activity logs -----------------------------------------------------------------
     def scan(self, stats: ForwardStats):
@@ -164,18 +163,22 @@ class Forwarder:
         except OSError:
             return False
 
+    def _factory_schedd(self, row) -> str:
+        """The glidein's schedd as the Factory knows it (its configuration), or ""."""
+        return self.entry_schedds.get(row["entry"]) or self.schedd or ""
+
     def _identity(self, row, journal_events) -> ids.GlideinIdentity:
+        """Everything but the multi-glidein index comes from the Factory (ledger row and
+        configuration); a journal only fills in the schedd for its own glidein when the
+        Factory was not told it, and its claims were checked to agree (``_disagreement``)."""
+        schedd, index = self._factory_schedd(row), "0"
         for event in journal_events:
-            if event.op == "start" and event.key == "glidein" and event.fields.get("glidein.schedd"):
-                return ids.GlideinIdentity(self.factory, row["instance"], row["entry"],
-                                           event.fields["glidein.schedd"], str(row["cluster"]),
-                                           str(row["proc"]),
-                                           event.fields.get("glidein.multi_index:i", "0"))
-        schedd = (self._learned.get((row["entry_dir"], row["cluster"]))
-                  or self.ledger.schedd_for(row["entry_dir"], row["cluster"])
-                  or self.entry_schedds.get(row["entry"]) or self.schedd or "")
+            if event.op == "start" and event.key == "glidein":
+                schedd = schedd or event.fields.get("glidein.schedd", "")
+                index = event.fields.get("glidein.multi_index:i", index)
+                break
         return ids.GlideinIdentity(self.factory, row["instance"], row["entry"], schedd,
-                                   str(row["cluster"]), str(row["proc"]))
+                                   str(row["cluster"]), str(row["proc"]), index)
 
     def _journal(self, row, stats: ForwardStats):
         """Events of the glidein's returned journal, checked to be this glidein's, and what
@@ -214,8 +217,9 @@ class Forwarder:
             if report.skipped_total:
                 log.warning("%s: %s", path, report.summary())
                 stats.problem("bad_journal_lines")
-            if not self._same_glidein(row, section_events):
-                log.warning("%s: journal names another glidein; ignored", path)
+            disagreement = self._disagreement(row, section_events)
+            if disagreement:
+                log.warning("%s: journal section claims another %s; ignored", path, disagreement)
                 stats.problem("forged_identity")
                 continue
             for event in section_events:
@@ -225,16 +229,29 @@ class Forwarder:
         del text
         return events, (marks and sorted(marks)[0]) or None, cut
 
-    @staticmethod
-    def _same_glidein(row, events) -> bool:
+    def _disagreement(self, row, events) -> str:
+        """What a section's root claims that the Factory knows otherwise ("" when it agrees):
+        cluster, proc, entry, factory, glidein name, the Factory's schedd, and the trace id
+        those give. A section without a root claims nothing (its spans land in this trace)."""
         for event in events:
-            if event.op == "start" and event.key == "glidein":
-                cluster = event.fields.get("glidein.cluster:i", event.fields.get("glidein.cluster"))
-                proc = event.fields.get("glidein.proc:i", event.fields.get("glidein.proc"))
-                entry = event.fields.get("glidein.entry", row["entry"])
-                return (str(cluster) == str(row["cluster"]) and str(proc) == str(row["proc"])
-                        and entry == row["entry"])
-        return True  # no root in the section: nothing claims an identity
+            if event.op != "start" or event.key != "glidein":
+                continue
+            fields = event.fields
+            claims = {
+                "cluster": (fields.get("glidein.cluster:i", fields.get("glidein.cluster")), str(row["cluster"])),
+                "proc": (fields.get("glidein.proc:i", fields.get("glidein.proc")), str(row["proc"])),
+                "entry": (fields.get("glidein.entry"), row["entry"]),
+                "factory": (fields.get("glidein.factory"), self.factory),
+                "name": (fields.get("glidein.name"), row["instance"]),
+                "schedd": (fields.get("glidein.schedd"), self._factory_schedd(row) or None),
+            }
+            for what, (claimed, known) in claims.items():
+                if claimed is not None and known is not None and str(claimed) != str(known):
+                    return what
+            claimed_trace = (fields.get("@trace_id") or "").lower()
+            if claimed_trace and claimed_trace != self._identity(row, [event]).trace_id:
+                return "trace id"
+        return ""
 
     def _spans_for(self, gkey, stats: ForwardStats, row=None):
         row = row or self.ledger.glidein(gkey)
@@ -243,9 +260,6 @@ class Forwarder:
         identity = self._identity(row, journal)
         if not identity.schedd:
             stats.problem("unknown_schedd")
-        if identity.schedd and journal:
-            # remembered in the next ledger transaction (one disk sync per batch, not per glidein)
-            self._learned[(row["entry_dir"], row["cluster"])] = identity.schedd
         events = list(activity) + list(journal)
         when = min((e.time for e in events), default=row["ended_at"] or time.time())
         events.extend(identity_events(identity, when))
@@ -257,7 +271,8 @@ class Forwarder:
             events.append(Event(time=when, op="attr", key="glidein", fields={
                 "glidein.outcome": "no_glidein_output" if ran else "never_ran"}))
         try:
-            spans = convert_to_span_data(events, resource_defaults=self.resource_defaults, redact=self.redact)
+            spans = convert_to_span_data(events, resource_defaults=self.resource_defaults, redact=self.redact,
+                                         trace_id=identity.trace_id)
         except ConversionError as exc:
             return None, str(exc)
         if not keep_glidein(spans, self.sampling_ratio):
@@ -275,9 +290,6 @@ class Forwarder:
         now = time.time()
         rows = {g: self.ledger.glidein(g) for g in self.ledger.with_status(ledger_mod.ENDED)}
         ready = [g for g, row in rows.items() if self._ready(row, now)]
-        # glideins with a returned journal first: they teach us their cluster's schedd,
-        # which the trace ids of their siblings that never ran depend on
-        ready.sort(key=lambda g: not self._stderr(rows[g]).exists())
         bar = _progress(len(ready), self.progress)
         batch, batch_keys = [], []
         pass_state = _PassState()
@@ -344,9 +356,6 @@ class Forwarder:
     def _send(self, batch_keys, stats: ForwardStats) -> str:
         spans = [s for _, group, _ in batch_keys for s in group]
         with self.ledger.transaction():
-            for (entry_dir, cluster), schedd in self._learned.items():
-                self.ledger.learn_schedd(entry_dir, cluster, schedd)
-            self._learned.clear()
             for gkey, group, _ in batch_keys:
                 if group:  # nothing to send (all present already, sampled out): no in-flight state
                     self.ledger.mark_sending(gkey, format(group[0].trace_id, "032x"),

@@ -22,8 +22,6 @@ CREATE TABLE IF NOT EXISTS glideins (
     attempts INTEGER DEFAULT 0);
 CREATE INDEX IF NOT EXISTS glideins_status ON glideins(status);
 CREATE TABLE IF NOT EXISTS activity (gkey TEXT, seq INTEGER, line TEXT, PRIMARY KEY (gkey, seq));
-CREATE TABLE IF NOT EXISTS schedds (entry_dir TEXT, cluster INTEGER, schedd TEXT,
-    PRIMARY KEY (entry_dir, cluster));
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER);
 """
 
@@ -143,20 +141,7 @@ class Ledger:
     def quarantined(self) -> dict:
         return dict(self.db.execute("SELECT gkey, note FROM glideins WHERE status=?", (QUARANTINED,)))
 
-    # -- learned schedds and counters ------------------------------------------------------
-    def learn_schedd(self, entry_dir, cluster, schedd):
-        self.db.execute("INSERT OR REPLACE INTO schedds(entry_dir, cluster, schedd) VALUES (?,?,?)",
-                        (entry_dir, cluster, schedd))
-
-    def schedd_for(self, entry_dir, cluster):
-        row = self.db.execute("SELECT schedd FROM schedds WHERE entry_dir=? AND cluster=?",
-                              (entry_dir, cluster)).fetchone()
-        if row:
-            return row[0]
-        row = self.db.execute("SELECT schedd FROM schedds WHERE entry_dir=? ORDER BY cluster DESC LIMIT 1",
-                              (entry_dir,)).fetchone()
-        return row[0] if row else None
-
+    # -- counters ----------------------------------------------------------------------
     def bump(self, name, by=1):
         self.db.execute("INSERT INTO counters(name, value) VALUES (?,?) "
                         "ON CONFLICT(name) DO UPDATE SET value=value+excluded.value", (name, by))
