@@ -22,7 +22,7 @@ from datetime import datetime
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event as SpanEvent
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
@@ -37,6 +37,8 @@ ROOT = "glidein"
 CONDOR_RECORD = "condor_startup.sh"
 DEFAULT_SERVICE = "glidein"
 DEFAULT_MAX_SPANS = 2000  # knob GLIDEIN_TRACING_MAX_SPANS
+MAX_SPANS_CEILING = 100000  # the knob's maximum: a journal claiming more gets this many
+DEFAULT_ATTRIBUTE_COUNT = 128  # per span, when OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT is not set
 IDENTITY_RESOURCE_KEYS = (
     "glidein.factory", "glidein.name", "glidein.entry", "glidein.client", "glidein.client_group",
     "glidein.schedd", "glidein.cluster", "glidein.proc", "glidein.multi_index", "glidein.site",
@@ -167,6 +169,13 @@ class _Builder:
         self.fixed_trace_id: str | None = None
         self.timeline = ResourceTimeline()
         self.max_spans = DEFAULT_MAX_SPANS
+        # the SDK's span limits (OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT, OTEL_SPAN_EVENT_COUNT_LIMIT,
+        # OTEL_SPAN_LINK_COUNT_LIMIT) bound what one journal can put on one span
+        limits = SpanLimits()
+        self.max_attributes = limits.max_span_attributes or DEFAULT_ATTRIBUTE_COUNT
+        self.max_events = limits.max_events or DEFAULT_ATTRIBUTE_COUNT
+        self.max_links = limits.max_links or DEFAULT_ATTRIBUTE_COUNT
+        self.dropped = {"attributes": 0, "links": 0, "events": 0, "spans": 0}
         self.last_time = max((e.time for e in self.events), default=None)
 
     # -- collecting ------------------------------------------------------------------
@@ -201,21 +210,22 @@ class _Builder:
             # the glidein's own knobs travel with its journal
             self.redact.update(n.strip() for n in fields.get("@redact", "").split(",") if n.strip())
             try:
-                self.max_spans = int(fields.get("@max_spans") or self.max_spans)
+                self.max_spans = min(int(fields.get("@max_spans") or self.max_spans), MAX_SPANS_CEILING)
             except ValueError:
                 pass
         else:
             span.parent = fields.get("@parent", span.parent or ROOT)
-        span.attrs.update(_attributes(fields))
-        span.links.extend(event.links)
+        self._add_attributes(span, fields)
+        self._add_links(span, event.links)
         self.resource_attrs.update(_resource_attributes(fields))
 
     def _on_end(self, event: Event):
         span = self.span(event.key)
         span.end = event.time if span.end is None else max(span.end, event.time)
         fields = event.fields
-        span.attrs.update(_attributes(fields))
-        span.end_fields.update(fields)
+        self._add_attributes(span, fields)
+        if len(span.end_fields) < self.max_attributes:
+            span.end_fields.update(fields)
         status = fields.get("@status", "").upper()
         if status in ("OK", "ERROR"):
             span.status = status
@@ -224,9 +234,26 @@ class _Builder:
 
     def _on_attr(self, event: Event):
         span = self.span(event.key)
-        span.attrs.update(_attributes(event.fields))
-        span.links.extend(event.links)
-        self.resource_attrs.update(_resource_attributes(event.fields))
+        self._add_attributes(span, event.fields)
+        self._add_links(span, event.links)
+        if len(self.resource_attrs) < self.max_attributes:
+            self.resource_attrs.update(_resource_attributes(event.fields))
+
+    def _add_attributes(self, span: _Span, fields: dict):
+        attrs = _attributes(fields)
+        if len(span.attrs) + len(attrs) <= self.max_attributes:
+            span.attrs.update(attrs)
+            return
+        for name, value in attrs.items():
+            if name in span.attrs or len(span.attrs) < self.max_attributes:
+                span.attrs[name] = value
+            else:
+                self.dropped["attributes"] += 1
+
+    def _add_links(self, span: _Span, links):
+        room = self.max_links - len(span.links)
+        span.links.extend(links[:max(room, 0)])
+        self.dropped["links"] += max(len(links) - max(room, 0), 0)
 
     def _on_record(self, event: Event):
         self.records.append(event)
@@ -259,6 +286,7 @@ class _Builder:
         self._close_open_spans()
         self._idle_spans()
         self._cap_jobs()
+        self._cap_spans()
         self._outcome()
 
     def _cap_jobs(self):
@@ -276,6 +304,17 @@ class _Builder:
         root = self.spans[ROOT].attrs
         root["glidein_tracing.jobs_not_traced"] = sum(1 for k in dropped if k.startswith("job/"))
         root["glidein_tracing.idle_not_traced"] = sum(1 for k in dropped if k.startswith("idle/"))
+
+    def _cap_spans(self):
+        """Spans of every kind together stay within the cap (a journal can open any number
+        of keys, or chain parents 300,000 deep): the earliest are kept, the rest counted."""
+        if len(self.order) <= self.max_spans:
+            return
+        others = sorted((k for k in self.order if k != ROOT), key=lambda k: (self.spans[k].start, k))
+        for key in others[self.max_spans - 1:]:
+            del self.spans[key]
+            self.dropped["spans"] += 1
+        self.order = [k for k in self.order if k in self.spans]
 
     def _trace_id_from_identity(self, attrs) -> str | None:
         needed = ("glidein.factory", "glidein.name", "glidein.entry", "glidein.cluster", "glidein.proc")
@@ -478,6 +517,10 @@ class _Builder:
         out = []
         built = {}
         all_clean = self._all_spans_clean()
+        notes = self._notes_by_span()
+        for kind, count in self.dropped.items():
+            if count:  # what the limits cut, counted where a reader looks first
+                self.spans[ROOT].attrs[f"glidein_tracing.dropped_{kind}"] = count
         for key in self.order:
             if key not in self.spans:
                 continue
@@ -504,8 +547,7 @@ class _Builder:
                                    "traceparent": value}))
             events = [SpanEvent("glidein_tracing.note", self._scrub({"message": n.fields.get("@msg", "")}),
                                 timestamp=_ns(n.time))
-                      for n in self.notes
-                      if n.key in (key, "-") and (key == ROOT or n.key == key)] if self.notes else ()
+                      for n in notes.get(key, ())]
             status_code, description = (OK if span.status == "OK" else UNSET), None
             if span.status == "ERROR":
                 status_code = ERROR
@@ -519,6 +561,20 @@ class _Builder:
                 status_code=status_code, status_description=description, events=events, links=links)
             out.append(built[key])
         out.extend(self._user_trace_spans(built, resource))
+        return out
+
+    def _notes_by_span(self) -> dict:
+        """Note events per span key (notes on "-" go to the root), at most ``max_events`` each."""
+        out: dict = {}
+        for note in self.notes:
+            key = ROOT if note.key == "-" else note.key
+            if key not in self.spans:
+                continue
+            kept = out.setdefault(key, [])
+            if len(kept) < self.max_events:
+                kept.append(note)
+            else:
+                self.dropped["events"] += 1
         return out
 
     def _link_kind(self, span: _Span, value: str) -> str:

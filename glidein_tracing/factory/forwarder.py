@@ -49,7 +49,7 @@ from .outputs import EntryDir, activity_logs, find_entry_dirs, returned_outputs
 log = logging.getLogger("glidein_tracing.forward")
 
 MAX_STDERR_BYTES = 64 * 1024 * 1024
-MAX_JOURNAL_LINES = 200_000  # per glidein, all sections together
+MAX_JOURNAL_LINES = 100_000  # per glidein, all sections together
 MAX_ATTEMPTS = 3  # passes a glidein may fail alone (others going through) before quarantine
 DOWN_AFTER = 3  # glideins refused alone with nothing accepted: the collector is down
 NODE_EXPORT_MARK = "@exported"  # a note the node's cleanup writes after a live export
