@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import Counter
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -26,36 +27,80 @@ DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
 class GroupedOTLPSpanExporter(OTLPSpanExporter):
     """The SDK's OTLP/HTTP exporter (its transport, retries, TLS and OTEL_* handling), with
     our faster per-resource encoding (otlp_proto.py). It also takes SpanData (the forwarder's
-    spans), which it encodes without making SDK spans of them. A request larger than
-    ``max_request_bytes`` is split in halves until each part fits; a single span that does
-    not fit fails (the forwarder then blames its glidein, not the batch)."""
+    spans), which it encodes without making SDK spans of them.
+
+    Requests stay under ``max_request_bytes``: spans are packed by trace (one glidein each)
+    and a trace too large for one request is halved until its parts fit (a single span that
+    does not fit is not sent). After an export, ``delivered`` holds the trace ids whose every
+    span was accepted and ``partial`` those with only some, so a caller can tell which
+    glideins a failed export concerns."""
 
     def __init__(self, *args, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, **kwargs):
         super().__init__(*args, **kwargs)
         self.max_request_bytes = max_request_bytes
+        self.delivered: set = set()
+        self.partial: set = set()
 
     def export(self, spans) -> SpanExportResult:
+        self.delivered, self.partial = set(), set()
         client = getattr(self, "_client", None)
         if client is None or self._shutdown:  # another SDK layout: use the SDK as it is
             return super().export(readable_spans(spans))
         spans = list(spans)
         try:
-            data = encode_request_bytes(spans)
+            requests = self._requests(spans)
         except Exception:
             return super().export(readable_spans(spans))
-        if len(data) > self.max_request_bytes > 0:
-            if len(spans) < 2:
-                return SpanExportResult.FAILURE
-            del data
-            half = len(spans) // 2
-            for part in (spans[:half], spans[half:]):
-                if self.export(part) != SpanExportResult.SUCCESS:
-                    return SpanExportResult.FAILURE
-            return SpanExportResult.SUCCESS
-        result = client.export(data)
-        return SpanExportResult.SUCCESS if result.success else SpanExportResult.FAILURE
+        total = Counter(map(_trace_of, spans))
+        accepted: Counter = Counter()
+        ok = True
+        for data, part in requests:
+            if 0 < self.max_request_bytes < len(data) or not client.export(data).success:
+                ok = False
+            else:
+                accepted.update(map(_trace_of, part))
+        self.delivered = {t for t, n in accepted.items() if n == total[t]}
+        self.partial = set(accepted) - self.delivered
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
 
     export_span_data = export
+
+    def _requests(self, spans):
+        """(encoded request, its spans) pairs, each within the limit where it can be.
+        Encoded requests concatenate (repeated ResourceSpans), so parts are encoded once."""
+        data = encode_request_bytes(spans)
+        limit = self.max_request_bytes
+        if limit <= 0 or len(data) <= limit:
+            return [(data, spans)]
+        del data
+        by_trace: dict = {}
+        for span in spans:
+            by_trace.setdefault(_trace_of(span), []).append(span)
+        pieces = [piece for group in by_trace.values() for piece in self._fit(group)]
+        out, datas, parts, size = [], [], [], 0
+        for data, part in pieces:
+            if parts and size + len(data) > limit:
+                out.append((b"".join(datas), parts))
+                datas, parts, size = [], [], 0
+            datas.append(data)
+            parts = parts + part
+            size += len(data)
+        if parts:
+            out.append((b"".join(datas), parts))
+        return out
+
+    def _fit(self, spans):
+        data = encode_request_bytes(spans)
+        if len(data) <= self.max_request_bytes or len(spans) == 1:
+            return [(data, spans)]
+        half = len(spans) // 2
+        return self._fit(spans[:half]) + self._fit(spans[half:])
+
+
+def _trace_of(span) -> int:
+    """The trace id of a span, SDK ReadableSpan or SpanData."""
+    context = getattr(span, "context", None)
+    return context.trace_id if context is not None else span.trace_id
 
 
 def sdk_disabled() -> bool:
@@ -80,6 +125,8 @@ class BoundedExporter(SpanExporter):
         self.inner = inner
         self.timeout_s = timeout_s
         self.timed_out = False
+        self.delivered: set = set()
+        self.partial: set = set()
 
     def export(self, spans) -> SpanExportResult:
         return self._bounded(self.inner.export, spans)
@@ -100,7 +147,12 @@ class BoundedExporter(SpanExporter):
         worker.start()
         worker.join(self.timeout_s)
         self.timed_out = worker.is_alive()
-        return SpanExportResult.FAILURE if self.timed_out else result[0]
+        if self.timed_out:  # unknown: the caller treats every span as maybe sent
+            self.delivered, self.partial = set(), set()
+            return SpanExportResult.FAILURE
+        self.delivered = getattr(self.inner, "delivered", set())
+        self.partial = getattr(self.inner, "partial", set())
+        return result[0]
 
     def shutdown(self) -> None:
         try:

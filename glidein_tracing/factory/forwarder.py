@@ -12,13 +12,15 @@ One pass (``Forwarder.run_once``):
 Exactly once: the ledger records a batch as ``sending`` (with its span ids) before the
 export and ``done`` after it. A forwarder killed in between finds the batch on restart and
 asks the backend which of those spans it already holds (the store, or Jaeger's query API
-when ``--query`` is given) before sending the rest. An export that timed out may have
-arrived: its glideins stay ``sending`` and are reconciled the same way before any resend.
+when ``--query`` is given) before sending the rest. An export that timed out or was only
+partly accepted may have arrived: its glideins stay ``sending`` and are reconciled the same
+way before any resend, as is every glidein whose earlier export failed.
 
 Isolation: a batch that fails is retried glidein by glidein. A glidein that fails alone
-while others go through is the glidein's fault: after ``MAX_ATTEMPTS`` such passes it is
-quarantined with its reason (``forward --retry-quarantined`` releases it). When nothing
-goes through the collector is down: the pass stops and no glidein is blamed.
+while the collector takes other requests (other glideins, or an empty request) is the
+glidein's fault: after ``MAX_ATTEMPTS`` such passes it is quarantined with its reason
+(``forward --retry-quarantined`` releases it). When the collector takes nothing it is
+down: the pass stops and no glidein is blamed.
 
 Memory is bounded per glidein, whatever it returned: its stderr is read up to
 ``MAX_STDERR_BYTES`` (its tail, where the journal is), its sections inflate to at most
@@ -303,6 +305,8 @@ class Forwarder:
                 stats.problem("no_trace")
                 bar.update(1)
                 continue
+            if spans and rows[gkey]["trace_id"]:  # tried before: some may have arrived
+                spans = self._not_yet_present(rows[gkey]["trace_id"], spans, stats)
             batch.extend(spans)
             batch_keys.append((gkey, spans, note))
             if len(batch) >= self.batch_spans:
@@ -318,31 +322,43 @@ class Forwarder:
         self._blame(pass_state, stats)
         return ok
 
+    def _not_yet_present(self, trace_id, spans, stats: ForwardStats):
+        present = self.reconcile(trace_id) if self.reconcile else None
+        if present is None:
+            stats.problem("resent_without_reconcile")
+            return spans
+        return [s for s in spans if format(s.span_id, "016x") not in present]
+
     def _send_isolating(self, batch_keys, stats: ForwardStats, pass_state) -> bool:
-        """Send a batch; when it fails, each glidein alone. False: stop this pass (the
-        collector is down, or hung and some glideins are maybe sent)."""
-        outcome = self._send(batch_keys, stats)
-        if outcome == _SENT:
-            pass_state.accepted = True
-            return True
+        """Send a batch; the glideins of a failed one that were not delivered, each alone.
+        False: stop this pass (the collector is down, or hung and some are maybe sent)."""
+        outcome, failed = self._send(batch_keys, stats)
         if outcome == _MAYBE_SENT:
             return False
-        for one in (batch_keys if len(batch_keys) > 1 else ()):
-            outcome = self._send([one], stats)
-            if outcome == _SENT:
-                pass_state.accepted = True
-            elif outcome == _MAYBE_SENT:
-                return False
-            else:
-                pass_state.failed_alone.append(one[0])
+        if len(failed) < len(batch_keys):
+            pass_state.accepted = True
         if len(batch_keys) == 1:
-            pass_state.failed_alone.append(batch_keys[0][0])
+            pass_state.failed_alone.extend(key for key, _, _ in failed)
+        else:
+            for one in failed:
+                outcome, still = self._send([one], stats)
+                if outcome == _MAYBE_SENT:
+                    return False
+                if still:
+                    pass_state.failed_alone.append(one[0])
+                else:
+                    pass_state.accepted = True
         return pass_state.accepted or len(pass_state.failed_alone) < DOWN_AFTER
 
     def _blame(self, pass_state, stats: ForwardStats):
-        """Glideins that failed alone in a pass where others went through: their own fault."""
-        if not pass_state.accepted or not pass_state.failed_alone:
+        """Glideins that failed alone in a pass where others went through: their own fault.
+        When nothing else was sent, an empty export asks whether the collector is up."""
+        if not pass_state.failed_alone:
             return
+        if not pass_state.accepted:
+            probe = export_span_data(self.exporter, [])
+            if probe.name != "SUCCESS":
+                return  # the collector is down: nobody's fault
         with self.ledger.transaction():
             for gkey in pass_state.failed_alone:
                 attempts = self.ledger.failed_alone(gkey, "export refused for this glidein alone")
@@ -353,7 +369,10 @@ class Forwarder:
                     stats.quarantined += 1
                     stats.problem("quarantined")
 
-    def _send(self, batch_keys, stats: ForwardStats) -> str:
+    def _send(self, batch_keys, stats: ForwardStats):
+        """Export a batch: (outcome, the batch entries that failed and are back to "ended").
+        Of a failed export, glideins the exporter says were delivered are done, those partly
+        delivered stay "sending" (reconciled before any resend)."""
         spans = [s for _, group, _ in batch_keys for s in group]
         with self.ledger.transaction():
             for gkey, group, _ in batch_keys:
@@ -363,25 +382,36 @@ class Forwarder:
         if spans:
             _crash_point("after_mark_sending")
         result = export_span_data(self.exporter, spans) if spans else None
-        if spans and result.name != "SUCCESS":
-            stats.export_failures += 1
-            if getattr(self.exporter, "timed_out", False):
-                # it may have arrived: stay "sending", reconciled before any resend
-                stats.problem("export_timed_out")
-                log.warning("export of %d spans timed out; reconciled before any resend", len(spans))
-                return _MAYBE_SENT
-            with self.ledger.transaction():
-                for gkey, _, _ in batch_keys:
-                    self.ledger.back_to_ended(gkey)
-            log.warning("export of %d spans failed; will retry", len(spans))
-            return _FAILED
-        _crash_point("after_export")
+        if not spans or result.name == "SUCCESS":
+            _crash_point("after_export")
+            self._done(batch_keys, stats)
+            return _SENT, []
+        stats.export_failures += 1
+        if getattr(self.exporter, "timed_out", False):
+            # it may have arrived: stay "sending", reconciled before any resend
+            stats.problem("export_timed_out")
+            log.warning("export of %d spans timed out; reconciled before any resend", len(spans))
+            return _MAYBE_SENT, list(batch_keys)
+        delivered = getattr(self.exporter, "delivered", set())
+        partial = getattr(self.exporter, "partial", set())
+        done = [k for k in batch_keys if k[1] and k[1][0].trace_id in delivered]
+        maybe = [k for k in batch_keys if k[1] and k[1][0].trace_id in partial]
+        failed = [k for k in batch_keys if k not in done and k not in maybe]
+        self._done(done, stats)
+        if maybe:
+            stats.problem("partly_sent")
+        with self.ledger.transaction():
+            for gkey, _, _ in failed:
+                self.ledger.back_to_ended(gkey)
+        log.warning("export of %d spans failed (%d glideins); will retry", len(spans), len(failed) + len(maybe))
+        return _FAILED, failed
+
+    def _done(self, batch_keys, stats: ForwardStats):
         with self.ledger.transaction():
             for gkey, group, note in batch_keys:
                 self.ledger.mark_done(gkey, len(group), note)
         stats.glideins_done += len(batch_keys)
-        stats.spans_sent += len(spans)
-        return _SENT
+        stats.spans_sent += sum(len(group) for _, group, _ in batch_keys)
 
     # -- exactly once after a crash ---------------------------------------------------------
     def reconcile_sending(self, stats: ForwardStats):
@@ -400,7 +430,7 @@ class Forwarder:
             else:
                 stats.problem("resent_without_reconcile")
             spans = [s for s in spans if format(s.span_id, "016x") in wanted or not wanted]
-            if self._send([(gkey, spans, note)], stats) == _MAYBE_SENT:
+            if self._send([(gkey, spans, note)], stats)[0] == _MAYBE_SENT:
                 return False  # still hung: try again next pass; a refusal is back in "ended"
         return True
 
