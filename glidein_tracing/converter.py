@@ -169,6 +169,7 @@ class _Builder:
         self.fixed_trace_id: str | None = None
         self.timeline = ResourceTimeline()
         self.max_spans = DEFAULT_MAX_SPANS
+        self.span_ceiling = MAX_SPANS_CEILING
         # the SDK's span limits (OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT, OTEL_SPAN_EVENT_COUNT_LIMIT,
         # OTEL_SPAN_LINK_COUNT_LIMIT) bound what one journal can put on one span
         limits = SpanLimits()
@@ -210,7 +211,7 @@ class _Builder:
             # the glidein's own knobs travel with its journal
             self.redact.update(n.strip() for n in fields.get("@redact", "").split(",") if n.strip())
             try:
-                self.max_spans = min(int(fields.get("@max_spans") or self.max_spans), MAX_SPANS_CEILING)
+                self.max_spans = min(int(fields.get("@max_spans") or self.max_spans), self.span_ceiling)
             except ValueError:
                 pass
         else:
@@ -660,11 +661,14 @@ def _parse_history_ad(encoded: str):
 
 def convert_to_span_data(events, report: JournalReport | None = None, *,
                          resource_defaults: dict | None = None, redact=(),
-                         trace_id: str | None = None) -> list[SpanData]:
+                         trace_id: str | None = None,
+                         span_ceiling: int = MAX_SPANS_CEILING) -> list[SpanData]:
     """Turn one glidein's journal events into its spans (root first), as SpanData: what the
-    forwarder encodes directly. ``trace_id`` (the Factory's) wins over what the events say."""
+    forwarder encodes directly. ``trace_id`` (the Factory's) wins over what the events say;
+    ``span_ceiling`` bounds the spans a journal may ask for (its ``@max_spans``)."""
     builder = _Builder(events, report, resource_defaults, redact)
     builder.fixed_trace_id = trace_id
+    builder.span_ceiling = span_ceiling
     builder.collect()
     builder.derive()
     return builder.build()

@@ -23,7 +23,7 @@ MARKER = "======== gzip | uuencode ============="
 BEGIN = "begin-base64 644 -"
 END = "===="
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024
-DEFAULT_MAX_TOTAL_BYTES = 32 * 1024 * 1024  # all sections of one glidein's stderr together
+DEFAULT_MAX_TOTAL_BYTES = 16 * 1024 * 1024  # all sections of one glidein's stderr together
 
 
 @dataclass

@@ -24,8 +24,8 @@ down: the pass stops and no glidein is blamed.
 
 Memory is bounded per glidein, whatever it returned: its stderr is read up to
 ``MAX_STDERR_BYTES`` (its tail, where the journal is), its sections inflate to at most
-``DEFAULT_MAX_TOTAL_BYTES`` together, and at most ``MAX_JOURNAL_LINES`` lines are parsed;
-what was cut is counted on the root. Glideins wait in the ledger, not in memory.
+``DEFAULT_MAX_TOTAL_BYTES`` together, at most ``MAX_JOURNAL_LINES`` lines are parsed and
+at most ``MAX_SPANS`` spans made; what was cut is counted on the root. Glideins wait in the ledger, not in memory.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ log = logging.getLogger("glidein_tracing.forward")
 
 MAX_STDERR_BYTES = 64 * 1024 * 1024
 MAX_JOURNAL_LINES = 100_000  # per glidein, all sections together
+MAX_SPANS = 20_000  # per glidein, whatever its journal's @max_spans (the knob allows more)
 MAX_ATTEMPTS = 3  # passes a glidein may fail alone (others going through) before quarantine
 DOWN_AFTER = 3  # glideins refused alone with nothing accepted: the collector is down
 NODE_EXPORT_MARK = "@exported"  # a note the node's cleanup writes after a live export
@@ -274,7 +275,7 @@ class Forwarder:
                 "glidein.outcome": "no_glidein_output" if ran else "never_ran"}))
         try:
             spans = convert_to_span_data(events, resource_defaults=self.resource_defaults, redact=self.redact,
-                                         trace_id=identity.trace_id)
+                                         trace_id=identity.trace_id, span_ceiling=MAX_SPANS)
         except ConversionError as exc:
             return None, str(exc)
         if not keep_glidein(spans, self.sampling_ratio):
