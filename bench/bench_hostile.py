@@ -1,0 +1,123 @@
+"""Benchmark: the forwarder's peak memory and time on the worst glidein outputs (issue 11).
+
+Two forwarder runs over Factory log trees, each in its own process (``glidein-tracing
+forward`` into the embedded store), measured with ``wait4`` (peak RSS of that process):
+
+- baseline: ``--good`` well-formed glideins;
+- hostile: the same good glideins plus one glidein each of: 1M note lines, a 300,000-deep
+  parent chain, 2M attributes on one span, and 8 gzip-bomb sections in a ~2 MB stderr.
+
+It prints peak RSS and wall time of both, their ratio, and checks that every good glidein
+arrived exactly once beside the hostile ones. Target: hostile peak RSS under 500 MB.
+
+    python bench/bench_hostile.py [--good 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+from glidein_tracing.exporters.store import iter_store  # noqa: E402
+from glidein_tracing.journal import format_line  # noqa: E402
+from glidein_tracing.sections import BEGIN, END, JOURNAL_SECTION, MARKER  # noqa: E402
+from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout  # noqa: E402
+
+from factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein  # noqa: E402
+
+TARGET_MB = 500
+
+
+def gzip_section(chunks) -> str:
+    """A journal section whose gzip stream is made from ``chunks`` (bytes) without holding
+    the whole inflated text: how a bomb fits in a small stderr."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+    packed = b"".join(compressor.compress(chunk) for chunk in chunks) + compressor.flush()
+    return f"{JOURNAL_SECTION}\n{MARKER}\n{BEGIN}\n{base64.encodebytes(packed).decode()}{END}\n"
+
+
+def hostile_outputs(layout):
+    """{proc: stderr text} of the hostile glideins (cluster 2)."""
+    note = format_line(T0 + 1, "note", "-", {"@msg": "n" * 40}).encode()
+    chain = [format_line(T0 + 2, "start", f"c/{i}", {"@name": "c", "@stage": "setup",
+                                                     "@parent": f"c/{i - 1}" if i else "setup"})
+             for i in range(300_000)]
+    attrs = [format_line(T0 + 1, "attr", "glidein", {f"custom.k{i}_{j}": "v" for j in range(200)})
+             for i in range(10_000)]
+    zeros = b"\0" * (1 << 20)
+    bomb = "".join(gzip_section([b"gtj1\n"] + [zeros] * 180) for _ in range(8))
+    return {
+        0: gzip_section([journal_text(layout, 2, 0, T0).encode()] + [note * 1000] * 1000),
+        1: gzip_section([journal_text(layout, 2, 1, T0, extra=chain).replace(
+            "\tstart\tglidein\t", "\tstart\tglidein\t@max_spans=100000000\t", 1).encode()]),
+        2: gzip_section([journal_text(layout, 2, 2, T0, extra=attrs).encode()]),
+        3: bomb,
+    }
+
+
+def build(root: Path, good: int, hostile: bool) -> FactoryLayout:
+    layout = FactoryLayout(logs=root / "logs")
+    log = CondorGLog(layout)
+    for proc in range(good):
+        run_glidein(log, layout, 1, proc, T0 + proc, returned_stderr(journal_text(layout, 1, proc, T0 + proc)))
+    if hostile:
+        for proc, text in hostile_outputs(layout).items():
+            run_glidein(log, layout, 2, proc, T0, text)
+    return layout
+
+
+def forward(layout, root: Path):
+    """Run one forwarder pass in its own process: (peak RSS MB, wall s, exit status)."""
+    command = [sys.executable, "-m", "glidein_tracing", "forward", str(layout.logs), "--factory", FACTORY,
+               "--schedd", SCHEDD, "--store", str(root / "store"), "--state", str(root / "ledger.sqlite"),
+               "--grace", "5", "--no-progress"]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    summary = process.stderr.read().decode().strip().splitlines()
+    return usage.ru_maxrss / 1024, wall, process.returncode, summary[-1] if summary else ""
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--good", type=int, default=20, help="well-formed glideins in each run")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench_hostile_"))
+    try:
+        results = {}
+        for name, hostile in (("baseline", False), ("hostile", True)):
+            root = work / name
+            layout = build(root, args.good, hostile)
+            size = sum(p.stat().st_size for p in layout.entry_dir.glob("job.2.*.err"))
+            rss, wall, code, summary = forward(layout, root)
+            counts = Counter((s["trace_id"], s["span_id"]) for s in iter_store(root / "store"))
+            good = {identity(layout, 1, proc).trace_id for proc in range(args.good)}
+            once = all(n == 1 for n in counts.values()) and good <= {t for t, _ in counts}
+            results[name] = (rss, wall)
+            print(f"{name:9s} peak RSS {rss:7.1f} MB  time {wall:6.2f} s  exit {code}  "
+                  f"hostile input {size / 1e6:5.1f} MB  good glideins exactly once: {once}")
+            print(f"          {summary}")
+        (base_rss, base_wall), (rss, wall) = results["baseline"], results["hostile"]
+        print(f"ratio hostile/baseline: peak RSS {rss / base_rss:.2f}x, time {wall / base_wall:.2f}x; "
+              f"target peak RSS < {TARGET_MB} MB: {'met' if rss < TARGET_MB else 'NOT met'}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
