@@ -89,3 +89,16 @@ def test_knob_table_is_the_single_source_of_the_shell_reader_and_docs():
 def test_unknown_or_bad_set_values_are_refused():
     assert "unknown knob" in cli("--set", "GLIDEIN_TRACING_NOPE=1").stderr
     assert "outside" in cli("--set", "GLIDEIN_TRACING_SAMPLING_RATIO=2").stderr
+
+
+def test_entry_schedds_come_from_each_entry_or_the_single_factory_schedd(tmp_path):
+    from glidein_tracing.factory.config import entry_schedds
+    assert entry_schedds(factory_xml(tmp_path)) == {"TEST_ENTRY": "schedd_glideins2@factory.example.org"}
+    shared = tmp_path / "shared.xml"
+    shared.write_text('<glidein schedd_name="schedd_glideins1@f.example.org"><entries>'
+                      '<entry name="A"/><entry name="B" schedd_name="schedd_glideins3@f.example.org"/>'
+                      '</entries></glidein>')
+    assert entry_schedds(shared) == {"A": "schedd_glideins1@f.example.org", "B": "schedd_glideins3@f.example.org"}
+    several = tmp_path / "several.xml"
+    several.write_text('<glidein schedd_name="s1@f,s2@f"><entries><entry name="A"/></entries></glidein>')
+    assert entry_schedds(several) == {}            # the Factory spreads A over two: unknown here

@@ -354,3 +354,24 @@ def test_a_section_cut_short_yields_every_complete_line_before_the_cut(factory, 
     assert root["attributes"]["glidein_tracing.input.cut_sections"] == 1
     assert root["attributes"]["glidein_tracing.input.cut_bytes"] > 0
     assert_once_in_store(tmp_path / "store", good)
+
+
+def test_the_forward_command_takes_each_entrys_schedd_from_glideinwms_xml(factory, tmp_path):
+    import subprocess
+    import sys
+    layout, log = factory
+    good = good_glideins(layout, log, 2200, 1)
+    forged = journal_text(layout, 2200, 1, T0).replace(SCHEDD, "evil@attacker.example.org")
+    run_glidein(log, layout, 2200, 1, T0, returned_stderr(forged))
+    log.submit(2200, 2, when=T0 - 120)                 # never ran: its trace id needs the schedd
+    log.aborted(2200, 2, when=T0 - 10)
+    xml = tmp_path / "glideinWMS.xml"
+    xml.write_text(f'<glidein><entries><entry name="{layout.entry}" schedd_name="{SCHEDD}"/></entries></glidein>')
+    run = subprocess.run([sys.executable, "-m", "glidein_tracing", "forward", str(layout.logs), "--factory", FACTORY,
+                          "--factory-config", str(xml), "--store", str(tmp_path / "store"), "--grace", "5",
+                          "--no-progress"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "forged_identity=1" in run.stderr and "3 glideins forwarded" in run.stderr
+    traces = read_store(tmp_path / "store")
+    assert {identity(layout, 2200, p).trace_id for p in (1, 2)} <= set(traces)
+    assert_once_in_store(tmp_path / "store", good)

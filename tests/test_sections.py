@@ -38,3 +38,13 @@ def test_cut_or_garbled_sections_report_errors_and_do_not_raise():
     garbled = whole.replace("H4sI", "!!!!", 1)
     for s in sections.journal_sections(garbled):
         assert s.error
+
+
+def test_all_sections_of_one_stderr_share_one_inflate_budget():
+    line = b"gtj1\t1\tnote\t-\t@msg=" + b"x" * 80 + b"\n"
+    one = sections.encode_section(sections.JOURNAL_SECTION, line * 20_000)   # ~2 MB inflated
+    found = sections.journal_sections(one * 8, max_bytes=4 * 1024 * 1024, max_total_bytes=5 * 1024 * 1024)
+    assert len(found) == 8
+    assert sum(len(s.data) for s in found) <= 5 * 1024 * 1024
+    assert [bool(s.error) for s in found] == [False, False, True, True, True, True, True, True]
+    assert "budget" in found[2].error and found[2].data.endswith(b"\n")     # whole lines only

@@ -1,0 +1,39 @@
+"""redaction.py: secrets inside free text are replaced, the text around them is kept."""
+
+import pytest
+
+from glidein_tracing.redaction import REDACTED, redact_text, scrub
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("setup.sh --password=hunter2 --verbose", "setup.sh --password=REDACTED --verbose"),
+    ("run --token s3cr3t next", "run --token REDACTED next"),
+    ("db_passwd: 'a b c' done", "db_passwd: REDACTED done"),
+    ("export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG", "export AWS_SECRET_ACCESS_KEY=REDACTED"),
+    ("key id AKIAIOSFODNN7EXAMPLE used", "key id REDACTED used"),
+    ("to https://alice:PASSW0RD@host.example.org:4318/v1", "to https://alice:REDACTED@host.example.org:4318/v1"),
+    ("Authorization: Bearer abcdefgh12345 ok", "Authorization: REDACTED ok"),
+    ("header Bearer abcdefgh12345", "header Bearer REDACTED"),
+    ("tok eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJnbGlkZWluIn0.c2ln end", "tok REDACTED end"),
+    ("a\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\nb", "a\nREDACTED\nb"),
+    ("cut -----BEGIN CERTIFICATE-----\nMIIE", "cut REDACTED"),
+])
+def test_secrets_in_free_text_are_replaced_and_the_rest_kept(text, expected):
+    assert redact_text(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "http://host.example.org:8080/path", "exit code 1 after 20 s", "basically fine",
+    "token bucket refilled", "key=value", "--verbose --site=UCSD",
+])
+def test_plain_text_is_left_alone(text):
+    assert redact_text(text) == text
+
+
+def test_scrub_redacts_by_name_and_inside_values_and_returns_the_same_dict_when_clean():
+    clean = {"glidein.site": "UCSD", "job.exit_code": 0}
+    assert scrub(clean) is clean
+    out = scrub({"glidein.idtoken": "abc", "custom.note": "pw --password=x1", "custom.site": "x",
+                 "n": 3}, names={"custom.site"})
+    assert out == {"glidein.idtoken": REDACTED, "custom.note": "pw --password=REDACTED",
+                   "custom.site": REDACTED, "n": 3}
