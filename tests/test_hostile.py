@@ -375,3 +375,34 @@ def test_the_forward_command_takes_each_entrys_schedd_from_glideinwms_xml(factor
     traces = read_store(tmp_path / "store")
     assert {identity(layout, 2200, p).trace_id for p in (1, 2)} <= set(traces)
     assert_once_in_store(tmp_path / "store", good)
+
+
+def test_a_journal_asking_for_more_spans_gets_the_forwarders_ceiling(factory, tmp_path):
+    from glidein_tracing.factory import forwarder as forwarder_mod
+    layout, log = factory
+    good = good_glideins(layout, log, 2300, 1)
+    many = [format_line(T0 + 2, "start", f"s/{i}", {"@name": "s", "@stage": "setup"})
+            for i in range(forwarder_mod.MAX_SPANS + 500)]
+    journal = journal_text(layout, 2300, 1, T0, extra=many).replace(
+        "\tstart\tglidein\t", "\tstart\tglidein\t@max_spans=100000000\t", 1)
+    run_glidein(log, layout, 2300, 1, T0, returned_stderr(journal))
+    assert store_forwarder(layout, tmp_path).run_once().glideins_done == 2
+    spans = read_store(tmp_path / "store")[identity(layout, 2300, 1).trace_id]
+    assert len(spans) == forwarder_mod.MAX_SPANS
+    assert root_of(spans)["attributes"]["glidein_tracing.dropped_spans"] == 500 + GOOD_SPANS
+    assert_once_in_store(tmp_path / "store", good)
+
+
+def test_only_the_tail_of_a_huge_stderr_is_read_and_the_journal_at_its_end_is_found(factory, tmp_path,
+                                                                                      monkeypatch):
+    from glidein_tracing.factory import forwarder as forwarder_mod
+    monkeypatch.setattr(forwarder_mod, "MAX_STDERR_BYTES", 256 * 1024)
+    layout, log = factory
+    good = good_glideins(layout, log, 2400, 1)
+    noise = "condor log line\n" * 100_000                       # 1.6 MB of logs before the journal
+    run_glidein(log, layout, 2400, 1, T0, returned_stderr(journal_text(layout, 2400, 1, T0), noise=noise))
+    assert store_forwarder(layout, tmp_path).run_once().glideins_done == 2
+    spans = read_store(tmp_path / "store")[identity(layout, 2400, 1).trace_id]
+    assert {"setup", "teardown"} <= {s["attributes"]["glidein.stage"] for s in spans}
+    assert root_of(spans)["attributes"]["glidein_tracing.input.cut_bytes"] > len(noise) - 256 * 1024
+    assert_once_in_store(tmp_path / "store", good)
