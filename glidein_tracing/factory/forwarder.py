@@ -25,7 +25,8 @@ down: the pass stops and no glidein is blamed.
 Memory is bounded per glidein, whatever it returned: its stderr is read up to
 ``MAX_STDERR_BYTES`` (its tail, where the journal is), its sections inflate to at most
 ``DEFAULT_MAX_TOTAL_BYTES`` together, at most ``MAX_JOURNAL_LINES`` lines are parsed and
-at most ``MAX_SPANS`` spans made; what was cut is counted on the root. Glideins wait in the ledger, not in memory.
+at most ``MAX_SPANS`` spans made; what was cut is counted on the root. Glideins wait in
+the ledger, not in memory, and are read one at a time.
 """
 
 from __future__ import annotations
@@ -216,7 +217,6 @@ class Forwarder:
                 stats.problem("journal_lines_cut")
             lines_left -= min(newlines, lines_left)
             section_events, report = parse_lines(data)
-            del data
             if report.skipped_total:
                 log.warning("%s: %s", path, report.summary())
                 stats.problem("bad_journal_lines")
@@ -229,7 +229,6 @@ class Forwarder:
                 if event.op == "note" and NODE_EXPORT_MARK in event.fields:
                     marks.add(event.fields[NODE_EXPORT_MARK])
             events.extend(section_events)
-        del text
         return events, (marks and sorted(marks)[0]) or None, cut
 
     def _disagreement(self, row, events) -> str:
