@@ -15,7 +15,8 @@ from glidein_tracing import ids
 from glidein_tracing.exporters.otlp import make_otlp_exporter
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, iter_store, read_store
 from glidein_tracing.factory import ledger as ledger_mod
-from glidein_tracing.factory.forwarder import MAX_ATTEMPTS, Forwarder, jaeger_span_ids, store_span_ids
+from glidein_tracing.factory.forwarder import (MAX_ATTEMPTS, Forwarder, ForwardStats, jaeger_span_ids,
+                                               store_span_ids)
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.journal import format_line
 from glidein_tracing.sections import JOURNAL_SECTION, encode_section
@@ -405,4 +406,24 @@ def test_only_the_tail_of_a_huge_stderr_is_read_and_the_journal_at_its_end_is_fo
     spans = read_store(tmp_path / "store")[identity(layout, 2400, 1).trace_id]
     assert {"setup", "teardown"} <= {s["attributes"]["glidein.stage"] for s in spans}
     assert root_of(spans)["attributes"]["glidein_tracing.input.cut_bytes"] > len(noise) - 256 * 1024
+    assert_once_in_store(tmp_path / "store", good)
+
+
+def test_retry_quarantined_sends_a_quarantined_glidein_once_more(factory, tmp_path):
+    import subprocess
+    import sys
+    layout, log = factory
+    good = good_glideins(layout, log, 2500, 2)
+    store_forwarder(layout, tmp_path).scan(ForwardStats())     # the ledger knows both glideins
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    key = ledger_mod.glidein_key(str(layout.entry_dir.resolve()), 2500, 1)
+    with ledger.transaction():
+        ledger.quarantine(key, "export refused for this glidein alone in 3 passes")
+    command = [sys.executable, "-m", "glidein_tracing", "forward", str(layout.logs), "--factory", FACTORY,
+               "--schedd", SCHEDD, "--store", str(tmp_path / "store"), "--state", str(tmp_path / "ledger.sqlite"),
+               "--grace", "5", "--no-progress"]
+    first = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert "1 glideins forwarded" in first.stderr, first.stderr
+    again = subprocess.run(command + ["--retry-quarantined"], capture_output=True, text=True, timeout=120)
+    assert "1 quarantined glideins released" in again.stderr and "1 glideins forwarded" in again.stderr
     assert_once_in_store(tmp_path / "store", good)
