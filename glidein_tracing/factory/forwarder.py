@@ -41,7 +41,7 @@ from pathlib import Path
 
 from .. import ids
 from ..converter import ConversionError, convert_to_span_data
-from ..journal import Event, format_line, parse_lines
+from ..journal import Event, parse_lines
 from ..sampling import keep_glidein
 from ..sections import DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES, journal_sections
 from ..span_data import export_span_data
@@ -128,8 +128,7 @@ class Forwarder:
             for (cluster, proc), activity in activities.items():
                 gkey = ledger_mod.glidein_key(str(entry.path), cluster, proc)
                 self.ledger.upsert_glidein(gkey, str(entry.path), entry.instance, entry.entry, cluster, proc)
-                self.ledger.append_activity(gkey, [
-                    format_line(e.time, e.op, e.key, e.fields, e.links) for e in activity.events])
+                self.ledger.append_events(gkey, activity.events)
                 self.ledger.save_activity_state(gkey, activity.state())
                 if activity.ended_at is not None:
                     self.ledger.mark_ended(gkey, activity.ended_at)
@@ -257,7 +256,7 @@ class Forwarder:
 
     def _spans_for(self, gkey, stats: ForwardStats, row=None):
         row = row or self.ledger.glidein(gkey)
-        activity, _ = parse_lines("".join(self.ledger.activity_lines(gkey)).encode())
+        activity = self.ledger.factory_events(gkey)
         journal, node_mark, cut = self._journal(row, stats)
         identity = self._identity(row, journal)
         if not identity.schedd:

@@ -13,6 +13,8 @@ import sqlite3
 import time
 from pathlib import Path
 
+from ..journal import Event, parse_lines
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS logs (path TEXT PRIMARY KEY, state BLOB, events INTEGER, updated REAL);
 CREATE TABLE IF NOT EXISTS glideins (
@@ -21,7 +23,7 @@ CREATE TABLE IF NOT EXISTS glideins (
     trace_id TEXT, spans INTEGER DEFAULT 0, pending TEXT, note TEXT, activity_state TEXT,
     attempts INTEGER DEFAULT 0);
 CREATE INDEX IF NOT EXISTS glideins_status ON glideins(status);
-CREATE TABLE IF NOT EXISTS activity (gkey TEXT, seq INTEGER, line TEXT, PRIMARY KEY (gkey, seq));
+CREATE TABLE IF NOT EXISTS factory_events (gkey TEXT, seq INTEGER, event TEXT, PRIMARY KEY (gkey, seq));
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER);
 """
 
@@ -43,6 +45,8 @@ class Ledger:
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(glideins)")}
         if "attempts" not in columns:  # a ledger written before quarantine existed
             self.db.execute("ALTER TABLE glideins ADD COLUMN attempts INTEGER DEFAULT 0")
+        if self.db.execute("SELECT 1 FROM sqlite_master WHERE name='activity'").fetchone():
+            self._migrate_activity_lines()
 
     def close(self):
         self.db.close()
@@ -73,11 +77,28 @@ class Ledger:
             "INSERT OR IGNORE INTO glideins(gkey, entry_dir, instance, entry, cluster, proc, status, updated) "
             "VALUES (?,?,?,?,?,?,?,?)", (gkey, entry_dir, instance, entry, cluster, proc, OPEN, time.time()))
 
-    def append_activity(self, gkey, lines):
-        row = self.db.execute("SELECT COALESCE(MAX(seq), -1) FROM activity WHERE gkey=?", (gkey,)).fetchone()
+    def append_events(self, gkey, events):
+        """Keep a glidein's Factory-side events (journal Events) typed, as JSON rows."""
+        row = self.db.execute("SELECT COALESCE(MAX(seq), -1) FROM factory_events WHERE gkey=?", (gkey,)).fetchone()
         seq = row[0] + 1
-        self.db.executemany("INSERT INTO activity(gkey, seq, line) VALUES (?,?,?)",
-                            [(gkey, seq + i, line) for i, line in enumerate(lines)])
+        self.db.executemany("INSERT INTO factory_events(gkey, seq, event) VALUES (?,?,?)",
+                            [(gkey, seq + i, json.dumps([e.time, e.op, e.key, e.fields, e.links]))
+                             for i, e in enumerate(events)])
+
+    def factory_events(self, gkey) -> list:
+        """The events ``append_events`` kept, in order (``line_no`` orders equal times)."""
+        rows = self.db.execute("SELECT event FROM factory_events WHERE gkey=? ORDER BY seq", (gkey,))
+        return [Event(when, op, key, fields, links, line_no=n)
+                for n, (when, op, key, fields, links) in enumerate((json.loads(r[0]) for r in rows), 1)]
+
+    def _migrate_activity_lines(self):
+        """A ledger written before events were kept typed holds them as journal lines."""
+        with self.transaction():
+            gkeys = [r[0] for r in self.db.execute("SELECT DISTINCT gkey FROM activity")]
+            for gkey in gkeys:
+                lines = self.db.execute("SELECT line FROM activity WHERE gkey=? ORDER BY seq", (gkey,))
+                self.append_events(gkey, parse_lines("".join(r[0] for r in lines).encode())[0])
+            self.db.execute("DROP TABLE activity")
 
     def activity_state(self, gkey):
         row = self.db.execute("SELECT activity_state FROM glideins WHERE gkey=?", (gkey,)).fetchone()
@@ -85,9 +106,6 @@ class Ledger:
 
     def save_activity_state(self, gkey, state: dict):
         self.db.execute("UPDATE glideins SET activity_state=? WHERE gkey=?", (json.dumps(state), gkey))
-
-    def activity_lines(self, gkey) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT line FROM activity WHERE gkey=? ORDER BY seq", (gkey,))]
 
     def mark_ended(self, gkey, when):
         self.db.execute("UPDATE glideins SET status=?, ended_at=?, updated=? WHERE gkey=? AND status=?",
@@ -113,12 +131,12 @@ class Ledger:
     def mark_done(self, gkey, spans, note=""):
         self.db.execute("UPDATE glideins SET status=?, spans=?, pending=NULL, note=?, updated=? WHERE gkey=?",
                         (DONE, spans, note, time.time(), gkey))
-        self.db.execute("DELETE FROM activity WHERE gkey=?", (gkey,))
+        self.db.execute("DELETE FROM factory_events WHERE gkey=?", (gkey,))
 
     def mark_skipped(self, gkey, note):
         self.db.execute("UPDATE glideins SET status=?, pending=NULL, note=?, updated=? WHERE gkey=?",
                         (SKIPPED, note, time.time(), gkey))
-        self.db.execute("DELETE FROM activity WHERE gkey=?", (gkey,))
+        self.db.execute("DELETE FROM factory_events WHERE gkey=?", (gkey,))
 
     def back_to_ended(self, gkey):
         self.db.execute("UPDATE glideins SET status=?, pending=NULL WHERE gkey=?", (ENDED, gkey))
