@@ -634,6 +634,8 @@ class _Builder:
         """A stage's ``glidein.resource.*``: the readings inside it (resources.py), or none."""
         if span.stage.startswith("factory."):
             return {}  # the Factory's view: the node's resources say nothing about it
+        if span.stage == "validation":
+            return {}  # a script's record has 1 s resolution: no reading can be placed in it
         inside = self.timeline.over(span.start, span.end)
         if not span.key.startswith("job/"):
             return inside
