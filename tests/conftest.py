@@ -61,7 +61,6 @@ def every_span_within_its_parent(monkeypatch):
     """Every trace any test makes with the converter (in this process) is checked: each span
     lies within its parent (span_nesting). A test whose conversions break the rule errors."""
     from glidein_tracing import converter
-    from glidein_tracing.span_data import SpanData, to_readable
     from span_nesting import outside_parent
 
     problems: list = []
@@ -69,8 +68,11 @@ def every_span_within_its_parent(monkeypatch):
 
     def checked_build(self):
         spans = build(self)
-        readable = [to_readable(s) if isinstance(s, SpanData) else s for s in spans]
-        problems.extend(outside_parent(readable))
+        if spans and not hasattr(spans[0], "context"):   # SpanData (until spans are SDK spans)
+            from glidein_tracing.span_data import to_readable
+            problems.extend(outside_parent([to_readable(s) for s in spans]))
+        else:
+            problems.extend(outside_parent(spans))
         return spans
 
     monkeypatch.setattr(converter._Builder, "build", checked_build)
