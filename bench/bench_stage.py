@@ -1,8 +1,8 @@
 """Benchmark: the cost of recording one stage on the worker node, ours against two baselines.
 
 A stage is what our hooks write for one span: a `start` line (gt_emit with @name, @stage,
-@parent) and an `end` line with the resource snapshot (gt_emit_snap: /proc/PID/stat, load1,
-free disk), appended to a journal by the shell library. Measured in the same run:
+@parent) and an `end` line with a reading of the process tree (gt_emit_snap: /proc/*/stat in
+one awk, load1, free disk), appended to a journal by the shell library. Measured in the same run:
 
   ours  bash, the library sourced once                                  journal file
   (a)   the OpenTelemetry Python SDK: TracerProvider, SimpleSpanProcessor,
@@ -15,7 +15,7 @@ Two variants each:
   loop   one long-lived caller records N stages: one bash process (ours, and the bash loop
          that runs otel-cli once per stage), one Python process (a). Per stage =
          (T(N) - T(0)) / N, so interpreter start-up is not counted.
-  fresh  one new process per stage, the way setup_end and the job hooks run: ours = bash +
+  fresh  one new process per stage, the way the job hooks run: ours = bash +
          source lib + read glidein_config (gt_setup_env) + the two lines; (a) = python3 -c
          importing the SDK, one span, shutdown; (b) = otel-cli itself (no bash around it:
          favourable to otel-cli). Each run is timed on its own; median and p10..p90.

@@ -9,7 +9,7 @@ What it derives beyond the journal's own start/end lines:
 - the ``condor`` span from the ``condor_startup.sh`` record when no hook wrote it;
 - job ends from StartdHistoryLog records when the exit hook missed a job;
 - ``idle`` spans: the parts of the condor phase with no job running;
-- per-stage ``glidein.resource.*`` from the resource samples (resources.py);
+- per-stage ``glidein.resource.*`` from the readings inside each stage (resources.py);
 - for a killed glidein, stages left open are closed at the last known time and marked.
 """
 
@@ -375,10 +375,12 @@ class _Builder:
             if setup.start is None and validations:
                 setup.start = min(v.start for v in validations)
             if setup.end is None:
+                # where GlideinWMS's setup ends (the cleanup hook writes the same): the last
+                # script's start, else the end of the last per-script record
                 condor = self.spans.get("condor")
                 if condor is not None and condor.start is not None:
                     setup.end = condor.start
-                elif failed:
+                elif validations:
                     setup.end = max(v.end for v in validations)
             if failed:
                 setup.status = "ERROR"
@@ -418,7 +420,6 @@ class _Builder:
 
     def _close_open_spans(self):
         last = self.last_time
-        root = self.spans[ROOT]
         for key in list(self.order):
             span = self.spans[key]
             if span.start is None:
@@ -427,11 +428,30 @@ class _Builder:
                 if key != ROOT:
                     del self.spans[key]
                     self.order.remove(key)
-                continue
-            if span.end is None:
-                span.end = last if last is not None else span.start
-                span.closed_by_converter = True
-                span.attrs["glidein.closed_by"] = "converter"
+        for key in self.order:
+            self._close(self.spans[key], last)
+        self._root_bounds()
+
+    def _close(self, span: _Span, last, depth: int = 0) -> None:
+        """Close a stage a killed glidein left open at the last known time, or at its
+        parent's end when that came first (a job cut by a SIGTERM ends with its condor
+        phase): a stage never outlives its parent."""
+        if span.end is not None:
+            return
+        end = last if last is not None else span.start
+        parent = self.spans.get(span.parent) if span.parent else None
+        if parent is not None and parent is not span and depth < 8:
+            self._close(parent, last, depth + 1)
+            if parent.end is not None and end is not None and span.start is not None:
+                end = min(end, max(parent.end, span.start))
+        span.end = end
+        span.closed_by_converter = True
+        span.attrs["glidein.closed_by"] = "converter"
+
+    def _root_bounds(self):
+        """The root covers every stage (the Factory's view may start before the node's)."""
+        last = self.last_time
+        root = self.spans[ROOT]
         if root.start is None:
             starts = [s.start for s in self.spans.values() if s.start is not None]
             root.start = min(starts) if starts else last
@@ -621,12 +641,17 @@ class _Builder:
         return out
 
     def _resources_for(self, span: _Span) -> dict:
+        """A stage's ``glidein.resource.*``: the readings inside it (resources.py), or none."""
         if span.stage.startswith("factory."):
             return {}  # the Factory's view: the node's resources say nothing about it
+        if span.stage == "validation":
+            return {}  # a script's record has 1 s resolution: no reading can be placed in it
+        inside = self.timeline.over(span.start, span.end)
         if not span.key.startswith("job/"):
-            return self.timeline.window(span.start, span.end, origin=self.spans[ROOT].start)
-        # a job: its own ClassAd figures win; the glidein-wide samples fill the gaps
-        out = dict(self.timeline.window(span.start, span.end))
+            return inside
+        # a job: CPU and memory only from its own ClassAd (the tree's readings cover every
+        # job and daemon of the glidein); disk and load are the node's, from the readings
+        out = {k: v for k, v in inside.items() if k in (resources.DISK_FREE, resources.LOAD1)}
         fields = span.end_fields
         for field_name, attr in (("r.utime", resources.CPU_USER), ("r.stime", resources.CPU_SYSTEM)):
             try:

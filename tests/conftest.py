@@ -54,3 +54,27 @@ def jaeger(jaeger_binary, tmp_path_factory):
 @pytest.fixture
 def jaeger_query(jaeger):
     return jaeger.query()
+
+
+@pytest.fixture(autouse=True)
+def every_span_within_its_parent(monkeypatch):
+    """Every trace any test makes with the converter (in this process) is checked: each span
+    lies within its parent (span_nesting). A test whose conversions break the rule errors."""
+    from glidein_tracing import converter
+    from span_nesting import outside_parent
+
+    problems: list = []
+    build = converter._Builder.build
+
+    def checked_build(self):
+        spans = build(self)
+        if spans and not hasattr(spans[0], "context"):   # SpanData (until spans are SDK spans)
+            from glidein_tracing.span_data import to_readable
+            problems.extend(outside_parent([to_readable(s) for s in spans]))
+        else:
+            problems.extend(outside_parent(spans))
+        return spans
+
+    monkeypatch.setattr(converter._Builder, "build", checked_build)
+    yield
+    assert not problems, "spans outside their parent:\n" + "\n".join(problems[:20])

@@ -222,3 +222,26 @@ def test_span_cap_keeps_the_earliest_jobs_and_counts_the_rest():
     assert root.attributes["glidein_tracing.jobs_not_traced"] == 20 - len(jobs)
     assert min(j.start_time for j in jobs) == 1011 * 10**9        # the earliest kept
     assert root.attributes["site.secret_note"] == "REDACTED"      # the glidein's own REDACT knob
+
+
+def test_a_stage_carries_only_what_was_measured_inside_it():
+    # a 30 s sample window with a 0 s script inside it (the real case: 3 s of CPU in the
+    # window must not land on the script), setup ending at the last script's start
+    iso = "2026-11-22T03:36:{:02d}+00:00"
+    lines = root_lines(1795318550.0, IDENTITY.trace_id)
+    lines.append(format_line(1795318560.0, "sample", "-", {"r.utime": "1.0", "r.stime": "0.1", "r.rss": "9000"}))
+    lines.append(format_line(1795318590.0, "sample", "-", {"r.utime": "4.05", "r.stime": "0.2", "r.rss": "7000"}))
+    lines += record_lines([
+        {"id": "main/check_proxy.sh", "tstart": iso.format(10), "tend": iso.format(10),
+         "status": "OK", "metrics": {}, "detail": ""}])     # 1795318570
+    lines.append(format_line(1795318600.0, "end", "glidein", {}))
+    _, spans = spans_of(lines)
+    (script,) = by_stage(spans, "validation")
+    assert not [k for k in script.attributes if k.startswith("glidein.resource.")]
+    (setup,) = by_stage(spans, "setup")       # ends at its last record: 1795318570
+    assert setup.end_time == 1795318570 * 10**9
+    assert setup.attributes["glidein.resource.cpu_user_s"] == pytest.approx(0.95)  # 0.05 -> 1.0
+    assert setup.attributes["glidein.resource.window_s"] == 10.0   # the part measured
+    (root,) = by_stage(spans, "glidein")
+    assert root.attributes["glidein.resource.cpu_user_s"] == pytest.approx(4.0)
+    assert root.attributes["glidein.resource.max_rss_bytes"] == 3000000    # the largest reading

@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 from glidein_tracing.exporters.store import read_store
+from span_nesting import outside_parent
 
 
 @pytest.fixture(scope="module")
@@ -46,10 +47,18 @@ def test_five_whole_glidein_traces(demo_store):
         assert stage(spans, "validation") and stage(spans, "setup") and stage(spans, "teardown")
         assert stage(spans, "factory.submit") and stage(spans, "factory.queue")
         assert root["start_ns"] == min(s["start_ns"] for s in spans)  # from submission on
+        assert outside_parent(spans) == []
+        # resources only where readings were taken inside the stage: the whole life (from
+        # the zero at glidein_startup.sh's start to cleanup's reading) and teardown (cleanup
+        # reads at its start and end); never a wider window's figures on a short script
+        for whole in (root, stage(spans, "teardown")[0]):
+            assert {"glidein.resource.cpu_user_s", "glidein.resource.max_rss_bytes"} <= set(whole["attributes"])
         for span in spans:
-            if not span["attributes"]["glidein.stage"].startswith("factory."):
-                keys = {k for k in span["attributes"] if k.startswith("glidein.resource.")}
-                assert {"glidein.resource.cpu_user_s", "glidein.resource.max_rss_bytes"} <= keys, span["name"]
+            attrs = span["attributes"]
+            if "glidein.resource.window_s" in attrs and attrs["glidein.stage"] != "job":
+                assert attrs["glidein.resource.window_s"] * 1e9 <= span["end_ns"] - span["start_ns"] + 1e3
+        assert not [s for s in stage(spans, "validation")
+                    if any(k.startswith("glidein.resource.") for k in s["attributes"])]
         assert root["resource"]["service.name"] == "glidein"
         assert root["resource"]["host.name"]
 

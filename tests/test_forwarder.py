@@ -17,7 +17,7 @@ from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 from fixtures import fixture_path
 from otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
 from factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
-from journal_builders import parse_otr_records
+from journal_builders import iso_epoch, parse_otr_records
 
 @pytest.fixture
 def factory(tmp_path):
@@ -38,11 +38,12 @@ def by_stage(spans, stage):
 def test_whole_lifecycle_from_submission_and_factory_only_glideins(factory, tmp_path):
     layout, log = factory
     records = parse_otr_records(fixture_path("glidein-run", "success", "otr_outlist.list").read_text())
-    run_glidein(log, layout, 100, 0, T0, returned_stderr(journal_text(layout, 100, 0, T0, records)))
+    t0 = iso_epoch(records[0]["tstart"]) - 1     # the real records lie inside this glidein's setup
+    run_glidein(log, layout, 100, 0, t0, returned_stderr(journal_text(layout, 100, 0, t0, records)))
     # a glidein held at the CE and removed: only the Factory saw it
-    log.submit(100, 1, when=T0 - 120)
-    log.held(100, 1, "Error connecting to schedd ce.example.org", code=0, when=T0 - 100)
-    log.aborted(100, 1, when=T0 - 10)
+    log.submit(100, 1, when=t0 - 120)
+    log.held(100, 1, "Error connecting to schedd ce.example.org", code=0, when=t0 - 100)
+    log.aborted(100, 1, when=t0 - 10)
     forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite",
                                entry_schedds={layout.entry: SCHEDD})
     stats = forwarder.run_once()
@@ -50,7 +51,7 @@ def test_whole_lifecycle_from_submission_and_factory_only_glideins(factory, tmp_
     traces = read_store(tmp_path / "store")
     ran = traces[identity(layout, 100, 0).trace_id]
     (root,) = by_stage(ran, "glidein")
-    assert root["start_ns"] == int((T0 - 120) * 1e9)          # the root starts at submission
+    assert root["start_ns"] == int((t0 - 120) * 1e9)          # the root starts at submission
     (queue,) = by_stage(ran, "factory.queue")
     assert (queue["end_ns"] - queue["start_ns"]) / 1e9 == pytest.approx(110)
     assert len(by_stage(ran, "validation")) == len([r for r in records if r["id"] != "condor_startup.sh"])

@@ -9,9 +9,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from glidein_tracing.converter import convert, parse_iso
 from glidein_tracing.journal import parse_lines, read_journal
 from glidein_tracing.simulator import decode_sections
-from hook_support import fixture_dir, make_glidein
+from hook_support import fixture_dir, fixture_work_dir, make_glidein
+from span_nesting import outside_parent
 
 
 @pytest.fixture
@@ -96,7 +98,7 @@ def test_records_match_the_glideins_own_xml(glidein_at_cleanup, run):
         assert root_end.fields["@status"] == "ERROR"
         assert root_end.fields["@error.type"] == "WN_Resource"
         assert teardown.fields["glidein.exit_code:i"] == "1"
-        setup_end = one("end", "setup")     # setup_end never ran: cleanup closed it
+        setup_end = one("end", "setup")     # cleanup closes setup at the failing record's end
         assert setup_end.fields["@status"] == "ERROR"
         assert "main/gwms_trace_setup.sh" in setup_end.fields["@error.detail"]
         assert not [e for e in events if e.key == "condor"]
@@ -167,3 +169,62 @@ def test_cleanup_without_tracing_is_silent(tmp_path):
         assert out.returncode == 0 and out.stderr == "" and out.stdout == ""
     finally:
         g.stop()
+
+
+def _at_cleanup_config(g, run):
+    """glidein_config as the recorded glidein had it at cleanup, plus the keys our setup hook
+    added (before the last script's marker, where the setup hook wrote them)."""
+    ours = [line for line in g.config.read_text().splitlines()
+            if line.startswith(("GLIDEIN_TRACING_", "STARTER_DEFAULT_JOB_HOOK_KEYWORD "))]
+    text = (fixture_dir(run) / "glidein_config.at_cleanup").read_text()
+    text = text.replace(fixture_work_dir(run), str(g.work))
+    lines, marker = text.splitlines(), "# --- Last Script values ---"
+    at = lines.index(marker) if marker in lines else len(lines)
+    g.config.write_text("\n".join(lines[:at] + ours + lines[at:]) + "\n")
+
+
+def _retime_glidein_start(g, run):
+    """The stand-in glidein_startup.sh started now, the recorded one hours ago: date the root
+    and setup starts at the recorded glidein's start (its stdout XML), as the setup hook would
+    have."""
+    text = (fixture_dir(run) / "stdout_xml_description.xml").read_text()
+    start = parse_iso(re.search(r"<tStart>([^<]+)</tStart>", text).group(1))
+    lines = []
+    for line in g.journal.read_text().splitlines(keepends=True):
+        fields = line.split("\t")
+        if fields[2] == "start" and fields[3] in ("glidein", "setup"):
+            fields[1] = f"{start:.6f}"
+        lines.append("\t".join(fields))
+    g.journal.write_text("".join(lines))
+
+
+@pytest.mark.parametrize("run", ["success", "fail", "sigterm"])
+def test_real_glideins_setup_ends_where_glideinwms_setup_ends(glidein_at_cleanup, run):
+    g, cleanup_dir = glidein_at_cleanup(run)
+    shutil.copy(fixture_dir(run) / "otr_outlist.list", g.work / "otr_outlist.list")
+    _at_cleanup_config(g, run)
+    _retime_glidein_start(g, run)
+    assert run_cleanup(g, cleanup_dir).returncode == 0
+    events, report = read_journal(g.journal)
+    assert report.skipped_total == 0, report.summary()
+    records = fixture_records(run)
+    condor = [r for r in records if r["id"] == "condor_startup.sh"]
+    # setup ends when the last script started, or with no condor phase at the last record's end
+    expected_end = parse_iso(condor[0]["tstart"] if condor else records[-1]["tend"])
+    (end,) = [e for e in events if e.op == "end" and e.key == "setup"]
+    assert end.time == expected_end
+    spans = convert(events, report)
+    assert outside_parent(spans) == []
+    by_name = {s.name: s for s in spans}
+    setup = by_name["setup"]
+    validations = [s for s in spans if s.attributes["glidein.stage"] == "validation"]
+    assert len(validations) == len(records) - len(condor)
+    for span in validations:     # every validation span inside setup (records: 1 s resolution)
+        assert setup.start_time - 1e9 <= span.start_time and span.end_time <= setup.end_time
+    root = by_name["glidein"]
+    # values known only at the end of setup (GLIDEIN_CPUS comes from an after-list script)
+    if run != "fail":
+        assert root.attributes["glidein.site"] == "GWMS_TEST_SITE"
+        assert root.attributes["glidein.cpus"] == 1
+    else:   # failed in the main list: before the entry constants and glidein_cpus_setup.sh
+        assert "glidein.site" not in root.attributes and "glidein.cpus" not in root.attributes

@@ -100,18 +100,6 @@ def test_multirestart_index_changes_the_trace(glidein_factory):
     assert root.fields["@trace_id"] == ident.trace_id
 
 
-def test_setup_end_adds_site_and_closes_setup(glidein_factory):
-    g = glidein_factory(extra_config={"GLIDEIN_Site": "GWMS_TEST_SITE", "GLIDEIN_CPUS": "8"})
-    assert g.run_hook("gconditional_TRACING_setup.sh", "glidein_config", "main").returncode == 0
-    out = g.run_hook("gconditional_TRACING_setup_end.sh", "glidein_config", "main")
-    assert out.returncode == 0
-    (attr,) = _events(g, "attr", "glidein")
-    assert attr.fields["glidein.site"] == "GWMS_TEST_SITE"
-    assert attr.fields["glidein.cpus:i"] == "8"
-    (end,) = _events(g, "end", "setup")
-    assert float(end.fields["r.utime"]) >= 0 and int(end.fields["r.rss"]) > 0
-
-
 def test_missing_identity_key_disables_tracing(glidein_factory):
     g = glidein_factory(drop_keys=("CONDORG_SCHEDD",))
     out = g.run_hook("gconditional_TRACING_setup.sh", "glidein_config", "main")
@@ -120,7 +108,6 @@ def test_missing_identity_key_disables_tracing(glidein_factory):
     assert "CONDORG_SCHEDD" in out.stderr
     assert config_get(g.config, "GLIDEIN_TRACING_LIB") is None
     # the later hooks see no library and do nothing, successfully
-    assert g.run_hook("gconditional_TRACING_setup_end.sh", "glidein_config", "main").returncode == 0
     assert g.run_hook("gconditional_TRACING_cleanup.sh", str(g.config)).returncode == 0
 
 

@@ -4,9 +4,13 @@ Factory would stage them: success with jobs, validation failure, SIGTERM, SIGKIL
 import base64
 
 
+import pytest
+
+from glidein_tracing.converter import convert, parse_iso
 from glidein_tracing.ids import GlideinIdentity, format_traceparent, span_id
 from glidein_tracing.journal import parse_lines, read_journal
 from glidein_tracing.simulator import Job, Scenario, simulate_glidein
+from span_nesting import outside_parent
 
 USER_TP = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
@@ -28,6 +32,7 @@ def test_success_with_three_jobs(tmp_path):
                               Job(duration_s=0.2, exit_code=3)])
     result = simulate_glidein(tmp_path, scenario)
     assert result.exit_code == 0
+    assert result.leftovers == []           # cleanup ended the sampler and its sleep
     events = journal_from_stderr(result)
     # the glidein's own records, and the copy of the journal in stderr == the file
     assert result.journal_path.read_bytes() == result.journal_from_stderr()
@@ -130,3 +135,42 @@ def test_sigkilled_glidein_still_yields_a_trace_of_what_happened(tmp_path):
     assert root["attributes"]["glidein.outcome"] == "incomplete"
     assert setup["attributes"]["glidein.closed_by"] == "converter"
     assert setup["end_ns"] == root["end_ns"] > setup["start_ns"]
+
+
+SCENARIOS = {
+    "jobs": Scenario(jobs=[Job(duration_s=0.4), Job(duration_s=0.3, exit_code=2)],
+                     knobs={"GLIDEIN_TRACING_SAMPLE_PERIOD": "1"}),
+    "fail_main": Scenario(fail_script=("check_disk.sh", "WN_Resource")),
+    "fail_after_entry": Scenario(fail_script=("check_site.sh", "VO_Config", "after")),
+    "sigterm": Scenario(jobs=[Job(duration_s=20)], sigterm_at_s=1.0),
+    "sigkill_condor": Scenario(jobs=[Job(duration_s=20)], sigkill_at_stage="condor"),
+}
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_every_stage_lies_within_its_parent_and_nothing_outlives_the_glidein(tmp_path, name):
+    result = simulate_glidein(tmp_path, SCENARIOS[name])
+    if result.killed:        # SIGKILL: nothing ran at exit; the journal on disk is all there is
+        events, report = read_journal(result.journal_path)
+    else:
+        if name != "sigterm":   # on SIGTERM glidein_startup.sh does not wait for HTCondor's
+            assert result.leftovers == []     # shutdown (DESIGN 1.1): its stand-in may linger
+        events, report = parse_lines(result.journal_from_stderr())
+    spans = convert(events, report)
+    assert outside_parent(spans) == []
+    stages = {s.attributes["glidein.stage"]: s for s in spans}
+    if name != "sigkill_condor":
+        # setup ends where GlideinWMS's setup ends: the last script's start, or the failing
+        # script's end; every validation script inside it
+        records = [e for e in events if e.op == "record"]
+        condor = [r for r in records if r.key == "condor_startup.sh"]
+        last = condor[0].fields["@tstart"] if condor else records[-1].fields["@tend"]
+        assert stages["setup"].end_time == int(parse_iso(last) * 1e9)
+    if name == "fail_after_entry":
+        # a user after_entry file runs before GlideinWMS's own after-list scripts
+        ids = [e.key for e in events if e.op == "record"]
+        assert ids[-1] == "main/check_site.sh" and "main/check_proxy.sh" not in ids
+        assert "main/cvmfs_setup.sh" in ids and "main/singularity_setup.sh" in ids
+    if name == "jobs":
+        assert stages["glidein"].attributes["glidein.cpus"] == 1
+        assert stages["glidein"].attributes["glidein.site"] == SCENARIOS[name].site

@@ -38,8 +38,6 @@ HOOK_FILES = (
     HookFile("gconditional_TRACING_job_exit.sh", doc="HTCondor job-exit hook (installed by setup)"),
     HookFile("gconditional_TRACING_setup.sh", executable=True, doc="early setup: ids, root span, sampler"),
     HookFile("gconditional_TRACING_wrapper.sh", wrapper=True, doc="job wrapper fragment: job spans"),
-    HookFile("gconditional_TRACING_setup_end.sh", executable=True, after_entry=True,
-             doc="late setup: closes the setup stage"),
 )
 CLEANUP_FILE = HOOK_FILES[0].name
 

@@ -31,16 +31,21 @@ gt_epoch() {
     [ -n "$GT_V" ]
 }
 
-# gt_stop_sampler: kill our sampler, only if the pid still is our sampler.
+# gt_stop_sampler: end our sampler (only if the pid still is our sampler) and wait, at most
+# ~2 s, until it is gone: on TERM it ends its `sleep` child and exits, so no process of
+# ours outlives the glidein and no sample lands after cleanup's lines.
 gt_stop_sampler() {
-    local pid ticks
+    local pid ticks i=0
     [ -r "$GT_DIR/sampler.pid" ] || return 0
     read -r pid ticks < "$GT_DIR/sampler.pid" || return 0
-    case $pid in ''|*[!0-9]*) return 0 ;; esac
-    if gt_snap_pid "$pid" && [ "$GT_R_START" = "$ticks" ]; then
-        kill "$pid" 2>/dev/null
-    fi
     rm -f "$GT_DIR/sampler.pid"
+    case $pid in ''|*[!0-9]*) return 0 ;; esac
+    gt_snap_pid "$pid" && [ "$GT_R_START" = "$ticks" ] || return 0
+    kill "$pid" 2>/dev/null || return 0
+    while [ $i -lt 20 ] && gt_snap_pid "$pid" && [ "$GT_R_START" = "$ticks" ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
 }
 
 # Summary fields are separated by US (\037, not whitespace: `read` keeps empty fields).
@@ -236,12 +241,33 @@ gt_outcome() {
     fi
 }
 
-# gt_close_setup: end `setup` when the end-of-setup hook never ran (validation failed
-# before it): at the end of the last record, with its failure.
+# gt_setup_values: GT_SITE, GT_CPUS, GT_GK as glidein_config held them when setup ended:
+# the lines before the marker glidein_startup.sh writes when it starts the last script.
+# (GLIDEIN_CPUS is set by glidein_cpus_setup.sh, one of GlideinWMS's after-list scripts,
+# which run after every user file: only now are they all known.)
+gt_setup_values() {
+    local line
+    GT_SITE= GT_CPUS= GT_GK=
+    while IFS= read -r line; do
+        case $line in
+            "# --- Last Script values ---"*) break ;;
+            "GLIDEIN_Site "*) GT_SITE=${line#* } ;;
+            "GLIDEIN_CPUS "*) GT_CPUS=${line#* } ;;
+            "GLIDEIN_Gatekeeper "*) GT_GK=${line#* } ;;
+        esac
+    done < "$GT_CONFIG"
+    case $GT_CPUS in ''|*[!0-9]*) GT_CPUS= ;; esac
+}
+
+# gt_close_setup: `setup` ends where GlideinWMS's setup ended: when the last script
+# (condor_startup.sh) started, or, with no condor phase, at the end of the last per-script
+# record (with its failure). No hook of ours runs at that moment (GlideinWMS runs its own
+# after-list scripts after every user file), so the records date it.
 gt_close_setup() {
-    grep -q "^gtj1${GT_TAB}[^${GT_TAB}]*${GT_TAB}end${GT_TAB}setup${GT_TAB}" "$GT_JOURNAL" 2>/dev/null \
-        && return 0
-    local t=${GT_LAST_END:-${GT_CONDOR_START:-$GT_NOW}}
+    local t=${GT_CONDOR_START:-${GT_LAST_END:-$GT_NOW}}
+    gt_setup_values
+    gt_emit "$t" attr glidein "glidein.site=$GT_SITE" "glidein.cpus:i=$GT_CPUS" \
+        "glidein.gatekeeper=$GT_GK"
     if [ "$GT_OUTCOME" = validation_failed ] && [ -z "$GT_CONDOR" ]; then
         gt_emit "$t" end setup "@status=ERROR" "@error.type=$GT_FAIL_TYPE" "@error.detail=$GT_FAIL_DETAIL"
     else
@@ -312,6 +338,7 @@ gt_main() {
     # shellcheck disable=SC1090
     [ -r "$knobs" ] && . "$knobs" 2>/dev/null && gt_knobs_load
     gt_stop_sampler
+    gt_sample "$GT_STARTUP_PID"      # a reading inside teardown: its CPU is cleanup's
     gt_records
     gt_history
     GT_TERMINATED=
@@ -326,7 +353,7 @@ gt_main() {
     gt_now
     gt_emit_snap "$GT_NOW" end teardown "$GT_STARTUP_PID" "@status=OK" \
         "glidein.exit_code:i=$GT_EXIT" "glidein.outcome=$GT_OUTCOME"
-    gt_emit_snap "$GT_NOW" end glidein "$GT_STARTUP_PID" "@status=$status" \
+    gt_emit "$GT_NOW" end glidein "@status=$status" \
         "@error.type=$GT_FAIL_TYPE" "@error.detail=$GT_FAIL_DETAIL" \
         "glidein.outcome=$GT_OUTCOME" "glidein.exit_code:i=$GT_EXIT" "glidein.records:i=$GT_NREC"
     gt_export

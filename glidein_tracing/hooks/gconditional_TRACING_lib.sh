@@ -242,9 +242,10 @@ gt_ticks() {
     GT_V="$(( $1 / $2 )).$gt_tk_c"
 }
 
-# gt_snap_pid PID: builtins-only snapshot of one process from /proc/PID/stat:
-# GT_R_UT/GT_R_ST = user/system CPU s of PID and its reaped children, GT_R_RSS bytes,
-# GT_R_START = start time in ticks after boot, GT_R_L1 = load1. Needs GT_HZ, GT_PAGE.
+# gt_snap_pid PID: builtins-only reading of one process from /proc/PID/stat, for its identity
+# (GT_R_START = start time in ticks after boot: a pid plus its start is never reused) and
+# GT_R_UT/GT_R_ST/GT_R_RSS of that process alone (resources are read with gt_tree_snap),
+# GT_R_L1 = load1. Needs GT_HZ, GT_PAGE.
 gt_snap_pid() {
     GT_R_UT= GT_R_ST= GT_R_RSS= GT_R_START=
     gt_load1
@@ -294,16 +295,6 @@ gt_disk_free() {
     GT_DF_DIR=$1 GT_DF_AT=$gt_df_now GT_DF_VALUE=$GT_R_DF
 }
 
-# gt_emit_snap TIME OP KEY PID [NAME=VALUE]...: a line with the resources of PID.
-gt_emit_snap() {
-    gt_es_t=$1 gt_es_op=$2 gt_es_key=$3
-    gt_snap_pid "$4"
-    gt_disk_free "${GT_WORK_DIR:-.}"
-    shift 4
-    gt_emit "$gt_es_t" "$gt_es_op" "$gt_es_key" "r.utime=$GT_R_UT" "r.stime=$GT_R_ST" \
-        "r.rss=$GT_R_RSS" "r.load1=$GT_R_L1" "r.disk_free=$GT_R_DF" "$@"
-}
-
 # gt_tree_snap ROOT_PID: resources of ROOT_PID and all its live descendants, one awk:
 # GT_R_UT/GT_R_ST (utime+cutime, stime+cstime summed), GT_R_RSS (sum), GT_R_N (count).
 gt_tree_snap() {
@@ -331,6 +322,29 @@ gt_tree_snap() {
     [ -n "$gt_ts" ] || return 1
     set -- $gt_ts
     GT_R_UT=$1 GT_R_ST=$2 GT_R_RSS=$3 GT_R_N=$4
+}
+
+# The glidein's resources are those of its process tree: glidein_startup.sh (GLIDEIN_STARTUP_PID)
+# and all its live descendants, CPU including what they reaped. Every reading (stage
+# boundaries and the sampler's `sample` lines) is taken with gt_tree_snap, so all of them
+# measure the same thing (docs/span-conventions.md, Per-stage resources).
+
+# gt_emit_snap TIME OP KEY ROOT_PID [NAME=VALUE]...: a line with a reading of the tree under
+# ROOT_PID (no r.* fields when the tree cannot be read).
+gt_emit_snap() {
+    gt_es_t=$1 gt_es_op=$2 gt_es_key=$3
+    gt_tree_snap "$4"
+    gt_load1
+    gt_disk_free "${GT_WORK_DIR:-.}"
+    shift 4
+    gt_emit "$gt_es_t" "$gt_es_op" "$gt_es_key" "r.utime=$GT_R_UT" "r.stime=$GT_R_ST" \
+        "r.rss=$GT_R_RSS" "r.procs:i=$GT_R_N" "r.load1=$GT_R_L1" "r.disk_free=$GT_R_DF" "$@"
+}
+
+# gt_sample ROOT_PID: one `sample` line, now, for the tree under ROOT_PID.
+gt_sample() {
+    gt_now
+    gt_emit_snap "$GT_NOW" sample - "$1"
 }
 
 # gt_ad_select NAME...: the named attributes of the ClassAd (old syntax) on stdin, one

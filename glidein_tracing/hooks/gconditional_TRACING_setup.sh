@@ -117,29 +117,27 @@ gt_sampler_start() {
     printf '%s %s\n' "$spid" "$GT_R_START" > "$GT_DIR/sampler.pid" 2>/dev/null
 }
 
-# gt_tree_sample ROOT: one `sample` line for the process tree under ROOT.
-gt_tree_sample() {
-    gt_tree_snap "$1" || return 0
-    gt_load1
-    gt_disk_free "$GT_WORK_DIR"
-    gt_now
-    gt_emit "$GT_NOW" sample - "r.utime=$GT_R_UT" "r.stime=$GT_R_ST" "r.rss=$GT_R_RSS" \
-        "r.load1=$GT_R_L1" "r.disk_free=$GT_R_DF" "r.procs:i=$GT_R_N"
-}
-
-# gt_sampler_loop: runs detached; appends `sample` lines until the glidein is gone.
+# gt_sampler_loop: runs detached; appends `sample` lines until the glidein is gone or cleanup
+# stops it. Its only child is the `sleep` between samples: on TERM it ends that child and
+# exits, so nothing of ours outlives the glidein.
 gt_sampler_loop() {
     local root=$GT_STARTUP_PID root_start=$GT_ROOT_TICKS left
     GT_DF_MAX_AGE=0   # in the background, cost does not matter: always a fresh disk reading
+    GT_SLEEP_PID=
     trap '' HUP
+    trap '[ -z "$GT_SLEEP_PID" ] || kill "$GT_SLEEP_PID" 2>/dev/null; exit 0' TERM
     while :; do
         gt_snap_pid "$root" && [ "$GT_R_START" = "$root_start" ] || exit 0
         [ -d "$GT_DIR" ] && [ -f "$GT_JOURNAL" ] || exit 0
-        gt_tree_sample "$root" || [ -f "$GT_JOURNAL" ] || exit 0
-        # sleep in short steps so a vanished glidein is noticed soon
+        gt_sample "$root" || [ -f "$GT_JOURNAL" ] || exit 0
+        # sleep in short steps so a vanished glidein is noticed soon; `wait` returns at once
+        # on TERM, so the trap runs without waiting for the sleep
         left=$GT_SAMPLE_PERIOD
         while [ "$left" -gt 0 ]; do
-            sleep $((left < 10 ? left : 10))
+            sleep $((left < 10 ? left : 10)) &
+            GT_SLEEP_PID=$!
+            wait "$GT_SLEEP_PID"
+            GT_SLEEP_PID=
             left=$((left - 10))
             [ -d "/proc/$root" ] || exit 0
         done
@@ -248,7 +246,7 @@ gt_main() {
     gt_disk_free "$GT_WORK_DIR"
     gt_emit "$GT_START" start setup "@name=setup" "@stage=setup" "@parent=glidein" \
         "r.utime=0.00" "r.stime=0.00" "r.load1=$GT_R_L1" "r.disk_free=$GT_R_DF"
-    gt_tree_sample "$GT_STARTUP_PID"
+    gt_sample "$GT_STARTUP_PID"
 
     gt_sampler_start
     gt_install_exit_hook

@@ -103,6 +103,7 @@ class GlideinResult:
     work_dir: Path | None
     journal_path: Path | None
     killed: bool = False
+    leftovers: list = field(default_factory=list)   # "PID COMM" of processes alive after its exit
 
     def stdout(self) -> str:
         return self.stdout_path.read_text(errors="replace")
@@ -144,7 +145,11 @@ def stage_factory_files(stage_dir, entry: str = "TEST_ENTRY", *, site: str = "GW
                         main_consts: dict | None = None, entry_consts: dict | None = None) -> Path:
     """Build a Factory staging area: GlideinWMS stand-ins plus our hooks, in the order an
     operator's Factory config lists them (cleanup first among ours, setup early in the
-    main list, the wrapper, the job-exit hook as a plain file, setup_end last after_entry)."""
+    main list, the wrapper, the job-exit hook as a plain file). Lists as GlideinWMS's
+    creation code stages them: a user file marked ``after_entry`` goes to the main
+    after_file_list *before* GlideinWMS's own after-list scripts (check_proxy ...
+    glidein_cpus_setup ... smart_partitionable), so no user file runs last; a failing
+    script asked for in the "after" list is such a user file."""
     stage = Path(stage_dir)
     main = stage / "main"
     entry_dir = stage / f"entry_{entry}"
@@ -188,10 +193,10 @@ def stage_factory_files(stage_dir, entry: str = "TEST_ENTRY", *, site: str = "GW
     (main / "precvmfs_file_list.lst").write_text(_file_line("cvmfs_setup.sh", "exec"))
     (main / "at_file_list.lst").write_text(_file_line("singularity_setup.sh", "exec"))
     (main / "after_file_list.lst").write_text(
-        _file_line("check_proxy.sh", "exec") + _file_line("validate_node.sh", "exec")
-        + _file_line("setup_network.sh", "exec") + (fail_line if fail_list == "after" else "")
-        + _file_line("glidein_cpus_setup.sh", "exec") + _file_line("smart_partitionable.sh", "exec")
-        + _file_line("gconditional_TRACING_setup_end.sh", "exec"))
+        (fail_line if fail_list == "after" else "")                   # user after_entry files
+        + _file_line("check_proxy.sh", "exec") + _file_line("validate_node.sh", "exec")
+        + _file_line("setup_network.sh", "exec") + _file_line("glidein_cpus_setup.sh", "exec")
+        + _file_line("smart_partitionable.sh", "exec"))
 
     consts = {"USE_CCB": "True", "USE_MATCH_AUTH": "True", "GLIDEIN_SINGULARITY_REQUIRE": "NEVER"}
     consts.update(main_consts or {})
@@ -314,6 +319,7 @@ def simulate_glidein(workdir_root, scenario: Scenario | None = None) -> GlideinR
     if scenario.keep_workdir:
         env["GLIDEIN_SIM_KEEP_WORKDIR"] = "1"
     killed = False
+    leftovers: list = []
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         proc = subprocess.Popen(["bash", str(SIM_SCRIPT)] + _glidein_args(scenario, stage),
                                 cwd=start_dir, env=env, stdout=out, stderr=err,
@@ -341,6 +347,10 @@ def simulate_glidein(workdir_root, scenario: Scenario | None = None) -> GlideinR
                     proc.send_signal(signal.SIGTERM)    # the site's batch system ends the pilot
                     scenario = _without_sigterm(scenario)
                 time.sleep(0.05)
+            if not killed:
+                # the glidein has exited: anything of its process group still running
+                # outlived it (batch systems treat that as a fault)
+                leftovers = _group_members(proc.pid)
         finally:
             _reap_group(proc.pid)
     work = sorted(start_dir.glob("glide_*"))
@@ -350,13 +360,29 @@ def simulate_glidein(workdir_root, scenario: Scenario | None = None) -> GlideinR
         journal = None
     return GlideinResult(exit_code=proc.returncode, stdout_path=stdout_path,
                          stderr_path=stderr_path, start_dir=start_dir, stage_dir=stage,
-                         queue_dir=queue, work_dir=work_dir, journal_path=journal, killed=killed)
+                         queue_dir=queue, work_dir=work_dir, journal_path=journal, killed=killed,
+                         leftovers=leftovers)
 
 
 def _without_sigterm(scenario: Scenario) -> Scenario:
     copy = Scenario(**{k: getattr(scenario, k) for k in scenario.__dataclass_fields__})
     copy.sigterm_at_s = None
     return copy
+
+
+def _group_members(pgid: int) -> list:
+    """Live (not zombie) processes of process group ``pgid``, as "PID COMM"."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        comm = text[text.find("(") + 1:text.rfind(")")]
+        fields = text[text.rfind(")") + 2:].split()
+        if len(fields) > 2 and fields[0] != "Z" and fields[2] == str(pgid):
+            found.append(f"{stat.parent.name} {comm}")
+    return found
 
 
 def _reap_group(pgid: int) -> None:
