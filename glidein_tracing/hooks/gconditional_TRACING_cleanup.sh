@@ -12,15 +12,42 @@ GT_CONFIG=${1:-}
 GT_MAX_HISTORY_BYTES=16000000
 GT_MAX_LOG_BYTES=8000000
 
-# gt_bounded SECONDS CMD...: run CMD, killed after SECONDS (when `timeout` exists).
+# gt_bounded SECONDS CMD...: run CMD (stdin, stdout and stderr as given), sent SIGTERM after
+# SECONDS (a decimal, e.g. 2.5) and SIGKILL 1 s later; returns CMD's status, 124 when cut.
+# With `timeout` on PATH it does the job; without, a shell watchdog (background `sleep`
+# + `kill` of CMD's pid) does, and is itself killed and reaped as soon as CMD ends, so
+# nothing of ours outlives the command.
 gt_bounded() {
-    local secs=$1
+    local secs=$1 pid dog rc
     shift
     if command -v timeout >/dev/null 2>&1; then
-        timeout -k 2 "$secs" "$@"
-    else
-        "$@"
+        timeout -k 1 "$secs" "$@"
+        return
     fi
+    # an asynchronous command gets /dev/null as stdin unless it is redirected: pass ours on fd 9
+    { "$@" <&9 9<&- & } 9<&0
+    pid=$!
+    # told to stop (TERM), the watchdog kills its own sleep, so no sleep is left behind; its
+    # status says whether it had to cut the command
+    (
+        cut=0
+        trap 'kill "$!" 2>/dev/null; exit "$cut"' TERM
+        sleep "$secs" &
+        wait "$!"
+        kill -TERM "$pid" 2>/dev/null || exit 0
+        cut=124
+        sleep 1 &
+        wait "$!"
+        kill -KILL "$pid" 2>/dev/null
+        exit 124
+    ) </dev/null >/dev/null 2>&1 &
+    dog=$!
+    wait "$pid" 2>/dev/null
+    rc=$?
+    kill -TERM "$dog" 2>/dev/null
+    wait "$dog" && return "$rc"
+    [ $? -ne 124 ] || rc=124
+    return "$rc"
 }
 
 # gt_epoch ISO8601: GT_V = epoch seconds (GNU date), empty when it cannot parse.
