@@ -50,6 +50,21 @@ gt_bounded() {
     return "$rc"
 }
 
+# gt_ms: GT_MS = epoch milliseconds (integer arithmetic for time budgets).
+gt_ms() {
+    local s f
+    gt_now
+    s=${GT_NOW%%.*}
+    case $GT_NOW in *.*) f=${GT_NOW#*.}000 ;; *) f=000 ;; esac
+    GT_MS=$((s * 1000 + 10#${f:0:3}))
+}
+
+# gt_secs MS: GT_V = MS milliseconds as decimal seconds (for timeout, sleep and --timeout).
+gt_secs() {
+    local frac=$(($1 % 1000 + 1000))
+    GT_V=$(($1 / 1000)).${frac:1}
+}
+
 # gt_epoch ISO8601: GT_V = epoch seconds (GNU date), empty when it cannot parse.
 gt_epoch() {
     GT_V=
@@ -276,30 +291,52 @@ gt_close_setup() {
     fi
 }
 
-# gt_export: live export with the lead's CLI, only when configured; bounded in time.
+# gt_export: live export with our CLI, only when configured. Everything here (the Python
+# probe, then the export) fits in GLIDEIN_TRACING_EXPORT_TIMEOUT from the start of the step:
+# the probe may use half of it (at most 10 s), the export gets what remains.
 gt_export() {
     case ${GT_EXPORT_MODE:-forward} in live|both) ;; *) return 0 ;; esac
     [ -n "${GT_ENDPOINT:-}" ] || { gt_note - "live export asked but no GLIDEIN_TRACING_ENDPOINT"; return 0; }
-    local py=${GT_PYTHON:-python3} rc
+    local py=${GT_PYTHON:-python3} rc where start budget probe left reserve
+    gt_url_public "$GT_ENDPOINT"
+    where=$GT_V
     command -v "$py" >/dev/null 2>&1 || { gt_note - "live export: no $py"; return 0; }
-    if ! gt_bounded 10 "$py" -c 'import sys; assert sys.version_info >= (3, 10); import opentelemetry.sdk, glidein_tracing' \
+    gt_ms
+    start=$GT_MS
+    budget=$((GT_EXPORT_TIMEOUT * 1000))
+    probe=$((budget / 2))
+    [ "$probe" -le 10000 ] || probe=10000
+    gt_secs "$probe"
+    if ! gt_bounded "$GT_V" "$py" -c 'import sys; assert sys.version_info >= (3, 10); import opentelemetry.sdk, glidein_tracing' \
             >/dev/null 2>&1 </dev/null; then
-        gt_note - "live export: $py is not >= 3.10 with opentelemetry-sdk and glidein_tracing"
+        gt_note - "live export: $py is not >= 3.10 with opentelemetry-sdk and glidein_tracing (or did not answer in time)"
         return 0
     fi
+    gt_ms
+    left=$((budget - (GT_MS - start)))
+    [ "$left" -gt 0 ] || { gt_note - "live export: GLIDEIN_TRACING_EXPORT_TIMEOUT used up by the Python check"; return 0; }
+    # the export's own deadline leaves time for Python to start and exit before the kill
+    reserve=$((left / 4))
+    [ "$reserve" -le 1000 ] || reserve=1000
     # mode both: the Factory sends the root (it knows the submission time); live: we do
     local skip= mark=all
     [ "$GT_EXPORT_MODE" = both ] && { skip=--skip-root; mark=all-but-root; }
-    gt_bounded "$GT_EXPORT_TIMEOUT" "$py" -m glidein_tracing export --journal "$GT_JOURNAL" \
-        --endpoint "$GT_ENDPOINT" --timeout "$GT_EXPORT_TIMEOUT" \
+    gt_secs $((left - reserve))
+    local export_s=$GT_V
+    gt_secs "$left"
+    # the endpoint goes in the environment, not on the command line (which anyone on the node
+    # can read); OTEL_EXPORTER_OTLP_HEADERS and the like pass through as the SDK reads them
+    GLIDEIN_TRACING_ENDPOINT=$GT_ENDPOINT gt_bounded "$GT_V" "$py" -m glidein_tracing export \
+        --journal "$GT_JOURNAL" --timeout "$export_s" \
         --sampling-ratio "${GT_SAMPLING_RATIO:-1.0}" --service-name "${GT_SERVICE_NAME:-glidein}" \
         $skip >"$GT_DIR/export.log" 2>&1 </dev/null
     rc=$?
     case $rc in
         # tell the Factory forwarder what went out already: it sends only the rest
-        0) gt_now; gt_emit "$GT_NOW" note - "@msg=live export to $GT_ENDPOINT done" "@exported=$mark" ;;
+        0) gt_now; gt_emit "$GT_NOW" note - "@msg=live export to $where done" "@exported=$mark" ;;
         4) gt_note - "live export: sampled out (GLIDEIN_TRACING_SAMPLING_RATIO)" ;;
-        *) gt_note - "live export to $GT_ENDPOINT failed (exit $rc); the Factory forwarder will send" ;;
+        124) gt_note - "live export to $where cut at GLIDEIN_TRACING_EXPORT_TIMEOUT=$GT_EXPORT_TIMEOUT s; the Factory forwarder will send" ;;
+        *) gt_note - "live export to $where failed (exit $rc); the Factory forwarder will send" ;;
     esac
 }
 
