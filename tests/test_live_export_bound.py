@@ -43,6 +43,8 @@ def assert_bounded_and_journal_home(g, wall, stderr, left):
     events, report = parse_lines(section)
     assert report.skipped_total == 0
     assert any(e.key == "glidein" and e.op == "end" for e in events)
+    # the other bounded steps (the records: awk reading a pipe) did their work too
+    assert any(e.op == "record" and e.key == "condor_startup.sh" for e in events)
     notes = [e.fields.get("@msg", "") for e in events if e.op == "note"]
     assert any("live export to" in n and ("cut at" in n or "failed" in n) for n in notes), notes
     assert not any(e.fields.get("@exported") for e in events)  # the Factory sends everything
