@@ -90,13 +90,15 @@ KNOBS = (
     SWITCH,
     Knob("GLIDEIN_TRACING_ENDPOINT", "url", "",
          "OTLP/HTTP base URL for live export from the worker node (e.g. "
-         "http://jaeger.example.org:4318). Empty: no live export."),
+         "http://jaeger.example.org:4318). Empty: no live export. Credentials in it "
+         "(user:password@) are sent, never written to the journal or the node's logs."),
     Knob("GLIDEIN_TRACING_EXPORT_MODE", "enum", "forward",
          "live: the node exports (needs ENDPOINT and a Python with the OTel SDK); forward: "
          "spans travel home in stderr and the Factory forwarder exports them; both: both, "
          "deduplicated by span id.", choices=("live", "forward", "both")),
     Knob("GLIDEIN_TRACING_EXPORT_TIMEOUT", "int", "5",
-         "Upper bound in seconds on live export at cleanup; the glidein never waits longer.",
+         "Upper bound in seconds on everything live export does at cleanup (Python check "
+         "and export, retries included), with or without timeout(1) on the node.",
          minimum=1, maximum=30),
     Knob("GLIDEIN_TRACING_SAMPLE_PERIOD", "int", "30",
          "Seconds between resource samples of the glidein process tree; 0 turns the "

@@ -3,7 +3,9 @@
 Runs on the worker node at cleanup (bounded by --timeout) when a usable Python exists, or
 anywhere on a journal left behind (e.g. by a killed glidein) or on a returned stderr file
 holding GlideinTracingJournal sections. Without --endpoint or OTEL_EXPORTER_OTLP_ENDPOINT,
-spans go to the store. Exit code 0 when every span was exported, 1 when export failed
+spans go to the store. --timeout bounds the whole command from its start: each export (the
+SDK exporter's request timeout and its retries) gets only what remains of it. Messages name
+the endpoint without its credentials. Exit code 0 when every span was exported, 1 when export failed
 (nothing is lost: the journal stays where it was), 2 for unusable input, 4 when the glidein
 was sampled out and nothing was sent.
 """
@@ -12,10 +14,11 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 from ..converter import ConversionError, convert_to_span_data
-from ..exporters.otlp import make_otlp_exporter, sdk_disabled
+from ..exporters.otlp import make_otlp_exporter, public_url, sdk_disabled
 from ..exporters.store import JsonLinesStoreExporter
 from ..journal import parse_lines, read_journal
 from ..sampling import keep_glidein
@@ -28,10 +31,12 @@ def add_arguments(parser):
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--journal", help="journal file (journal.gtj)")
     source.add_argument("--stderr", help="a glidein's returned stderr (job.C.P.err)")
-    parser.add_argument("--endpoint", help="OTLP/HTTP base URL, e.g. http://127.0.0.1:4318")
+    parser.add_argument("--endpoint", default=os.environ.get("GLIDEIN_TRACING_ENDPOINT") or None,
+                        help="OTLP/HTTP base URL, e.g. http://127.0.0.1:4318 (default: "
+                             "$GLIDEIN_TRACING_ENDPOINT, which keeps credentials off the command line)")
     parser.add_argument("--store", help="store directory (used when there is no endpoint)")
     parser.add_argument("--timeout", type=float, default=5.0,
-                        help="upper bound on the export, seconds (default 5)")
+                        help="upper bound on the whole command, seconds (default 5)")
     parser.add_argument("--service-name", help="override service.name")
     parser.add_argument("--skip-root", action="store_true",
                         help="leave the root span to the Factory forwarder (export mode 'both': "
@@ -60,21 +65,24 @@ def load_events(args):
     return out
 
 
-def make_exporter(args):
-    endpoint = args.endpoint
-    if endpoint or (not args.store and (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-                                        or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))):
-        return make_otlp_exporter(endpoint, args.timeout), endpoint or "OTEL_EXPORTER_OTLP_ENDPOINT"
-    exporter = JsonLinesStoreExporter(args.store)
-    return exporter, str(exporter.directory)
+def otlp_endpoint(args):
+    """Where OTLP goes, for messages (without credentials); None: to the store."""
+    if args.endpoint:
+        return public_url(args.endpoint)
+    if not args.store and (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+                           or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
+        return "OTEL_EXPORTER_OTLP_ENDPOINT"
+    return None
 
 
 def run(args):
+    deadline = time.monotonic() + args.timeout
     if sdk_disabled():
         print("glidein-tracing export: OTEL_SDK_DISABLED=true, nothing exported", file=sys.stderr)
         return 0
     defaults = {"service.name": args.service_name} if args.service_name else None
-    exporter, where = make_exporter(args)
+    where = otlp_endpoint(args)
+    store = None if where else JsonLinesStoreExporter(args.store)
     failed = 0
     total = 0
     sampled_out = 0
@@ -95,10 +103,22 @@ def run(args):
             root_trace = spans[0].trace_id
             spans = [s for s in spans if s.parent_id is not None or s.trace_id != root_trace]
         total += len(spans)
-        if export_span_data(exporter, spans).name != "SUCCESS":
-            failed += 1
-    exporter.shutdown()
-    print(f"glidein-tracing export: {total} spans to {where}" + (f", {failed} failed" if failed else ""),
+        if store is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                failed += 1
+                continue
+            # one exporter per glidein: the SDK's timeout, its retries included, is what remains
+            exporter = make_otlp_exporter(args.endpoint, remaining)
+            ok = export_span_data(exporter, spans).name == "SUCCESS"
+            exporter.shutdown()
+        else:
+            ok = export_span_data(store, spans).name == "SUCCESS"
+        failed += not ok
+    if store is not None:
+        store.shutdown()
+    print(f"glidein-tracing export: {total} spans to {where or store.directory}"
+          + (f", {failed} failed" if failed else ""),
           file=sys.stderr)
     if failed:
         return 1

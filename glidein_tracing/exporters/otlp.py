@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import Counter
+from urllib.parse import urlsplit, urlunsplit
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -112,6 +113,20 @@ def traces_url(endpoint: str) -> str:
     """A base URL (http://host:4318) -> its traces URL; a full /v1/traces URL is kept."""
     endpoint = endpoint.rstrip("/")
     return endpoint if endpoint.endswith(TRACES_PATH) else endpoint + TRACES_PATH
+
+
+def public_url(url: str) -> str:
+    """``url`` without what may authenticate (user:password@, query, fragment): where spans
+    go, fit for messages and logs."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        netloc = f"[{host}]" if ":" in host else host
+        if parts.port is not None:
+            netloc += f":{parts.port}"
+    except ValueError:  # not a URL we can take apart: say nothing of it
+        return "(unparsable endpoint)"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 class BoundedExporter(SpanExporter):

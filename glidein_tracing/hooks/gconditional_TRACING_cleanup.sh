@@ -12,15 +12,57 @@ GT_CONFIG=${1:-}
 GT_MAX_HISTORY_BYTES=16000000
 GT_MAX_LOG_BYTES=8000000
 
-# gt_bounded SECONDS CMD...: run CMD, killed after SECONDS (when `timeout` exists).
+# gt_bounded SECONDS CMD...: run CMD (stdin, stdout and stderr as given), sent SIGTERM after
+# SECONDS (a decimal, e.g. 2.5) and SIGKILL 1 s later; returns CMD's status, 124 when cut.
+# With `timeout` on PATH it does the job; without, a shell watchdog (background `sleep`
+# + `kill` of CMD's pid) does, and is itself killed and reaped as soon as CMD ends, so
+# nothing of ours outlives the command.
 gt_bounded() {
-    local secs=$1
+    local secs=$1 pid dog rc
     shift
     if command -v timeout >/dev/null 2>&1; then
-        timeout -k 2 "$secs" "$@"
-    else
-        "$@"
+        timeout -k 1 "$secs" "$@"
+        return
     fi
+    # an asynchronous command gets /dev/null as stdin unless it is redirected: pass ours on fd 9
+    { "$@" <&9 9<&- & } 9<&0
+    pid=$!
+    # told to stop (TERM), the watchdog kills its own sleep, so no sleep is left behind; its
+    # status says whether it had to cut the command
+    (
+        cut=0
+        trap 'kill "$!" 2>/dev/null; exit "$cut"' TERM
+        sleep "$secs" &
+        wait "$!"
+        kill -TERM "$pid" 2>/dev/null || exit 0
+        cut=124
+        sleep 1 &
+        wait "$!"
+        kill -KILL "$pid" 2>/dev/null
+        exit 124
+    ) </dev/null >/dev/null 2>&1 &
+    dog=$!
+    wait "$pid" 2>/dev/null
+    rc=$?
+    kill -TERM "$dog" 2>/dev/null
+    wait "$dog" && return "$rc"
+    [ $? -ne 124 ] || rc=124
+    return "$rc"
+}
+
+# gt_ms: GT_MS = epoch milliseconds (integer arithmetic for time budgets).
+gt_ms() {
+    local s f
+    gt_now
+    s=${GT_NOW%%.*}
+    case $GT_NOW in *.*) f=${GT_NOW#*.}000 ;; *) f=000 ;; esac
+    GT_MS=$((s * 1000 + 10#${f:0:3}))
+}
+
+# gt_secs MS: GT_V = MS milliseconds as decimal seconds (for timeout, sleep and --timeout).
+gt_secs() {
+    local frac=$(($1 % 1000 + 1000))
+    GT_V=$(($1 / 1000)).${frac:1}
 }
 
 # gt_epoch ISO8601: GT_V = epoch seconds (GNU date), empty when it cannot parse.
@@ -275,30 +317,52 @@ gt_close_setup() {
     fi
 }
 
-# gt_export: live export with the lead's CLI, only when configured; bounded in time.
+# gt_export: live export with our CLI, only when configured. Everything here (the Python
+# probe, then the export) fits in GLIDEIN_TRACING_EXPORT_TIMEOUT from the start of the step:
+# the probe may use half of it (at most 10 s), the export gets what remains.
 gt_export() {
     case ${GT_EXPORT_MODE:-forward} in live|both) ;; *) return 0 ;; esac
     [ -n "${GT_ENDPOINT:-}" ] || { gt_note - "live export asked but no GLIDEIN_TRACING_ENDPOINT"; return 0; }
-    local py=${GT_PYTHON:-python3} rc
+    local py=${GT_PYTHON:-python3} rc where start budget probe left reserve
+    gt_url_public "$GT_ENDPOINT"
+    where=$GT_V
     command -v "$py" >/dev/null 2>&1 || { gt_note - "live export: no $py"; return 0; }
-    if ! gt_bounded 10 "$py" -c 'import sys; assert sys.version_info >= (3, 10); import opentelemetry.sdk, glidein_tracing' \
+    gt_ms
+    start=$GT_MS
+    budget=$((GT_EXPORT_TIMEOUT * 1000))
+    probe=$((budget / 2))
+    [ "$probe" -le 10000 ] || probe=10000
+    gt_secs "$probe"
+    if ! gt_bounded "$GT_V" "$py" -c 'import sys; assert sys.version_info >= (3, 10); import opentelemetry.sdk, glidein_tracing' \
             >/dev/null 2>&1 </dev/null; then
-        gt_note - "live export: $py is not >= 3.10 with opentelemetry-sdk and glidein_tracing"
+        gt_note - "live export: $py is not >= 3.10 with opentelemetry-sdk and glidein_tracing (or did not answer in time)"
         return 0
     fi
+    gt_ms
+    left=$((budget - (GT_MS - start)))
+    [ "$left" -gt 0 ] || { gt_note - "live export: GLIDEIN_TRACING_EXPORT_TIMEOUT used up by the Python check"; return 0; }
+    # the export's own deadline leaves time for Python to start and exit before the kill
+    reserve=$((left / 4))
+    [ "$reserve" -le 1000 ] || reserve=1000
     # mode both: the Factory sends the root (it knows the submission time); live: we do
     local skip= mark=all
     [ "$GT_EXPORT_MODE" = both ] && { skip=--skip-root; mark=all-but-root; }
-    gt_bounded "$GT_EXPORT_TIMEOUT" "$py" -m glidein_tracing export --journal "$GT_JOURNAL" \
-        --endpoint "$GT_ENDPOINT" --timeout "$GT_EXPORT_TIMEOUT" \
+    gt_secs $((left - reserve))
+    local export_s=$GT_V
+    gt_secs "$left"
+    # the endpoint goes in the environment, not on the command line (which anyone on the node
+    # can read); OTEL_EXPORTER_OTLP_HEADERS and the like pass through as the SDK reads them
+    GLIDEIN_TRACING_ENDPOINT=$GT_ENDPOINT gt_bounded "$GT_V" "$py" -m glidein_tracing export \
+        --journal "$GT_JOURNAL" --timeout "$export_s" \
         --sampling-ratio "${GT_SAMPLING_RATIO:-1.0}" --service-name "${GT_SERVICE_NAME:-glidein}" \
         $skip >"$GT_DIR/export.log" 2>&1 </dev/null
     rc=$?
     case $rc in
         # tell the Factory forwarder what went out already: it sends only the rest
-        0) gt_now; gt_emit "$GT_NOW" note - "@msg=live export to $GT_ENDPOINT done" "@exported=$mark" ;;
+        0) gt_now; gt_emit "$GT_NOW" note - "@msg=live export to $where done" "@exported=$mark" ;;
         4) gt_note - "live export: sampled out (GLIDEIN_TRACING_SAMPLING_RATIO)" ;;
-        *) gt_note - "live export to $GT_ENDPOINT failed (exit $rc); the Factory forwarder will send" ;;
+        124) gt_note - "live export to $where cut at GLIDEIN_TRACING_EXPORT_TIMEOUT=$GT_EXPORT_TIMEOUT s; the Factory forwarder will send" ;;
+        *) gt_note - "live export to $where failed (exit $rc); the Factory forwarder will send" ;;
     esac
 }
 

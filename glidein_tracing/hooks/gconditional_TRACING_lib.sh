@@ -167,6 +167,7 @@ gt_knob() {
     fi
     if [ -z "$gt_kn_val" ] || [ -n "$gt_kn_problem" ]; then
         if [ -n "$gt_kn_problem" ] && [ -z "${GT_KNOB_QUIET:-}" ]; then
+            [ "$3" != url ] || { gt_url_public "$gt_kn_val"; gt_kn_val=$GT_V; }
             gt_kn_msg="$2='$gt_kn_val' $gt_kn_problem; using the default '$4'"
             gt_msg "$gt_kn_msg"
             gt_note - "$gt_kn_msg"
@@ -174,6 +175,17 @@ gt_knob() {
         gt_kn_val=$4
     fi
     eval "$1=\$gt_kn_val"
+}
+
+# gt_url_public URL: GT_V = URL without what may authenticate (user:password@, query,
+# fragment), for messages: where spans go, never how they authenticate.
+gt_url_public() {
+    case $1 in
+        *://*) gt_up_scheme=${1%%://*}:// gt_up_rest=${1#*://} ;;
+        *) gt_up_scheme= gt_up_rest=$1 ;;
+    esac
+    gt_up_rest=${gt_up_rest%%[?#]*}
+    GT_V=$gt_up_scheme${gt_up_rest##*@}
 }
 
 # gt_join_bar WORD...: print the words joined with '|' (for messages).
