@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
-from . import __version__, ids
+from . import __version__, failure, ids
 from .journal import Event, JournalReport
 from . import resources
 from .resources import ResourceTimeline
@@ -284,6 +284,7 @@ class _Builder:
         self._idle_spans()
         self._cap_jobs()
         self._outcome()
+        self._failure_domains()
 
     def _cap_jobs(self):
         """GLIDEIN_TRACING_MAX_SPANS: a glidein running thousands of short jobs keeps the first
@@ -468,6 +469,30 @@ class _Builder:
         if self.report.skipped_total:
             root.attrs["glidein_tracing.journal.skipped_lines"] = self.report.skipped_total
             root.attrs["glidein_tracing.journal.skipped"] = self.report.summary()
+
+    def _failure_domains(self):
+        """Who is to blame (failure.py): the root of a glidein that did not end ok, and
+        every failed job, get their domain and the evidence that decided it."""
+        root = self.spans[ROOT]
+        holds = [self.spans[k] for k in self.order if k.startswith("factory.held")]
+        hold_code = holds[-1].attrs.get("factory.hold_reason_code") if holds else None
+        verdict = failure.glidein_domain(root.attrs, root.error_type, hold_code)
+        if verdict is not None:
+            root.attrs["glidein.failure.domain"] = verdict.domain
+            root.attrs["glidein.failure.evidence"] = verdict.evidence
+        for key in self.order:
+            span = self.spans[key]
+            if not key.startswith("job/"):
+                continue
+            if span.closed_by_converter and span.status != "OK":
+                # the job never ended: its glidein ended first
+                span.status, span.error_type = "ERROR", span.error_type or "job.cut_short"
+                span.error_detail = span.error_detail or "the glidein ended while the job ran"
+            if span.status == "ERROR":
+                job = failure.job_domain(span.attrs, span.error_type, verdict,
+                                         span.closed_by_converter)
+                span.attrs["job.failure.domain"] = job.domain
+                span.attrs["job.failure.evidence"] = job.evidence
 
     # -- building SDK spans ------------------------------------------------------------
     def resource(self) -> Resource:
