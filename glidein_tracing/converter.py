@@ -27,7 +27,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
-from . import __version__, failure, ids
+from . import __version__, failure, ids, log_tail
+from .log_tail import LOG_SOURCE, LOG_TAIL_EVENT
 from .journal import Event, JournalReport
 from . import resources
 from .resources import ResourceTimeline
@@ -188,6 +189,7 @@ class _Builder:
         self.records: list[Event] = []
         self.histories: list[Event] = []
         self.notes: list[Event] = []
+        self.log_tails: list[Event] = []
         self.resource_attrs: dict = {}
         self.trace_id: str | None = None
         self.timeline = ResourceTimeline()
@@ -260,7 +262,10 @@ class _Builder:
         self.histories.append(event)
 
     def _on_note(self, event: Event):
-        self.notes.append(event)
+        if LOG_SOURCE in event.fields:
+            self.log_tails.append(event)
+        else:
+            self.notes.append(event)
 
     # -- deriving ----------------------------------------------------------------------
     def derive(self):
@@ -476,7 +481,9 @@ class _Builder:
         root = self.spans[ROOT]
         holds = [self.spans[k] for k in self.order if k.startswith("factory.held")]
         hold_code = holds[-1].attrs.get("factory.hold_reason_code") if holds else None
-        verdict = failure.glidein_domain(root.attrs, root.error_type, hold_code)
+        condor = self.spans.get("condor")
+        error_type = root.error_type or (condor.error_type if condor and condor.status == "ERROR" else "")
+        verdict = failure.glidein_domain(root.attrs, error_type, hold_code)
         if verdict is not None:
             root.attrs["glidein.failure.domain"] = verdict.domain
             root.attrs["glidein.failure.evidence"] = verdict.evidence
@@ -578,6 +585,8 @@ class _Builder:
                                 timestamp=_ns(n.time))
                       for n in self.notes
                       if n.key in (key, "-") and (key == ROOT or n.key == key)] if self.notes else ()
+            if self.log_tails:
+                events = list(events) + self._log_tail_events(key, span)
             status_code, description = (OK if span.status == "OK" else UNSET), None
             if span.status == "ERROR":
                 status_code = ERROR
@@ -591,6 +600,20 @@ class _Builder:
                 status_code=status_code, status_description=description, events=events, links=links)
             out.append(built[key])
         out.extend(self._user_trace_spans(built, resource))
+        return out
+
+    def _log_tail_events(self, key: str, span: _Span) -> list:
+        """The ``glidein.log_tail`` events of one span: the cleanup hook's chunks joined per
+        log, bounded again (the node is untrusted) and scrubbed like every other value."""
+        tails: dict = {}
+        for note in self.log_tails:
+            if note.key == key:
+                tails.setdefault(note.fields[LOG_SOURCE], []).append(note.fields)
+        out = []
+        for source, chunks in tails.items():
+            attrs = {"log.source": source}
+            attrs.update(log_tail.assemble(chunks))
+            out.append(SpanEvent(LOG_TAIL_EVENT, self._scrub(attrs), timestamp=_ns(span.end)))
         return out
 
     def _link_kind(self, span: _Span, value: str) -> str:
