@@ -38,6 +38,7 @@ SCOPE = InstrumentationScope("glidein_tracing", __version__)
 ROOT = "glidein"
 CONDOR_RECORD = "condor_startup.sh"
 DEFAULT_SERVICE = "glidein"
+SLEEP_STAGE = "post_failure_sleep"
 DEFAULT_MAX_SPANS = 2000  # knob GLIDEIN_TRACING_MAX_SPANS
 SECRET_MARKERS = ("token", "passw", "secret", "proxy_key", "private", "credential", "authorization",
                   "apikey", "api_key")
@@ -289,6 +290,7 @@ class _Builder:
         self._idle_spans()
         self._cap_jobs()
         self._outcome()
+        self._post_failure_sleep()
         self._failure_domains()
 
     def _cap_jobs(self):
@@ -475,6 +477,29 @@ class _Builder:
             root.attrs["glidein_tracing.journal.skipped_lines"] = self.report.skipped_total
             root.attrs["glidein_tracing.journal.skipped"] = self.report.summary()
 
+    def _post_failure_sleep(self):
+        """After a validation failure GlideinWMS keeps the slot ~20 min (GLIDEIN_ToDie, its
+        protection against black-hole nodes) after cleanup: the end of teardown to the
+        glidein's exit as the Factory saw it, as its own stage. Only the Factory's end event
+        knows the exit; without it (node export alone) there is no such span."""
+        root, teardown = self.spans[ROOT], self.spans.get("teardown")
+        if root.attrs.get("glidein.outcome") != "validation_failed" or teardown is None \
+                or teardown.end is None or root.end is None:
+            return
+        if "factory.removed" in root.attrs:
+            source = "factory.removed"
+        elif "factory.terminated_normally" in root.attrs or "factory.return_value" in root.attrs:
+            source = "factory.terminated"
+        else:
+            return
+        if root.end - teardown.end < 1.0:
+            return
+        span = self.span(SLEEP_STAGE)
+        span.name = span.stage = SLEEP_STAGE
+        span.start, span.end = teardown.end, root.end
+        span.attrs["glidein.sleep.reason"] = "validation_failed"
+        span.attrs["glidein.sleep.end_source"] = source
+
     def _failure_domains(self):
         """Who is to blame (failure.py): the root of a glidein that did not end ok, and
         every failed job, get their domain and the evidence that decided it."""
@@ -659,8 +684,8 @@ class _Builder:
         return out
 
     def _resources_for(self, span: _Span) -> dict:
-        if span.stage.startswith("factory."):
-            return {}  # the Factory's view: the node's resources say nothing about it
+        if span.stage.startswith("factory.") or span.stage == SLEEP_STAGE:
+            return {}  # the Factory's view, or after cleanup: no node samples cover it
         if not span.key.startswith("job/"):
             return self.timeline.window(span.start, span.end, origin=self.spans[ROOT].start)
         # a job: its own ClassAd figures win; the glidein-wide samples fill the gaps
