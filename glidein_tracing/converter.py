@@ -54,6 +54,17 @@ IDENTITY_RESOURCE_KEYS = (
 )
 
 
+# job ad attributes a failed job's triage needs (issue 13), from the StartdHistoryLog
+_HISTORY_TRIAGE = (("HoldReason", "job.hold_reason", str), ("HoldReasonCode", "job.hold_reason_code", int),
+                   ("RemoteWallClockTime", "job.wall_s", float), ("LastRemoteHost", "job.remote_host", str),
+                   ("RemoteHost", "job.remote_host", str))
+# what a failed job's span should tell (job span or resource); any missing is named in a note
+_JOB_TRIAGE = (("exit code or signal", ("job.exit_code", "job.exit_signal", "job.hold_reason")),
+               ("remote host", ("job.remote_host",)), ("CPU time", ("r.utime",)),
+               ("wall time", ("job.wall_s",)), ("site", ("glidein.site",)),
+               ("processor model", ("host.cpu.model.name",)))
+
+
 class ConversionError(ValueError):
     """The journal holds no glidein trace (no root and no trace id)."""
 
@@ -403,6 +414,12 @@ class _Builder:
             rss = _number(ad.get("ResidentSetSize"))
             if rss is not None:
                 span.attrs["job.rss_bytes"] = int(rss) * 1024
+            for attr, name, kind in _HISTORY_TRIAGE:
+                value = ad.get(attr)
+                if kind is str and isinstance(value, str) and value:
+                    span.attrs.setdefault(name, value)
+                elif kind is not str and _number(value) is not None:
+                    span.attrs.setdefault(name, kind(_number(value)))
             failed = (code not in (None, 0)) or ad.get("ExitBySignal") is True
             span.status = "ERROR" if failed else "OK"
             if failed:
@@ -525,6 +542,22 @@ class _Builder:
                                          span.closed_by_converter)
                 span.attrs["job.failure.domain"] = job.domain
                 span.attrs["job.failure.evidence"] = job.evidence
+                self._job_triage(key, span)
+
+    def _job_triage(self, key: str, span: _Span):
+        """A failed job's where and how (production notes): the slot it ran in is its remote
+        host when the ad did not say; what is still unknown is named in a note."""
+        host = self.resource_attrs.get("host.name")
+        if "job.remote_host" not in span.attrs and span.attrs.get("job.slot") and host:
+            span.attrs["job.remote_host"] = f"{span.attrs['job.slot']}@{host}"
+        known = dict(span.attrs, **span.end_fields)
+        known.update(self.resource_attrs)
+        known.update({k: v for k, v in self.spans[ROOT].attrs.items() if k == "glidein.site"})
+        missing = [what for what, names in _JOB_TRIAGE
+                   if not any(known.get(name) not in (None, "") for name in names)]
+        if missing:
+            self.notes.append(Event(time=span.end, op="note", key=key, fields={
+                "@msg": "failed job: unknown " + ", ".join(missing)}))
 
     # -- building SDK spans ------------------------------------------------------------
     def resource(self) -> Resource:

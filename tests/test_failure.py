@@ -134,3 +134,40 @@ def test_glidein_held_by_condor_g_and_removed_is_decided_by_its_hold_code(tmp_pa
     (root,) = [s for s in spans if s["attributes"]["glidein.stage"] == "glidein"]
     assert root["attributes"]["glidein.failure.domain"] == domain
     assert root["attributes"]["glidein.failure.evidence"] == f"factory.hold_reason_code={code}"
+
+
+def notes_of(span):
+    return [e.attributes["message"] for e in span.events if e.name == "glidein_tracing.note"]
+
+
+def test_a_failed_job_names_what_triage_lacks_and_derives_its_remote_host():
+    lines = root_lines(1000.0, TRACE) + [
+        format_line(1010, "end", "setup", {"@status": "OK"}),
+        format_line(1010, "start", "condor", {"@stage": "condor.start", "@name": "condor"}),
+        format_line(1015, "start", "job/s#1.0#9", {"@stage": "job", "@name": "job", "@parent": "condor",
+                                                   "job.slot": "slot1_1"}),
+        format_line(1025, "end", "job/s#1.0#9", {"@status": "ERROR", "@error.type": "job.exit_code",
+                                                 "job.exit_code:i": "3", "r.utime": "7.5"}),
+        format_line(1050, "end", "condor", {}),
+        format_line(1052, "end", "glidein", {"glidein.outcome": "ok"})]
+    (job,) = stage(convert_lines(lines), "job")
+    # the slot it ran in, on this host (root_lines' host.name)
+    assert job.attributes["job.remote_host"] == "slot1_1@wn01.example.org"
+    assert notes_of(job) == ["failed job: unknown wall time, site, processor model"]
+
+
+def test_a_failed_job_with_everything_known_has_no_note():
+    lines = root_lines(1000.0, TRACE, **{"glidein.site": "SITE_X", "res.host.cpu.model.name": "EPYC"}) + [
+        format_line(1010, "end", "setup", {"@status": "OK"}),
+        format_line(1010, "start", "condor", {"@stage": "condor.start", "@name": "condor"}),
+        format_line(1015, "start", "job/s#1.0#9", {"@stage": "job", "@name": "job", "@parent": "condor"}),
+        format_line(1025, "end", "job/s#1.0#9", {
+            "@status": "ERROR", "@error.type": "job.hold", "job.exit_by": "hold",
+            "job.hold_reason": "over memory", "job.hold_reason_code:i": "34", "r.utime": "7.5",
+            "job.wall_s:f": "10.0", "job.remote_host": "slot1_1@glidein@wn01"}),
+        format_line(1050, "end", "condor", {}),
+        format_line(1052, "end", "glidein", {"glidein.outcome": "ok"})]
+    (job,) = stage(convert_lines(lines), "job")
+    assert notes_of(job) == []
+    assert (job.attributes["job.failure.domain"], job.attributes["job.failure.evidence"]) == \
+        ("user_code", "job.hold_reason_code=34")

@@ -99,7 +99,8 @@ BEGIN { b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
                   "exitcode exitbysignal exitsignal jobstatus remoteusercpu remotesyscpu " \
                   "residentsetsize requestcpus requestmemory requestdisk jobstartdate " \
                   "jobcurrentstartdate jobcurrentstartexecutingdate completiondate " \
-                  "enteredcurrentstatus remotewallclocktime", prio, " ")
+                  "enteredcurrentstatus remotewallclocktime holdreasoncode lastremotehost " \
+                  "remotehost holdreason", prio, " ")
         for (i = 1; i <= n; i++) rank[prio[i]] = i }
 function enc(s,   out, i, c1, c2, c3, v, len) {
     out = ""; len = length(s)
