@@ -550,9 +550,11 @@ class _Builder:
         host = self.resource_attrs.get("host.name")
         if "job.remote_host" not in span.attrs and span.attrs.get("job.slot") and host:
             span.attrs["job.remote_host"] = f"{span.attrs['job.slot']}@{host}"
-        known = dict(span.attrs, **span.end_fields)
+        known = dict(span.attrs)
+        known.update(span.end_fields)
         known.update(self.resource_attrs)
-        known.update({k: v for k, v in self.spans[ROOT].attrs.items() if k == "glidein.site"})
+        if self.spans[ROOT].attrs.get("glidein.site"):
+            known["glidein.site"] = self.spans[ROOT].attrs["glidein.site"]
         missing = [what for what, names in _JOB_TRIAGE
                    if not any(known.get(name) not in (None, "") for name in names)]
         if missing:
@@ -615,6 +617,7 @@ class _Builder:
         out = []
         built = {}
         all_clean = self._all_spans_clean()
+        tails_by_key = log_tail.group(self.log_tails) if self.log_tails else {}
         for key in self.order:
             if key not in self.spans:
                 continue
@@ -643,8 +646,8 @@ class _Builder:
                                 timestamp=_ns(n.time))
                       for n in self.notes
                       if n.key in (key, "-") and (key == ROOT or n.key == key)] if self.notes else ()
-            if self.log_tails:
-                events = list(events) + self._log_tail_events(key, span)
+            if key in tails_by_key:
+                events = list(events) + self._log_tail_events(tails_by_key[key], span)
             status_code, description = (OK if span.status == "OK" else UNSET), None
             if span.status == "ERROR":
                 status_code = ERROR
@@ -660,13 +663,9 @@ class _Builder:
         out.extend(self._user_trace_spans(built, resource))
         return out
 
-    def _log_tail_events(self, key: str, span: _Span) -> list:
-        """The ``glidein.log_tail`` events of one span: the cleanup hook's chunks joined per
-        log, bounded again (the node is untrusted) and scrubbed like every other value."""
-        tails: dict = {}
-        for note in self.log_tails:
-            if note.key == key:
-                tails.setdefault(note.fields[LOG_SOURCE], []).append(note.fields)
+    def _log_tail_events(self, tails: dict, span: _Span) -> list:
+        """The ``glidein.log_tail`` events of one span (``tails``: source -> its chunks),
+        bounded again (the node is untrusted) and scrubbed like every other value."""
         out = []
         for source, chunks in tails.items():
             attrs = {"log.source": source}

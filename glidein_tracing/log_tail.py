@@ -19,8 +19,21 @@ LOG_TAIL_EVENT = "glidein.log_tail"
 MAX_LINES = 500      # the knob GLIDEIN_TRACING_LOG_TAIL_LINES's maximum
 MAX_BYTES = 8192
 MAX_PARTS = 64       # 8 KB of base64 takes 11 chunks of 1000 characters
+MAX_TAILS = 4        # per span: the hook writes at most 3 (condor: Master, Startd, Starter)
 # control characters other than tab and newline (binary logs, terminal escapes)
 CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def group(notes) -> dict:
+    """Span key -> {log source -> its chunks' fields}, from the journal's log-tail notes; at
+    most MAX_TAILS logs a span (a hostile journal could name thousands)."""
+    out: dict = {}
+    for note in notes:
+        tails = out.setdefault(note.key, {})
+        source = note.fields[LOG_SOURCE]
+        if source in tails or len(tails) < MAX_TAILS:
+            tails.setdefault(source, []).append(note.fields)
+    return out
 
 
 def assemble(chunks: list) -> dict:

@@ -188,3 +188,38 @@ def test_a_glidein_ended_by_sigterm_gets_the_tail_of_its_stderr(glidein_at_clean
     tail = tails(root)[f"logs/{uuid}/{uuid}.err"]["log.lines"].splitlines()
     assert 0 < len(tail) <= 50
     assert tail[-1] == (fixture_dir("sigterm") / "glidein_stderr.txt").read_text().rstrip("\n").splitlines()[-1]
+
+
+def test_a_hostile_journal_gets_at_most_four_bounded_tails_a_span():
+    import base64
+
+    from glidein_tracing import ids
+    from glidein_tracing.journal import format_line, parse_lines
+    from journal_builders import root_lines
+    trace = ids.GlideinIdentity("f", "n", "e", "s", "1", "0").trace_id
+    data = base64.b64encode(b"x" * 700 + b"\x00\x1b[31m\n").decode()
+    lines = root_lines(1000.0, trace) + [
+        format_line(1001, "note", "glidein", {"@log.source": f"log{i}", "@log.part": str(part),
+                                              "@log.parts": "60", "@log.data": data})
+        for i in range(50) for part in range(60)]
+    lines += [format_line(1001, "note", "glidein", {"@log.source": "bad", "@log.part": "0",
+                                                    "@log.data": "%%%not base64"})]
+    events, report = parse_lines("".join(lines).encode())
+    (root,) = [s for s in convert(events, report) if s.name == "glidein"]
+    got = tails(root)
+    assert len(got) == 4
+    for attrs in got.values():
+        assert len(attrs["log.lines"].encode()) <= 8192 and "\x00" not in attrs["log.lines"]
+        assert "non-text characters" in attrs["log.note"]
+
+
+def test_damaged_or_missing_parts_keep_what_could_be_read_and_say_so():
+    import base64
+
+    from glidein_tracing import log_tail
+    first = base64.b64encode(b"first part\n").decode()
+    damaged = log_tail.assemble([{"@log.part": "0", "@log.parts": "2", "@log.data": first},
+                                 {"@log.part": "1", "@log.parts": "2", "@log.data": "%%%"}])
+    assert damaged == {"log.lines": "first part", "log.note": "part of the tail is damaged"}
+    missing = log_tail.assemble([{"@log.part": "0", "@log.parts": "3", "@log.data": first}])
+    assert missing == {"log.lines": "first part", "log.note": "part of the tail is missing"}
