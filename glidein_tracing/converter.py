@@ -26,7 +26,8 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanLimits
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
-from . import __version__, ids, redaction
+from . import __version__, failure, ids, log_tail, redaction
+from .log_tail import LOG_SOURCE, LOG_TAIL_EVENT
 from .journal import Event, JournalReport
 from . import resources
 from .resources import ResourceTimeline
@@ -36,6 +37,7 @@ SCOPE = InstrumentationScope("glidein_tracing", __version__)
 ROOT = "glidein"
 CONDOR_RECORD = "condor_startup.sh"
 DEFAULT_SERVICE = "glidein"
+SLEEP_STAGE = "post_failure_sleep"
 DEFAULT_MAX_SPANS = 2000  # knob GLIDEIN_TRACING_MAX_SPANS
 MAX_SPANS_CEILING = 100000  # the knob's maximum: a journal claiming more gets this many
 DEFAULT_ATTRIBUTE_COUNT = 128  # per span, when OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT is not set
@@ -44,6 +46,17 @@ IDENTITY_RESOURCE_KEYS = (
     "glidein.schedd", "glidein.cluster", "glidein.proc", "glidein.multi_index", "glidein.site",
     "glidein.uuid",
 )
+
+
+# job ad attributes a failed job's triage needs (issue 13), from the StartdHistoryLog
+_HISTORY_TRIAGE = (("HoldReason", "job.hold_reason", str), ("HoldReasonCode", "job.hold_reason_code", int),
+                   ("RemoteWallClockTime", "job.wall_s", float), ("LastRemoteHost", "job.remote_host", str),
+                   ("RemoteHost", "job.remote_host", str))
+# what a failed job's span should tell (job span or resource); any missing is named in a note
+_JOB_TRIAGE = (("exit code or signal", ("job.exit_code", "job.exit_signal", "job.hold_reason")),
+               ("remote host", ("job.remote_host",)), ("CPU time", ("r.utime",)),
+               ("wall time", ("job.wall_s",)), ("site", ("glidein.site",)),
+               ("processor model", ("host.cpu.model.name",)))
 
 
 class ConversionError(ValueError):
@@ -164,6 +177,7 @@ class _Builder:
         self.records: list[Event] = []
         self.histories: list[Event] = []
         self.notes: list[Event] = []
+        self.log_tails: list[Event] = []
         self.resource_attrs: dict = {}
         self.trace_id: str | None = None
         self.fixed_trace_id: str | None = None
@@ -263,7 +277,10 @@ class _Builder:
         self.histories.append(event)
 
     def _on_note(self, event: Event):
-        self.notes.append(event)
+        if LOG_SOURCE in event.fields:
+            self.log_tails.append(event)
+        else:
+            self.notes.append(event)
 
     # -- deriving ----------------------------------------------------------------------
     def derive(self):
@@ -289,6 +306,8 @@ class _Builder:
         self._cap_jobs()
         self._cap_spans()
         self._outcome()
+        self._post_failure_sleep()
+        self._failure_domains()
 
     def _cap_jobs(self):
         """GLIDEIN_TRACING_MAX_SPANS: a glidein running thousands of short jobs keeps the first
@@ -413,6 +432,12 @@ class _Builder:
             rss = _number(ad.get("ResidentSetSize"))
             if rss is not None:
                 span.attrs["job.rss_bytes"] = int(rss) * 1024
+            for attr, name, kind in _HISTORY_TRIAGE:
+                value = ad.get(attr)
+                if kind is str and isinstance(value, str) and value:
+                    span.attrs.setdefault(name, value)
+                elif kind is not str and _number(value) is not None:
+                    span.attrs.setdefault(name, kind(_number(value)))
             failed = (code not in (None, 0)) or ad.get("ExitBySignal") is True
             span.status = "ERROR" if failed else "OK"
             if failed:
@@ -505,6 +530,73 @@ class _Builder:
             root.attrs["glidein_tracing.journal.skipped_lines"] = self.report.skipped_total
             root.attrs["glidein_tracing.journal.skipped"] = self.report.summary()
 
+    def _post_failure_sleep(self):
+        """After a validation failure GlideinWMS keeps the slot ~20 min (GLIDEIN_ToDie, its
+        protection against black-hole nodes) after cleanup: the end of teardown to the
+        glidein's exit as the Factory saw it, as its own stage. Only the Factory's end event
+        knows the exit; without it (node export alone) there is no such span."""
+        root, teardown = self.spans[ROOT], self.spans.get("teardown")
+        if root.attrs.get("glidein.outcome") != "validation_failed" or teardown is None \
+                or teardown.end is None or root.end is None:
+            return
+        if "factory.removed" in root.attrs:
+            source = "factory.removed"
+        elif "factory.terminated_normally" in root.attrs or "factory.return_value" in root.attrs:
+            source = "factory.terminated"
+        else:
+            return
+        if root.end - teardown.end < 1.0:
+            return
+        span = self.span(SLEEP_STAGE)
+        span.name = span.stage = SLEEP_STAGE
+        span.start, span.end = teardown.end, root.end
+        span.attrs["glidein.sleep.reason"] = "validation_failed"
+        span.attrs["glidein.sleep.end_source"] = source
+
+    def _failure_domains(self):
+        """Who is to blame (failure.py): the root of a glidein that did not end ok, and
+        every failed job, get their domain and the evidence that decided it."""
+        root = self.spans[ROOT]
+        holds = [self.spans[k] for k in self.order if k.startswith("factory.held")]
+        hold_code = holds[-1].attrs.get("factory.hold_reason_code") if holds else None
+        condor = self.spans.get("condor")
+        error_type = root.error_type or (condor.error_type if condor and condor.status == "ERROR" else "")
+        verdict = failure.glidein_domain(root.attrs, error_type, hold_code)
+        if verdict is not None:
+            root.attrs["glidein.failure.domain"] = verdict.domain
+            root.attrs["glidein.failure.evidence"] = verdict.evidence
+        for key in self.order:
+            span = self.spans[key]
+            if not key.startswith("job/"):
+                continue
+            if span.closed_by_converter and span.status != "OK":
+                # the job never ended: its glidein ended first
+                span.status, span.error_type = "ERROR", span.error_type or "job.cut_short"
+                span.error_detail = span.error_detail or "the glidein ended while the job ran"
+            if span.status == "ERROR":
+                job = failure.job_domain(span.attrs, span.error_type, verdict,
+                                         span.closed_by_converter)
+                span.attrs["job.failure.domain"] = job.domain
+                span.attrs["job.failure.evidence"] = job.evidence
+                self._job_triage(key, span)
+
+    def _job_triage(self, key: str, span: _Span):
+        """A failed job's where and how (production notes): the slot it ran in is its remote
+        host when the ad did not say; what is still unknown is named in a note."""
+        host = self.resource_attrs.get("host.name")
+        if "job.remote_host" not in span.attrs and span.attrs.get("job.slot") and host:
+            span.attrs["job.remote_host"] = f"{span.attrs['job.slot']}@{host}"
+        known = dict(span.attrs)
+        known.update(span.end_fields)
+        known.update(self.resource_attrs)
+        if self.spans[ROOT].attrs.get("glidein.site"):
+            known["glidein.site"] = self.spans[ROOT].attrs["glidein.site"]
+        missing = [what for what, names in _JOB_TRIAGE
+                   if not any(known.get(name) not in (None, "") for name in names)]
+        if missing:
+            self.notes.append(Event(time=span.end, op="note", key=key, fields={
+                "@msg": "failed job: unknown " + ", ".join(missing)}))
+
     # -- building SDK spans ------------------------------------------------------------
     def resource(self) -> Resource:
         root = self.spans[ROOT]
@@ -542,6 +634,7 @@ class _Builder:
         for kind, count in self.dropped.items():
             if count:  # what the limits cut, counted where a reader looks first
                 self.spans[ROOT].attrs[f"glidein_tracing.dropped_{kind}"] = count
+        tails_by_key = log_tail.group(self.log_tails) if self.log_tails else {}
         for key in self.order:
             if key not in self.spans:
                 continue
@@ -569,6 +662,8 @@ class _Builder:
             events = [SpanEvent("glidein_tracing.note", self._scrub({"message": n.fields.get("@msg", "")}),
                                 timestamp=_ns(n.time))
                       for n in notes.get(key, ())]
+            if key in tails_by_key:
+                events = list(events) + self._log_tail_events(tails_by_key[key], span)
             status_code, description = (OK if span.status == "OK" else UNSET), None
             if span.status == "ERROR":
                 status_code = ERROR
@@ -596,6 +691,16 @@ class _Builder:
                 kept.append(note)
             else:
                 self.dropped["events"] += 1
+        return out
+
+    def _log_tail_events(self, tails: dict, span: _Span) -> list:
+        """The ``glidein.log_tail`` events of one span (``tails``: source -> its chunks),
+        bounded again (the node is untrusted) and scrubbed like every other value."""
+        out = []
+        for source, chunks in tails.items():
+            attrs = {"log.source": source}
+            attrs.update(log_tail.assemble(chunks))
+            out.append(SpanEvent(LOG_TAIL_EVENT, self._scrub(attrs), timestamp=_ns(span.end)))
         return out
 
     def _link_kind(self, span: _Span, value: str) -> str:
@@ -642,8 +747,8 @@ class _Builder:
 
     def _resources_for(self, span: _Span) -> dict:
         """A stage's ``glidein.resource.*``: the readings inside it (resources.py), or none."""
-        if span.stage.startswith("factory."):
-            return {}  # the Factory's view: the node's resources say nothing about it
+        if span.stage.startswith("factory.") or span.stage == SLEEP_STAGE:
+            return {}  # the Factory's view, or after cleanup: no node readings
         if span.stage == "validation":
             return {}  # a script's record has 1 s resolution: no reading can be placed in it
         inside = self.timeline.over(span.start, span.end)

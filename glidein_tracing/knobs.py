@@ -117,6 +117,10 @@ KNOBS = (
     Knob("GLIDEIN_TRACING_PYTHON", "string", "",
          "Python (>= 3.10, with opentelemetry-sdk) used for live export on the node; empty: "
          "python3 from PATH, if it qualifies."),
+    Knob("GLIDEIN_TRACING_LOG_TAIL_LINES", "int", "50",
+         "Lines of the log that explains a failure (the failed script's output, the HTCondor "
+         "daemon logs, the glidein's stderr) the cleanup hook attaches to the failed stage, "
+         "at most 8 KB each; only on failure; 0 turns it off.", minimum=0, maximum=500),
 )
 
 BY_NAME = {knob.name: knob for knob in KNOBS}

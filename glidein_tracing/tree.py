@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from .log_tail import LOG_TAIL_EVENT
+
 KEY_ATTRIBUTES = (
-    "glidein.entry", "glidein.site", "glidein.outcome", "error.type", "glidein.idle.kind",
+    "glidein.entry", "glidein.site", "glidein.outcome", "error.type", "glidein.failure.domain",
+    "job.failure.domain", "glidein.idle.kind",
     "job.global_id", "job.exit_code", "job.user_traceparent", "glidein.shutdown.reason",
     "glidein.resource.cpu_user_s", "glidein.resource.max_rss_bytes",
 )
@@ -20,6 +23,15 @@ def _duration(ns: int) -> str:
     if seconds < 7200:
         return f"{seconds / 60:.1f}m"
     return f"{seconds / 3600:.1f}h"
+
+
+def _log_tail(attrs: dict, indent: str) -> list[str]:
+    """A failed stage's log tail, under the stage, each line marked ``|``."""
+    note = f" ({attrs['log.note']})" if attrs.get("log.note") else ""
+    out = [f"{indent}log tail of {attrs.get('log.source', '?')}{note}:"]
+    text = str(attrs.get("log.lines", ""))
+    out += [f"{indent}| {line}" for line in text.split("\n")] if text else []
+    return out
 
 
 def render(spans: list[dict], attributes=KEY_ATTRIBUTES) -> str:
@@ -54,6 +66,9 @@ def render(spans: list[dict], attributes=KEY_ATTRIBUTES) -> str:
     while stack:
         span, depth = stack.pop()
         lines.append(line(span, depth))
+        for event in span.get("events") or ():
+            if event["name"] == LOG_TAIL_EVENT:
+                lines.extend(_log_tail(event["attributes"], "  " * min(depth + 1, MAX_INDENT)))
         # equal start times (per-script records have 1 s resolution): keep the recorded order
         kids = sorted(children.get(span["span_id"], []), key=lambda s: (s["start_ns"], order[s["span_id"]]))
         stack.extend((child, depth + 1) for child in reversed(kids))

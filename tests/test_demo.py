@@ -134,3 +134,38 @@ def test_analyze_reads_the_demo_store_without_mistaking_user_traces(demo_store):
     assert stats["outcomes"]["overall"] == {"ok": 4, "validation_failed": 1}
     # the Frontend's trace and the two users' traces are read, and not taken for glideins
     assert report["read"]["not_glidein_traces"] == 3
+
+
+def test_failures_carry_domain_log_tail_and_sleep_and_the_summary_names_them(demo_store):
+    store, stdout, traces = demo_store
+    failed_glideins, failed_jobs = {}, {}
+    for trace, spans in glidein_traces(traces).items():
+        root = stage(spans, "glidein")[0]
+        if root["attributes"]["glidein.outcome"] == "validation_failed":
+            failed_glideins[trace] = spans
+        failed_jobs.update({trace: j for j in stage(spans, "job") if j["status_code"] == 2})
+    (trace, spans), = failed_glideins.items()
+    root = stage(spans, "glidein")[0]
+    assert root["attributes"]["glidein.failure.domain"] == "site"
+    assert root["attributes"]["glidein.failure.evidence"] == "error.type=WN_Resource"
+    (script,) = [s for s in stage(spans, "validation") if s["status_code"] == 2]
+    tails = {e["attributes"]["log.source"]: e["attributes"] for e in script["events"]
+             if e["name"] == "glidein.log_tail"}
+    err = next(v for k, v in tails.items() if k.endswith(".err"))
+    assert "check_wn_drainstate.sh: ERROR: the check failed" in err["log.lines"]
+    assert "=== Validation error in" in err["log.lines"]
+    out = next(v for k, v in tails.items() if k.endswith(".out"))
+    assert "check_wn_drainstate.sh: checking the worker node" in out["log.lines"]
+    (sleep,) = stage(spans, "post_failure_sleep")
+    assert sleep["attributes"]["glidein.sleep.reason"] == "validation_failed"
+    (job_trace, job), = failed_jobs.items()
+    assert job["attributes"]["job.failure.domain"] == "user_code"
+    # the summary names each failure's domain; the demo prints the failed glidein's tail
+    lines = {line.split()[0]: line for line in stdout.splitlines() if line.startswith("  ")
+             and len(line.split()[0]) == 32}
+    assert "glidein failure: site (error.type=WN_Resource)" in lines[trace]
+    assert "job failure: user_code" in lines[job_trace]
+    assert "check_wn_drainstate.sh: ERROR: the check failed" in stdout
+    shown = subprocess.run([sys.executable, "-m", "glidein_tracing", "show", "--store", str(store), trace],
+                           capture_output=True, text=True, check=True).stdout
+    assert "log tail of logs/" in shown and "| check_wn_drainstate.sh: ERROR: the check failed" in shown

@@ -16,7 +16,8 @@ def test_demo_glideins_arrive_in_jaeger_whole(jaeger, jaeger_query):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Exporter already shutdown" not in proc.stderr
     listed = [line.split() for line in proc.stdout.splitlines() if line.startswith("  ")]
-    traces = {fields[0]: " ".join(fields[1:]) for fields in listed if len(fields[0]) == 32}
+    # "  TRACE  label[  -> glidein failure: DOMAIN (evidence)]"
+    traces = {fields[0]: " ".join(fields[1:]).split(" -> ")[0] for fields in listed if len(fields[0]) == 32}
     assert len(traces) == 5
     wanted = {"glidein", "gwms-frontend", "jobsub_lite"}
     assert wanted <= set(jaeger_query.wait_for_services(wanted))
@@ -40,5 +41,10 @@ def test_demo_glideins_arrive_in_jaeger_whole(jaeger, jaeger_query):
             failed = [s for s in spans.values() if v1_tags(s).get("error") is True
                       and v1_tags(s)["glidein.stage"] == "validation"]
             assert [v1_tags(s)["error.type"] for s in failed] == ["WN_Resource"]
+            assert v1_tags(root)["glidein.failure.domain"] == "site"
+            # the failed script's log tail is a span log (event) in Jaeger
+            logs = [{f["key"]: f["value"] for f in log["fields"]} for log in failed[0]["logs"]]
+            tails = [log for log in logs if log.get("event") == "glidein.log_tail"]
+            assert any("check_wn_drainstate.sh: ERROR" in log["log.lines"] for log in tails)
         else:
             assert {"condor.start", "idle"} <= stages

@@ -87,3 +87,16 @@ def test_garbage_on_stdin_is_harmless(glidein):
     assert run_exit_hook(glidein, "exit", "\x00\x01 not an ad\n" * 1000).returncode == 0
     events, _ = read_journal(glidein.journal)
     assert any(e.op == "note" and "no job id" in e.fields["@msg"] for e in events)
+
+
+def test_held_job_keeps_what_triage_needs(glidein):
+    ad = FINAL_AD.format(bysig="false", code="", signal="") + (
+        'HoldReason = "Error from slot1_1@wn01: Job has gone over memory limit of 2048 megabytes."\n'
+        "HoldReasonCode = 34\nHoldReasonSubCode = 0\nRemoteWallClockTime = 812.0\n"
+        'LastRemoteHost = "slot1_1@glidein_1234_0@wn01.example.org"\n')
+    assert run_exit_hook(glidein, "hold", ad).returncode == 0
+    f = job_end(glidein).fields
+    assert f["job.hold_reason"].startswith("Error from slot1_1@wn01: Job has gone over memory")
+    assert f["job.hold_reason_code:i"] == "34" and f["job.hold_reason_subcode:i"] == "0"
+    assert f["job.wall_s:f"] == "812.0"
+    assert f["job.remote_host"] == "slot1_1@glidein_1234_0@wn01.example.org"

@@ -233,7 +233,9 @@ def timeline_from_spans(trace_id: str, spans) -> GlideinTimeline:
 
 
 _BUCKETS = {"glidein": 0, "setup": 1, "validation": 2, "condor.start": 3, "job": 4, "teardown": 5,
-            "factory.queue": 6, "factory.held": 7, "factory.submit": 8}
+            "factory.queue": 6, "factory.held": 7, "factory.submit": 8,
+            # the slot kept after a validation failure: part of the node's life (waste)
+            "post_failure_sleep": 5}
 _EMPTY: dict = {}
 
 

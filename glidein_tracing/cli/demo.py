@@ -6,7 +6,8 @@ setup scripts, HTCondor phase, user jobs submitted by a jobsub-like user who tra
 cleanup. Then the real forwarder sends every span, once, to --endpoint (OTLP/HTTP, e.g. a
 Jaeger) or to the embedded store (default under your data dir). Outcomes vary: several jobs,
 no job until the idle timeout, a failing validation script, a failing user job, a job with
-its own TRACEPARENT. Finally it prints the tree of one trace.
+its own TRACEPARENT. Finally it prints each trace with the failure domains it carries, and the
+tree of one trace and of a failed glidein (with the log tail of its failed script).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from opentelemetry.sdk.trace.export import SpanExporter
 
 FACTORY = "gwms_demo_factory"
 SCHEDD = "schedd_glideins2@factory.demo.example.org"
@@ -50,7 +53,7 @@ def scenarios(count: int, user_contexts, first_cluster: int = 1000):
             out.append(("no job until GLIDEIN_Max_Idle", Scenario(jobs=[], max_idle_s=1.5, **common)))
         elif kind == 2:  # a validation script fails
             out.append(("validation failure", Scenario(fail_script=("check_wn_drainstate.sh", "WN_Resource"),
-                                                       fail_sleep_s=0.5, **common)))
+                                                       fail_sleep_s=1.5, **common)))
         elif kind == 3:  # a user job fails
             out.append(("user job fails", Scenario(jobs=[Job(duration_s=0.4, exit_code=3)], **common)))
         else:            # a job that brought its own context
@@ -115,6 +118,32 @@ class DemoSpans:
             provider.shutdown()
 
 
+class FailureSummary(SpanExporter):
+    """Passes the forwarder's spans on to the demo's exporter and remembers, per trace, the
+    failure domains they carry (what the demo's summary prints, whatever the backend)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.failures: dict = {}
+
+    def export(self, spans):
+        for span in spans:
+            attrs = span.attributes or {}
+            for who in ("glidein", "job"):
+                domain = attrs.get(f"{who}.failure.domain")
+                if domain:
+                    evidence = attrs.get(f"{who}.failure.evidence", "")
+                    self.failures.setdefault(format(span.context.trace_id, "032x"), []).append(
+                        f"{who} failure: {domain} ({evidence})")
+        return self.inner.export(spans)
+
+    def shutdown(self):
+        pass   # the demo shuts its exporter down itself
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
 def run_one(root: Path, number: int, label: str, scenario, condor_g):
     from ..simulator import simulate_glidein
     c, p = scenario.cluster, scenario.proc
@@ -168,7 +197,8 @@ def run(args):
         print(f"  glidein {scenario.cluster}.{scenario.proc}: {label} (exit code {result.exit_code})",
               file=sys.stderr)
     ledger = Ledger(root / "factory" / "forwarder.sqlite")
-    forwarder = Forwarder([layout.logs], exporter, ledger, FACTORY, schedd=SCHEDD, grace_s=0.0,
+    summary = FailureSummary(exporter)
+    forwarder = Forwarder([layout.logs], summary, ledger, FACTORY, schedd=SCHEDD, grace_s=0.0,
                           settle_s=0.0, reconcile=reconcile)
     stats = forwarder.run_once()
     demo.shutdown()
@@ -178,12 +208,17 @@ def run(args):
            for _, s, _ in results]
     print(f"\n{len(ids)} glidein traces sent to {where}:")
     for (label, scenario, _), trace in zip(results, ids):
-        print(f"  {trace}  {label}")
+        failures = summary.failures.get(trace)
+        print(f"  {trace}  {label}" + (f"  -> {'; '.join(failures)}" if failures else ""))
     if args.endpoint:
         print(f"\nopen them in Jaeger, e.g. {args.endpoint.rsplit(':', 1)[0]}:16686/trace/{ids[0]}")
         return 1 if stats.export_failures else 0
     traces = read_store(exporter.directory)
     print()
     print(render(traces.get(ids[0], [])))
+    failed = next((t for t in ids if any("glidein failure" in f for f in summary.failures.get(t, ()))), None)
+    if failed:   # a failed glidein: its domain, and the log tail of the stage that failed
+        print()
+        print(render(traces.get(failed, [])))
     print(f"\nshow any of them: glidein-tracing show TRACE_ID --store {exporter.directory}")
     return 1 if stats.export_failures else 0

@@ -146,7 +146,8 @@ BEGIN { b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
                   "exitcode exitbysignal exitsignal jobstatus remoteusercpu remotesyscpu " \
                   "residentsetsize requestcpus requestmemory requestdisk jobstartdate " \
                   "jobcurrentstartdate jobcurrentstartexecutingdate completiondate " \
-                  "enteredcurrentstatus remotewallclocktime", prio, " ")
+                  "enteredcurrentstatus remotewallclocktime holdreasoncode lastremotehost " \
+                  "remotehost holdreason", prio, " ")
         for (i = 1; i <= n; i++) rank[prio[i]] = i }
 function enc(s,   out, i, c1, c2, c3, v, len) {
     out = ""; len = length(s)
@@ -317,6 +318,76 @@ gt_close_setup() {
     fi
 }
 
+# Log tails on failure: the lines that explain it, as `note` lines on the failed span with
+# @log.source (path under the work dir), @log.part/@log.parts and @log.data (base64 chunks
+# of the tail: any bytes survive, one value stays under the journal's limits).
+GT_LOG_TAIL_BYTES=8192     # per tail, whatever GLIDEIN_TRACING_LOG_TAIL_LINES says
+GT_LOG_TAIL_READ=65536     # bytes read from a log's end before picking lines (huge logs)
+GT_LOG_TAIL_CHUNK=1000
+GT_LOG_MARK_OK='=== validation OK in '   # glidein_startup.sh, after each script that passed
+GT_AWK_AFTER_MARK='
+index($0, mark) == 1 && mark != "" { n = 0; next }
+{ line[++n] = $0 }
+END { for (i = 1; i <= n; i++) print line[i] }
+'
+
+# gt_log_tail KEY SOURCE FILE [MARK]: the tail of FILE (after the last line starting with
+# MARK, when given): at most GT_LOG_TAIL_LINES lines and GT_LOG_TAIL_BYTES bytes. A file that
+# cannot be read gets a note saying why instead (@log.note).
+gt_log_tail() {
+    local key=$1 source=$2 file=$3 mark=${4:-} why= data part=0 parts
+    if [ ! -e "$file" ]; then why="absent"
+    elif [ ! -f "$file" ]; then why="not a regular file"
+    elif [ ! -r "$file" ]; then why="not readable"
+    elif ! command -v base64 >/dev/null 2>&1; then why="no base64 on this node"
+    fi
+    if [ -z "$why" ]; then
+        data=$(tail -c "$GT_LOG_TAIL_READ" "$file" 2>/dev/null \
+            | gt_bounded 5 env LC_ALL=C awk -v mark="$mark" "$GT_AWK_AFTER_MARK" 2>/dev/null \
+            | tail -n "$GT_LOG_TAIL_LINES" | tail -c "$GT_LOG_TAIL_BYTES" | base64 -w 0 2>/dev/null)
+        [ -n "$data" ] || why="empty"
+    fi
+    gt_now
+    if [ -n "$why" ]; then
+        gt_emit "$GT_NOW" note "$key" "@log.source=$source" "@log.note=$why"
+        return 0
+    fi
+    parts=$(( (${#data} + GT_LOG_TAIL_CHUNK - 1) / GT_LOG_TAIL_CHUNK ))
+    while [ "$part" -lt "$parts" ]; do
+        gt_emit "$GT_NOW" note "$key" "@log.source=$source" "@log.part=$part" "@log.parts=$parts" \
+            "@log.data=${data:$((part * GT_LOG_TAIL_CHUNK)):$GT_LOG_TAIL_CHUNK}"
+        part=$((part + 1))
+    done
+}
+
+# gt_log_tails: only for a glidein that did not end ok, the log that explains it: a failed
+# validation script's own output (GlideinWMS's copies logs/<uuid>/<uuid>.err|.out, from the
+# last script that passed), the HTCondor daemon logs of a failed condor phase, else (an
+# abnormal end) the glidein's stderr.
+gt_log_tails() {
+    case ${GT_LOG_TAIL_LINES:-50} in ''|0|*[!0-9]*) return 0 ;; esac
+    case $GT_OUTCOME in ok) return 0 ;; esac
+    local id st cst uuid logdir rel f starter
+    gt_cfg_read "$GT_CONFIG" GLIDEIN_UUID GLIDEIN_LOGDIR
+    gt_get GLIDEIN_UUID; uuid=$GT_V
+    gt_get GLIDEIN_LOGDIR; logdir=${GT_V:-logs/$uuid}
+    rel=${logdir%/}/$uuid
+    case $rel in /*) ;; *) rel=$GT_WORK_DIR/$rel ;; esac
+    IFS="$GT_US" read -r id st _ <<< "$GT_LAST"
+    IFS="$GT_US" read -r _ cst _ <<< "$GT_CONDOR"
+    if [ "$GT_OUTCOME" = validation_failed ] && [ "$st" = ERROR ]; then
+        gt_log_tail "validation/$id" "${rel#"$GT_WORK_DIR"/}.err" "$rel.err" "$GT_LOG_MARK_OK"
+        gt_log_tail "validation/$id" "${rel#"$GT_WORK_DIR"/}.out" "$rel.out" "$GT_LOG_MARK_OK"
+    elif [ -n "$GT_CONDOR" ] && [ "$cst" = ERROR ]; then
+        starter=$(ls -t "$GT_WORK_DIR"/log/StarterLog* 2>/dev/null | head -n 1)
+        for f in "$GT_WORK_DIR/log/MasterLog" "$GT_WORK_DIR/log/StartdLog" "${starter:-$GT_WORK_DIR/log/StarterLog}"; do
+            gt_log_tail condor "${f#"$GT_WORK_DIR"/}" "$f"
+        done
+    else
+        gt_log_tail glidein "${rel#"$GT_WORK_DIR"/}.err" "$rel.err"
+    fi
+}
+
 # gt_export: live export with our CLI, only when configured. Everything here (the Python
 # probe, then the export) fits in GLIDEIN_TRACING_EXPORT_TIMEOUT from the start of the step:
 # the probe may use half of it (at most 10 s), the export gets what remains.
@@ -410,6 +481,7 @@ gt_main() {
     gt_outcome
     gt_now
     gt_close_setup
+    gt_log_tails
     local status=OK
     [ "$GT_OUTCOME" != validation_failed ] || status=ERROR
     gt_emit "${GT_CONDOR_END:-${GT_LAST_END:-$GT_NOW}}" start teardown "@name=teardown" \

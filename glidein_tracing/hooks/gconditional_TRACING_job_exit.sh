@@ -35,8 +35,10 @@ gt_main() {
     gt_now
     # the final ad (bounded read); numbers and the job id only
     ad=$(gt_ad_select globaljobid clusterid procid exitcode exitbysignal exitsignal \
-        remoteusercpu remotesyscpu residentsetsize)
+        remoteusercpu remotesyscpu residentsetsize holdreason holdreasoncode holdreasonsubcode \
+        remotewallclocktime remotehost lastremotehost)
     local n v gid="" cluster="" proc="" code="" bysig="" sig="" ucpu="" scpu="" rss=""
+    local hold="" hcode="" hsub="" wall="" rhost=""
     while IFS="$GT_TAB" read -r n v; do
         case $n in
             globaljobid) gid=$v ;;
@@ -48,12 +50,18 @@ gt_main() {
             remoteusercpu) ucpu=$v ;;
             remotesyscpu) scpu=$v ;;
             residentsetsize) rss=$v ;;
+            holdreason) hold=$v ;;
+            holdreasoncode) hcode=$v ;;
+            holdreasonsubcode) hsub=$v ;;
+            remotewallclocktime) wall=$v ;;
+            remotehost) rhost=$v ;;
+            lastremotehost) rhost=${rhost:-$v} ;;
         esac
     done <<< "$ad"
-    for n in cluster proc code sig rss; do
+    for n in cluster proc code sig rss hcode hsub; do
         case ${!n} in ''|*[!0-9-]*) printf -v "$n" '' ;; esac
     done
-    for n in ucpu scpu; do
+    for n in ucpu scpu wall; do
         case ${!n} in ''|*[!0-9.eE+-]*) printf -v "$n" '' ;; esac
     done
     [ -z "$rss" ] || rss=$((rss * 1024))
@@ -79,7 +87,9 @@ gt_main() {
     [ "$bysig" = true ] || sig=
     gt_emit "$GT_NOW" end "$key" "@status=$status" "@error.type=$etype" "@error.detail=$edetail" \
         "job.exit_code:i=$code" "job.exit_signal:i=$sig" "job.exit_by=$GT_EXIT_BY" \
-        "r.utime=$ucpu" "r.stime=$scpu" "job.rss_bytes:i=$rss"
+        "r.utime=$ucpu" "r.stime=$scpu" "job.rss_bytes:i=$rss" \
+        "job.hold_reason=$hold" "job.hold_reason_code:i=$hcode" "job.hold_reason_subcode:i=$hsub" \
+        "job.wall_s:f=$wall" "job.remote_host=$rhost"
 }
 
 gt_main >/dev/null 2>&1

@@ -12,4 +12,5 @@ gt_knobs_load() {
     gt_knob GT_MAX_SPANS GLIDEIN_TRACING_MAX_SPANS int '2000' '10' '100000' ''
     gt_knob GT_REDACT GLIDEIN_TRACING_REDACT string '' '' '' ''
     gt_knob GT_PYTHON GLIDEIN_TRACING_PYTHON string '' '' '' ''
+    gt_knob GT_LOG_TAIL_LINES GLIDEIN_TRACING_LOG_TAIL_LINES int '50' '0' '500' ''
 }

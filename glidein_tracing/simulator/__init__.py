@@ -171,6 +171,8 @@ def stage_factory_files(stage_dir, entry: str = "TEST_ENTRY", *, site: str = "GW
         script.write_text(
             "#!/bin/bash\n# a validation script that fails (glidein_tracing simulator)\n"
             'glidein_config="$1"\n'
+            f'echo "{name}: checking the worker node"\n'
+            f'echo "{name}: ERROR: the check failed on $(hostname) (simulated)" >&2\n'
             "error_gen=$(grep -m1 '^ERROR_GEN_PATH ' \"$glidein_config\" | cut -d ' ' -f 2-)\n"
             f'"$error_gen" -error "{name}" "{kind}" "Simulated validation failure in {name}" '
             '"sim_probe" "forced_failure"\nexit 1\n')

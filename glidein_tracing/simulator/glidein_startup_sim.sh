@@ -67,6 +67,25 @@ cd "$work_dir" || exit 1
 echo "Running in ${work_dir}"
 glidein_uuid=$(cat /proc/sys/kernel/random/uuid 2>/dev/null || echo "00000000-0000-0000-0000-$$")
 export GLIDEIN_Name="$glidein_name" GLIDEIN_UUID="$glidein_uuid"
+# glog_init: the glidein's stdout and stderr also go to logs/<uuid>/<uuid>.out|.err under the
+# work dir (GLIDEIN_LOGDIR), where a cleanup script still finds them
+glog_dir="logs/${glidein_uuid}"
+glog_out_pid= glog_err_pid=
+if mkdir -p "$work_dir/$glog_dir"; then
+    exec 7>&1 8>&2
+    exec 1> >(exec tee -a "$work_dir/$glog_dir/${glidein_uuid}.out")
+    glog_out_pid=$!
+    exec 2> >(exec tee -a "$work_dir/$glog_dir/${glidein_uuid}.err" >&8)
+    glog_err_pid=$!
+    warn "glog_init: Started logging stderr on file too"
+fi
+# glog_close: back to the plain stdout/stderr, the copies complete
+glog_close() {
+    [ -n "$glog_out_pid" ] || return 0
+    exec 1>&7 2>&8 7>&- 8>&-
+    wait "$glog_out_pid" "$glog_err_pid" 2>/dev/null
+    glog_out_pid=
+}
 main_dir="$work_dir/main"
 entry_dir="$work_dir/entry_${glidein_entry}"
 GWMS_DIR="$work_dir/.gwms.d"
@@ -107,6 +126,7 @@ touch "$wrapper_list" "$main_dir/condor_vars.lst" "$entry_dir/condor_vars.lst"
     echo "GLIDEIN_START_DIR_ORIG ${start_dir}"
     echo "GLIDEIN_WORKSPACE_ORIG ${work_dir}"
     echo "GLIDEIN_WORK_DIR ${main_dir}"
+    echo "GLIDEIN_LOGDIR ${glog_dir}"
     echo "GLIDEIN_ENTRY_WORK_DIR ${entry_dir}"
     echo "TMP_DIR ${glide_tmp_dir}"
     echo "GLIDEIN_LOCAL_TMP_DIR ${glide_local_tmp_dir}"
@@ -202,6 +222,7 @@ glidein_exit() {
         warn "Sleeping ${GLIDEIN_SIM_FAIL_SLEEP:-1}"
         sleep "${GLIDEIN_SIM_FAIL_SLEEP:-1}"
     fi
+    glog_close
     cd "$start_dir" || true
     if [ -z "${GLIDEIN_SIM_KEEP_WORKDIR:-}" ]; then
         find "$work_dir" -type d -exec chmod u+w {} \; 2>/dev/null

@@ -1,0 +1,194 @@
+"""Failure domain: who is to blame for a failed glidein or job, and what said so.
+
+The operators' first question about a failure is "service or code?": the site, the VO's
+configuration, credentials, the grid layer, the glidein itself, a preemption, or the user's
+job. This module is the one place that answers it, from what a trace already holds
+(GlideinWMS failure types, Condor-G hold reason codes, outcomes, job exit/hold cases). The
+converter calls ``glidein_domain`` for the root and ``job_domain`` for each job; the table in
+docs/failures.md is ``render_markdown()`` (a test checks they agree).
+
+Every answer comes with its evidence, ``attribute=value``: the one attribute that decided it.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+SITE, VO_CONFIG, CREDENTIALS, GRID, GLIDEIN, PREEMPTED, USER_CODE = (
+    "site", "vo_config", "credentials", "grid", "glidein", "preempted", "user_code")
+
+DOMAINS = {
+    SITE: "the worker node or the site: resources, network, corrupted files",
+    VO_CONFIG: "the VO's (Frontend's) own configuration or validation scripts",
+    CREDENTIALS: "a proxy or token missing, invalid or expired",
+    GRID: "held or removed by Condor-G or the CE; never ran",
+    GLIDEIN: "HTCondor daemons or the glidein itself broke",
+    PREEMPTED: "ended from outside: SIGTERM, eviction, walltime, hard kill by the batch system",
+    USER_CODE: "the job failed on a healthy glidein",
+}
+
+# GlideinWMS error_gen failure types (a failed validation script's or condor_startup.sh's
+# record): error.type on the root
+GLIDEINWMS_TYPES = {
+    "WN_Resource": SITE,
+    "Network": SITE,
+    "Corruption": SITE,
+    "Config": GLIDEIN,
+    "VO_Config": VO_CONFIG,
+    "VO_Proxy": CREDENTIALS,
+}
+
+
+class HoldCode(NamedTuple):
+    name: str
+    glidein: str   # a glidein (grid-universe job) held by Condor-G with this code
+    job: str       # a user job held on a glidein with this code
+
+
+# HTCondor's HoldReasonCode values (condor_holdcodes.h). A code not listed: GRID for a
+# glidein, USER_CODE for a job.
+HOLD_CODES = {
+    0: HoldCode("Unspecified", GRID, USER_CODE),
+    1: HoldCode("UserRequest", GRID, USER_CODE),
+    2: HoldCode("GlobusGramError", GRID, GLIDEIN),
+    3: HoldCode("JobPolicy", GRID, USER_CODE),
+    4: HoldCode("CorruptedCredential", CREDENTIALS, CREDENTIALS),
+    5: HoldCode("JobPolicyUndefined", GRID, USER_CODE),
+    6: HoldCode("FailedToCreateProcess", GRID, USER_CODE),
+    7: HoldCode("UnableToOpenOutput", GRID, USER_CODE),
+    8: HoldCode("UnableToOpenInput", GRID, USER_CODE),
+    12: HoldCode("DownloadFileError", GRID, SITE),
+    13: HoldCode("UploadFileError", GRID, SITE),
+    14: HoldCode("IwdError", GRID, SITE),
+    19: HoldCode("HookPrepareJobFailure", GRID, GLIDEIN),
+    21: HoldCode("StartdHeldJob", GRID, GLIDEIN),
+    23: HoldCode("FailedToAccessUserAccount", GRID, SITE),
+    26: HoldCode("SystemPolicy", GRID, USER_CODE),
+    27: HoldCode("SystemPolicyUndefined", GRID, USER_CODE),
+    32: HoldCode("MaxTransferInputSizeExceeded", GRID, USER_CODE),
+    33: HoldCode("MaxTransferOutputSizeExceeded", GRID, USER_CODE),
+    34: HoldCode("JobOutOfResources", PREEMPTED, USER_CODE),
+    35: HoldCode("InvalidDockerImage", GRID, USER_CODE),
+    45: HoldCode("SingularityTestFailed", GRID, SITE),
+    46: HoldCode("JobDurationExceeded", PREEMPTED, USER_CODE),
+    47: HoldCode("JobExecuteExceeded", PREEMPTED, USER_CODE),
+}
+
+# glidein.outcome values that decide the domain when no failure type or hold code does
+OUTCOMES = {
+    "terminated": PREEMPTED,          # SIGTERM from the site's batch system
+    "killed": PREEMPTED,              # ended by a signal the Factory saw
+    "removed": GRID,                  # removed by the Factory or Condor-G
+    "never_ran": GRID,                # left the Factory's queue without running
+    "no_glidein_output": GLIDEIN,     # ran, but returned no journal
+    "incomplete": GLIDEIN,            # the glidein stopped with stages still open
+}
+
+# a job's error.type (exit hook or StartdHistoryLog) -> domain, on a healthy glidein
+JOB_ERROR_TYPES = {
+    "job.exit_code": USER_CODE,
+    "job_failed": USER_CODE,
+    "job.signal": USER_CODE,
+    "job.remove": USER_CODE,
+    "job.hold": USER_CODE,
+    "job.evict": PREEMPTED,
+}
+# signals a glidein's end sends its jobs: with the glidein ended from outside, not the code
+SHUTDOWN_SIGNALS = (9, 15)
+
+
+class Verdict(NamedTuple):
+    domain: str
+    evidence: str   # "attribute=value": what decided it
+
+
+def _hold_code(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def glidein_domain(attrs: dict, error_type: str = "", hold_code=None) -> Verdict | None:
+    """The domain of a glidein that did not end ``ok``; None for one that did.
+
+    ``attrs``: the root's attributes (``glidein.outcome``, ``factory.*``); ``error_type``:
+    the root's GlideinWMS failure type, if any; ``hold_code``: the HoldReasonCode of its last
+    Condor-G hold, if any."""
+    outcome = str(attrs.get("glidein.outcome", "") or "")
+    if outcome in ("", "ok"):
+        return None
+    if error_type in GLIDEINWMS_TYPES:
+        return Verdict(GLIDEINWMS_TYPES[error_type], f"error.type={error_type}")
+    code = _hold_code(hold_code)
+    if code is not None and outcome in ("removed", "never_ran"):
+        known = HOLD_CODES.get(code)
+        return Verdict(known.glidein if known else GRID, f"factory.hold_reason_code={code}")
+    if attrs.get("factory.signal") not in (None, ""):
+        return Verdict(PREEMPTED, f"factory.signal={attrs['factory.signal']}")
+    if attrs.get("factory.evicted") is True:
+        return Verdict(PREEMPTED, "factory.evicted=true")
+    if outcome in OUTCOMES:
+        return Verdict(OUTCOMES[outcome], f"glidein.outcome={outcome}")
+    if error_type:
+        return Verdict(GLIDEIN, f"error.type={error_type}")
+    return Verdict(GLIDEIN, f"glidein.outcome={outcome}")
+
+
+def job_domain(attrs: dict, error_type: str, glidein: Verdict | None,
+               closed_by_converter: bool = False) -> Verdict:
+    """The domain of a failed job. A job cut short by its glidein's end takes the glidein's
+    domain (never ``user_code``); otherwise its hold code, then its error type, decide."""
+    if closed_by_converter:
+        domain = glidein.domain if glidein and glidein.domain != USER_CODE else GLIDEIN
+        return Verdict(domain, "glidein.closed_by=converter")
+    signal = attrs.get("job.exit_signal")
+    if error_type == "job.signal" and glidein is not None and signal in SHUTDOWN_SIGNALS:
+        return Verdict(glidein.domain, f"job.exit_signal={signal}")
+    code = _hold_code(attrs.get("job.hold_reason_code"))
+    if code is not None:
+        known = HOLD_CODES.get(code)
+        return Verdict(known.job if known else USER_CODE, f"job.hold_reason_code={code}")
+    domain = JOB_ERROR_TYPES.get(error_type, USER_CODE)
+    return Verdict(domain, f"error.type={error_type}" if error_type else "status=ERROR")
+
+
+def cases() -> list[tuple[str, str, str, str]]:
+    """Every case the module decides, as (kind, case, domain, evidence attribute) rows."""
+    rows = [("GlideinWMS failure type", name, domain, "error.type")
+            for name, domain in GLIDEINWMS_TYPES.items()]
+    rows += [("Condor-G hold of a glidein", f"{code} {hold.name}", hold.glidein,
+              "factory.hold_reason_code") for code, hold in HOLD_CODES.items()]
+    rows.append(("Condor-G hold of a glidein", "any other code", GRID, "factory.hold_reason_code"))
+    rows.append(("glidein ended by a signal", "factory.signal set", PREEMPTED, "factory.signal"))
+    rows.append(("glidein evicted", "factory.evicted true", PREEMPTED, "factory.evicted"))
+    rows += [("glidein outcome", outcome, domain, "glidein.outcome")
+             for outcome, domain in OUTCOMES.items()]
+    rows.append(("glidein outcome", "any other failed outcome", GLIDEIN, "glidein.outcome"))
+    rows.append(("job cut short by its glidein's end", "glidein.closed_by=converter",
+                 "the glidein's domain (glidein when it has none)", "glidein.closed_by"))
+    rows.append(("job killed by its failed glidein's shutdown",
+                 "signal " + " or ".join(map(str, SHUTDOWN_SIGNALS)),
+                 "the glidein's domain", "job.exit_signal"))
+    rows += [("job hold", f"{code} {hold.name}", hold.job, "job.hold_reason_code")
+             for code, hold in HOLD_CODES.items()]
+    rows.append(("job hold", "any other code", USER_CODE, "job.hold_reason_code"))
+    rows += [("job error", error_type, domain, "error.type")
+             for error_type, domain in JOB_ERROR_TYPES.items()]
+    return rows
+
+
+def render_markdown() -> str:
+    """The mapping table of docs/failures.md."""
+    lines = ["| what was seen | case | domain | evidence attribute |", "|---|---|---|---|"]
+    lines += [f"| {kind} | {case} | `{domain}` | `{evidence}` |" if domain in DOMAINS
+              else f"| {kind} | {case} | {domain} | `{evidence}` |"
+              for kind, case, domain, evidence in cases()]
+    return "\n".join(lines) + "\n"
+
+
+def render_domains_markdown() -> str:
+    """The table of domains of docs/failures.md."""
+    lines = ["| domain | meaning |", "|---|---|"]
+    lines += [f"| `{name}` | {meaning} |" for name, meaning in DOMAINS.items()]
+    return "\n".join(lines) + "\n"

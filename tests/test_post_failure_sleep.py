@@ -1,0 +1,58 @@
+"""After a validation failure the glidein keeps its slot ~20 min (GLIDEIN_ToDie): the Factory
+forwarder makes that a `post_failure_sleep` stage from the end of cleanup to the glidein's exit
+(the Factory's terminated event), and `analyze` counts it as validation waste."""
+
+import json
+import os
+import time
+
+import pytest
+
+from glidein_tracing.exporters.store import read_store
+from glidein_tracing.cli.main import main
+from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
+
+from factory_builders import T0, identity, journal_text, returned_stderr
+from fixtures import fixture_path
+from journal_builders import parse_otr_records
+from test_forwarder import make_forwarder
+
+SLEEP_S = 1200.0
+
+
+def forwarded(tmp_path, run, ends_at):
+    layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_demo_instance", entry="DEMO_ENTRY")
+    log = CondorGLog(layout)
+    records = parse_otr_records(fixture_path("glidein-run", run, "otr_outlist.list").read_text())
+    log.submit(400, 0, when=T0 - 120)
+    log.grid_submit(400, 0, when=T0 - 110)
+    log.execute(400, 0, when=T0)
+    layout.output(400, 0, "err").write_text(returned_stderr(journal_text(layout, 400, 0, T0, records)))
+    old = time.time() - 3600
+    os.utime(layout.output(400, 0, "err"), (old, old))
+    log.terminated(400, 0, 1, when=ends_at)
+    assert make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite").run_once().glideins_done == 1
+    spans = read_store(tmp_path / "store")[identity(layout, 400, 0).trace_id]
+    return {s["attributes"]["glidein.stage"]: s for s in spans}, spans
+
+
+def test_validation_failure_sleep_is_a_stage_until_the_factory_saw_the_exit(tmp_path):
+    stages, spans = forwarded(tmp_path, "fail", T0 + 22 + SLEEP_S)
+    sleep = stages["post_failure_sleep"]
+    assert sleep["start_ns"] == stages["teardown"]["end_ns"]
+    assert sleep["end_ns"] == stages["glidein"]["end_ns"] == int((T0 + 22 + SLEEP_S) * 1e9)
+    assert sleep["attributes"]["glidein.sleep.reason"] == "validation_failed"
+    assert sleep["attributes"]["glidein.sleep.end_source"] == "factory.terminated"
+    assert sleep["parent_span_id"] == stages["glidein"]["span_id"]
+    assert not [k for k in sleep["attributes"] if k.startswith("glidein.resource.")]
+
+    # analyze: the glidein's validation waste is its whole life, the sleep included
+    out = tmp_path / "a.json"
+    assert main(["analyze", "--store", str(tmp_path / "store"), "--json", str(out)]) == 0
+    waste = json.loads(out.read_text())["stats"]["waste_core_hours"]["overall"]
+    assert waste["validation"] == pytest.approx((22 + SLEEP_S) / 3600, abs=0.01)
+
+
+def test_a_glidein_that_ran_has_no_sleep(tmp_path):
+    stages, _ = forwarded(tmp_path, "success", T0 + 22 + SLEEP_S)
+    assert "post_failure_sleep" not in stages
