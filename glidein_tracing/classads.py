@@ -6,11 +6,8 @@ huge or malformed. Parsing returns a plain dict of Python values or None, never 
 
 from __future__ import annotations
 
-import re
-
 MAX_AD_BYTES = 256 * 1024
 MAX_VALUE_CHARS = 1024
-HISTORY_BANNER = re.compile(r"^\*\*\* .*$", re.MULTILINE)
 
 
 def _plain(value):
@@ -40,9 +37,3 @@ def parse_old_ad(text: str):
                 continue
     return out
 
-
-def split_history(text: str):
-    """Split a StartdHistoryLog into record texts (each ad ends at a ``*** `` banner line).
-    Parsing the whole file at once would silently merge records."""
-    chunks = HISTORY_BANNER.split(text)
-    return [chunk.strip("\n") for chunk in chunks if chunk.strip()]

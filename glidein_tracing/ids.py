@@ -41,18 +41,6 @@ class GlideinIdentity:
         return _hex_prefix("".join(f + "\n" for f in fields), 32)
 
     @classmethod
-    def from_glidein_config(cls, config: dict) -> "GlideinIdentity":
-        return cls(
-            factory=config.get("GLIDEIN_Factory", ""),
-            name=config.get("GLIDEIN_Name", ""),
-            entry=config.get("GLIDEIN_Entry_Name", ""),
-            schedd=config.get("CONDORG_SCHEDD", ""),
-            cluster=config.get("CONDORG_CLUSTER", ""),
-            proc=config.get("CONDORG_SUBCLUSTER", ""),
-            index=config.get("GLIDEIN_TRACING_MULTI_INDEX", "0") or "0",
-        )
-
-    @classmethod
     def from_job_environment(cls, env: dict) -> "GlideinIdentity":
         """The identity as a user job sees it (STARTER_JOB_ENVIRONMENT names)."""
         return cls(

@@ -51,9 +51,9 @@ def test_setup_opens_root_span_with_identity_and_trace_id(glidein_factory, run):
     assert out.returncode == 0
     assert "disabled" not in out.stderr
     cfg = g.config
-    ident = GlideinIdentity.from_glidein_config(
-        {k: config_get(cfg, k) for k in ("GLIDEIN_Factory", "GLIDEIN_Name", "GLIDEIN_Entry_Name",
-                                         "CONDORG_SCHEDD", "CONDORG_CLUSTER", "CONDORG_SUBCLUSTER")})
+    ident = GlideinIdentity(*(config_get(cfg, k) for k in (
+        "GLIDEIN_Factory", "GLIDEIN_Name", "GLIDEIN_Entry_Name",
+        "CONDORG_SCHEDD", "CONDORG_CLUSTER", "CONDORG_SUBCLUSTER")))
     (root,) = _events(g, "start", "glidein")
     assert root.fields["@trace_id"] == ident.trace_id
     assert root.fields["glidein.factory"] == "gwms_test_factory"

@@ -18,11 +18,9 @@ def test_every_identity_field_changes_the_trace_id():
 
 
 def test_factory_and_job_views_of_the_same_glidein_agree():
-    config = {"GLIDEIN_Factory": "F", "GLIDEIN_Name": "N", "GLIDEIN_Entry_Name": "E",
-              "CONDORG_SCHEDD": "S", "CONDORG_CLUSTER": "7", "CONDORG_SUBCLUSTER": "3"}
     env = {"GLIDEIN_Factory": "F", "GLIDEIN_Name": "N", "GLIDEIN_Entry_Name": "E",
            "GLIDEIN_Schedd": "S", "GLIDEIN_ClusterId": "7", "GLIDEIN_ProcId": "3"}
-    assert (ids.GlideinIdentity.from_glidein_config(config).trace_id
+    assert (ids.GlideinIdentity("F", "N", "E", "S", "7", "3").trace_id
             == ids.GlideinIdentity.from_job_environment(env).trace_id)
 
 
