@@ -5,6 +5,7 @@ the way glidein_startup.sh places them, and the real shells (bash, dash) to run 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from glidein_tracing.converter import parse_iso
 
 REPO = Path(__file__).resolve().parents[1]
 HOOKS = REPO / "glidein_tracing" / "hooks"
@@ -115,6 +118,21 @@ def make_glidein(root: Path, run: str = "success", drop_keys=(), multirestart=No
         lines.append(f"{key} {value}")
     (work / "glidein_config").write_text("\n".join(lines).rstrip("\n") + "\n")
     return Glidein(work=work, startup=startup)
+
+
+def retime_glidein_start(g: Glidein, run: str):
+    """The stand-in glidein_startup.sh started now, the recorded one hours ago: date the root
+    and setup starts at the recorded glidein's start (its stdout XML), as the setup hook would
+    have, so the recorded per-script records lie inside setup."""
+    text = (fixture_dir(run) / "stdout_xml_description.xml").read_text()
+    start = parse_iso(re.search(r"<tStart>([^<]+)</tStart>", text).group(1))
+    lines = []
+    for line in g.journal.read_text().splitlines(keepends=True):
+        fields = line.split("\t")
+        if fields[2] == "start" and fields[3] in ("glidein", "setup"):
+            fields[1] = f"{start:.6f}"
+        lines.append("\t".join(fields))
+    g.journal.write_text("".join(lines))
 
 
 def world_readable_tmp() -> Path:

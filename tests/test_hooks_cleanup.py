@@ -12,7 +12,7 @@ import pytest
 from glidein_tracing.converter import convert, parse_iso
 from glidein_tracing.journal import parse_lines, read_journal
 from glidein_tracing.simulator import decode_sections
-from hook_support import fixture_dir, fixture_work_dir, make_glidein
+from hook_support import fixture_dir, fixture_work_dir, make_glidein, retime_glidein_start
 from span_nesting import outside_parent
 
 
@@ -183,27 +183,12 @@ def _at_cleanup_config(g, run):
     g.config.write_text("\n".join(lines[:at] + ours + lines[at:]) + "\n")
 
 
-def _retime_glidein_start(g, run):
-    """The stand-in glidein_startup.sh started now, the recorded one hours ago: date the root
-    and setup starts at the recorded glidein's start (its stdout XML), as the setup hook would
-    have."""
-    text = (fixture_dir(run) / "stdout_xml_description.xml").read_text()
-    start = parse_iso(re.search(r"<tStart>([^<]+)</tStart>", text).group(1))
-    lines = []
-    for line in g.journal.read_text().splitlines(keepends=True):
-        fields = line.split("\t")
-        if fields[2] == "start" and fields[3] in ("glidein", "setup"):
-            fields[1] = f"{start:.6f}"
-        lines.append("\t".join(fields))
-    g.journal.write_text("".join(lines))
-
-
 @pytest.mark.parametrize("run", ["success", "fail", "sigterm"])
 def test_real_glideins_setup_ends_where_glideinwms_setup_ends(glidein_at_cleanup, run):
     g, cleanup_dir = glidein_at_cleanup(run)
     shutil.copy(fixture_dir(run) / "otr_outlist.list", g.work / "otr_outlist.list")
     _at_cleanup_config(g, run)
-    _retime_glidein_start(g, run)
+    retime_glidein_start(g, run)
     assert run_cleanup(g, cleanup_dir).returncode == 0
     events, report = read_journal(g.journal)
     assert report.skipped_total == 0, report.summary()

@@ -13,7 +13,7 @@ from glidein_tracing.converter import convert
 from glidein_tracing.exporters.store import JsonLinesStoreExporter
 from glidein_tracing.journal import read_journal
 
-from hook_support import config_get, fixture_dir, make_glidein
+from hook_support import config_get, fixture_dir, make_glidein, retime_glidein_start
 
 UUID_KEY = "GLIDEIN_UUID"
 
@@ -25,6 +25,7 @@ def glidein_at_cleanup(tmp_path):
     def make(run, extra_config=None, otr_text=None):
         g = make_glidein(tmp_path / run, run, extra_config=extra_config)
         assert g.run_hook("gconditional_TRACING_setup.sh", "glidein_config", "main").returncode == 0
+        retime_glidein_start(g, run)
         text = otr_text if otr_text is not None else (fixture_dir(run) / "otr_outlist.list").read_text()
         (g.work / "otr_outlist.list").write_text(text)
         cleanup_dir = g.work / ".gwms.d" / "exec" / "cleanup"

@@ -12,32 +12,35 @@ from glidein_tracing.exporters.store import read_store
 from glidein_tracing.cli.main import main
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
-from factory_builders import T0, identity, journal_text, returned_stderr
+from factory_builders import identity, journal_text, returned_stderr
 from fixtures import fixture_path
-from journal_builders import parse_otr_records
+from journal_builders import iso_epoch, parse_otr_records
 from test_forwarder import make_forwarder
 
 SLEEP_S = 1200.0
 
 
-def forwarded(tmp_path, run, ends_at):
+def forwarded(tmp_path, run, ends_after_s):
+    """The glidein forwarded; it started just before its real records (its journal's ``t0``)
+    and the Factory saw it exit ``ends_after_s`` later."""
     layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_demo_instance", entry="DEMO_ENTRY")
     log = CondorGLog(layout)
     records = parse_otr_records(fixture_path("glidein-run", run, "otr_outlist.list").read_text())
+    T0 = iso_epoch(records[0]["tstart"]) - 1     # the real records lie inside this glidein's setup
     log.submit(400, 0, when=T0 - 120)
     log.grid_submit(400, 0, when=T0 - 110)
     log.execute(400, 0, when=T0)
     layout.output(400, 0, "err").write_text(returned_stderr(journal_text(layout, 400, 0, T0, records)))
     old = time.time() - 3600
     os.utime(layout.output(400, 0, "err"), (old, old))
-    log.terminated(400, 0, 1, when=ends_at)
+    log.terminated(400, 0, 1, when=T0 + ends_after_s)
     assert make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite").run_once().glideins_done == 1
     spans = read_store(tmp_path / "store")[identity(layout, 400, 0).trace_id]
-    return {s["attributes"]["glidein.stage"]: s for s in spans}, spans
+    return {s["attributes"]["glidein.stage"]: s for s in spans}, spans, T0
 
 
 def test_validation_failure_sleep_is_a_stage_until_the_factory_saw_the_exit(tmp_path):
-    stages, spans = forwarded(tmp_path, "fail", T0 + 22 + SLEEP_S)
+    stages, spans, T0 = forwarded(tmp_path, "fail", 22 + SLEEP_S)
     sleep = stages["post_failure_sleep"]
     assert sleep["start_ns"] == stages["teardown"]["end_ns"]
     assert sleep["end_ns"] == stages["glidein"]["end_ns"] == int((T0 + 22 + SLEEP_S) * 1e9)
@@ -54,5 +57,5 @@ def test_validation_failure_sleep_is_a_stage_until_the_factory_saw_the_exit(tmp_
 
 
 def test_a_glidein_that_ran_has_no_sleep(tmp_path):
-    stages, _ = forwarded(tmp_path, "success", T0 + 22 + SLEEP_S)
+    stages, _, _ = forwarded(tmp_path, "success", 22 + SLEEP_S)
     assert "post_failure_sleep" not in stages
