@@ -48,7 +48,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import psutil  # noqa: E402
 
-from glidein_tracing import compiled  # noqa: E402
 from glidein_tracing.analysis import report, stats, synth, whatif  # noqa: E402
 from glidein_tracing.analysis.sources import ReadReport, load_table  # noqa: E402
 from glidein_tracing.analysis.timeline import TableBuilder, timeline_from_spans  # noqa: E402
@@ -184,12 +183,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.child:
         return child(json.loads(args.child))
-    states = compiled.status()
     out = {"machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()[0],
                        "calibration_ms_before": round(calibrate()),
-                       "python": sys.version.split()[0], "numpy": np.__version__,
-                       "reader": {m: states[m] for m in compiled.ANALYSIS_MODULES}}}
-    print("reader modules: " + compiled.summary(compiled.ANALYSIS_MODULES), flush=True)
+                       "python": sys.version.split()[0], "numpy": np.__version__}}
 
     if args.e2e_only and args.e2e_store:
         args.glideins, args.store_glideins = 0, 0

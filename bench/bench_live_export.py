@@ -6,7 +6,7 @@ port, and a node Python that never answers (the probe is cut), each with `timeou
 wall time, its ratio to the bound, and the same hook with live export off (the baseline,
 measured in the same run).
 
-    GLIDEIN_TRACING_PURE_PYTHON=1 .venv/bin/python bench/bench_live_export.py [--bound 5] [--runs 3]
+    .venv/bin/python bench/bench_live_export.py [--bound 5] [--runs 3]
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The one converter: journal events -> spans (SpanData; the SDK's ReadableSpan via ``convert``).
+"""The one converter: journal events -> spans (the SDK's ``ReadableSpan``).
 
 Every path uses it: live export on the node, the Factory forwarder, the demo. Ids are
 deterministic (glidein_tracing.ids), so the same journal converted twice, anywhere, gives
@@ -24,14 +24,14 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event as SpanEvent
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import Link, SpanContext, TraceFlags
+from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags
+from opentelemetry.trace.status import Status, StatusCode
 
 from . import __version__, failure, ids, log_tail, redaction
 from .log_tail import LOG_SOURCE, LOG_TAIL_EVENT
 from .journal import Event, JournalReport
 from . import resources
 from .resources import ResourceTimeline
-from .span_data import ERROR, OK, UNSET, SpanData, to_readable
 
 SCOPE = InstrumentationScope("glidein_tracing", __version__)
 ROOT = "glidein"
@@ -41,6 +41,9 @@ SLEEP_STAGE = "post_failure_sleep"
 DEFAULT_MAX_SPANS = 2000  # knob GLIDEIN_TRACING_MAX_SPANS
 MAX_SPANS_CEILING = 100000  # the knob's maximum: a journal claiming more gets this many
 DEFAULT_ATTRIBUTE_COUNT = 128  # per span, when OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT is not set
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1   # OTLP's int_value: a larger int goes as text
+SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_STATUS = {"OK": Status(StatusCode.OK), "UNSET": Status(StatusCode.UNSET)}   # immutable, shared
 IDENTITY_RESOURCE_KEYS = (
     "glidein.factory", "glidein.name", "glidein.entry", "glidein.client", "glidein.client_group",
     "glidein.schedd", "glidein.cluster", "glidein.proc", "glidein.multi_index", "glidein.site",
@@ -64,8 +67,7 @@ class ConversionError(ValueError):
 
 
 class _Span:
-    """One span while the journal is being read (a plain class: one is made per span, and a
-    compiled ``__init__`` costs a fraction of a dataclass's generated one)."""
+    """One span while the journal is being read (mutable, unlike the SDK span it becomes)."""
 
     __slots__ = ("key", "name", "stage", "parent", "start", "end", "attrs", "links", "status",
                  "error_type", "error_detail", "closed_by_converter", "end_fields")
@@ -94,7 +96,7 @@ def _typed_value(suffix: str, value: str):
         if suffix == "f":
             return float(value)
         return value.strip().lower() in ("true", "1", "yes")
-    except ValueError:
+    except (ValueError, OverflowError):   # "1e999:i" is text, not a crash
         return value
 
 
@@ -606,7 +608,7 @@ class _Builder:
             if key in root.attrs and root.attrs[key] != "":
                 attrs[key] = root.attrs[key]
         attrs.update(self.resource_defaults)
-        return Resource(self._scrub(attrs))
+        return Resource(_within_otlp(self._scrub(attrs)))
 
     def _all_spans_clean(self) -> bool:
         """One substring check over every span's attributes: with nothing that could be a
@@ -623,7 +625,7 @@ class _Builder:
         inside free-text values. Returns ``attrs`` itself when nothing needs redacting."""
         return redaction.scrub(attrs, self.redact) if attrs else attrs
 
-    def build(self) -> list[SpanData]:
+    def build(self) -> list[ReadableSpan]:
         resource = self.resource()
         trace_int = int(self.trace_id, 16)
         span_ids = {key: ids.span_id_int(self.trace_id, key) for key in self.spans}
@@ -664,17 +666,19 @@ class _Builder:
                       for n in notes.get(key, ())]
             if key in tails_by_key:
                 events = list(events) + self._log_tail_events(tails_by_key[key], span)
-            status_code, description = (OK if span.status == "OK" else UNSET), None
             if span.status == "ERROR":
-                status_code = ERROR
                 description = span.error_detail or span.error_type or None
-                if description:
-                    description = redaction.redact_text(description)
-            built[key] = SpanData(
-                span.name or key, trace_int, span_ids[key],
-                span_ids[parent_key] if parent_key else None,
-                _ns(span.start), _ns(max(span.end, span.start)), attrs, resource, SCOPE,
-                status_code=status_code, status_description=description, events=events, links=links)
+                status = Status(StatusCode.ERROR, redaction.redact_text(description) if description else None)
+            else:
+                status = _STATUS.get(span.status, _STATUS["UNSET"])
+            parent = SpanContext(trace_int, span_ids[parent_key], is_remote=False,
+                                 trace_flags=SAMPLED) if parent_key else None
+            built[key] = ReadableSpan(
+                name=span.name or key, resource=resource, instrumentation_scope=SCOPE,
+                context=SpanContext(trace_int, span_ids[key], is_remote=False, trace_flags=SAMPLED),
+                parent=parent, kind=SpanKind.INTERNAL, status=status,
+                start_time=_ns(span.start), end_time=_ns(max(span.end, span.start)),
+                attributes=_within_otlp(attrs), events=events, links=links)
             out.append(built[key])
         out.extend(self._user_trace_spans(built, resource))
         return out
@@ -710,7 +714,7 @@ class _Builder:
             return "frontend_request"
         return "submit_cycle" if span.key == ROOT else "related"
 
-    def _user_trace_spans(self, built, resource) -> list[SpanData]:
+    def _user_trace_spans(self, built, resource) -> list[ReadableSpan]:
         """For every job that came with its user's context (jobsub_lite's TRACEPARENT), one span
         in the user's own trace, child of their context: where and when the job ran, linked
         back to the glidein's job span. A user reading their trace sees where their job went."""
@@ -733,16 +737,19 @@ class _Builder:
             for name in ("job.global_id", "job.exit_code", "job.exit_signal", "job.slot"):
                 if name in job.attributes:
                     attrs[name] = job.attributes[name]
-            back = Link(SpanContext(job.trace_id, job.span_id, is_remote=False,
-                                    trace_flags=TraceFlags(TraceFlags.SAMPLED)),
-                        {"glidein.link.kind": "glidein_job",
-                         "traceparent": ids.format_traceparent(self.trace_id, format(job.span_id, "016x"))})
-            out.append(SpanData(
-                "job on glidein", int(user_trace, 16),
-                int(ids.span_id(user_trace, f"glidein/{self.trace_id}/{key_span.key}"), 16),
-                int(user_span, 16), job.start, job.end, self._scrub(attrs), resource, SCOPE,
-                status_code=job.status_code, status_description=job.status_description, links=[back],
-                flags=flags & 1 or 1, parent_remote=True, parent_flags=flags & 1))
+            back = Link(job.context, {"glidein.link.kind": "glidein_job",
+                                      "traceparent": ids.format_traceparent(
+                                          self.trace_id, format(job.context.span_id, "016x"))})
+            user_trace_int = int(user_trace, 16)
+            out.append(ReadableSpan(
+                name="job on glidein", resource=resource, instrumentation_scope=SCOPE,
+                context=SpanContext(user_trace_int,
+                                    int(ids.span_id(user_trace, f"glidein/{self.trace_id}/{key_span.key}"), 16),
+                                    is_remote=False, trace_flags=SAMPLED),
+                parent=SpanContext(user_trace_int, int(user_span, 16), is_remote=True,
+                                   trace_flags=TraceFlags(flags & 1)),
+                kind=SpanKind.INTERNAL, status=job.status, start_time=job.start_time,
+                end_time=job.end_time, attributes=_within_otlp(self._scrub(attrs)), links=[back]))
         return out
 
     def _resources_for(self, span: _Span) -> dict:
@@ -768,6 +775,15 @@ class _Builder:
         return out
 
 
+def _within_otlp(attrs: dict) -> dict:
+    """``attrs`` with every int OTLP cannot carry (beyond int64) as its text: one such value
+    from a journal or a ClassAd must not fail the export of a whole batch."""
+    if any(type(v) is int and not INT64_MIN <= v <= INT64_MAX for v in attrs.values()):
+        return {k: str(v) if type(v) is int and not INT64_MIN <= v <= INT64_MAX else v
+                for k, v in attrs.items()}
+    return attrs
+
+
 def _number(value):
     if isinstance(value, bool) or value is None:
         return None
@@ -789,23 +805,15 @@ def _parse_history_ad(encoded: str):
     return parse_old_ad(text)
 
 
-def convert_to_span_data(events, report: JournalReport | None = None, *,
-                         resource_defaults: dict | None = None, redact=(),
-                         trace_id: str | None = None,
-                         span_ceiling: int = MAX_SPANS_CEILING) -> list[SpanData]:
-    """Turn one glidein's journal events into its spans (root first), as SpanData: what the
-    forwarder encodes directly. ``trace_id`` (the Factory's) wins over what the events say;
-    ``span_ceiling`` bounds the spans a journal may ask for (its ``@max_spans``)."""
+def convert(events, report: JournalReport | None = None, *, resource_defaults: dict | None = None,
+            redact=(), trace_id: str | None = None,
+            span_ceiling: int = MAX_SPANS_CEILING) -> list[ReadableSpan]:
+    """Turn one glidein's journal events into its spans (root first). ``trace_id`` (the
+    Factory's) wins over what the events say; ``span_ceiling`` bounds the spans a journal may
+    ask for (its ``@max_spans``)."""
     builder = _Builder(events, report, resource_defaults, redact)
     builder.fixed_trace_id = trace_id
     builder.span_ceiling = span_ceiling
     builder.collect()
     builder.derive()
     return builder.build()
-
-
-def convert(events, report: JournalReport | None = None, *, resource_defaults: dict | None = None,
-            redact=()) -> list[ReadableSpan]:
-    """Turn one glidein's journal events into its spans (root first), as SDK spans."""
-    return [to_readable(span) for span in convert_to_span_data(
-        events, report, resource_defaults=resource_defaults, redact=redact)]

@@ -8,7 +8,7 @@ the ones operators look for.
 
 from __future__ import annotations
 
-from .span_data import ERROR
+from opentelemetry.trace.status import StatusCode
 
 
 def threshold(ratio: float) -> int:
@@ -23,8 +23,9 @@ def keep(trace_id: str, ratio: float, failed: bool = False) -> bool:
 
 
 def keep_glidein(spans, ratio: float) -> bool:
-    """The decision for one converted glidein (SpanData, root first): failed when its root is
+    """The decision for one converted glidein (SDK spans, root first): failed when its root is
     in error or its outcome is not ``ok``."""
     root = spans[0]
-    failed = root.status_code == ERROR or root.attributes.get("glidein.outcome") not in ("ok", None)
-    return keep(format(root.trace_id, "032x"), ratio, failed)
+    failed = (root.status.status_code is StatusCode.ERROR
+              or root.attributes.get("glidein.outcome") not in ("ok", None))
+    return keep(format(root.context.trace_id, "032x"), ratio, failed)

@@ -68,11 +68,7 @@ def every_span_within_its_parent(monkeypatch):
 
     def checked_build(self):
         spans = build(self)
-        if spans and not hasattr(spans[0], "context"):   # SpanData (until spans are SDK spans)
-            from glidein_tracing.span_data import to_readable
-            problems.extend(outside_parent([to_readable(s) for s in spans]))
-        else:
-            problems.extend(outside_parent(spans))
+        problems.extend(outside_parent(spans))
         return spans
 
     monkeypatch.setattr(converter._Builder, "build", checked_build)

@@ -193,3 +193,18 @@ def test_a_glidein_seen_across_passes_keeps_its_open_stages(factory, tmp_path):
     (queue,) = by_stage(spans, "factory.queue")
     assert (submit["end_ns"] - submit["start_ns"]) / 1e9 == pytest.approx(10)
     assert (queue["end_ns"] - queue["start_ns"]) / 1e9 == pytest.approx(290)
+
+
+def test_the_forwarder_works_with_any_sdk_exporter(tmp_path):
+    """The forwarder's spans are the SDK's own: any SpanExporter takes them."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_demo_instance", entry="DEMO_ENTRY")
+    run_glidein(CondorGLog(layout), layout, 100, 0, T0, returned_stderr(journal_text(layout, 100, 0, T0)))
+    exporter = InMemorySpanExporter()
+    stats = Forwarder([layout.logs], exporter, Ledger(tmp_path / "l.sqlite"), FACTORY, schedd=SCHEDD,
+                      grace_s=5).run_once()
+    spans = exporter.get_finished_spans()
+    assert stats.glideins_done == 1 and stats.spans_sent == len(spans) > 3
+    assert {format(s.context.trace_id, "032x") for s in spans} == {identity(layout, 100, 0).trace_id}
+    assert {s.attributes["glidein.stage"] for s in spans} >= {"glidein", "factory.submit", "factory.queue",
+                                                              "setup", "teardown"}

@@ -17,13 +17,12 @@ import sys
 import time
 from pathlib import Path
 
-from ..converter import ConversionError, convert_to_span_data
+from ..converter import ConversionError, convert
 from ..exporters.otlp import make_otlp_exporter, public_url, sdk_disabled
 from ..exporters.store import JsonLinesStoreExporter
 from ..journal import parse_lines, read_journal
 from ..sampling import keep_glidein
 from ..sections import journal_sections
-from ..span_data import export_span_data
 from .main import UserError
 
 
@@ -90,7 +89,7 @@ def run(args):
         if report.skipped_total:
             print(f"glidein-tracing export: journal: {report.summary()}", file=sys.stderr)
         try:
-            spans = convert_to_span_data(events, report, resource_defaults=defaults)
+            spans = convert(events, report, resource_defaults=defaults)
         except ConversionError as exc:
             print(f"glidein-tracing export: {exc}", file=sys.stderr)
             failed += 1
@@ -100,8 +99,8 @@ def run(args):
             sampled_out += 1
             continue
         if args.skip_root:
-            root_trace = spans[0].trace_id
-            spans = [s for s in spans if s.parent_id is not None or s.trace_id != root_trace]
+            root_trace = spans[0].context.trace_id
+            spans = [s for s in spans if s.parent is not None or s.context.trace_id != root_trace]
         total += len(spans)
         if store is None:
             remaining = deadline - time.monotonic()
@@ -110,10 +109,10 @@ def run(args):
                 continue
             # one exporter per glidein: the SDK's timeout, its retries included, is what remains
             exporter = make_otlp_exporter(args.endpoint, remaining)
-            ok = export_span_data(exporter, spans).name == "SUCCESS"
+            ok = exporter.export(spans).name == "SUCCESS"
             exporter.shutdown()
         else:
-            ok = export_span_data(store, spans).name == "SUCCESS"
+            ok = store.export(spans).name == "SUCCESS"
         failed += not ok
     if store is not None:
         store.shutdown()

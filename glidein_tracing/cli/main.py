@@ -6,6 +6,8 @@ import argparse
 import importlib
 import sys
 
+from .. import __version__
+
 # verb -> module in glidein_tracing.cli; each module has add_arguments(parser) and run(args)
 VERBS = {
     "demo": "demo",
@@ -22,11 +24,8 @@ VERBS = {
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="glidein-tracing",
-        description="OpenTelemetry traces of GlideinWMS glideins, from submission to cleanup.",
-        epilog="GLIDEIN_TRACING_PURE_PYTHON=1 runs the modules compiled at install as plain Python "
-               "(same results; --version lists them).")
-    parser.add_argument("--version", action=_VersionAction, nargs=0,
-                        help="print the version and which modules run compiled, then exit")
+        description="OpenTelemetry traces of GlideinWMS glideins, from submission to cleanup.")
+    parser.add_argument("--version", action="version", version=f"glidein-tracing {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     sub.required = True
     for verb, module_name in VERBS.items():
@@ -51,20 +50,6 @@ def main(argv=None) -> int:
     except UserError as exc:
         print(f"glidein-tracing {args.verb}: {exc}", file=sys.stderr)
         return 2
-
-
-class _VersionAction(argparse.Action):
-    """``--version``: computed only when asked (it imports the analysis modules)."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        from .. import __version__, compiled
-        lines = [f"glidein-tracing {__version__}"]
-        lines += [f"  {module}: {state}" for module, state in compiled.status().items()]
-        try:
-            print("\n".join(lines), flush=True)
-        except BrokenPipeError:   # e.g. `glidein-tracing --version | head -1`
-            _reader_went_away()
-        parser.exit()
 
 
 def _reader_went_away():

@@ -13,11 +13,9 @@ import threading
 from collections import Counter
 from urllib.parse import urlsplit, urlunsplit
 
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-
-from ..span_data import export_span_data, readable_spans
-from .otlp_proto import encode_request_bytes
 
 TRACES_PATH = "/v1/traces"
 # Jaeger refuses bodies above ~20 MiB and some Collector receivers take less: requests stay
@@ -25,83 +23,76 @@ TRACES_PATH = "/v1/traces"
 DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 
-class GroupedOTLPSpanExporter(OTLPSpanExporter):
-    """The SDK's OTLP/HTTP exporter (its transport, retries, TLS and OTEL_* handling), with
-    our faster per-resource encoding (otlp_proto.py). It also takes SpanData (the forwarder's
-    spans), which it encodes without making SDK spans of them.
+class SizeLimitedExporter(SpanExporter):
+    """Export through ``inner`` (the SDK's OTLP/HTTP exporter: its transport, retries, TLS and
+    OTEL_* handling) in requests that stay under ``max_request_bytes``.
 
-    Requests stay under ``max_request_bytes``: spans are packed by trace (one glidein each)
-    and a trace too large for one request is halved until its parts fit (a single span that
-    does not fit is not sent). After an export, ``delivered`` holds the trace ids whose every
-    span was accepted and ``partial`` those with only some, so a caller can tell which
+    Spans are packed by trace (one glidein each); a trace too large for one request is halved
+    until its parts fit (a single span that does not fit is not sent). Sizes are the SDK
+    encoder's own (``encode_spans``). After an export, ``delivered`` holds the trace ids whose
+    every span was accepted and ``partial`` those with only some, so a caller can tell which
     glideins a failed export concerns."""
 
-    def __init__(self, *args, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, inner: SpanExporter, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES):
+        self.inner = inner
         self.max_request_bytes = max_request_bytes
         self.delivered: set = set()
         self.partial: set = set()
 
     def export(self, spans) -> SpanExportResult:
         self.delivered, self.partial = set(), set()
-        client = getattr(self, "_client", None)
-        if client is None or self._shutdown:  # another SDK layout: use the SDK as it is
-            return super().export(readable_spans(spans))
         spans = list(spans)
-        try:
-            requests = self._requests(spans)
-        except Exception:
-            return super().export(readable_spans(spans))
-        total = Counter(map(_trace_of, spans))
+        total = Counter(span.context.trace_id for span in spans)
         accepted: Counter = Counter()
         ok = True
-        for data, part in requests:
-            if 0 < self.max_request_bytes < len(data) or not client.export(data).success:
-                ok = False
+        for part, fits in self._requests(spans):
+            if fits and self.inner.export(part) is SpanExportResult.SUCCESS:
+                accepted.update(span.context.trace_id for span in part)
             else:
-                accepted.update(map(_trace_of, part))
+                ok = False
         self.delivered = {t for t, n in accepted.items() if n == total[t]}
         self.partial = set(accepted) - self.delivered
         return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
 
-    export_span_data = export
+    def _size(self, spans) -> int:
+        return encode_spans(spans).ByteSize()
 
     def _requests(self, spans):
-        """(encoded request, its spans) pairs, each within the limit where it can be.
-        Encoded requests concatenate (repeated ResourceSpans), so parts are encoded once."""
-        data = encode_request_bytes(spans)
+        """(spans of one request, whether it fits) pairs; one request when all fit."""
         limit = self.max_request_bytes
-        if limit <= 0 or len(data) <= limit:
-            return [(data, spans)]
-        del data
+        if limit <= 0 or not spans or self._size(spans) <= limit:
+            return [(spans, True)]
         by_trace: dict = {}
         for span in spans:
-            by_trace.setdefault(_trace_of(span), []).append(span)
+            by_trace.setdefault(span.context.trace_id, []).append(span)
         pieces = [piece for group in by_trace.values() for piece in self._fit(group)]
-        out, datas, parts, size = [], [], [], 0
-        for data, part in pieces:
-            if parts and size + len(data) > limit:
-                out.append((b"".join(datas), parts))
-                datas, parts, size = [], [], 0
-            datas.append(data)
-            parts = parts + part
-            size += len(data)
+        out, parts, size = [], [], 0
+        for piece, piece_size in pieces:
+            if piece_size > limit:           # one span alone too large: never sent
+                out.append((piece, False))
+                continue
+            if parts and size + piece_size > limit:
+                out.append((parts, True))
+                parts, size = [], 0
+            parts = parts + piece
+            size += piece_size
         if parts:
-            out.append((b"".join(datas), parts))
+            out.append((parts, True))
         return out
 
     def _fit(self, spans):
-        data = encode_request_bytes(spans)
-        if len(data) <= self.max_request_bytes or len(spans) == 1:
-            return [(data, spans)]
+        """(piece, its size) pairs of one trace, halved until each fits or is one span."""
+        size = self._size(spans)
+        if size <= self.max_request_bytes or len(spans) == 1:
+            return [(spans, size)]
         half = len(spans) // 2
         return self._fit(spans[:half]) + self._fit(spans[half:])
 
+    def shutdown(self) -> None:
+        self.inner.shutdown()
 
-def _trace_of(span) -> int:
-    """The trace id of a span, SDK ReadableSpan or SpanData."""
-    context = getattr(span, "context", None)
-    return context.trace_id if context is not None else span.trace_id
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
 
 
 def sdk_disabled() -> bool:
@@ -145,9 +136,6 @@ class BoundedExporter(SpanExporter):
 
     def export(self, spans) -> SpanExportResult:
         return self._bounded(self.inner.export, spans)
-
-    def export_span_data(self, spans) -> SpanExportResult:
-        return self._bounded(lambda data: export_span_data(self.inner, data), spans)
 
     def _bounded(self, export, spans) -> SpanExportResult:
         result = [SpanExportResult.FAILURE]
@@ -202,8 +190,7 @@ def make_otlp_exporter(endpoint: str | None, timeout_s: float = 5.0,
     """The OTLP/HTTP exporter for ``endpoint`` (base URL), bounded to ``timeout_s`` seconds.
     With endpoint None the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, _HEADERS, _TIMEOUT,
     _CERTIFICATE... variables apply, as the SDK reads them."""
-    kwargs = {"timeout": timeout_s, "session": _ca_preserving_session(),
-              "max_request_bytes": max_request_bytes}
+    kwargs = {"timeout": timeout_s, "session": _ca_preserving_session()}
     if endpoint:
         kwargs["endpoint"] = traces_url(endpoint)
-    return BoundedExporter(GroupedOTLPSpanExporter(**kwargs), timeout_s)
+    return BoundedExporter(SizeLimitedExporter(OTLPSpanExporter(**kwargs), max_request_bytes), timeout_s)

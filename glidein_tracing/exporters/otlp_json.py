@@ -10,8 +10,7 @@ from __future__ import annotations
 import base64
 
 from google.protobuf.json_format import MessageToDict
-
-from .otlp_proto import encode_request as encode_protobuf
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 
@@ -25,7 +24,7 @@ def _hex_ids(node: dict) -> None:
 
 def encode_request(spans) -> dict:
     """One ExportTraceServiceRequest as an OTLP JSON dict."""
-    message = encode_protobuf(spans)
+    message = encode_spans(spans)
     data = MessageToDict(message, use_integers_for_enums=True)
     for resource_spans in data.get("resourceSpans", []):
         for scope_spans in resource_spans.get("scopeSpans", []):

@@ -40,11 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import ids
-from ..converter import ConversionError, convert_to_span_data
+from ..converter import ConversionError, convert
 from ..journal import Event, parse_lines
 from ..sampling import keep_glidein
 from ..sections import DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES, journal_sections
-from ..span_data import export_span_data
 from . import ledger as ledger_mod
 from .activity import identity_events, read_activity_log
 from .outputs import EntryDir, activity_logs, find_entry_dirs, returned_outputs
@@ -272,8 +271,8 @@ class Forwarder:
             events.append(Event(time=when, op="attr", key="glidein", fields={
                 "glidein.outcome": "no_glidein_output" if ran else "never_ran"}))
         try:
-            spans = convert_to_span_data(events, resource_defaults=self.resource_defaults, redact=self.redact,
-                                         trace_id=identity.trace_id, span_ceiling=MAX_SPANS)
+            spans = convert(events, resource_defaults=self.resource_defaults, redact=self.redact,
+                            trace_id=identity.trace_id, span_ceiling=MAX_SPANS)
         except ConversionError as exc:
             return None, str(exc)
         if not keep_glidein(spans, self.sampling_ratio):
@@ -281,10 +280,10 @@ class Forwarder:
             return [], "sampled out"
         if node_mark:
             live = [s for s in spans if not str(s.attributes.get("glidein.stage", "")).startswith("factory.")
-                    and (node_mark == "all" or s.parent_id is not None)]
+                    and (node_mark == "all" or s.parent is not None)]
             stats.spans_already_live += len(live)
-            live_ids = {s.span_id for s in live}
-            spans = [s for s in spans if s.span_id not in live_ids]
+            live_ids = {s.context.span_id for s in live}
+            spans = [s for s in spans if s.context.span_id not in live_ids]
         return spans, ""
 
     def export_ready(self, stats: ForwardStats):
@@ -326,7 +325,7 @@ class Forwarder:
         if present is None:
             stats.problem("resent_without_reconcile")
             return spans
-        return [s for s in spans if format(s.span_id, "016x") not in present]
+        return [s for s in spans if format(s.context.span_id, "016x") not in present]
 
     def _send_isolating(self, batch_keys, stats: ForwardStats, pass_state) -> bool:
         """Send a batch; the glideins of a failed one that were not delivered, each alone.
@@ -355,7 +354,7 @@ class Forwarder:
         if not pass_state.failed_alone:
             return
         if not pass_state.accepted:
-            probe = export_span_data(self.exporter, [])
+            probe = self.exporter.export([])
             if probe.name != "SUCCESS":
                 return  # the collector is down: nobody's fault
         with self.ledger.transaction():
@@ -376,11 +375,11 @@ class Forwarder:
         with self.ledger.transaction():
             for gkey, group, _ in batch_keys:
                 if group:  # nothing to send (all present already, sampled out): no in-flight state
-                    self.ledger.mark_sending(gkey, format(group[0].trace_id, "032x"),
-                                             [format(s.span_id, "016x") for s in group])
+                    self.ledger.mark_sending(gkey, format(group[0].context.trace_id, "032x"),
+                                             [format(s.context.span_id, "016x") for s in group])
         if spans:
             _crash_point("after_mark_sending")
-        result = export_span_data(self.exporter, spans) if spans else None
+        result = self.exporter.export(spans) if spans else None
         if not spans or result.name == "SUCCESS":
             _crash_point("after_export")
             self._done(batch_keys, stats)
@@ -393,8 +392,8 @@ class Forwarder:
             return _MAYBE_SENT, list(batch_keys)
         delivered = getattr(self.exporter, "delivered", set())
         partial = getattr(self.exporter, "partial", set())
-        done = [k for k in batch_keys if k[1] and k[1][0].trace_id in delivered]
-        maybe = [k for k in batch_keys if k[1] and k[1][0].trace_id in partial]
+        done = [k for k in batch_keys if k[1] and k[1][0].context.trace_id in delivered]
+        maybe = [k for k in batch_keys if k[1] and k[1][0].context.trace_id in partial]
         failed = [k for k in batch_keys if k not in done and k not in maybe]
         self._done(done, stats)
         if maybe:
@@ -425,10 +424,10 @@ class Forwarder:
                     self.ledger.mark_skipped(gkey, note)
                 continue
             if present is not None:
-                spans = [s for s in spans if format(s.span_id, "016x") not in present]
+                spans = [s for s in spans if format(s.context.span_id, "016x") not in present]
             else:
                 stats.problem("resent_without_reconcile")
-            spans = [s for s in spans if format(s.span_id, "016x") in wanted or not wanted]
+            spans = [s for s in spans if format(s.context.span_id, "016x") in wanted or not wanted]
             if self._send([(gkey, spans, note)], stats)[0] == _MAYBE_SENT:
                 return False  # still hung: try again next pass; a refusal is back in "ended"
         return True
