@@ -19,6 +19,10 @@ VERBS = {
     "analyze": "analyze",
     "synth": "synth",
 }
+# a module missing at run time -> the extra that installs it (setup.cfg)
+EXTRA_OF_MODULE = {"htcondor2": "factory", "classad2": "factory", "htcondor": "factory", "tqdm": "factory",
+                   "numpy": "analysis", "matplotlib": "analysis", "msgspec": "analysis",
+                   "wrapt": "frontend", "opentelemetry.instrumentation": "frontend"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,6 +54,21 @@ def main(argv=None) -> int:
     except UserError as exc:
         print(f"glidein-tracing {args.verb}: {exc}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as exc:
+        extra = _extra_for(exc.name or "")
+        if extra is None:
+            raise
+        print(f"glidein-tracing {args.verb}: needs {exc.name}, which this installation lacks: "
+              f"pip install 'glidein_tracing[{extra}]'", file=sys.stderr)
+        return 2
+
+
+def _extra_for(module: str) -> str | None:
+    """The extra that installs ``module`` (or its package), if it is one of ours."""
+    for name, extra in EXTRA_OF_MODULE.items():
+        if module == name or module.startswith(name + "."):
+            return extra
+    return None
 
 
 def _reader_went_away():

@@ -1,0 +1,59 @@
+"""Packages by host: the core (hooks, journal, converter, exporters) and the Frontend's
+instrumentor pull no analysis or HTCondor libraries; a verb whose extra is missing says which."""
+
+import json
+import re
+import subprocess
+import sys
+from importlib.metadata import requires
+
+HEAVY = ("numpy", "matplotlib", "msgspec", "htcondor", "tqdm")
+CORE_MODULES = ("glidein_tracing.converter", "glidein_tracing.journal", "glidein_tracing.sections",
+                "glidein_tracing.exporters.otlp", "glidein_tracing.exporters.store",
+                "glidein_tracing.exporters.otlp_json", "glidein_tracing.sampling",
+                "glidein_tracing.cli.export", "glidein_tracing.cli.main", "frontend_hooks")
+
+
+def declared(extra=None):
+    """The distribution names the installed package requires, for the core or one extra."""
+    out = set()
+    for line in requires("glidein_tracing") or ():
+        requirement, _, marker = line.partition(";")
+        in_extra = re.search(r'extra\s*==\s*"([^"]+)"', marker)
+        if (in_extra.group(1) if in_extra else None) == extra:
+            out.add(re.split(r"[<>=!~\[ ]", requirement.strip(), 1)[0].lower())
+    return out
+
+
+def test_core_and_frontend_declare_no_analysis_or_htcondor_dependency():
+    core = declared()
+    assert {"opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http"} <= core
+    for host in (core, declared("frontend")):
+        assert not [name for name in host if name.startswith(HEAVY)], host
+    assert {"numpy", "matplotlib"} <= declared("analysis")
+    assert "htcondor" in declared("factory")
+    assert declared("test") >= declared("factory") | declared("analysis") | declared("frontend")
+
+
+def test_importing_the_core_and_the_frontend_hooks_loads_no_heavy_library():
+    code = (f"import importlib, json, sys\nfor m in {CORE_MODULES!r}: importlib.import_module(m)\n"
+            "print(json.dumps(sorted(sys.modules)))")
+    loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                       check=True).stdout)
+    assert not [m for m in loaded if m.split(".")[0] in HEAVY + ("htcondor2", "classad2")]
+
+
+def test_a_verb_whose_extra_is_missing_names_the_extra(tmp_path):
+    """As on a Frontend host: numpy cannot be imported; `analyze` says what to install."""
+    code = ("import sys\n"
+            "class NoNumpy:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] == 'numpy':\n"
+            "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+            "sys.meta_path.insert(0, NoNumpy())\n"
+            "from glidein_tracing.cli.main import main\n"
+            f"sys.exit(main(['analyze', '--store', {str(tmp_path)!r}]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'glidein_tracing[analysis]'" in done.stderr
+    assert "Traceback" not in done.stderr
