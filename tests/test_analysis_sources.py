@@ -115,20 +115,6 @@ def test_trace_split_across_files_is_merged_by_the_parallel_loader(tmp_path):
     assert sa["metrics"]["overall"]["queue_wait_s"] == sb["metrics"]["overall"]["queue_wait_s"]
 
 
-def test_read_ahead_is_only_a_hint_and_never_fails(tmp_path):
-    from glidein_tracing.analysis.sources import read_ahead
-    store = tmp_path / "store"
-    write_synth_store(store, glideins=40, seed=3)
-    read_ahead(None)
-    read_ahead(tmp_path / "gone.jsonl")       # a file removed meanwhile: nothing happens
-    read_ahead(tmp_path)                      # a directory: nothing happens
-    for path in store.glob("traces-*.jsonl"):
-        before = path.read_bytes()
-        read_ahead(path)
-        assert path.read_bytes() == before
-    assert len(load_table(store=store, workers=2)) == 40
-
-
 def test_otlp_json_files_lines_single_document_and_list(tmp_path):
     glideins = [simple_glidein(trace_id(n)) for n in range(1, 4)]
     write_jsonl(tmp_path / "lines.jsonl", glideins[:1])

@@ -146,17 +146,6 @@ def test_grid_with_threads_is_the_grid_without(recorded):
     assert whatif.evaluate_grid(table, CURRENT, candidates, threads=3) == serial
 
 
-def test_analysis_keeps_freed_memory_in_the_heap_on_glibc():
-    import platform
-
-    from glidein_tracing.analysis import heap
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
-        pytest.skip("glibc only")
-    assert heap.keep_freed_memory() is True
-    assert heap.keep_freed_memory() is True   # once per process, then a no-op
-
-
-
 def test_grid_totals_equal_the_sums_of_the_per_glidein_replay(recorded):
     _, table = recorded
     d = stats.Derived(table)

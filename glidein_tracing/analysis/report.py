@@ -18,7 +18,6 @@ import time
 import numpy as np
 
 from .. import __version__
-from . import heap
 from .stats import OWN_TIMEOUT_REASONS, Derived, compute_stats
 from .whatif import DEFAULT_LOST_BUDGET, Settings, candidate_grid, evaluate_grid
 
@@ -28,7 +27,6 @@ WASTE_CATEGORIES = ("validation", "idle_before_first_job", "idle_between_jobs", 
 def analyze(table, *, current: Settings | None = None, whatif: bool = False, max_idle=None, max_tail=None,
             retire=None, budget: float = DEFAULT_LOST_BUDGET, source: dict | None = None,
             read: dict | None = None, derived: Derived | None = None) -> dict:
-    heap.keep_freed_memory()
     current = current or Settings()
     d = derived or Derived(table)
     doc = {"tool": f"glidein_tracing {__version__}", "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

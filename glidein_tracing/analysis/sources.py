@@ -16,8 +16,6 @@ closed traces.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import glob
 import json
 import os
@@ -33,7 +31,7 @@ import numpy as np
 
 from ..exporters.otlp_json import attributes, flatten_request
 from ..exporters.store import FILE_PREFIX, FILE_SUFFIX
-from . import fastread, heap
+from . import fastread
 from .timeline import (K_GLIDEIN, R_KIND, GlideinTimeline, TableBuilder, TimelineTable, is_glidein_span, span_record,
                        timeline_fields, timeline_from_spans)
 
@@ -476,8 +474,7 @@ def _file_table(path: str, max_pending: int, fast: bool = False):
     if fast:
         groups = group_traces(iter_otlp_file_records(path, report), report, max_pending=max_pending,
                               trace_of=_RECORD_TRACE)
-        with _no_cycle_collection():    # records hold no cycles: the collector would only rescan them
-            table = collect_table(groups, report, records=True)
+        table = collect_table(groups, report, records=True)
     else:
         table = collect_table(group_traces(iter_otlp_file_batches(path, report), report, max_pending=max_pending),
                               report)
@@ -485,17 +482,6 @@ def _file_table(path: str, max_pending: int, fast: bool = False):
 
 
 _RECORD_TRACE = itemgetter(0)
-
-
-@contextlib.contextmanager
-def _no_cycle_collection():
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def merge_duplicate_traces(table: TimelineTable) -> tuple[TimelineTable, int]:
@@ -527,36 +513,9 @@ def _size(path) -> int:
         return 0
 
 
-def read_ahead(path) -> None:
-    """Ask the kernel to start reading a whole file into the page cache now (asynchronously).
-
-    The parser reads a file front to back at ~100 MB/s per process; the kernel's own
-    read-ahead follows it a few MB at a time, so on a cold page cache a worker waited on the
-    disk at every window. Announced in full when a worker starts a file (and the file it
-    will take next), the reads overlap the parsing. Only a hint: page cache, reclaimable,
-    nothing when the call is unavailable or fails."""
-    advise = getattr(os, "posix_fadvise", None)
-    if advise is None or path is None:
-        return
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        advise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _read_file(path: str, max_pending: int, fast: bool, cache_store, key, next_path: str | None = None):
+def _read_file(path: str, max_pending: int, fast: bool, cache_store, key):
     """Read one file (in a worker process or in this one) and, with a cache, write its entry
-    there too, so that missing entries are filled in parallel: ``((table, report), written)``.
-    ``next_path``: the file this worker will probably read next (read ahead)."""
-    heap.keep_freed_memory()   # in a worker process too
-    read_ahead(path)
-    read_ahead(next_path)
+    there too, so that missing entries are filled in parallel: ``((table, report), written)``."""
     table, part = _file_table(path, max_pending, fast)
     written = False
     if cache_store is not None:
@@ -601,19 +560,15 @@ def load_files_parallel(paths, workers: int, report: ReadReport, *, keep=None,
         # worker is left alone with a big file at the end; each task returns the compact
         # table of its file (and has written its cache entry), never spans
         order = sorted(todo, key=lambda i: -_size(paths[i]))
-        n = min(workers, len(todo))
-        # the file a worker takes after this one is about n tasks further (read ahead)
-        ahead = [paths[order[j + n]] if j + n < len(order) else None for j in range(len(order))]
-        with ProcessPoolExecutor(max_workers=n) as pool:
-            futures = {pool.submit(_read_file, paths[i], max_pending, fast, store, keys[i], ahead[j]): i
-                       for j, i in enumerate(order)}
+        with ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
+            futures = {pool.submit(_read_file, paths[i], max_pending, fast, store, keys[i]): i
+                       for i in order}
             for future, index in futures.items():
                 parts[index], written = future.result()
                 stats["written"] += written
     else:
-        for j, index in enumerate(todo):
-            following = paths[todo[j + 1]] if j + 1 < len(todo) else None
-            parts[index], written = _read_file(paths[index], max_pending, fast, store, keys[index], following)
+        for index in todo:
+            parts[index], written = _read_file(paths[index], max_pending, fast, store, keys[index])
             stats["written"] += written
     if cache_stats is not None:
         cache_stats.update(stats)
@@ -646,7 +601,6 @@ def load_table(*, store=None, otlp_files=None, jaeger=None, service="glidein", s
     ``<store>/.analysis-cache`` and read only files that changed (``analysis.cache``); the
     files are then always read one by one, as with ``workers`` > 1, and the table is the same
     as without the cache."""
-    heap.keep_freed_memory()
     report = report or ReadReport()
     fast = fastread.available() if fast is None else fast
     workers = default_workers() if workers is None else max(1, int(workers))
@@ -677,7 +631,4 @@ def load_table(*, store=None, otlp_files=None, jaeger=None, service="glidein", s
     else:
         raise ValueError("no source: give a store, OTLP JSON files or a Jaeger URL")
     groups = group_traces(batches, report, max_pending=max_pending, trace_of=_RECORD_TRACE if records else None)
-    if records:
-        with _no_cycle_collection():
-            return collect_table(groups, report, keep=keep, records=True)
-    return collect_table(groups, report, keep=keep)
+    return collect_table(groups, report, keep=keep, records=records)
