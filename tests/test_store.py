@@ -1,7 +1,18 @@
-import json
+"""The embedded store: OTLP JSON Lines files indexed in SQLite; each span once, lookups
+through the index, the index rebuilt from the files whenever it cannot be trusted."""
 
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from glidein_tracing.cli.main import main
 from glidein_tracing.converter import convert
-from glidein_tracing.exporters.store import JsonLinesStoreExporter, iter_store, read_store, StoreReadReport
+from glidein_tracing.exporters.otlp_json import encode_request
+from glidein_tracing.exporters.store import JsonLinesStoreExporter, Store, StoreReadReport, iter_store, read_store
 from glidein_tracing.journal import format_line, parse_lines
 
 from journal_builders import root_lines
@@ -54,3 +65,119 @@ def test_store_rotates_files(tmp_path):
     exporter.export(convert(events))
     assert len(list(tmp_path.glob("traces-*.jsonl"))) == 2
     assert len(read_store(tmp_path)) == 2
+
+
+def glidein(name, start=1000.0):
+    """One glidein's spans (its own trace id, from its name)."""
+    lines = root_lines(start, **{"glidein.name": name}) + [format_line(start + 3, "end", "glidein", {})]
+    return convert(parse_lines("".join(lines).encode())[0])
+
+
+def trace_hex(spans_):
+    return format(spans_[0].context.trace_id, "032x")
+
+
+def test_show_reads_a_trace_through_the_index_only_from_its_own_lines(tmp_path):
+    exporter = JsonLinesStoreExporter(tmp_path, rotate_bytes=100)     # one file per glidein
+    first, second = glidein("a"), glidein("b")
+    exporter.export(first)
+    exporter.export(second)
+    files = sorted(tmp_path.glob("traces-*.jsonl"))
+    assert len(files) == 2
+    # the first glidein's file turns to garbage of the same size: the second one's trace is
+    # still shown whole, as its lookup never reads the other file
+    files[0].write_bytes(b"x" * files[0].stat().st_size)
+    store = Store(tmp_path)
+    assert {s["span_id"] for s in store.trace(trace_hex(second))} == \
+        {format(s.context.span_id, "016x") for s in second}
+    assert store.find(trace_hex(second)[:6]) == [trace_hex(second)]
+    assert store.span_ids(trace_hex(second)) == {format(s.context.span_id, "016x") for s in second}
+
+
+def test_list_shows_each_trace_with_its_root(tmp_path, capsys):
+    exporter = JsonLinesStoreExporter(tmp_path)
+    for name in ("a", "b", "c"):
+        exporter.export(glidein(name))
+    assert main(["show", "--store", str(tmp_path), "--list"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 3 and all(" glidein " in line for line in lines)
+    assert sorted(line.split()[0] for line in lines) == sorted(trace_hex(glidein(n)) for n in "abc")
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbage", "stale", "other_files"])
+def test_a_missing_stale_or_damaged_index_is_rebuilt_from_the_files(tmp_path, damage):
+    exporter = JsonLinesStoreExporter(tmp_path)
+    exporter.export(glidein("a"))
+    index = tmp_path / "index.sqlite"
+    if damage == "missing":
+        for path in tmp_path.glob("index.sqlite*"):
+            path.unlink()
+    elif damage == "garbage":
+        for path in tmp_path.glob("index.sqlite*"):
+            path.unlink()
+        index.write_bytes(b"\x00garbage, not a database" * 100)
+    elif damage == "stale":            # lines appended by a writer that died before indexing
+        line = json.dumps(encode_request(glidein("b")), separators=(",", ":")) + "\n"
+        with open(next(tmp_path.glob("traces-*.jsonl")), "a") as handle:
+            handle.write(line)
+    else:                              # the files were replaced by other ones
+        for path in tmp_path.glob("traces-*.jsonl"):
+            path.write_text("")
+        Store(tmp_path)                # nothing yet: opening does not rebuild
+        JsonLinesStoreExporter(tmp_path).export(glidein("b"))
+    store = Store(tmp_path)
+    expected = {"a", "b"} if damage == "stale" else {"b"} if damage == "other_files" else {"a"}
+    assert {t for t, *_ in store.summaries()} == {trace_hex(glidein(n)) for n in expected}
+    for name in expected:
+        assert len(store.trace(trace_hex(glidein(name)))) == len(glidein(name))
+    # and the store goes on deduplicating
+    again = JsonLinesStoreExporter(tmp_path)
+    again.export(glidein("a"))
+    assert again.written == (0 if "a" in expected else len(glidein("a")))
+
+
+def test_a_line_cut_by_a_killed_writer_is_counted_and_the_next_line_starts_fresh(tmp_path, capsys):
+    JsonLinesStoreExporter(tmp_path).export(glidein("a"))
+    path = next(tmp_path.glob("traces-*.jsonl"))
+    whole = json.dumps(encode_request(glidein("b")), separators=(",", ":"))
+    with open(path, "a") as handle:
+        handle.write(whole[: len(whole) // 2])          # killed mid-line
+    assert Store(tmp_path).health()["cut_lines"] == 1
+    JsonLinesStoreExporter(tmp_path).export(glidein("c"))
+    traces = read_store(tmp_path)
+    assert set(traces) == {trace_hex(glidein("a")), trace_hex(glidein("c"))}   # nothing whole lost
+    assert len(traces[trace_hex(glidein("c"))]) == len(glidein("c"))
+    assert main(["show", "--store", str(tmp_path), "--reindex"]) == 0
+    out = capsys.readouterr().out
+    assert "2 traces" in out and "1 unreadable lines" in out and "0 lines cut short" in out
+
+
+WRITER = """
+import sys
+from glidein_tracing.converter import convert
+from glidein_tracing.exporters.store import JsonLinesStoreExporter
+from glidein_tracing.journal import format_line, parse_lines
+sys.path.insert(0, {tests!r})
+from journal_builders import root_lines
+exporter = JsonLinesStoreExporter({store!r})
+for i in range({count}):
+    lines = root_lines(1000.0 + i, **{{"glidein.name": "{prefix}%d" % i}}) + [format_line(1003 + i, "end", "glidein", {{}})]
+    assert exporter.export(convert(parse_lines("".join(lines).encode())[0])).name == "SUCCESS"
+"""
+
+
+def test_readers_and_several_writers_at_once_see_whole_traces_each_span_once(tmp_path):
+    tests = str(Path(__file__).parent)
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER.format(tests=tests, store=str(tmp_path), count=30,
+                                                                      prefix=prefix)])
+               for prefix in ("w", "w", "v")]             # two writers export the same glideins
+    store = Store(tmp_path)
+    seen = 0
+    while any(w.poll() is None for w in writers):
+        for trace_id, spans_count, *_ in store.summaries():
+            assert len(store.trace(trace_id)) == spans_count   # never a part of a trace
+            seen += 1
+    assert all(w.wait() == 0 for w in writers)
+    assert seen > 0
+    counts = Counter((s["trace_id"], s["span_id"]) for s in iter_store(tmp_path))
+    assert len({t for t, _ in counts}) == 60 and set(counts.values()) == {1}

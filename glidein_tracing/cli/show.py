@@ -1,37 +1,46 @@
 """Print a stored trace as a tree (stage, duration, status, key attributes).
 
-Reads the embedded store (default under the user's data dir, or --store DIR). A trace id
-prefix is enough when it is unique; `--list` prints the traces in the store.
+Reads the embedded store (default under the user's data dir, or --store DIR) through its
+index: a trace id prefix is enough when it is unique; `--list` prints the traces in the
+store; `--reindex` rebuilds the index from the store's files (it is rebuilt by itself when
+missing, stale or damaged).
 """
 
 from __future__ import annotations
 
-from ..exporters.store import default_store_dir, read_store
+import time
+
+from ..exporters.store import Store, StoreError
 from ..tree import render
 from .main import UserError
 
 
 def add_arguments(parser):
     parser.add_argument("trace_id", nargs="?", help="trace id (or a unique prefix)")
-    parser.add_argument("--store", help="store directory (default: %(default)s)",
-                        default=None)
+    parser.add_argument("--store", help="store directory (default: the user's data dir)", default=None)
     parser.add_argument("--list", action="store_true", help="list the traces in the store")
+    parser.add_argument("--reindex", action="store_true", help="rebuild the store's index from its files")
 
 
 def run(args):
-    store = args.store or default_store_dir()
-    traces = read_store(store)
-    if args.list or not args.trace_id:
-        for trace_id, spans in sorted(traces.items()):
-            root = next((s for s in spans if s["attributes"].get("glidein.stage") == "glidein"), None)
-            outcome = root["attributes"].get("glidein.outcome", "") if root else "(no root)"
-            print(f"{trace_id}  {len(spans):4d} spans  {outcome}")
+    try:
+        store = Store(args.store)
+    except StoreError as exc:
+        raise UserError(str(exc)) from exc
+    if args.reindex:
+        health = store.reindex()
+        print(f"reindexed {store.directory}: {health['traces']} traces in {health['files']} files, "
+              f"{health['bad_lines']} unreadable lines, {health['cut_lines']} lines cut short")
         return 0
-    wanted = args.trace_id.lower()
-    matches = [t for t in traces if t.startswith(wanted)]
+    if args.list or not args.trace_id:
+        for trace_id, spans, name, start_ns, outcome in store.summaries():
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(start_ns / 1e9)) if start_ns else "-"
+            print(f"{trace_id}  {spans:4d} spans  {when}  {name or '(no root)'}  {outcome or ''}".rstrip())
+        return 0
+    matches = store.find(args.trace_id)
     if not matches:
-        raise UserError(f"no trace {args.trace_id} in {store}")
+        raise UserError(f"no trace {args.trace_id} in {store.directory}")
     if len(matches) > 1:
-        raise UserError(f"{args.trace_id} matches {len(matches)} traces; give more digits")
-    print(render(traces[matches[0]]))
+        raise UserError(f"{args.trace_id} matches several traces; give more digits")
+    print(render(store.trace(matches[0])))
     return 0

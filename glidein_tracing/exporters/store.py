@@ -1,17 +1,30 @@
-"""The embedded default store: a directory of OTLP JSON Lines files.
+"""The embedded default store: OTLP JSON Lines files, indexed in SQLite.
 
-Each line is one OTLP ExportTraceServiceRequest in JSON, the format the OTel Collector's
-file exporter writes and its ``otlpjsonfile`` receiver reads back, so a store can be
-replayed into any collector. The exporter never writes a span (trace id, span id) that the
-store already holds: exporting the same glidein twice (live, then recovered from stderr)
-leaves one copy.
+Each line of ``traces-NNNNNN.jsonl`` is one OTLP ExportTraceServiceRequest in JSON, the format
+the OTel Collector's file exporter writes and its ``otlpjsonfile`` receiver reads back, so a
+store can be replayed into any collector. The files are the data; ``index.sqlite`` beside them
+is only an index, rebuilt from the files whenever it is missing, stale or damaged:
+
+- ``traces``: per trace id, the span ids stored (packed 8-byte ids: dedupe), its span count
+  and its root's name, start and outcome (``show --list``);
+- ``lines``: per trace id, the file, offset and length of every line holding its spans
+  (``show`` reads those lines only);
+- ``files``: how far each file is indexed, so lines appended by a writer that died before
+  indexing them are indexed by the next one to open the store.
+
+Writers and readers take the directory's lock (``.lock``) to bring the index up to date, so
+every lookup costs the same in a store of a million glideins as in an empty one. A line cut
+short (a writer killed mid-write) is counted and left as it is; the next line starts on a
+fresh line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
+import sqlite3
 from collections import defaultdict
 from pathlib import Path
 
@@ -21,7 +34,17 @@ from .otlp_json import encode_request, flatten_request
 
 FILE_PREFIX = "traces-"
 FILE_SUFFIX = ".jsonl"
+INDEX_FILE = "index.sqlite"
 ROTATE_BYTES = 64 * 1024 * 1024
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS traces (trace_id BLOB PRIMARY KEY, span_ids BLOB NOT NULL,
+    spans INTEGER NOT NULL, root_name TEXT, start_ns INTEGER, outcome TEXT) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS lines (trace_id BLOB NOT NULL, file INTEGER NOT NULL,
+    offset INTEGER NOT NULL, length INTEGER NOT NULL, PRIMARY KEY (trace_id, file, offset)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS files (file INTEGER PRIMARY KEY, indexed_bytes INTEGER NOT NULL,
+    bad_lines INTEGER NOT NULL, cut_bytes INTEGER NOT NULL);
+"""
 
 
 def default_store_dir() -> Path:
@@ -33,11 +56,18 @@ def default_store_dir() -> Path:
     return Path(platformdirs.user_data_dir("glidein_tracing")) / "store"
 
 
-def _store_files(directory: Path):
+def store_files(directory) -> list[Path]:
+    """The store's data files, oldest first."""
     return sorted(p for p in Path(directory).glob(f"{FILE_PREFIX}*{FILE_SUFFIX}") if p.is_file())
 
 
+def _file_number(path: Path) -> int:
+    return int(path.name[len(FILE_PREFIX):-len(FILE_SUFFIX)])
+
+
 class StoreReadReport:
+    """What a full read of the files met: lines, lines that are not JSON, spans."""
+
     def __init__(self):
         self.lines = 0
         self.bad_lines = 0
@@ -45,9 +75,10 @@ class StoreReadReport:
 
 
 def iter_store(directory, report: StoreReadReport | None = None):
-    """Yield every span in the store as a plain dict (otlp_json.flatten_request)."""
+    """Yield every span in the store's files as a plain dict (otlp_json.flatten_request):
+    the whole store, in file order (copies included)."""
     report = report or StoreReadReport()
-    for path in _store_files(Path(directory)):
+    for path in store_files(directory):
         with open(path, "rb") as handle:
             for raw in handle:
                 report.lines += 1
@@ -69,56 +100,301 @@ def read_store(directory) -> dict:
     return {trace: list(spans.values()) for trace, spans in traces.items()}
 
 
-class JsonLinesStoreExporter(SpanExporter):
-    """Append spans to the store directory, skipping spans it already holds."""
+class StoreError(Exception):
+    """A store that cannot be used (not a directory, not writable)."""
+
+
+class Store:
+    """One store directory: append requests, look traces up by id through the index."""
 
     def __init__(self, directory=None, rotate_bytes: int = ROTATE_BYTES):
         self.directory = Path(directory) if directory else default_store_dir()
-        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot use {self.directory} as a store: {exc}") from exc
         self.rotate_bytes = rotate_bytes
-        self._seen: set | None = None
+        self.rebuilds = 0          # times the index was rebuilt from the files
+
+    # -- the lock and the index ----------------------------------------------------------
+    @contextlib.contextmanager
+    def _locked(self):
+        """The directory's lock, with the index open and up to date with the files."""
+        with open(self.directory / ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            db = self._open_index()
+            try:
+                try:
+                    self._catch_up(db)
+                except sqlite3.DatabaseError:
+                    db.close()
+                    db = self._rebuild_index()
+                yield db
+            finally:
+                db.close()
+
+    def _index_path(self) -> Path:
+        return self.directory / INDEX_FILE
+
+    def _open_index(self) -> sqlite3.Connection:
+        """The index, created when missing; a damaged one is set aside and rebuilt."""
+        try:
+            db = self._connect()
+            if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                raise sqlite3.DatabaseError("index of another version")
+            return db
+        except sqlite3.DatabaseError:
+            with contextlib.suppress(NameError):
+                db.close()
+            return self._rebuild_index()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self._index_path(), timeout=60, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        if db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+            db.executescript(_SCHEMA)
+            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        return db
+
+    def _rebuild_index(self) -> sqlite3.Connection:
+        """A new index from the files (the old one, if any, is removed)."""
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(str(self._index_path()) + suffix)
+        self.rebuilds += 1
+        db = self._connect()
+        self._catch_up(db)
+        return db
+
+    def _catch_up(self, db: sqlite3.Connection):
+        """Index what the files hold beyond what the index knows. A file shorter than indexed,
+        or gone, means the index describes other files: rebuild it."""
+        known = {row[0]: row[1] for row in db.execute("SELECT file, indexed_bytes FROM files")}
+        files = {_file_number(p): p for p in store_files(self.directory)}
+        if any(number not in files or files[number].stat().st_size < size for number, size in known.items()):
+            raise sqlite3.DatabaseError("the index does not match the files")
+        for number, path in sorted(files.items()):
+            size = path.stat().st_size
+            if size > known.get(number, 0) or number not in known:
+                self._index_file(db, number, path, known.get(number, 0))
+
+    def _index_file(self, db: sqlite3.Connection, number: int, path: Path, start: int):
+        """Index the whole lines of one file from byte ``start`` on."""
+        bad, cut, offset = 0, 0, start
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(start)
+                for raw in handle:
+                    if not raw.endswith(b"\n"):      # cut short: left for a writer to close
+                        cut = len(raw)
+                        break
+                    try:
+                        request = json.loads(raw)
+                        spans = list(flatten_request(request))
+                    except (ValueError, TypeError, AttributeError):
+                        bad += 1
+                        spans = ()
+                    self._add(db, number, offset, len(raw),
+                              [(s["trace_id"], s["span_id"], s) for s in spans])
+                    offset += len(raw)
+            db.execute("INSERT INTO files (file, indexed_bytes, bad_lines, cut_bytes) VALUES (?, ?, ?, ?) "
+                       "ON CONFLICT (file) DO UPDATE SET indexed_bytes = excluded.indexed_bytes, "
+                       "bad_lines = bad_lines + excluded.bad_lines, cut_bytes = excluded.cut_bytes",
+                       (number, offset, bad, cut))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _add(db: sqlite3.Connection, number: int, offset: int, length: int, keyed_spans):
+        """Index one line: ``keyed_spans`` = (trace id hex, span id hex, span dict or None)."""
+        by_trace: dict = defaultdict(list)
+        for trace_id, span_id, span in keyed_spans:
+            by_trace[trace_id].append((span_id, span))
+        for trace_hex, spans in by_trace.items():
+            try:
+                trace = bytes.fromhex(trace_hex)
+                packed = b"".join(bytes.fromhex(span_id) for span_id, _ in spans)
+            except ValueError:
+                continue                        # not an OTLP id: nothing to find it by
+            root = next((s for _, s in spans if s and s["attributes"].get("glidein.stage") == "glidein"), None)
+            db.execute("INSERT INTO traces (trace_id, span_ids, spans) VALUES (?, ?, ?) "
+                       "ON CONFLICT (trace_id) DO UPDATE SET span_ids = span_ids || excluded.span_ids, "
+                       "spans = spans + excluded.spans", (trace, packed, len(spans)))
+            if root is not None:
+                db.execute("UPDATE traces SET root_name = ?, start_ns = ?, outcome = ? WHERE trace_id = ?",
+                           (root["name"], root["start_ns"], str(root["attributes"].get("glidein.outcome", "")),
+                            trace))
+            db.execute("INSERT OR IGNORE INTO lines VALUES (?, ?, ?, ?)", (trace, number, offset, length))
+
+    # -- writing ---------------------------------------------------------------------------
+    def append(self, spans) -> tuple[int, int]:
+        """Store the SDK spans the store does not hold yet (by trace id and span id), as one
+        line: (written, duplicates)."""
+        spans = list(spans)
+        with self._locked() as db:
+            held: dict = {}
+            fresh = []
+            for span in spans:
+                trace, span_id = span.context.trace_id.to_bytes(16, "big"), span.context.span_id.to_bytes(8, "big")
+                if trace not in held:
+                    row = db.execute("SELECT span_ids FROM traces WHERE trace_id = ?", (trace,)).fetchone()
+                    packed = row[0] if row else b""
+                    held[trace] = {packed[i:i + 8] for i in range(0, len(packed), 8)}
+                if span_id in held[trace]:
+                    continue
+                held[trace].add(span_id)
+                fresh.append(span)
+            if fresh:
+                line = json.dumps(encode_request(fresh), separators=(",", ":")).encode() + b"\n"
+                keys = [(format(s.context.trace_id, "032x"), format(s.context.span_id, "016x"),
+                         _root_summary(s)) for s in fresh]
+                self._write_line(db, line, keys)
+            return len(fresh), len(spans) - len(fresh)
+
+    def append_request(self, request: dict):
+        """Store one OTLP JSON request as it is (no dedupe): for tools that make requests
+        themselves, e.g. the synthetic trace generator."""
+        line = json.dumps(request, separators=(",", ":")).encode() + b"\n"
+        keys = [(s["trace_id"], s["span_id"], s) for s in flatten_request(request)]
+        with self._locked() as db:
+            self._write_line(db, line, keys)
+
+    def _write_line(self, db: sqlite3.Connection, line: bytes, keys):
+        path = self._current_file()
+        number = _file_number(path)
+        closed_cut = False
+        with open(path, "ab") as handle:
+            offset = handle.tell()
+            if offset and self._ends_cut(path, offset):
+                handle.write(b"\n")               # the cut line stays a (bad) line of its own
+                offset += 1
+                closed_cut = True
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+        db.execute("BEGIN IMMEDIATE")
+        self._add(db, number, offset, len(line), keys)
+        db.execute("INSERT INTO files (file, indexed_bytes, bad_lines, cut_bytes) VALUES (?, ?, ?, 0) "
+                   "ON CONFLICT (file) DO UPDATE SET indexed_bytes = excluded.indexed_bytes, cut_bytes = 0, "
+                   "bad_lines = bad_lines + excluded.bad_lines", (number, offset + len(line), int(closed_cut)))
+        db.execute("COMMIT")
+
+    @staticmethod
+    def _ends_cut(path: Path, size: int) -> bool:
+        with open(path, "rb") as handle:
+            handle.seek(size - 1)
+            return handle.read(1) != b"\n"
+
+    def _current_file(self) -> Path:
+        files = store_files(self.directory)
+        if files and files[-1].stat().st_size < self.rotate_bytes:
+            return files[-1]
+        number = _file_number(files[-1]) + 1 if files else 0
+        return self.directory / f"{FILE_PREFIX}{number:06d}{FILE_SUFFIX}"
+
+    # -- reading ---------------------------------------------------------------------------
+    def trace(self, trace_id: str) -> list[dict]:
+        """The spans of one trace (plain dicts), read from its own lines only."""
+        with self._locked() as db:
+            where = db.execute("SELECT file, offset, length FROM lines WHERE trace_id = ? ORDER BY file, offset",
+                               (bytes.fromhex(trace_id),)).fetchall()
+        spans: dict = {}
+        handles: dict = {}
+        try:
+            for number, offset, length in where:
+                if number not in handles:
+                    handles[number] = open(self.directory / f"{FILE_PREFIX}{number:06d}{FILE_SUFFIX}", "rb")
+                handle = handles[number]
+                handle.seek(offset)
+                try:
+                    request = json.loads(handle.read(length))
+                except ValueError:
+                    continue
+                for span in flatten_request(request):
+                    if span["trace_id"] == trace_id:
+                        spans.setdefault(span["span_id"], span)
+        finally:
+            for handle in handles.values():
+                handle.close()
+        return list(spans.values())
+
+    def span_ids(self, trace_id: str) -> set[str]:
+        """The span ids (hex) the store holds for one trace: the forwarder's reconciliation."""
+        with self._locked() as db:
+            row = db.execute("SELECT span_ids FROM traces WHERE trace_id = ?", (bytes.fromhex(trace_id),)).fetchone()
+        packed = row[0] if row else b""
+        return {packed[i:i + 8].hex() for i in range(0, len(packed), 8)}
+
+    def find(self, prefix: str, limit: int = 2) -> list[str]:
+        """Trace ids (hex) starting with ``prefix``, at most ``limit``: an index range, not a scan."""
+        prefix = prefix.lower()
+        if not prefix or len(prefix) > 32 or any(c not in "0123456789abcdef" for c in prefix):
+            return []
+        low = bytes.fromhex(prefix.ljust(32, "0"))
+        high = bytes.fromhex(prefix.ljust(32, "f"))
+        with self._locked() as db:
+            rows = db.execute("SELECT trace_id FROM traces WHERE trace_id BETWEEN ? AND ? LIMIT ?",
+                              (low, high, limit)).fetchall()
+        return [row[0].hex() for row in rows]
+
+    def summaries(self):
+        """(trace id, spans, root name, start ns, outcome) of every trace, in trace id order."""
+        with self._locked() as db:
+            rows = db.execute("SELECT trace_id, spans, root_name, start_ns, outcome FROM traces "
+                              "ORDER BY trace_id").fetchall()
+        for trace, spans, name, start, outcome in rows:
+            yield trace.hex(), spans, name, start, outcome
+
+    def health(self) -> dict:
+        """What the index knows of the files: lines that are not JSON, lines cut short."""
+        with self._locked() as db:
+            bad, cut = db.execute("SELECT coalesce(sum(bad_lines), 0), coalesce(sum(cut_bytes > 0), 0) "
+                                  "FROM files").fetchone()
+            traces = db.execute("SELECT count(*) FROM traces").fetchone()[0]
+        return {"files": len(store_files(self.directory)), "traces": traces, "bad_lines": bad,
+                "cut_lines": cut, "rebuilds": self.rebuilds}
+
+    def reindex(self) -> dict:
+        """Rebuild the index from the files (``show --reindex``)."""
+        with open(self.directory / ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._rebuild_index().close()
+        return self.health()
+
+
+def _root_summary(span) -> dict | None:
+    """What the index keeps of a glidein's root span (``show --list``), or None."""
+    attrs = span.attributes or {}
+    if attrs.get("glidein.stage") != "glidein":
+        return None
+    return {"name": span.name, "start_ns": span.start_time, "attributes": {"glidein.stage": "glidein",
+            "glidein.outcome": attrs.get("glidein.outcome", "")}}
+
+
+class JsonLinesStoreExporter(SpanExporter):
+    """An SDK span exporter into a store: spans it already holds are not written again."""
+
+    def __init__(self, directory=None, rotate_bytes: int = ROTATE_BYTES):
+        self.store = Store(directory, rotate_bytes)
+        self.directory = self.store.directory
         self._shutdown = False
         self.written = 0
         self.duplicates = 0
-
-    def _load_seen(self) -> set:
-        if self._seen is None:
-            self._seen = {(s["trace_id"], s["span_id"]) for s in iter_store(self.directory)}
-        return self._seen
-
-    def _current_file(self) -> Path:
-        files = _store_files(self.directory)
-        if files and files[-1].stat().st_size < self.rotate_bytes:
-            return files[-1]
-        number = int(files[-1].name[len(FILE_PREFIX):-len(FILE_SUFFIX)]) + 1 if files else 0
-        return self.directory / f"{FILE_PREFIX}{number:06d}{FILE_SUFFIX}"
 
     def export(self, spans) -> SpanExportResult:
         if self._shutdown:
             return SpanExportResult.FAILURE
         try:
-            with open(self.directory / ".lock", "a") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                self._seen = None  # another writer may have added spans: reload under the lock
-                seen = self._load_seen()
-                fresh = []
-                for span in spans:
-                    key = (format(span.context.trace_id, "032x"), format(span.context.span_id, "016x"))
-                    if key in seen:
-                        self.duplicates += 1
-                        continue
-                    seen.add(key)
-                    fresh.append(span)
-                if fresh:
-                    line = json.dumps(encode_request(fresh), separators=(",", ":")) + "\n"
-                    with open(self._current_file(), "a", encoding="utf-8") as handle:
-                        handle.write(line)
-                        handle.flush()
-                        os.fsync(handle.fileno())
-                    self.written += len(fresh)
-            return SpanExportResult.SUCCESS
-        except OSError:
+            written, duplicates = self.store.append(list(spans))
+        except (OSError, sqlite3.Error):
             return SpanExportResult.FAILURE
+        self.written += written
+        self.duplicates += duplicates
+        return SpanExportResult.SUCCESS
 
     def shutdown(self) -> None:
         self._shutdown = True

@@ -466,12 +466,9 @@ def jaeger_span_ids(query_url: str, timeout_s: float = 10.0):
 
 
 def store_span_ids(directory):
-    """A reconcile function for the embedded store."""
-    from ..exporters.store import iter_store
-
-    def lookup(trace_id: str):
-        return {s["span_id"] for s in iter_store(directory) if s["trace_id"] == trace_id}
-    return lookup
+    """A reconcile function for the embedded store (its index: no scan of the store)."""
+    from ..exporters.store import Store
+    return Store(directory).span_ids
 
 
 _SENT, _FAILED, _MAYBE_SENT = "sent", "failed", "maybe sent"
