@@ -27,7 +27,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags
 from opentelemetry.trace.status import Status, StatusCode
 
-from . import __version__, failure, ids, log_tail, redaction
+from . import __version__, failure, ids, log_tail, redaction, sampling
 from .log_tail import LOG_SOURCE, LOG_TAIL_EVENT
 from .journal import Event, JournalReport
 from . import resources
@@ -230,6 +230,10 @@ class _Builder:
                 self.max_spans = min(int(fields.get("@max_spans") or self.max_spans), self.span_ceiling)
             except ValueError:
                 pass
+            # the sampling ratio the glidein ran with: the one decision, on the node and at the Factory
+            ratio = sampling.parse_ratio(fields.get("@sampling_ratio"))
+            if ratio is not None:
+                span.attrs[sampling.RATIO_ATTRIBUTE] = ratio
         else:
             span.parent = fields.get("@parent", span.parent or ROOT)
         self._add_attributes(span, fields)

@@ -105,8 +105,9 @@ KNOBS = (
          "sampler off (stage resources then come only from stage boundaries).",
          minimum=0, maximum=3600),
     Knob("GLIDEIN_TRACING_SAMPLING_RATIO", "float", "1.0",
-         "Fraction of glidein traces kept, decided by trace id (the same on the node and at "
-         "the Factory); failed glideins are always kept.", minimum=0.0, maximum=1.0),
+         "Fraction of glidein traces kept, decided by trace id. The ratio travels in the "
+         "glidein's journal, so live export and the Factory forwarder keep the same glideins; "
+         "failed glideins are always kept.", minimum=0.0, maximum=1.0),
     Knob("GLIDEIN_TRACING_SERVICE_NAME", "string", "glidein",
          "service.name of the glidein spans, as shown in Jaeger."),
     Knob("GLIDEIN_TRACING_MAX_SPANS", "int", "2000",

@@ -1,14 +1,29 @@
-"""Trace sampling by trace id ratio: the same decision on the node and at the Factory.
+"""Trace sampling by trace id ratio, decided once per glidein.
 
-A glidein is kept when the first 8 hex digits of its trace id, as a number, fall below
-``ratio * 2**32``. The bash cleanup hook computes the same with shell arithmetic, so a
-glidein is either traced everywhere or nowhere. Failed glideins are always kept: they are
-the ones operators look for.
+The ratio is the one the glidein ran with (knob GLIDEIN_TRACING_SAMPLING_RATIO): the setup
+hook writes it into the journal (``@sampling_ratio``) and the converter puts it on the root
+(``glidein_tracing.sampling_ratio``), so live export on the node and the forwarder at the
+Factory apply the same ratio to the same rule: a glidein is kept when the first 8 hex digits
+of its trace id, as a number, fall below ``ratio * 2**32``. Failed glideins are always kept:
+they are the ones operators look for. A glidein whose root carries no ratio (no journal came
+back, or hooks older than this) is kept.
 """
 
 from __future__ import annotations
 
 from opentelemetry.trace.status import StatusCode
+
+
+RATIO_ATTRIBUTE = "glidein_tracing.sampling_ratio"
+
+
+def parse_ratio(text) -> float | None:
+    """A ratio from a journal field: a number in [0, 1], else None."""
+    try:
+        ratio = float(text)
+    except (TypeError, ValueError):
+        return None
+    return ratio if 0.0 <= ratio <= 1.0 else None
 
 
 def threshold(ratio: float) -> int:
@@ -22,10 +37,12 @@ def keep(trace_id: str, ratio: float, failed: bool = False) -> bool:
     return int(trace_id[:8], 16) < threshold(ratio)
 
 
-def keep_glidein(spans, ratio: float) -> bool:
-    """The decision for one converted glidein (SDK spans, root first): failed when its root is
+def keep_glidein(spans, override: float | None = None) -> bool:
+    """The decision for one converted glidein (SDK spans, root first), by the ratio on its
+    root unless ``override`` (an operator's explicit choice) is given; failed when its root is
     in error or its outcome is not ``ok``."""
     root = spans[0]
+    ratio = override if override is not None else root.attributes.get(RATIO_ATTRIBUTE, 1.0)
     failed = (root.status.status_code is StatusCode.ERROR
               or root.attributes.get("glidein.outcome") not in ("ok", None))
     return keep(format(root.context.trace_id, "032x"), ratio, failed)

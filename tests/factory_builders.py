@@ -18,13 +18,13 @@ def identity(layout, cluster, proc):
     return ids.GlideinIdentity(FACTORY, layout.instance, layout.entry, SCHEDD, str(cluster), str(proc))
 
 
-def journal_text(layout, cluster, proc, start, records=None, extra=()):
+def journal_text(layout, cluster, proc, start, records=None, extra=(), root_fields=None):
     fields = {"@name": "glidein", "@stage": "glidein",
               "@trace_id": identity(layout, cluster, proc).trace_id,
               "glidein.factory": FACTORY, "glidein.name": layout.instance,
               "glidein.entry": layout.entry, "glidein.schedd": SCHEDD,
               "glidein.cluster:i": str(cluster), "glidein.proc:i": str(proc),
-              "res.host.name": "wn.example.org"}
+              "res.host.name": "wn.example.org", **(root_fields or {})}
     lines = [format_line(start, "start", "glidein", fields),
              format_line(start, "start", "setup", {"@name": "setup", "@stage": "setup", "r.utime": "0.1"})]
     lines += record_lines(records or [])

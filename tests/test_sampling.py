@@ -1,6 +1,6 @@
-"""Sampling (GLIDEIN_TRACING_SAMPLING_RATIO): a glidein is kept or dropped by its trace id, the
-same way on the node (`glidein-tracing export`) and at the Factory (the forwarder); a glidein
-that failed is always kept."""
+"""Sampling (GLIDEIN_TRACING_SAMPLING_RATIO) is decided once per glidein: the ratio it ran with
+travels in its journal; live export on the node and the forwarder at the Factory keep the same
+glideins by trace id, and every failed one."""
 
 import time
 
@@ -11,10 +11,11 @@ from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.sampling import threshold
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
-from factory_builders import FACTORY, T0, identity, journal_text, returned_stderr, run_glidein
+from factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
+from hook_support import make_glidein
 
-RATIO = 0.5
-GLIDEINS = 16
+RATIO = 0.1
+GLIDEINS = 1000
 
 
 def _failed_validation():
@@ -23,34 +24,71 @@ def _failed_validation():
              "metrics": {"failure": "WN_Resource"}, "detail": "not enough disk"}]
 
 
-def test_node_and_factory_keep_the_same_glideins_and_every_failed_one(tmp_path):
+def factory_with_glideins(tmp_path, glideins, ratio, failed_every=7):
+    """``glideins`` returned glideins whose journals say they ran with ``ratio``; every
+    ``failed_every``-th failed its validation. (layout, {trace id: journal}, failed trace ids)"""
     layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_demo_instance", entry="DEMO_ENTRY")
     log = CondorGLog(layout)
     journals, failed = {}, set()
-    for proc in range(GLIDEINS):
-        records = _failed_validation() if proc % 3 == 0 else None
+    for proc in range(glideins):
+        records = _failed_validation() if proc % failed_every == 0 else None
         trace = identity(layout, 100, proc).trace_id
         if records:
             failed.add(trace)
-        journals[trace] = journal_text(layout, 100, proc, T0, records)
+        journals[trace] = journal_text(layout, 100, proc, T0, records,
+                                       root_fields={"@sampling_ratio": str(ratio)})
         run_glidein(log, layout, 100, proc, T0, returned_stderr(journals[trace]))
-    by_ratio = {t for t in journals if int(t[:8], 16) < threshold(RATIO)}
-    expected = by_ratio | failed
-    assert by_ratio and failed - by_ratio and set(journals) - expected, "every case is present"
+    return layout, journals, failed
 
+
+def forwarded(tmp_path, layout, **kwargs):
     store = tmp_path / "factory_store"
     stats = Forwarder([layout.logs], JsonLinesStoreExporter(store), Ledger(tmp_path / "l.sqlite"), FACTORY,
-                      grace_s=5, sampling_ratio=RATIO).run_once()
-    assert set(read_store(store)) == expected
-    assert stats.spans_sampled_out > 0 and stats.glideins_done == GLIDEINS
+                      schedd=SCHEDD, grace_s=5, **kwargs).run_once()
+    return stats, set(read_store(store))
 
+
+def test_the_ratio_in_the_journal_keeps_a_tenth_of_the_healthy_glideins_and_every_failed_one(tmp_path):
+    layout, journals, failed = factory_with_glideins(tmp_path, GLIDEINS, RATIO)
+    stats, kept = forwarded(tmp_path, layout)      # no ratio given to the forwarder
+    healthy = set(journals) - failed
+    assert failed <= kept
+    share = len(kept & healthy) / len(healthy)
+    assert 0.08 <= share <= 0.12, share
+    assert kept & healthy == {t for t in healthy if int(t[:8], 16) < threshold(RATIO)}
+    assert stats.glideins_done == GLIDEINS and stats.spans_sampled_out > 0
+
+    # the node decides the same for the same glideins: `glidein-tracing export`, as the
+    # cleanup hook runs it for live export (no ratio on its command line: the journal's)
     node_kept = set()
     for trace, text in journals.items():
-        path = tmp_path / f"{trace}.gtj"
+        path = tmp_path / "journal.gtj"
         path.write_text(text)
-        code = cli(["export", "--journal", str(path), "--store", str(tmp_path / "node_store"),
-                    "--sampling-ratio", str(RATIO)])
+        code = cli(["export", "--journal", str(path), "--store", str(tmp_path / "node_store")])
         assert code in (0, 4)          # 4: sampled out, nothing exported
         if code == 0:
             node_kept.add(trace)
-    assert node_kept == expected == set(read_store(tmp_path / "node_store"))
+    assert node_kept == kept == set(read_store(tmp_path / "node_store"))
+
+
+def test_the_forwarders_own_ratio_is_an_explicit_override(tmp_path):
+    layout, journals, failed = factory_with_glideins(tmp_path, 40, 0.0, failed_every=4)
+    _, kept = forwarded(tmp_path, layout)
+    assert kept == failed                          # ratio 0 on the node: only the failed ones
+    _, kept_all = forwarded(tmp_path / "again", layout, sampling_ratio=1.0)
+    assert kept_all == set(journals)
+
+
+def test_the_setup_hook_writes_the_ratio_the_glidein_runs_with(tmp_path):
+    from glidein_tracing.converter import convert
+    from glidein_tracing.journal import read_journal
+    g = make_glidein(tmp_path, "success", extra_config={"GLIDEIN_TRACING_SAMPLING_RATIO": "0.25"})
+    try:
+        assert g.run_hook("gconditional_TRACING_setup.sh", "glidein_config", "main").returncode == 0
+        events, report = read_journal(g.journal)
+    finally:
+        g.kill_sampler()
+        g.stop()
+    (start,) = [e for e in events if e.op == "start" and e.key == "glidein"]
+    assert start.fields["@sampling_ratio"] == "0.25"
+    assert convert(events, report)[0].attributes["glidein_tracing.sampling_ratio"] == 0.25

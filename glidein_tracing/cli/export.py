@@ -40,8 +40,9 @@ def add_arguments(parser):
     parser.add_argument("--skip-root", action="store_true",
                         help="leave the root span to the Factory forwarder (export mode 'both': "
                              "the Factory knows when the glidein was submitted)")
-    parser.add_argument("--sampling-ratio", type=float, default=1.0,
-                        help="keep this fraction of glideins, by trace id (failed ones always)")
+    parser.add_argument("--sampling-ratio", type=float, default=None,
+                        help="override the sampling ratio the glidein ran with (its journal's "
+                             "GLIDEIN_TRACING_SAMPLING_RATIO); failed glideins are always kept")
 
 
 def load_events(args):

@@ -34,7 +34,9 @@ def add_arguments(parser):
                         help="give quarantined glideins (failed alone repeatedly) new tries")
     parser.add_argument("--grace", type=float, default=600.0,
                         help="seconds to wait for a glidein's output after it ended (default 600)")
-    parser.add_argument("--sampling-ratio", type=float, default=1.0)
+    parser.add_argument("--sampling-ratio", type=float, default=None,
+                        help="override the sampling ratio each glidein ran with (its journal's "
+                             "GLIDEIN_TRACING_SAMPLING_RATIO); failed glideins are always kept")
     parser.add_argument("--redact", default="", help="comma-separated attribute names to redact")
     parser.add_argument("--batch-spans", type=int, default=2000)
     parser.add_argument("--service-name", help="override service.name of glidein spans")
@@ -66,7 +68,7 @@ def run(args):
         if not sep:
             raise UserError(f"--entry-schedd wants ENTRY=SCHEDD, not {item!r}")
         entry_schedds[entry] = schedd
-    if not 0.0 <= args.sampling_ratio <= 1.0:
+    if args.sampling_ratio is not None and not 0.0 <= args.sampling_ratio <= 1.0:
         raise UserError("--sampling-ratio must be between 0 and 1")
     for path in args.logs:
         if not Path(path).is_dir():

@@ -86,7 +86,7 @@ class ForwardStats:
 class Forwarder:
     def __init__(self, roots, exporter, ledger: ledger_mod.Ledger, factory: str, *,
                  schedd: str | None = None, entry_schedds: dict | None = None,
-                 grace_s: float = 600.0, settle_s: float = 5.0, sampling_ratio: float = 1.0,
+                 grace_s: float = 600.0, settle_s: float = 5.0, sampling_ratio: float | None = None,
                  redact=(), batch_spans: int = 2000, reconcile=None,
                  max_section_bytes: int = DEFAULT_MAX_BYTES, progress: bool = False,
                  service_name: str | None = None):

@@ -425,7 +425,7 @@ gt_export() {
     # can read); OTEL_EXPORTER_OTLP_HEADERS and the like pass through as the SDK reads them
     GLIDEIN_TRACING_ENDPOINT=$GT_ENDPOINT gt_bounded "$GT_V" "$py" -m glidein_tracing export \
         --journal "$GT_JOURNAL" --timeout "$export_s" \
-        --sampling-ratio "${GT_SAMPLING_RATIO:-1.0}" --service-name "${GT_SERVICE_NAME:-glidein}" \
+        --service-name "${GT_SERVICE_NAME:-glidein}" \
         $skip >"$GT_DIR/export.log" 2>&1 </dev/null
     rc=$?
     case $rc in

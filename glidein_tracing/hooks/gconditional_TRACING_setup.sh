@@ -233,7 +233,7 @@ gt_main() {
     gt_get GLIDEIN_TRACING_REQUEST_TRACEPARENT; req=$GT_V
     gt_emit "$GT_START" start glidein "@name=glidein" "@stage=glidein" "@trace_id=$GT_TRACE_ID" \
         "glidein.request_traceparent=$req" \
-        "@max_spans=$GT_MAX_SPANS" "@redact=$GT_REDACT" \
+        "@max_spans=$GT_MAX_SPANS" "@redact=$GT_REDACT" "@sampling_ratio=$GT_SAMPLING_RATIO" \
         "glidein.factory=$f" "glidein.name=$n" "glidein.entry=$e" "glidein.client=$cl" \
         "glidein.client_group=$cg" "glidein.schedd=$s" "glidein.cluster:i=$c" "glidein.proc:i=$p" \
         "glidein.multi_index:i=$GT_MULTI" "glidein.uuid=$uuid" \
