@@ -12,7 +12,7 @@ What is measured:
    analysis/fastread.py), building the table, the same analysis; and the same with the
    reference reader (``json`` + span dicts). Reported as glideins/s and extrapolated to N.
 3. ``end-to-end measured`` (``--e2e-store DIR``, e.g. a store of 1,000,000 glideins from
-   ``glidein-tracing synth``): the same, measured on that store, without the cache, then
+   ``python bench/synth.py``): the same, measured on that store, without the cache, then
    the first run writing the compact cache (``<store>/.analysis-cache``), then the cached
    run; peak RSS of the analysing process and of its largest reading worker.
 4. ``naive`` baselines, measured in the same run on subsets and extrapolated linearly:
@@ -168,7 +168,7 @@ def main(argv=None):
     parser.add_argument("--naive-candidates", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--e2e-store", metavar="DIR",
-                        help="also measure end to end on this store (e.g. glidein-tracing synth --glideins 1000000): "
+                        help="also measure end to end on this store (e.g. python bench/synth.py --glideins 1000000): "
                              "without cache, first run writing the cache, cached run; the cache is removed afterwards")
     parser.add_argument("--e2e-workers", metavar="LIST", default="",
                         help="with --e2e-store: also the run without cache with each of these worker counts "

@@ -14,9 +14,11 @@ class CountingCollector(BaseHTTPRequestHandler):
     """An OTLP/HTTP receiver that counts span ids, with a Jaeger-like query endpoint so the
     forwarder can reconcile; `up` switches it between answering and refusing."""
     received: list = []
+    headers_seen: list = []
     up = True
 
     def do_POST(self):
+        CountingCollector.headers_seen.append({k.lower(): v for k, v in self.headers.items()})
         body = self.rfile.read(int(self.headers["Content-Length"]))
         if not CountingCollector.up:
             self.send_response(503)
@@ -46,6 +48,7 @@ class CountingCollector(BaseHTTPRequestHandler):
 @pytest.fixture
 def collector():
     CountingCollector.received = []
+    CountingCollector.headers_seen = []
     CountingCollector.up = True
     server = ThreadingHTTPServer(("127.0.0.1", 0), CountingCollector)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

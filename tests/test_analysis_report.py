@@ -1,15 +1,18 @@
-"""The analyze/synth verbs and the reports; the HTML report rendered in headless Chromium."""
+"""The analyze verb (on stores the synthetic generator writes) and the reports; the HTML report
+rendered in headless Chromium."""
 
 import json
 import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from glidein_tracing.analysis import report, synth
 from glidein_tracing.analysis.sources import load_table
-from glidein_tracing.cli.main import VERBS, main
+from glidein_tracing.cli.main import main
 
 from analysis_helpers import write_synth_store
 
@@ -24,16 +27,18 @@ def store(tmp_path_factory):
     return directory
 
 
-def test_verbs_are_registered():
-    assert VERBS["analyze"] == "analyze" and VERBS["synth"] == "synth"
-
-
-def test_synth_verb_writes_a_store_that_show_and_analyze_read(tmp_path, capsys):
-    assert main(["synth", "--glideins", "25", "--seed", "3", "--store", str(tmp_path)]) == 0
-    assert "wrote 25 glideins" in capsys.readouterr().out
+def test_the_synth_script_writes_a_store_that_show_and_analyze_read(tmp_path, capsys):
+    script = [sys.executable, str(Path(__file__).resolve().parents[1] / "bench" / "synth.py")]
+    done = subprocess.run(script + ["--glideins", "25", "--seed", "3", "--store", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and "wrote 25 glideins" in done.stdout, done.stderr
     assert main(["show", "--store", str(tmp_path), "--list"]) == 0
     assert len(capsys.readouterr().out.strip().splitlines()) == 25
-    assert main(["synth", "--glideins", "5", "--store", str(tmp_path), "--kill-rate", "2"]) == 2
+    assert main(["analyze", "--store", str(tmp_path)]) == 0
+    assert "glideins 25" in capsys.readouterr().out
+    bad = subprocess.run(script + ["--glideins", "5", "--store", str(tmp_path), "--kill-rate", "2"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "--kill-rate must be between 0 and 1" in bad.stderr
 
 
 def test_analyze_prints_a_summary_and_writes_json(store, tmp_path, capsys):

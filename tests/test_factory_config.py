@@ -81,9 +81,11 @@ def test_tracing_off_is_reported_and_broken_xml_is_a_clear_error(tmp_path):
 
 def test_knob_table_is_the_single_source_of_the_shell_reader_and_docs():
     shell = (REPO / "glidein_tracing" / "hooks" / "gconditional_TRACING_knobs.sh").read_text()
-    assert shell == knobs.render_shell(), "regenerate with `glidein-tracing factory-config --shell-knobs`"
+    assert shell == knobs.render_shell(), "regenerate with `python dev/knobs.py`"
     docs = (REPO / "docs" / "knobs.md").read_text()
-    assert knobs.render_markdown() in docs, "regenerate the table with `--knobs-markdown`"
+    assert knobs.render_markdown() in docs, "regenerate the table with `python dev/knobs.py`"
+    done = subprocess.run([sys.executable, str(REPO / "dev" / "knobs.py"), "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 def test_unknown_or_bad_set_values_are_refused():

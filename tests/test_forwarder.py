@@ -135,10 +135,12 @@ def test_secrets_in_a_journal_never_reach_the_store(factory, tmp_path):
 
 def forward_cli(layout, tmp_path, endpoint, env_extra=None):
     env = dict(os.environ, **(env_extra or {}))
+    config = tmp_path / "forwarder.yaml"
+    config.write_text("batch_spans: 5   # several exports a pass: a crash can fall between them\n")
     return subprocess.run(
         [sys.executable, "-m", "glidein_tracing", "forward", str(layout.logs), "--factory", FACTORY,
          "--endpoint", endpoint, "--query", endpoint, "--state", str(tmp_path / "ledger.sqlite"),
-         "--grace", "5", "--batch-spans", "5", "--no-progress", "--timeout", "3"],
+         "--grace", "5", "--config", str(config), "--no-progress", "--timeout", "3"],
         env=env, capture_output=True, text=True, timeout=120)
 
 

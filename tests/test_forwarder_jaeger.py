@@ -19,10 +19,12 @@ def forward(layout, state, endpoint, query, crash_at=None):
     env = dict(os.environ)
     if crash_at:
         env["GLIDEIN_TRACING_CRASH_AT"] = crash_at
+    config = state.parent / "forwarder.yaml"
+    config.write_text("batch_spans: 5   # several exports a pass: a crash can fall between them\n")
     return subprocess.run(
         [sys.executable, "-m", "glidein_tracing", "forward", str(layout.logs), "--factory", FACTORY,
          "--endpoint", endpoint, "--query", query, "--state", str(state), "--grace", "5",
-         "--batch-spans", "5", "--no-progress", "--timeout", "3"],
+         "--config", str(config), "--no-progress", "--timeout", "3"],
         env=env, capture_output=True, text=True, timeout=120)
 
 

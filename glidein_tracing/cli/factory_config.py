@@ -16,9 +16,6 @@ def add_arguments(parser):
     parser.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
                         help="a knob value for the printed block (repeatable)")
     parser.add_argument("--hooks-dir", help="where the hook files are (default: installed package)")
-    parser.add_argument("--shell-knobs", action="store_true",
-                        help="print the generated shell knob reader (hooks/gconditional_TRACING_knobs.sh)")
-    parser.add_argument("--knobs-markdown", action="store_true", help="print the knobs reference table")
 
 
 def run(args):
@@ -26,12 +23,6 @@ def run(args):
     from ..factory.config import render_block, validate
     from .main import UserError
 
-    if args.shell_knobs:
-        sys.stdout.write(knobs.render_shell())
-        return 0
-    if args.knobs_markdown:
-        sys.stdout.write(knobs.render_markdown())
-        return 0
     if args.validate:
         findings = validate(args.validate)
         for finding in findings:
@@ -46,7 +37,7 @@ def run(args):
             raise UserError(f"--set wants KNOB=VALUE, not {item!r}")
         knob = knobs.BY_NAME.get(name)
         if knob is None:
-            raise UserError(f"unknown knob {name}; see `glidein-tracing factory-config --knobs-markdown`")
+            raise UserError(f"unknown knob {name}; the knobs are listed in docs/knobs.md")
         ok, _, message = knob.check(value)
         if not ok:
             raise UserError(message)

@@ -3,8 +3,10 @@
 Reads the Factory's client log tree (user_*/glidein_<instance>/entry_<entry>/ with
 condor_activity_*.log and job.C.P.err), remembers what it has read and sent in a ledger
 (restart-safe), and exports every span exactly once: to --endpoint (OTLP/HTTP), else to the
-embedded store. `--follow` keeps running as a service (see factory_config/
-glidein-tracing-forwarder.service).
+embedded store. Settings come from flags, a YAML file (--config, default
+/etc/glidein-tracing/forwarder.yaml; factory_config/forwarder.yaml shows every key) and the
+standard OTEL_EXPORTER_OTLP_* variables, in that order. `--follow` keeps running as a service
+(factory_config/glidein-tracing-forwarder.service).
 """
 
 from __future__ import annotations
@@ -12,90 +14,131 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+from pathlib import Path
+
+from ..factory.settings import DEFAULT_CONFIG
 
 
 def add_arguments(parser):
-    parser.add_argument("logs", nargs="+", help="Factory client log directories (or entry dirs)")
-    parser.add_argument("--factory", required=True, help="the Factory's name (GLIDEIN_Factory)")
+    parser.add_argument("logs", nargs="*", help="Factory client log directories (or entry dirs); "
+                        "config key `logs`")
+    parser.add_argument("--config", help="YAML settings file, a key for every setting (default "
+                        f"{DEFAULT_CONFIG} when present); flags override it")
+    parser.add_argument("--check-config", action="store_true",
+                        help="check the settings (file, flags) and exit: 0 when good, 2 with each problem")
+    parser.add_argument("--factory", help="the Factory's name (GLIDEIN_Factory)")
     parser.add_argument("--schedd", help="the schedd of every entry not named otherwise (part of "
                         "trace ids; journals claiming another are rejected)")
     parser.add_argument("--factory-config", metavar="GLIDEINWMS_XML",
                         help="the Factory's glideinWMS.xml: each entry's schedd_name")
     parser.add_argument("--entry-schedd", action="append", default=[], metavar="ENTRY=SCHEDD",
                         help="schedd of one entry (repeatable)")
-    parser.add_argument("--endpoint", help="OTLP/HTTP base URL (else the store)")
+    parser.add_argument("--endpoint", help="OTLP/HTTP base URL (else OTEL_EXPORTER_OTLP_ENDPOINT, else the store)")
     parser.add_argument("--store", help="store directory (when there is no endpoint)")
     parser.add_argument("--state", help="ledger file (default: <store or user data dir>/forwarder.sqlite)")
     parser.add_argument("--query", help="Jaeger query API base URL, to reconcile after a crash")
-    parser.add_argument("--timeout", type=float, default=10.0, help="export timeout, seconds")
-    parser.add_argument("--max-request-bytes", type=int, default=4 * 1024 * 1024,
+    parser.add_argument("--timeout", type=float, help="export timeout, seconds (default: "
+                        "OTEL_EXPORTER_OTLP_TIMEOUT, else 10)")
+    parser.add_argument("--max-request-bytes", type=int,
                         help="OTLP requests are split to stay under this size (default 4 MiB)")
     parser.add_argument("--retry-quarantined", action="store_true",
                         help="give quarantined glideins (failed alone repeatedly) new tries")
-    parser.add_argument("--grace", type=float, default=600.0,
+    parser.add_argument("--grace", type=float,
                         help="seconds to wait for a glidein's output after it ended (default 600)")
-    parser.add_argument("--sampling-ratio", type=float, default=None,
+    parser.add_argument("--sampling-ratio", type=float,
                         help="override the sampling ratio each glidein ran with (its journal's "
                              "GLIDEIN_TRACING_SAMPLING_RATIO); failed glideins are always kept")
-    parser.add_argument("--redact", default="", help="comma-separated attribute names to redact")
-    parser.add_argument("--batch-spans", type=int, default=2000)
-    parser.add_argument("--service-name", help="override service.name of glidein spans")
     parser.add_argument("--follow", action="store_true", help="keep running")
-    parser.add_argument("--interval", type=float, default=60.0, help="seconds between passes with --follow")
+    parser.add_argument("--interval", type=float, help="seconds between passes with --follow (default 60)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def run(args):
-    from pathlib import Path
-
-    from ..exporters.otlp import make_otlp_exporter
-    from ..exporters.store import JsonLinesStoreExporter, default_store_dir
-    from ..factory.forwarder import Forwarder, jaeger_span_ids, store_span_ids
-    from ..factory.ledger import Ledger
+def settings_of(args) -> dict:
+    """Every setting, from the flags, the config file and the defaults; UserError naming each
+    problem (with its line in the file) otherwise."""
+    from ..factory import settings
     from .main import UserError
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s glidein-tracing forward: %(message)s",
-                        stream=sys.stderr)
+    path = args.config or (settings.DEFAULT_CONFIG if settings.DEFAULT_CONFIG.exists() else None)
+    try:
+        config = settings.load(path) if path else {}
+    except settings.ConfigError as exc:
+        raise UserError("bad configuration:\n  " + "\n  ".join(exc.problems)) from exc
     entry_schedds = {}
-    if args.factory_config:
-        from ..factory.config import entry_schedds as configured_schedds
-        try:
-            entry_schedds.update(configured_schedds(args.factory_config))
-        except ValueError as exc:
-            raise UserError(str(exc)) from exc
     for item in args.entry_schedd:
         entry, sep, schedd = item.partition("=")
         if not sep:
             raise UserError(f"--entry-schedd wants ENTRY=SCHEDD, not {item!r}")
         entry_schedds[entry] = schedd
-    if args.sampling_ratio is not None and not 0.0 <= args.sampling_ratio <= 1.0:
-        raise UserError("--sampling-ratio must be between 0 and 1")
-    for path in args.logs:
+    flags = {"logs": args.logs, "factory": args.factory, "schedd": args.schedd,
+             "factory_config": args.factory_config, "endpoint": args.endpoint, "store": args.store,
+             "state": args.state, "query": args.query, "timeout": args.timeout,
+             "max_request_bytes": args.max_request_bytes, "grace": args.grace,
+             "sampling_ratio": args.sampling_ratio, "follow": args.follow, "interval": args.interval}
+    problems = [f"--{key.replace('_', '-')}: {problem}" for key, value in flags.items()
+                if (problem := settings.check(key, value))]
+    if problems:
+        raise UserError("bad option:\n  " + "\n  ".join(problems))
+    out = settings.resolve(config, flags)
+    out["entry_schedds"] = {**out["entry_schedds"], **entry_schedds}
+    if not out["factory"]:
+        raise UserError("no Factory name: give --factory or `factory:` in the config")
+    if not out["logs"]:
+        raise UserError("no Factory log directory: give it on the command line or as `logs:` in the config")
+    out["config_file"] = str(path) if path else None
+    return out
+
+
+def run(args):
+    from ..exporters.otlp import make_otlp_exporter
+    from ..exporters.store import JsonLinesStoreExporter, default_store_dir
+    from ..factory.forwarder import Forwarder, jaeger_span_ids, store_span_ids
+    from ..factory.ledger import Ledger
+    from ..factory.settings import otel_endpoint_configured
+    from .main import UserError
+
+    conf = settings_of(args)
+    if args.check_config:
+        print(f"glidein-tracing forward: settings good ({conf['config_file'] or 'no config file'})")
+        return 0
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s glidein-tracing forward: %(message)s",
+                        stream=sys.stderr)
+    entry_schedds = {}
+    if conf["factory_config"]:
+        from ..factory.config import entry_schedds as configured_schedds
+        try:
+            entry_schedds.update(configured_schedds(conf["factory_config"]))
+        except ValueError as exc:
+            raise UserError(str(exc)) from exc
+    entry_schedds.update(conf["entry_schedds"])
+    for path in conf["logs"]:
         if not Path(path).is_dir():
             raise UserError(f"{path} is not a directory")
-    if args.endpoint:
-        exporter = make_otlp_exporter(args.endpoint, args.timeout, args.max_request_bytes)
-        reconcile = jaeger_span_ids(args.query) if args.query else None
-        state = Path(args.state) if args.state else default_store_dir().parent / "forwarder.sqlite"
+    if conf["endpoint"] or (otel_endpoint_configured() and not conf["store"]):
+        exporter = make_otlp_exporter(conf["endpoint"], conf["timeout"], conf["max_request_bytes"],
+                                      headers=conf["headers"], certificate=conf["certificate"],
+                                      compression=conf["compression"])
+        reconcile = jaeger_span_ids(conf["query"]) if conf["query"] else None
+        state = Path(conf["state"]) if conf["state"] else default_store_dir().parent / "forwarder.sqlite"
     else:
-        exporter = JsonLinesStoreExporter(args.store)
+        exporter = JsonLinesStoreExporter(conf["store"])
         reconcile = store_span_ids(exporter.directory)
-        state = Path(args.state) if args.state else exporter.directory / "forwarder.sqlite"
+        state = Path(conf["state"]) if conf["state"] else exporter.directory / "forwarder.sqlite"
     ledger = Ledger(state)
     if args.retry_quarantined:
         with ledger.transaction():
             released = ledger.release_quarantined()
         print(f"glidein-tracing forward: {released} quarantined glideins released", file=sys.stderr)
     forwarder = Forwarder(
-        args.logs, exporter, ledger, args.factory, schedd=args.schedd,
-        entry_schedds=entry_schedds, grace_s=args.grace, sampling_ratio=args.sampling_ratio,
-        redact=[n for n in args.redact.split(",") if n.strip()], batch_spans=args.batch_spans,
+        conf["logs"], exporter, ledger, conf["factory"], schedd=conf["schedd"],
+        entry_schedds=entry_schedds, grace_s=conf["grace"], sampling_ratio=conf["sampling_ratio"],
+        redact=[n for n in conf["redact"] if n.strip()], batch_spans=conf["batch_spans"],
         reconcile=reconcile, progress=not args.no_progress and sys.stderr.isatty(),
-        service_name=args.service_name)
-    if args.follow:
+        service_name=conf["service_name"])
+    if conf["follow"]:
         stopping = []
         signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
-        forwarder.follow(args.interval, stop=lambda: bool(stopping))
+        forwarder.follow(conf["interval"], stop=lambda: bool(stopping))
         return 0
     stats = forwarder.run_once()
     print(f"glidein-tracing forward: {stats.summary()}", file=sys.stderr)

@@ -17,11 +17,10 @@ VERBS = {
     "forward": "forward",
     "factory-config": "factory_config",
     "analyze": "analyze",
-    "synth": "synth",
 }
 # a module missing at run time -> the extra that installs it (setup.cfg)
 EXTRA_OF_MODULE = {"htcondor2": "factory", "classad2": "factory", "htcondor": "factory", "tqdm": "factory",
-                   "numpy": "analysis", "matplotlib": "analysis", "msgspec": "analysis",
+                   "yaml": "factory", "numpy": "analysis", "matplotlib": "analysis", "msgspec": "analysis",
                    "wrapt": "frontend", "opentelemetry.instrumentation": "frontend"}
 
 

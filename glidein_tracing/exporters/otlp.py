@@ -185,12 +185,31 @@ def _ca_preserving_session():
     return CAPreservingSession()
 
 
-def make_otlp_exporter(endpoint: str | None, timeout_s: float = 5.0,
-                       max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> SpanExporter:
+def otel_timeout_s(environ=os.environ) -> float:
+    """OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT as this SDK reads it (seconds), else 10."""
+    raw = environ.get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT") or environ.get("OTEL_EXPORTER_OTLP_TIMEOUT")
+    try:
+        return float(raw) if raw and float(raw) > 0 else 10.0
+    except ValueError:
+        return 10.0
+
+
+def make_otlp_exporter(endpoint: str | None, timeout_s: float | None = 5.0,
+                       max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, *, headers: dict | None = None,
+                       certificate: str | None = None, compression: str | None = None) -> SpanExporter:
     """The OTLP/HTTP exporter for ``endpoint`` (base URL), bounded to ``timeout_s`` seconds.
-    With endpoint None the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, _HEADERS, _TIMEOUT,
-    _CERTIFICATE... variables apply, as the SDK reads them."""
+    What is None here comes from the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, _HEADERS,
+    _TIMEOUT, _CERTIFICATE, _COMPRESSION variables, as the SDK reads them."""
+    from opentelemetry.exporter.otlp.proto.http import Compression
+
+    timeout_s = otel_timeout_s() if timeout_s is None else timeout_s
     kwargs = {"timeout": timeout_s, "session": _ca_preserving_session()}
     if endpoint:
         kwargs["endpoint"] = traces_url(endpoint)
+    if headers:
+        kwargs["headers"] = dict(headers)
+    if certificate:
+        kwargs["certificate_file"] = certificate
+    if compression:
+        kwargs["compression"] = Compression(compression)
     return BoundedExporter(SizeLimitedExporter(OTLPSpanExporter(**kwargs), max_request_bytes), timeout_s)

@@ -1,4 +1,5 @@
-"""Write synthetic glidein traces into a store directory (for trying and testing analyze).
+"""Write synthetic glidein traces into a store directory (for trying, testing and benchmarking
+`glidein-tracing analyze`).
 
 A seeded generator (glidein_tracing.analysis.synth, documented there and in
 docs/analysis.md) with realistic distributions: queue waits, validation scripts that take
@@ -6,13 +7,19 @@ time and sometimes fail, jobs, idle gaps, and shutdowns by the given GLIDEIN_Max
 GLIDEIN_Max_Tail / retire time. The same seed gives the same traces.
 
 Example:
-  glidein-tracing synth --glideins 10000 --seed 7 --store /tmp/synth-store
+  python bench/synth.py --glideins 10000 --seed 7 --store /tmp/synth-store
   glidein-tracing analyze --store /tmp/synth-store --whatif --html report.html
 """
 
 from __future__ import annotations
 
-from .main import UserError
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from glidein_tracing.analysis.synth import SynthConfig, write_store  # noqa: E402
 
 
 def add_arguments(parser):
@@ -33,14 +40,15 @@ def add_arguments(parser):
                         help="share of traces whose Factory spans are written much later")
 
 
-def run(args):
-    from ..analysis.synth import SynthConfig, write_store
-
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    args = parser.parse_args(argv)
     if args.glideins < 0:
-        raise UserError("--glideins must be >= 0")
+        parser.error("--glideins must be >= 0")
     for name in ("validation_failure_rate", "job_failure_rate", "kill_rate", "skew_rate", "fragment_rate"):
         if not 0.0 <= getattr(args, name) <= 1.0:
-            raise UserError(f"--{name.replace('_', '-')} must be between 0 and 1")
+            parser.error(f"--{name.replace('_', '-')} must be between 0 and 1")
     cfg = SynthConfig(glideins=args.glideins, seed=args.seed, entries=args.entries, sites=args.sites,
                       max_idle=args.max_idle, max_tail=args.max_tail, retire=args.retire,
                       retire_spread=args.retire_spread, validation_failure_rate=args.validation_failure_rate,
@@ -49,3 +57,8 @@ def run(args):
     counts = write_store(cfg, args.store)
     print(f"wrote {counts['glideins']} glideins ({counts['spans']} spans, {counts['lines']} lines) to {args.store}")
     return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""The forwarder's settings: one YAML file (a key for every setting), checked line by line.
+
+Precedence, highest first: a command-line flag, the config file, the standard
+``OTEL_EXPORTER_OTLP_(TRACES_)*`` variables (read by the SDK's exporter for what the file
+leaves unset: endpoint, headers, certificate, compression, timeout), the defaults below.
+A bad file is refused as a whole, every problem named with its line.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_CONFIG = Path("/etc/glidein-tracing/forwarder.yaml")
+COMPRESSIONS = ("none", "gzip", "deflate")
+
+
+@dataclass(frozen=True)
+class Setting:
+    kind: str              # str, float, int, bool, list (of str), map (str -> str)
+    default: object
+    help: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple = ()
+
+
+SETTINGS = {
+    "logs": Setting("list", [], "Factory client log directories (or entry dirs)"),
+    "factory": Setting("str", None, "the Factory's name (GLIDEIN_Factory)"),
+    "schedd": Setting("str", None, "the schedd of every entry not named otherwise (part of trace ids)"),
+    "factory_config": Setting("str", None, "the Factory's glideinWMS.xml: each entry's schedd_name"),
+    "entry_schedds": Setting("map", {}, "schedd of each named entry: {ENTRY: SCHEDD}"),
+    "endpoint": Setting("str", None, "OTLP/HTTP base URL (else OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else the store)"),
+    "headers": Setting("map", {}, "OTLP/HTTP request headers, over OTEL_EXPORTER_OTLP_(TRACES_)HEADERS "
+                       "(the SDK adds the variables' other headers)"),
+    "certificate": Setting("str", None, "CA file for TLS (else OTEL_EXPORTER_OTLP_(TRACES_)CERTIFICATE)"),
+    "compression": Setting("str", None, "gzip, deflate or none (else OTEL_EXPORTER_OTLP_(TRACES_)COMPRESSION)",
+                           choices=COMPRESSIONS),
+    "timeout": Setting("float", None, "export timeout, seconds (else OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT, else 10)",
+                       minimum=0.1),
+    "max_request_bytes": Setting("int", 4 * 1024 * 1024, "OTLP requests are split to stay under this size",
+                                 minimum=0),
+    "query": Setting("str", None, "Jaeger query API base URL, to reconcile after a crash"),
+    "store": Setting("str", None, "store directory (when spans go to no endpoint)"),
+    "state": Setting("str", None, "ledger file (default: <store or user data dir>/forwarder.sqlite)"),
+    "grace": Setting("float", 600.0, "seconds to wait for a glidein's output after it ended", minimum=0),
+    "sampling_ratio": Setting("float", None, "override the sampling ratio each glidein ran with",
+                              minimum=0.0, maximum=1.0),
+    "redact": Setting("list", [], "attribute names to redact"),
+    "batch_spans": Setting("int", 2000, "spans per export", minimum=1),
+    "service_name": Setting("str", None, "override service.name of glidein spans"),
+    "follow": Setting("bool", False, "keep running (a service)"),
+    "interval": Setting("float", 60.0, "seconds between passes when following", minimum=1),
+}
+
+
+class ConfigError(Exception):
+    """A config file that cannot be used: ``problems`` names each, with its line."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def load(path) -> dict:
+    """The settings a YAML file sets ({key: value}), every value checked; ConfigError else."""
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError([f"{path}: cannot read: {exc.strerror or exc}"]) from exc
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise ConfigError([f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}"]) from exc
+    if root is None:
+        return {}
+    if not isinstance(root, yaml.MappingNode):
+        raise ConfigError([f"{path}:{root.start_mark.line + 1}: the file must be a mapping of settings"])
+    values, problems = {}, []
+    for key_node, value_node in root.value:
+        line = key_node.start_mark.line + 1
+        key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+        if key not in SETTINGS:
+            known = ", ".join(sorted(SETTINGS))
+            problems.append(f"{path}:{line}: unknown key {key!r} (known: {known})")
+            continue
+        if key in values:
+            problems.append(f"{path}:{line}: {key}: set twice")
+            continue
+        try:
+            value = yaml.SafeLoader("").construct_object(value_node, deep=True)
+        except yaml.YAMLError as exc:
+            problems.append(f"{path}:{line}: {key}: {exc}")
+            continue
+        problem = check(key, value)
+        if problem:
+            problems.append(f"{path}:{value_node.start_mark.line + 1}: {key}: {problem}")
+        else:
+            values[key] = value
+    if problems:
+        raise ConfigError(problems)
+    return values
+
+
+def check(key: str, value) -> str | None:
+    """Why ``value`` is not a valid ``key``, or None. ``None`` (YAML's null) means unset."""
+    setting = SETTINGS[key]
+    if value is None:
+        return None
+    kind = setting.kind
+    if kind == "str" and not isinstance(value, str):
+        return f"must be a string, not {_type_name(value)}"
+    if kind == "bool" and not isinstance(value, bool):
+        return f"must be true or false, not {_type_name(value)}"
+    if kind in ("int", "float"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind == "int" and isinstance(value, float)):
+            return f"must be {'an integer' if kind == 'int' else 'a number'}, not {_type_name(value)}"
+        if setting.minimum is not None and value < setting.minimum:
+            return f"must be at least {setting.minimum}, not {value}"
+        if setting.maximum is not None and value > setting.maximum:
+            return f"must be at most {setting.maximum}, not {value}"
+    if kind == "list" and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+        return "must be a list of strings"
+    if kind == "map" and (not isinstance(value, dict)
+                          or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())):
+        return "must be a mapping of strings to strings"
+    if setting.choices and value not in setting.choices:
+        return f"must be one of {', '.join(setting.choices)}, not {value!r}"
+    return None
+
+
+def _type_name(value) -> str:
+    return {bool: "true/false", int: "an integer", float: "a number", str: "a string", list: "a list",
+            dict: "a mapping"}.get(type(value), type(value).__name__)
+
+
+def resolve(config: dict, flags: dict) -> dict:
+    """Every setting: flags (those given) over the file over the defaults."""
+    out = {key: setting.default for key, setting in SETTINGS.items()}
+    out.update({k: v for k, v in config.items() if v is not None})
+    out.update({k: v for k, v in flags.items() if v is not None and v != [] and v is not False})
+    return out
+
+
+def otel_endpoint_configured(environ=os.environ) -> bool:
+    """Whether the standard variables name an OTLP endpoint (then spans go there, not to
+    the store, when no endpoint is set)."""
+    return bool(environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"))

@@ -1,0 +1,131 @@
+"""The forwarder as a service: every setting from one YAML file, each bad key or value named
+with its line, the standard OTEL_EXPORTER_OTLP_* variables honoured, flags over the file over
+the variables."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from glidein_tracing.cli import forward
+from glidein_tracing.cli.main import build_parser
+from glidein_tracing.factory import settings
+
+from factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
+from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
+from otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "factory_config" / "forwarder.yaml"
+
+
+def parsed(*argv):
+    return build_parser().parse_args(["forward", *argv])
+
+
+def test_the_example_config_sets_every_key_and_passes_the_check():
+    text = EXAMPLE.read_text()
+    for key in settings.SETTINGS:          # every key is shown (set or commented)
+        assert f"\n{key}:" in text or f"\n# {key}:" in text, key
+    conf = forward.settings_of(parsed("--config", str(EXAMPLE)))
+    assert conf["factory"] == "gfactory_instance" and conf["follow"] is True
+    assert conf["logs"] == ["/var/log/gwms-factory/client"]
+
+
+def test_every_key_reaches_the_forwarder_settings(tmp_path):
+    values = {"logs": [str(tmp_path)], "factory": "f1", "schedd": "s@f", "factory_config": "/x.xml",
+              "entry_schedds": {"E": "s2@f"}, "endpoint": "http://127.0.0.1:1", "headers": {"a": "b"},
+              "certificate": "/ca.pem", "compression": "gzip", "timeout": 3.5, "max_request_bytes": 1000,
+              "query": "http://127.0.0.1:2", "store": str(tmp_path / "s"), "state": str(tmp_path / "l"),
+              "grace": 7.0, "sampling_ratio": 0.25, "redact": ["x.y"], "batch_spans": 9,
+              "service_name": "svc", "follow": True, "interval": 30.0}
+    assert set(values) == set(settings.SETTINGS)
+    path = tmp_path / "f.yaml"
+    path.write_text(yaml.safe_dump(values))
+    conf = forward.settings_of(parsed("--config", str(path)))
+    assert {k: conf[k] for k in values} == values
+
+
+def test_flags_override_the_file(tmp_path):
+    path = tmp_path / "f.yaml"
+    path.write_text(f"factory: from_file\nlogs: [{tmp_path}]\ngrace: 5\nendpoint: http://file:4318\n")
+    conf = forward.settings_of(parsed("--config", str(path), "--factory", "from_flag", "--grace", "9"))
+    assert (conf["factory"], conf["grace"], conf["endpoint"]) == ("from_flag", 9.0, "http://file:4318")
+
+
+def test_each_bad_key_or_value_is_named_with_its_line(tmp_path):
+    path = tmp_path / "f.yaml"
+    path.write_text("factory: f\n"
+                    "logs: /not/a/list\n"          # line 2: wrong type
+                    "grace: -1\n"                  # line 3: out of range
+                    "colour: blue\n"               # line 4: unknown key
+                    "sampling_ratio: 2\n"          # line 5: out of range
+                    "compression: zip\n")          # line 6: not a choice
+    done = subprocess.run([sys.executable, "-m", "glidein_tracing", "forward", "--check-config",
+                           "--config", str(path)], capture_output=True, text=True)
+    assert done.returncode == 2
+    for line, words in ((2, "logs: must be a list"), (3, "grace: must be at least"), (4, "unknown key 'colour'"),
+                        (5, "sampling_ratio: must be at most 1.0"), (6, "compression: must be one of")):
+        assert f"{path}:{line}: {words}" in done.stderr, done.stderr
+    # the forwarder refuses to start with the same messages
+    started = subprocess.run([sys.executable, "-m", "glidein_tracing", "forward", "--config", str(path)],
+                             capture_output=True, text=True)
+    assert started.returncode == 2 and f"{path}:4: unknown key 'colour'" in started.stderr
+
+
+def test_a_file_that_is_not_yaml_says_where(tmp_path):
+    path = tmp_path / "f.yaml"
+    path.write_text("factory: f\nlogs: [a, b\ngrace: 3\n")
+    with pytest.raises(settings.ConfigError) as caught:
+        settings.load(path)
+    assert f"{path}:" in str(caught.value) and "not valid YAML" in str(caught.value)
+
+
+def one_glidein(tmp_path):
+    layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_demo_instance", entry="DEMO_ENTRY")
+    run_glidein(CondorGLog(layout), layout, 100, 0, T0, returned_stderr(journal_text(layout, 100, 0, T0)))
+    return layout
+
+
+def run_forward(tmp_path, layout, env, *flags):
+    config = tmp_path / "f.yaml"
+    if not config.exists():
+        config.write_text(f"factory: {FACTORY}\nschedd: {SCHEDD}\nlogs: [{layout.logs}]\ngrace: 5\n"
+                          f"state: {tmp_path / 'ledger.sqlite'}\n")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    return subprocess.run([sys.executable, "-m", "glidein_tracing", "forward", "--config", str(config),
+                           "--no-progress", *flags], env={**clean, **env}, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_the_standard_otel_variables_choose_the_endpoint_and_its_headers(tmp_path, collector):
+    layout = one_glidein(tmp_path)
+    done = run_forward(tmp_path, layout, {"OTEL_EXPORTER_OTLP_ENDPOINT": collector,
+                                          "OTEL_EXPORTER_OTLP_HEADERS": "x-tenant=cms"})
+    assert done.returncode == 0, done.stderr
+    assert {t for t, _ in CountingCollector.received} == {identity(layout, 100, 0).trace_id}
+    assert all(h.get("x-tenant") == "cms" for h in CountingCollector.headers_seen)
+    assert CountingCollector.headers_seen
+
+
+def test_the_file_beats_the_variables_and_a_flag_beats_the_file(tmp_path, collector):
+    layout = one_glidein(tmp_path)
+    config = tmp_path / "f.yaml"
+    config.write_text(f"factory: {FACTORY}\nschedd: {SCHEDD}\nlogs: [{layout.logs}]\ngrace: 5\n"
+                      f"state: {tmp_path / 'ledger.sqlite'}\nendpoint: {collector}\nheaders: {{x-vo: dune}}\n")
+    # the variables name a closed port and another value of the header: the file's win (the
+    # SDK adds the variables' other headers, as it does for headers given in code)
+    done = run_forward(tmp_path, layout, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+                                          "OTEL_EXPORTER_OTLP_HEADERS": "x-vo=cms"})
+    assert done.returncode == 0, done.stderr
+    assert len(CountingCollector.received) > 3
+    assert CountingCollector.headers_seen
+    assert all(h.get("x-vo") == "dune" for h in CountingCollector.headers_seen)
+    # a flag beats the file: --endpoint to a closed port fails the export, nothing more arrives
+    before = len(CountingCollector.received)
+    (tmp_path / "ledger.sqlite").unlink()
+    failed = run_forward(tmp_path, layout, {}, "--endpoint", "http://127.0.0.1:9", "--timeout", "2")
+    assert failed.returncode == 1 and len(CountingCollector.received) == before
