@@ -135,6 +135,14 @@ def retime_glidein_start(g: Glidein, run: str):
     g.journal.write_text("".join(lines))
 
 
+def install_cleanup_hook(g: Glidein) -> Path:
+    """Where GlideinWMS runs the cleanup hook from: it copies the script to exec/cleanup."""
+    cleanup_dir = g.work / ".gwms.d" / "exec" / "cleanup"
+    cleanup_dir.mkdir(parents=True)
+    shutil.copy2(g.main / "gconditional_TRACING_cleanup.sh", cleanup_dir)
+    return cleanup_dir
+
+
 def world_readable_tmp() -> Path:
     """A temp dir another user can enter (for the tests that drop privileges)."""
     path = Path(tempfile.mkdtemp(prefix="gt-hooks-"))

@@ -14,7 +14,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from hook_support import fixture_dir, make_glidein
+from hook_support import fixture_dir, install_cleanup_hook, make_glidein
 
 
 @contextmanager
@@ -93,10 +93,7 @@ def glidein_for_live_export(root: Path, endpoint: str, bound_s: int, mode: str =
     setup = g.run_hook("gconditional_TRACING_setup.sh", "glidein_config", "main")
     assert setup.returncode == 0, setup.stderr
     shutil.copy(fixture_dir("success") / "otr_outlist.list", g.work / "otr_outlist.list")
-    cleanup_dir = g.work / ".gwms.d" / "exec" / "cleanup"
-    cleanup_dir.mkdir(parents=True)
-    shutil.copy2(g.main / "gconditional_TRACING_cleanup.sh", cleanup_dir)
-    return g, cleanup_dir
+    return g, install_cleanup_hook(g)
 
 
 def _session_members(sid: int) -> list[str]:

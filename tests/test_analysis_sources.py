@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from glidein_tracing.analysis import stats, synth
-from glidein_tracing.analysis.sources import (ReadReport, collect_table, flatten_jaeger_trace, group_traces,
-                                              iter_jaeger_batches, load_table)
+from glidein_tracing.analysis.sources import ReadReport, collect_table, group_traces, iter_jaeger_batches, load_table
+from glidein_tracing.jaeger_query import flatten_trace as flatten_jaeger_trace
 from glidein_tracing.analysis.timeline import PROBLEMS, timeline_from_spans
 
 from analysis_helpers import BASE, simple_glidein, span, trace_id, write_jsonl, write_synth_store

@@ -12,7 +12,7 @@ import pytest
 from glidein_tracing.converter import convert, parse_iso
 from glidein_tracing.journal import parse_lines, read_journal
 from glidein_tracing.simulator import decode_sections
-from hook_support import fixture_dir, fixture_work_dir, make_glidein, retime_glidein_start
+from hook_support import fixture_dir, fixture_work_dir, install_cleanup_hook, make_glidein, retime_glidein_start
 from span_nesting import outside_parent
 
 
@@ -24,10 +24,7 @@ def glidein_at_cleanup(tmp_path):
         g = make_glidein(tmp_path / run, run)
         assert g.run_hook("gconditional_TRACING_setup.sh", "glidein_config", "main").returncode == 0
         shutil.copy(fixture_dir(run) / "otr_outlist.list", g.work / "otr_outlist.list")
-        # GlideinWMS copies the cleanup script to exec/cleanup and runs it from there
-        cleanup_dir = g.work / ".gwms.d" / "exec" / "cleanup"
-        cleanup_dir.mkdir(parents=True)
-        shutil.copy2(g.main / "gconditional_TRACING_cleanup.sh", cleanup_dir)
+        cleanup_dir = install_cleanup_hook(g)
         made.append(g)
         return g, cleanup_dir
     yield make

@@ -3,7 +3,6 @@ converter makes it a `glidein.log_tail` event on the failed stage, `show` prints
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -13,7 +12,7 @@ from glidein_tracing.converter import convert
 from glidein_tracing.exporters.store import JsonLinesStoreExporter
 from glidein_tracing.journal import read_journal
 
-from hook_support import config_get, fixture_dir, make_glidein, retime_glidein_start
+from hook_support import config_get, fixture_dir, install_cleanup_hook, make_glidein, retime_glidein_start
 
 UUID_KEY = "GLIDEIN_UUID"
 
@@ -28,9 +27,7 @@ def glidein_at_cleanup(tmp_path):
         retime_glidein_start(g, run)
         text = otr_text if otr_text is not None else (fixture_dir(run) / "otr_outlist.list").read_text()
         (g.work / "otr_outlist.list").write_text(text)
-        cleanup_dir = g.work / ".gwms.d" / "exec" / "cleanup"
-        cleanup_dir.mkdir(parents=True)
-        shutil.copy2(g.main / "gconditional_TRACING_cleanup.sh", cleanup_dir)
+        cleanup_dir = install_cleanup_hook(g)
         made.append(g)
         return g, cleanup_dir
     yield make

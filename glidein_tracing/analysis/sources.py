@@ -20,8 +20,6 @@ import glob
 import json
 import os
 import time
-import urllib.parse
-import urllib.request
 from collections import OrderedDict
 from operator import itemgetter
 from dataclasses import dataclass, field
@@ -29,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import jaeger_query
 from ..exporters.otlp_json import attributes, flatten_request
 from ..exporters.store import FILE_PREFIX, FILE_SUFFIX
 from . import fastread
@@ -230,87 +229,7 @@ def expand_paths(patterns) -> list[Path]:
     return out
 
 
-# -- Jaeger query API (v1 JSON) --------------------------------------------------------------
-
-_STATUS = {"ERROR": 2, "OK": 1, "UNSET": 0}
-_DROP_TAGS = {"span.kind", "otel.status_code", "otel.status_description", "otel.scope.name",
-              "otel.scope.version", "otel.library.name", "otel.library.version",
-              "internal.span.format"}
-
-
-def _tag_value(tag: dict):
-    value = tag.get("value")
-    kind = str(tag.get("type", "")).lower()
-    if kind == "int64":
-        try:
-            return int(value)
-        except (TypeError, ValueError):
-            return value
-    if kind == "float64":
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            return value
-    if kind == "bool" and isinstance(value, str):
-        return value.lower() == "true"
-    return value
-
-
-def _tags(tags) -> dict:
-    return {t.get("key", ""): _tag_value(t) for t in tags or [] if isinstance(t, dict)}
-
-
-def flatten_jaeger_trace(trace: dict) -> list:
-    """One Jaeger v1 trace (``/api/traces`` JSON) as flat span dicts (times us -> ns)."""
-    processes = trace.get("processes") or {}
-    resources = {}
-    for pid, process in processes.items():
-        resource = _tags((process or {}).get("tags"))
-        if (process or {}).get("serviceName"):
-            resource.setdefault("service.name", process["serviceName"])
-        resources[pid] = resource
-    out = []
-    for span in trace.get("spans") or []:
-        tags = _tags(span.get("tags"))
-        trace_id = str(span.get("traceID") or trace.get("traceID") or "").lower().zfill(32)
-        parent, links = "", []
-        for ref in span.get("references") or []:
-            ref_trace = str(ref.get("traceID", "")).lower().zfill(32)
-            ref_span = str(ref.get("spanID", "")).lower().zfill(16)
-            if ref.get("refType") == "CHILD_OF" and ref_trace == trace_id and not parent:
-                parent = ref_span
-            else:
-                links.append({"trace_id": ref_trace, "span_id": ref_span, "attributes": {}})
-        status = _STATUS.get(str(tags.get("otel.status_code", "")).upper(), 0)
-        if not status and tags.get("error") is True:
-            status = 2
-        start_us = int(span.get("startTime") or 0)
-        duration_us = int(span.get("duration") or 0)
-        out.append({
-            "trace_id": trace_id,
-            "span_id": str(span.get("spanID", "")).lower().zfill(16),
-            "parent_span_id": parent,
-            "name": span.get("operationName", ""),
-            "start_ns": start_us * 1000,
-            "end_ns": (start_us + duration_us) * 1000,
-            "status_code": status,
-            "status_message": str(tags.get("otel.status_description", "")),
-            "attributes": {k: v for k, v in tags.items() if k not in _DROP_TAGS},
-            "resource": resources.get(span.get("processID"), {}),
-            "events": [{"name": str(_tags(log.get("fields")).get("event", "")),
-                        "time_ns": int(log.get("timestamp") or 0) * 1000,
-                        "attributes": _tags(log.get("fields"))}
-                       for log in span.get("logs") or []],
-            "links": links,
-        })
-    return out
-
-
-def _get_json(url: str, timeout: float):
-    request = urllib.request.Request(url, headers={"Accept": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (user's URL)
-        return json.loads(response.read())
-
+# -- Jaeger (jaeger_query.py reads its API) ---------------------------------------------------
 
 def iter_jaeger_batches(base_url: str, service: str, since: float, until: float, report: ReadReport,
                         *, limit: int = 500, min_window_s: float = 1.0, timeout: float = 30.0,
@@ -320,16 +239,14 @@ def iter_jaeger_batches(base_url: str, service: str, since: float, until: float,
     Pages by time window: a window whose answer is full (``limit`` traces) is split in two
     and asked again, so no trace is silently cut off; traces seen in two windows are given
     once. ``fetch(url) -> json`` can be replaced (tests)."""
-    fetch = fetch or (lambda url: _get_json(url, timeout))
+    fetch = fetch or (lambda url: jaeger_query.get_json(url, timeout))
     base = base_url.rstrip("/")
     seen: set[str] = set()
     windows = [(float(since), float(until))]
     while windows:
         start, end = windows.pop()
-        query = urllib.parse.urlencode({"service": service, "start": int(start * 1e6),
-                                        "end": int(end * 1e6), "limit": limit})
         try:
-            answer = fetch(f"{base}/api/traces?{query}")
+            answer = fetch(jaeger_query.search_url(base, service, start, end, limit))
         except (OSError, ValueError) as exc:
             report.errors.append(f"jaeger query {start:.0f}-{end:.0f}: {exc}")
             continue
@@ -345,7 +262,7 @@ def iter_jaeger_batches(base_url: str, service: str, since: float, until: float,
             if trace_id in seen:
                 continue
             seen.add(trace_id)
-            spans = flatten_jaeger_trace(trace)
+            spans = jaeger_query.flatten_trace(trace)
             report.spans += len(spans)
             yield spans
 

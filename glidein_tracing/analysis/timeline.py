@@ -156,10 +156,6 @@ def stage_of(attrs, name) -> str:
     return ""
 
 
-def _stage(span: dict) -> str:
-    return stage_of(span.get("attributes"), span.get("name", ""))
-
-
 def is_glidein_span(attrs, name) -> bool:
     """A span of a glidein stage (not a frontend/submit-cycle span): makes its trace a
     glidein trace."""

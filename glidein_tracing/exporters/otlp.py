@@ -25,13 +25,15 @@ DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 class SizeLimitedExporter(SpanExporter):
     """Export through ``inner`` (the SDK's OTLP/HTTP exporter: its transport, retries, TLS and
-    OTEL_* handling) in requests that stay under ``max_request_bytes``.
+    OTEL_* handling, and its ``max_request_size``, which refuses to send a larger request) in
+    requests that stay under ``max_request_bytes``.
 
-    Spans are packed by trace (one glidein each); a trace too large for one request is halved
-    until its parts fit (a single span that does not fit is not sent). Sizes are the SDK
-    encoder's own (``encode_spans``). After an export, ``delivered`` holds the trace ids whose
-    every span was accepted and ``partial`` those with only some, so a caller can tell which
-    glideins a failed export concerns."""
+    A batch goes as one request first (encoded once, by the SDK). Only when that fails and the
+    batch is larger than the limit is it split: spans packed by trace (one glidein each), a
+    trace too large for one request halved until its parts fit (a single span that does not
+    fit is not sent); sizes are the SDK encoder's own (``encode_spans``). After an export,
+    ``delivered`` holds the trace ids whose every span was accepted and ``partial`` those with
+    only some, so a caller can tell which glideins a failed export concerns."""
 
     def __init__(self, inner: SpanExporter, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES):
         self.inner = inner
@@ -43,6 +45,11 @@ class SizeLimitedExporter(SpanExporter):
         self.delivered, self.partial = set(), set()
         spans = list(spans)
         total = Counter(span.context.trace_id for span in spans)
+        if self.inner.export(spans) is SpanExportResult.SUCCESS:
+            self.delivered = set(total)
+            return SpanExportResult.SUCCESS
+        if len(spans) <= 1 or self.max_request_bytes <= 0 or self._size(spans) <= self.max_request_bytes:
+            return SpanExportResult.FAILURE     # refused, not too large: nothing to split
         accepted: Counter = Counter()
         ok = True
         for part, fits in self._requests(spans):
@@ -58,10 +65,8 @@ class SizeLimitedExporter(SpanExporter):
         return encode_spans(spans).ByteSize()
 
     def _requests(self, spans):
-        """(spans of one request, whether it fits) pairs; one request when all fit."""
+        """(spans of one request, whether it fits) pairs for a batch larger than the limit."""
         limit = self.max_request_bytes
-        if limit <= 0 or not spans or self._size(spans) <= limit:
-            return [(spans, True)]
         by_trace: dict = {}
         for span in spans:
             by_trace.setdefault(span.context.trace_id, []).append(span)
@@ -212,4 +217,6 @@ def make_otlp_exporter(endpoint: str | None, timeout_s: float | None = 5.0,
         kwargs["certificate_file"] = certificate
     if compression:
         kwargs["compression"] = Compression(compression)
+    if max_request_bytes > 0:
+        kwargs["max_request_size"] = max_request_bytes
     return BoundedExporter(SizeLimitedExporter(OTLPSpanExporter(**kwargs), max_request_bytes), timeout_s)

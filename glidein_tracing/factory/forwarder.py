@@ -31,11 +31,9 @@ the ledger, not in memory, and are read one at a time.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -452,17 +450,8 @@ class Forwarder:
 
 def jaeger_span_ids(query_url: str, timeout_s: float = 10.0):
     """A reconcile function: the span ids Jaeger already holds for a trace (None if unknown)."""
-    def lookup(trace_id: str):
-        url = f"{query_url.rstrip('/')}/api/traces/{trace_id}"
-        try:
-            with urllib.request.urlopen(url, timeout=timeout_s) as response:
-                data = json.load(response)
-        except urllib.error.HTTPError as exc:
-            return set() if exc.code == 404 else None
-        except (OSError, ValueError):
-            return None
-        return {span["spanID"] for trace in data.get("data") or [] for span in trace.get("spans", [])}
-    return lookup
+    from ..jaeger_query import trace_span_ids
+    return lambda trace_id: trace_span_ids(query_url, trace_id, timeout_s)
 
 
 def store_span_ids(directory):

@@ -117,9 +117,6 @@ class Ledger:
             query += f" LIMIT {int(limit)}"
         return [r[0] for r in self.db.execute(query, (status,))]
 
-    def count(self, status) -> int:
-        return self.db.execute("SELECT COUNT(*) FROM glideins WHERE status=?", (status,)).fetchone()[0]
-
     def mark_sending(self, gkey, trace_id, span_ids):
         self.db.execute("UPDATE glideins SET status=?, trace_id=?, pending=?, updated=? WHERE gkey=?",
                         (SENDING, trace_id, json.dumps(span_ids), time.time(), gkey))

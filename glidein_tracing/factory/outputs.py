@@ -24,9 +24,6 @@ class EntryDir:
     instance: str
     entry: str
 
-    def stderr_of(self, cluster: int, proc: int) -> Path:
-        return self.path / f"job.{cluster}.{proc}.err"
-
 
 def entry_dir(path: Path) -> EntryDir | None:
     entry = ENTRY_DIR_RE.match(path.name)

@@ -1,0 +1,117 @@
+"""Jaeger's query API (v1 JSON under ``/api/traces``): the one client of it, for the
+forwarder (which spans of a trace already arrived) and the analysis (the traces of a service
+in a time window), and the reading of its traces as flat span dicts (as ``otlp_json``'s).
+
+Jaeger's own UI and API serve this JSON; the API is read with Python's ``urllib``, which
+trusts the system CA store.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+
+
+def get_json(url: str, timeout: float):
+    """The JSON document at ``url``."""
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (operator's URL)
+        return json.loads(response.read())
+
+
+def search_url(base_url: str, service: str, start_s: float, end_s: float, limit: int) -> str:
+    """The search for ``service``'s traces that started between two times (epoch seconds)."""
+    query = urllib.parse.urlencode({"service": service, "start": int(start_s * 1e6),
+                                    "end": int(end_s * 1e6), "limit": limit})
+    return f"{base_url.rstrip('/')}/api/traces?{query}"
+
+
+def trace_span_ids(base_url: str, trace_id: str, timeout: float = 10.0) -> set | None:
+    """The span ids (hex) Jaeger holds for one trace: empty when it has none, None when it
+    cannot tell (unreachable, an answer that is not its JSON)."""
+    try:
+        data = get_json(f"{base_url.rstrip('/')}/api/traces/{trace_id}", timeout)
+    except urllib.error.HTTPError as exc:
+        return set() if exc.code == 404 else None
+    except (OSError, ValueError):
+        return None
+    try:
+        return {span["spanID"] for trace in data.get("data") or [] for span in trace.get("spans", [])}
+    except (AttributeError, KeyError, TypeError):
+        return None
+
+
+_STATUS = {"ERROR": 2, "OK": 1, "UNSET": 0}
+_DROP_TAGS = {"span.kind", "otel.status_code", "otel.status_description", "otel.scope.name",
+              "otel.scope.version", "otel.library.name", "otel.library.version",
+              "internal.span.format"}
+
+
+def _tag_value(tag: dict):
+    value = tag.get("value")
+    kind = str(tag.get("type", "")).lower()
+    if kind == "int64":
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            return value
+    if kind == "float64":
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return value
+    if kind == "bool" and isinstance(value, str):
+        return value.lower() == "true"
+    return value
+
+
+def _tags(tags) -> dict:
+    return {t.get("key", ""): _tag_value(t) for t in tags or [] if isinstance(t, dict)}
+
+
+def flatten_trace(trace: dict) -> list:
+    """One Jaeger v1 trace (``/api/traces`` JSON) as flat span dicts (times us -> ns)."""
+    processes = trace.get("processes") or {}
+    resources = {}
+    for pid, process in processes.items():
+        resource = _tags((process or {}).get("tags"))
+        if (process or {}).get("serviceName"):
+            resource.setdefault("service.name", process["serviceName"])
+        resources[pid] = resource
+    out = []
+    for span in trace.get("spans") or []:
+        tags = _tags(span.get("tags"))
+        trace_id = str(span.get("traceID") or trace.get("traceID") or "").lower().zfill(32)
+        parent, links = "", []
+        for ref in span.get("references") or []:
+            ref_trace = str(ref.get("traceID", "")).lower().zfill(32)
+            ref_span = str(ref.get("spanID", "")).lower().zfill(16)
+            if ref.get("refType") == "CHILD_OF" and ref_trace == trace_id and not parent:
+                parent = ref_span
+            else:
+                links.append({"trace_id": ref_trace, "span_id": ref_span, "attributes": {}})
+        status = _STATUS.get(str(tags.get("otel.status_code", "")).upper(), 0)
+        if not status and tags.get("error") is True:
+            status = 2
+        start_us = int(span.get("startTime") or 0)
+        duration_us = int(span.get("duration") or 0)
+        out.append({
+            "trace_id": trace_id,
+            "span_id": str(span.get("spanID", "")).lower().zfill(16),
+            "parent_span_id": parent,
+            "name": span.get("operationName", ""),
+            "start_ns": start_us * 1000,
+            "end_ns": (start_us + duration_us) * 1000,
+            "status_code": status,
+            "status_message": str(tags.get("otel.status_description", "")),
+            "attributes": {k: v for k, v in tags.items() if k not in _DROP_TAGS},
+            "resource": resources.get(span.get("processID"), {}),
+            "events": [{"name": str(_tags(log.get("fields")).get("event", "")),
+                        "time_ns": int(log.get("timestamp") or 0) * 1000,
+                        "attributes": _tags(log.get("fields"))}
+                       for log in span.get("logs") or []],
+            "links": links,
+        })
+    return out
