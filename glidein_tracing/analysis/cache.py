@@ -27,7 +27,7 @@ import numpy as np
 from .timeline import TimelineTable
 
 CACHE_DIR = ".analysis-cache"
-FORMAT = 1
+FORMAT = 2   # 2: failure columns (domain, error type, message; job domains)
 
 
 def cache_dir(store) -> Path:

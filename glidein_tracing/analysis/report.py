@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from .. import __version__
+from .failures import failures_section
 from .stats import OWN_TIMEOUT_REASONS, Derived, compute_stats
 from .whatif import DEFAULT_LOST_BUDGET, Settings, candidate_grid, evaluate_grid
 
@@ -26,12 +27,14 @@ WASTE_CATEGORIES = ("validation", "idle_before_first_job", "idle_between_jobs", 
 
 def analyze(table, *, current: Settings | None = None, whatif: bool = False, max_idle=None, max_tail=None,
             retire=None, budget: float = DEFAULT_LOST_BUDGET, source: dict | None = None,
-            read: dict | None = None, derived: Derived | None = None) -> dict:
+            read: dict | None = None, derived: Derived | None = None, failures: bool = True) -> dict:
     current = current or Settings()
     d = derived or Derived(table)
     doc = {"tool": f"glidein_tracing {__version__}", "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "source": source or {}, "read": read or {}, "current_settings": current.as_dict(),
            "stats": compute_stats(table, d)}
+    if failures:
+        doc["failures"] = failures_section(table)
     if whatif:
         doc["whatif"] = evaluate_grid(table, current, candidate_grid(current, max_idle, max_tail, retire),
                                       derived=d, budget=budget)
@@ -142,6 +145,7 @@ def summary_text(doc: dict, *, top: int = 10) -> str:
             share = 100 * waste / e["lifetime"] if e["lifetime"] else 0.0
             add(f"{name[:30]:30s} {e['validation']:10,.1f} {e['idle']:9,.1f} {e['no_job']:9,.1f} "
                 f"{e['badput']:9,.1f} {share:7.1f}%")
+    lines.extend(_failures_text(doc.get("failures"), top))
     wi = doc.get("whatif")
     if wi:
         add("")
@@ -176,6 +180,44 @@ def summary_text(doc: dict, *, top: int = 10) -> str:
                 add(f"  {name[:30]:30s} Max_Idle {s['max_idle']:5.0f} Max_Tail {s['max_tail']:5.0f} "
                     f"Retire {s['retire']:6.0f}: saves {v['saved_core_hours']:,.1f} ch, loses {v['lost_jobs']} jobs")
     return "\n".join(lines)
+
+
+def _when_text(epoch: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(epoch))
+
+
+def _failures_text(f: dict | None, top: int) -> list:
+    """The failures section of the terminal summary (failures.py)."""
+    if not f or not (f["failed_glideins"] or f["failed_jobs"]):
+        return []
+    out = ["", f"failures: {f['failed_glideins']:,} of {f['glideins']:,} glideins, "
+               f"{f['failed_jobs']:,} of {f['jobs']:,} jobs"]
+    domains = sorted(set(f["glideins_by_domain"]) | set(f["jobs_by_domain"]),
+                     key=lambda d: -(f["glidein_core_hours_by_domain"].get(d, 0) + f["job_core_hours_by_domain"].get(d, 0)))
+    out.append(f"  {'domain':12s} {'glideins':>9s} {'core-h':>10s} {'jobs':>7s} {'core-h':>10s}")
+    for d in domains:
+        out.append(f"  {d[:12]:12s} {f['glideins_by_domain'].get(d, 0):9,d} "
+                   f"{f['glidein_core_hours_by_domain'].get(d, 0.0):10,.1f} {f['jobs_by_domain'].get(d, 0):7,d} "
+                   f"{f['job_core_hours_by_domain'].get(d, 0.0):10,.1f}")
+    if f["glideins_by_domain_and_type"]:
+        out.append("  by error type: " + ", ".join(f"{t} ({d}) {c:,}" for d, t, c in f["glideins_by_domain_and_type"][:top]))
+    sites = sorted(f["by_site"].items(), key=lambda kv: -kv[1]["failed"])
+    if sites:
+        out.append("  by site: " + ", ".join(f"{name} {s['failed']:,}/{s['glideins']:,}" for name, s in sites[:top]))
+    if f["outages"]:
+        out.append(f"outage windows (site failure rate far above its hourly median, {len(f['outages'])}):")
+        for o in f["outages"]:
+            out.append(f"  {o['site']}: {_when_text(o['start'])} - {_when_text(o['end'])} UTC, {o['failed']:,} of "
+                       f"{o['glideins']:,} glideins failed ({100 * o['failure_rate']:.0f}% vs "
+                       f"{100 * o['baseline_rate']:.0f}% usually), mostly {o['error_type']} ({o['domain']}); "
+                       f"e.g. {', '.join(o['examples'][:1])}")
+    else:
+        out.append("outage windows: none")
+    if f["top_messages"]:
+        out.append("top failure messages:")
+        for m in f["top_messages"][:top]:
+            out.append(f"  {m['count']:7,d}  [{m['domain']}] {m['message'][:90]}  e.g. {', '.join(m['examples'][:1])}")
+    return out
 
 
 # -- HTML ----------------------------------------------------------------------------------------
@@ -343,7 +385,54 @@ pre{background:#f7f7f7;padding:.8em;font-size:.8em;overflow:auto}.note{color:#55
 """
 
 
-def render_html(doc: dict, table, derived: Derived | None = None) -> str:
+def _trace_link(trace_id: str, jaeger_ui: str | None) -> str:
+    """A trace id, as a link to the trace in Jaeger's UI when its URL is known (escaped)."""
+    text = html.escape(trace_id)
+    if not jaeger_ui:
+        return f"<code>{text}</code>"
+    url = html.escape(f"{jaeger_ui.rstrip('/')}/trace/{trace_id}", quote=True)
+    return f"<a href=\"{url}\"><code>{text}</code></a>"
+
+
+def _failures_html(f: dict | None, jaeger_ui: str | None) -> list:
+    """The failures section of the HTML report; trace ids link to Jaeger with ``jaeger_ui``."""
+    if not f or not (f["failed_glideins"] or f["failed_jobs"]):
+        return []
+    links = lambda ids: ", ".join(_trace_link(t, jaeger_ui) for t in ids)  # noqa: E731
+    parts = ["<h2 id='failures'>Failures</h2>",
+             f"<p>{f['failed_glideins']:,} of {f['glideins']:,} glideins and {f['failed_jobs']:,} of "
+             f"{f['jobs']:,} jobs failed. Domains: docs/failures.md.</p>"]
+    domains = sorted(set(f["glideins_by_domain"]) | set(f["jobs_by_domain"]))
+    parts.append(_table_html(("domain", "glideins", "glidein core-h", "jobs", "job core-h"),
+                             [(d, f["glideins_by_domain"].get(d, 0), f["glidein_core_hours_by_domain"].get(d, 0.0),
+                               f["jobs_by_domain"].get(d, 0), f["job_core_hours_by_domain"].get(d, 0.0))
+                              for d in domains]))
+    parts.append(_table_html(("domain", "error type", "glideins"), f["glideins_by_domain_and_type"]))
+    parts.append(_table_html(("site", "glideins", "failed", "by domain"),
+                             [(name, s["glideins"], s["failed"], ", ".join(f"{d} {c}" for d, c in s["by_domain"].items()))
+                              for name, s in sorted(f["by_site"].items())]))
+    parts.append("<h2 id='outages'>Outage windows</h2>")
+    if f["outages"]:
+        rows = "".join(
+            f"<tr><td>{html.escape(o['site'])}</td><td>{_when_text(o['start'])}</td><td>{_when_text(o['end'])}</td>"
+            f"<td>{o['glideins']}</td><td>{o['failed']}</td><td>{100 * o['failure_rate']:.0f}%</td>"
+            f"<td>{100 * o['baseline_rate']:.0f}%</td><td>{html.escape(o['error_type'])}</td>"
+            f"<td>{html.escape(o['domain'])}</td><td>{links(o['examples'])}</td></tr>" for o in f["outages"])
+        parts.append("<table><thead><tr><th>site</th><th>start (UTC)</th><th>end</th><th>glideins</th><th>failed</th>"
+                     f"<th>rate</th><th>usual rate</th><th>error type</th><th>domain</th><th>examples</th></tr></thead>"
+                     f"<tbody>{rows}</tbody></table>")
+    else:
+        parts.append("<p>None: no site failed far above its usual hourly rate for two hours or more.</p>")
+    if f["top_messages"]:
+        parts.append("<h2 id='messages'>Top failure messages</h2>")
+        rows = "".join(f"<tr><td>{html.escape(m['message'])}</td><td>{m['count']}</td><td>{html.escape(m['domain'])}</td>"
+                       f"<td>{links(m['examples'])}</td></tr>" for m in f["top_messages"])
+        parts.append("<table><thead><tr><th>message (numbers, ids, paths, hosts taken out)</th><th>count</th>"
+                     f"<th>domain</th><th>examples</th></tr></thead><tbody>{rows}</tbody></table>")
+    return parts
+
+
+def render_html(doc: dict, table, derived: Derived | None = None, *, jaeger_ui: str | None = None) -> str:
     st = doc["stats"]
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>glidein timeouts report</title>"
              f"<style>{CSS}</style></head><body>",
@@ -366,6 +455,7 @@ def render_html(doc: dict, table, derived: Derived | None = None) -> str:
     if rows:
         parts.append("<h2>Percentiles per entry</h2>")
         parts.append(_table_html(("metric", "entry", "count", "p50", "p90", "p99"), rows))
+    parts.extend(_failures_html(doc.get("failures"), jaeger_ui))
     wi = doc.get("whatif")
     if wi:
         parts.append("<h2>What-if candidates (Pareto front)</h2>")

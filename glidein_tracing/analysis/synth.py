@@ -25,6 +25,13 @@ The model (all knobs in ``SynthConfig``; every random draw comes from one seeded
 - ``skew_rate``: share of nodes whose clock is off by 5-60 min (tests the skew check).
 - ``fragment_rate``: share of traces whose Factory spans are written far later in the store
   (as a live export and a later recovery would), to exercise grouping and merging.
+- ``outages``: site outage windows (``Outage``): glideins of that site whose node starts
+  inside the window fail their validation with the window's error type, with probability
+  ``rate``. Without outages the random stream is the same as before they existed.
+- Failures carry what the converter writes: the glidein's failure domain (failure.py: the
+  GlideinWMS error type's domain; ``preempted`` for a killed glidein), its message (a failed
+  script's detail, with numbers, paths and hosts that differ between glideins), and each
+  failed job's domain (``user_code``; ``preempted`` for a job cut by a kill).
 
 ``generate_timelines(cfg)`` yields compact ``GlideinTimeline``s directly (the bench's fast
 path); ``glidein_spans(...)`` gives the flat span dicts of one glidein, with the same ids
@@ -40,7 +47,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import __version__, ids
+from .. import __version__, failure, ids
 from ..exporters.store import FILE_PREFIX, FILE_SUFFIX, ROTATE_BYTES
 from .timeline import GlideinTimeline
 
@@ -60,6 +67,35 @@ SITE_NAMES = ("SITE_Alpha", "SITE_Bravo", "SITE_Charlie", "SITE_Delta", "SITE_Ec
 JOB_FAILURE_CODES = (1, 1, 2, 127, 137, 255)
 
 
+@dataclass(frozen=True)
+class Outage:
+    """A site outage: glideins of ``site`` whose node starts between ``start`` and ``end``
+    (epoch seconds) fail validation with ``error_type``, each with probability ``rate``."""
+    site: str
+    start: float
+    end: float
+    error_type: str = "Network"
+    rate: float = 0.9
+
+
+# failure messages as scripts print them: numbers, paths and hosts differ between glideins
+MESSAGES = {
+    "WN_Resource": "not enough disk in /scratch/job_{n}: {m} MB free, {k} MB needed",
+    "Network": "cannot reach cvmfs-stratum{m}.example.org:8000 after {k} tries (timeout {n} s)",
+    "Config": "singularity image /cvmfs/images/{n}/sl7 not found",
+    "VO_Config": "validate_node.sh: check {m} of {k} failed on wn{n}.example.org",
+    "VO_Proxy": "proxy /tmp/x509up_u{n} expires in {m} s",
+    "Corruption": "file /tmp/glide_{n}/main/condor.tgz has a bad checksum",
+}
+
+
+def failure_message(error_type: str, seed: str) -> str:
+    """A failed script's detail for ``error_type``, with this glidein's own numbers."""
+    rng = random.Random(seed)
+    return MESSAGES.get(error_type, "check failed with code {m}").format(
+        n=rng.randrange(1, 99999), m=rng.randrange(1, 999), k=rng.randrange(1000, 9999))
+
+
 @dataclass
 class SynthConfig:
     glideins: int = 1000
@@ -77,6 +113,7 @@ class SynthConfig:
     kill_rate: float = 0.02
     skew_rate: float = 0.0
     fragment_rate: float = 0.0
+    outages: tuple = ()               # Outage windows
     start: float = 1767225600.0       # 2026-01-01T00:00:00Z
     period_s: float = 7 * 86400.0
     factory: str = "synth_factory"
@@ -161,12 +198,16 @@ def generate(cfg: SynthConfig):
         fail_at = -1
         if rng.random() < cfg.validation_failure_rate * p.validation_failure_scale:
             fail_at = rng.choices(range(len(SCRIPTS)), weights)[0]
+        forced = _outage_failure(cfg, p.site, node_start, identity.trace_id)
+        if forced:
+            fail_at = next((i for i, s in enumerate(SCRIPTS) if forced in s[4]), len(SCRIPTS) - 1)
         vals, starts = [], []
         for index, (name, median, sigma, _, errors) in enumerate(SCRIPTS):
             seconds = _r(rng.lognormvariate(math.log(median), sigma))
             starts.append(_r(t))
             failed = index == fail_at
-            vals.append((name, seconds, failed, rng.choice(errors) if failed else ""))
+            error = (forced or rng.choice(errors)) if failed else ""
+            vals.append((name, seconds, failed, error))
             t = _r(t) + seconds
             if failed:
                 break
@@ -175,6 +216,9 @@ def generate(cfg: SynthConfig):
         tl.setup_s = _r(setup_end - node_start)
         if fail_at >= 0:
             tl.outcome = "validation_failed"
+            error = vals[-1][3]
+            tl.failure = (failure.GLIDEINWMS_TYPES.get(error, failure.GLIDEIN), error,
+                          failure_message(error, identity.trace_id))
             tl.node_end = _r(setup_end + cfg.validation_failure_sleep_s + rng.uniform(0, 60) + rng.uniform(1, 5))
             yield SynthGlidein(tl, identity, submit_s, tuple(starts))
             continue
@@ -219,13 +263,25 @@ def generate(cfg: SynthConfig):
                     job = [job[0], kill, -1, True]
                 kept.append(job)
             jobs, end, reason, tl.outcome = kept, kill, "sigterm", "terminated"
+            tl.failure = (failure.PREEMPTED, "terminated", "glidein.outcome=terminated")
         tl.shutdown_reason = reason
         tl.condor_start = condor_start
         tl.condor_end = _r(condor_start + end)
         tl.jobs = tuple((_r(condor_start + s), _r(condor_start + e), code, failed, float(p.cores))
                         for s, e, code, failed in jobs)
+        tl.job_domains = tuple((failure.PREEMPTED if code < 0 else failure.USER_CODE) if failed else ""
+                               for _, _, code, failed in jobs)
         tl.node_end = _r(tl.condor_end + rng.uniform(1, 10))
         yield SynthGlidein(tl, identity, submit_s, tuple(starts))
+
+
+def _outage_failure(cfg: SynthConfig, site: str, node_start: float, trace_id: str) -> str:
+    """The error type an outage forces on a glidein starting then at that site, or ""."""
+    for outage in cfg.outages:
+        if outage.site == site and outage.start <= node_start < outage.end:
+            if random.Random(f"outage-{trace_id}").random() < outage.rate:
+                return outage.error_type
+    return ""
 
 
 def generate_timelines(cfg: SynthConfig):
@@ -266,6 +322,10 @@ def glidein_spans(glidein: SynthGlidein) -> list[dict]:
                   "glidein.entry": identity.entry, "glidein.schedd": identity.schedd,
                   "glidein.cluster": int(identity.cluster), "glidein.proc": int(identity.proc),
                   "glidein.site": tl.site, "glidein.cpus": int(tl.cores), "glidein.outcome": tl.outcome}
+    if tl.failure[0]:
+        evidence = f"glidein.outcome={tl.outcome}" if tl.outcome == "terminated" else f"error.type={tl.failure[1]}"
+        root_attrs.update({"glidein.failure.domain": tl.failure[0], "error.type": tl.failure[1],
+                           "glidein.failure.evidence": evidence})
     failed_val = next((v for v in tl.validations if v[2]), None)
     add("glidein", "glidein", "glidein", tl.submit, tl.node_end, parent="", attrs=root_attrs,
         status=2 if failed_val else 0, message=f"{failed_val[0]} failed" if failed_val else "")
@@ -282,7 +342,7 @@ def glidein_spans(glidein: SynthGlidein) -> list[dict]:
                  "glidein.script.status": "ERROR" if failed else "OK"}
         if failed:
             attrs["error.type"] = error
-            attrs["glidein.script.detail"] = "synthetic failure"
+            attrs["glidein.script.detail"] = tl.failure[2] or "synthetic failure"
         add("validation/" + name, name, "validation", start, start + seconds, parent=setup_id,
             attrs=attrs, status=2 if failed else 1, message="synthetic failure" if failed else "")
     last = setup_end
@@ -298,6 +358,8 @@ def glidein_spans(glidein: SynthGlidein) -> list[dict]:
                      "job.exit_by": "evict" if code < 0 else "exit"}
             if code >= 0:
                 attrs["job.exit_code"] = code
+            if failed and index < len(tl.job_domains) and tl.job_domains[index]:
+                attrs["job.failure.domain"] = tl.job_domains[index]
             add(f"job/{index}", "job", "job", start, end, parent=condor_id, attrs=attrs,
                 status=2 if failed else 1)
             if start > cursor:

@@ -82,6 +82,8 @@ class GlideinTimeline:
     condor_start: float = NAN
     condor_end: float = NAN
     jobs: tuple = ()                  # (start, end, exit_code (-1 unknown), failed, cores)
+    failure: tuple = ("", "", "")     # a failed glidein's (domain, error type, message), else empty
+    job_domains: tuple = ()           # each job's failure domain ("" when it did not fail), as jobs
 
     # -- derived -------------------------------------------------------------------
     @property
@@ -96,7 +98,9 @@ class GlideinTimeline:
         """Combine two partial timelines of the same trace (a trace split across files)."""
         def pick(a, b, empty):
             return a if a != empty and not (isinstance(a, float) and math.isnan(a)) else b
-        jobs = {(round(j[0], 3), round(j[1], 3)): j for j in self.jobs + other.jobs}
+        jobs = {(round(j[0], 3), round(j[1], 3)): (j, d) for j, d in
+                zip(self.jobs + other.jobs, _domains_of(self) + _domains_of(other))}
+        merged_jobs = sorted(jobs.values())
         vals = {v[0]: v for v in self.validations + other.validations}
         merged = replace(
             self,
@@ -115,7 +119,8 @@ class GlideinTimeline:
             validations=tuple(sorted(vals.values())),
             condor_start=_nanmin(self.condor_start, other.condor_start),
             condor_end=_nanmax(self.condor_end, other.condor_end),
-            jobs=tuple(sorted(jobs.values())))
+            jobs=tuple(j for j, _ in merged_jobs), job_domains=tuple(d for _, d in merged_jobs),
+            failure=self.failure if self.failure[0] else other.failure)
         problems = (self.problems | other.problems) | FRAGMENTED
         # a root or entry found in one part clears the other part's complaint
         if self.problems & NO_ROOT == 0 or other.problems & NO_ROOT == 0:
@@ -126,6 +131,10 @@ class GlideinTimeline:
             problems &= ~NO_NODE_SPANS
         merged.problems = problems
         return merged
+
+
+def _domains_of(tl: "GlideinTimeline") -> tuple:
+    return tl.job_domains if len(tl.job_domains) == len(tl.jobs) else ("",) * len(tl.jobs)
 
 
 def _nanmin(a, b):
@@ -208,7 +217,8 @@ IDENTITY_KEYS = frozenset({"glidein.entry", "glidein.site", "glidein.cpus", "GLI
 TIMELINE_KEYS = IDENTITY_KEYS | frozenset({
     "glidein.stage", "glidein.incomplete", "glidein.outcome", "glidein.shutdown.reason",
     "glidein.script.id", "glidein.script.status", "error.type",
-    "job.exit_code", "job.exit_signal", "job.exit_by", "job.request_cpus", "glidein.user_view"})
+    "job.exit_code", "job.exit_signal", "job.exit_by", "job.request_cpus", "glidein.user_view",
+    "glidein.failure.domain", "glidein.failure.evidence", "glidein.script.detail", "job.failure.domain"})
 
 
 def span_kind(attrs, name) -> tuple:
@@ -324,6 +334,7 @@ def timeline_fields(trace_id: str, records) -> tuple:
         setup_s = max([e for _, e, _ in validations]) - min([s for s, _, _ in validations])
     vals = ()
     any_failed = False
+    failed_detail = ""
     if validations:
         if len(validations) > 1:
             validations.sort(key=_first)
@@ -332,6 +343,8 @@ def timeline_fields(trace_id: str, records) -> tuple:
             attrs = rec[R_KIND][K_ATTRS] or _EMPTY
             failed = rec[R_STATUS] == 2 or str(attrs.get("glidein.script.status", "")).upper() == "ERROR"
             if failed:
+                if not any_failed:
+                    failed_detail = str(attrs.get("glidein.script.detail") or "")
                 any_failed = True
                 error_type = str(attrs.get("error.type", "")) or "Unknown"
             else:
@@ -347,7 +360,7 @@ def timeline_fields(trace_id: str, records) -> tuple:
         reason = _attr([c[2][R_KIND][K_ATTRS] for c in condors], "glidein.shutdown.reason", "")
         reason = str(reason) if reason else "unknown"
 
-    job_rows = ()
+    job_rows = job_domains = ()
     if jobs:
         job_rows = []
         for start, end, rec in jobs:
@@ -359,11 +372,13 @@ def timeline_fields(trace_id: str, records) -> tuple:
             job_cores = min(request, cores) if request else cores
             if condors and (start < condor_start - 1 or end > condor_end + 1):
                 problems |= JOB_OUTSIDE_CONDOR
-            job_rows.append((start, end, code, bool(failed), float(job_cores)))
+            job_rows.append(((start, end, code, bool(failed), float(job_cores)),
+                             str(attrs.get("job.failure.domain") or ("(unknown)" if failed else ""))))
         if not condors:
             problems |= NO_CONDOR
         job_rows.sort()
-        job_rows = tuple(job_rows)
+        job_domains = tuple(d for _, d in job_rows)
+        job_rows = tuple(j for j, _ in job_rows)
 
     outcome = (_attr(root_attrs, "glidein.outcome") if root_attrs else None) or (_attr(
         [t[2][R_KIND][K_ATTRS] for t in teardowns], "glidein.outcome") if teardowns else None)
@@ -374,8 +389,15 @@ def timeline_fields(trace_id: str, records) -> tuple:
             outcome = "incomplete"
         else:
             outcome = "unknown"
+    failure = ("", "", "")
+    domain = _attr(root_attrs, "glidein.failure.domain") if root_attrs else None
+    if domain or str(outcome) not in ("ok", "unknown"):
+        error_type = (_attr(root_attrs, "error.type") if root_attrs else None) or next(
+            (v[3] for v in vals if v[2]), "") or str(outcome)
+        message = failed_detail or str((_attr(root_attrs, "glidein.failure.evidence") if root_attrs else "") or "")
+        failure = (str(domain or "(unknown)"), str(error_type), message or f"outcome={outcome}")
     return (trace_id, entry, site, cores, str(outcome), reason, problems, skew_s, submit, queue_s, held_s,
-            node_start, node_end, setup_s, vals, condor_start, condor_end, job_rows)
+            node_start, node_end, setup_s, vals, condor_start, condor_end, job_rows, failure, job_domains)
 
 
 def _first_of_each_span(records) -> list:
@@ -429,13 +451,14 @@ class TableBuilder:
         self.entries, self.sites = Interner(), Interner()
         self.outcomes, self.reasons = Interner(OUTCOMES), Interner(("",) + SHUTDOWN_REASONS)
         self.scripts, self.errors = Interner(), Interner(("",))
+        self.domains, self.ftypes, self.messages = Interner(("",)), Interner(("",)), Interner(("",))
         self.trace_ids: list[str] = []
         self.g_float = {name: array("d") for name in GLIDEIN_FLOAT_COLUMNS}
         self._float_appends = [self.g_float[name].append for name in GLIDEIN_FLOAT_COLUMNS]
         self.g_int = {name: array("q") for name in ("entry", "site", "outcome", "reason", "problems",
-                                                     "n_jobs", "n_val")}
+                                                     "n_jobs", "n_val", "domain", "ftype", "message")}
         self.j_float = {name: array("d") for name in ("start", "end", "cores")}
-        self.j_int = {name: array("q") for name in ("exit", "failed")}
+        self.j_int = {name: array("q") for name in ("exit", "failed", "domain")}
         self.v_float = array("d")
         self.v_int = {name: array("q") for name in ("name", "failed", "error")}
 
@@ -445,12 +468,13 @@ class TableBuilder:
     def add(self, tl: GlideinTimeline) -> int:
         return self.add_fields((tl.trace_id, tl.entry, tl.site, tl.cores, tl.outcome, tl.shutdown_reason,
                                 tl.problems, tl.skew_s, tl.submit, tl.queue_s, tl.held_s, tl.node_start,
-                                tl.node_end, tl.setup_s, tl.validations, tl.condor_start, tl.condor_end, tl.jobs))
+                                tl.node_end, tl.setup_s, tl.validations, tl.condor_start, tl.condor_end, tl.jobs,
+                                tl.failure, _domains_of(tl)))
 
     def add_fields(self, f: tuple) -> int:
         """Add a timeline given as its fields in GlideinTimeline's order (``timeline_fields``)."""
         (trace_id, entry, site, cores, outcome, reason, problems, skew_s, submit, queue_s, held_s, node_start,
-         node_end, setup_s, validations, condor_start, condor_end, jobs) = f
+         node_end, setup_s, validations, condor_start, condor_end, jobs, failure, job_domains) = f
         row = len(self.trace_ids)
         self.trace_ids.append(trace_id)
         a = self._float_appends   # GLIDEIN_FLOAT_COLUMNS' order
@@ -472,14 +496,19 @@ class TableBuilder:
         gi["problems"].append(problems)
         gi["n_jobs"].append(len(jobs))
         gi["n_val"].append(len(validations))
+        gi["domain"].append(self.domains.code(failure[0]))
+        gi["ftype"].append(self.ftypes.code(failure[1]))
+        gi["message"].append(self.messages.code(failure[2]))
         if jobs:
             jf, ji = self.j_float, self.j_int
-            for start, end, code, failed, job_cores in jobs:
+            domain_code = self.domains.code
+            for (start, end, code, failed, job_cores), domain in zip(jobs, job_domains or ("",) * len(jobs)):
                 jf["start"].append(start)
                 jf["end"].append(end)
                 jf["cores"].append(job_cores)
                 ji["exit"].append(code)
                 ji["failed"].append(1 if failed else 0)
+                ji["domain"].append(domain_code(domain))
         if validations:
             vi = self.v_int
             script, error_code = self.scripts.code, self.errors.code
@@ -494,12 +523,13 @@ class TableBuilder:
         n_jobs = np.frombuffer(self.g_int["n_jobs"], dtype=np.int64).copy()
         n_val = np.frombuffer(self.g_int["n_val"], dtype=np.int64).copy()
         cols = {name: np.frombuffer(arr, dtype=np.float64).copy() for name, arr in self.g_float.items()}
-        for name in ("entry", "site", "outcome", "reason", "problems"):
+        for name in ("entry", "site", "outcome", "reason", "problems", "domain", "ftype", "message"):
             cols[name] = np.frombuffer(self.g_int[name], dtype=np.int64).astype(np.int32)
         cols["n_jobs"], cols["n_val"] = n_jobs.astype(np.int32), n_val.astype(np.int32)
         jobs = {name: np.frombuffer(arr, dtype=np.float64).copy() for name, arr in self.j_float.items()}
         jobs["exit"] = np.frombuffer(self.j_int["exit"], dtype=np.int64).astype(np.int32)
         jobs["failed"] = np.frombuffer(self.j_int["failed"], dtype=np.int64).astype(bool)
+        jobs["domain"] = np.frombuffer(self.j_int["domain"], dtype=np.int64).astype(np.int32)
         jobs["glidein"] = np.repeat(np.arange(len(n_jobs), dtype=np.int64), n_jobs)
         vals = {"seconds": np.frombuffer(self.v_float, dtype=np.float64).copy(),
                 "name": np.frombuffer(self.v_int["name"], dtype=np.int64).astype(np.int32),
@@ -508,7 +538,9 @@ class TableBuilder:
                 "glidein": np.repeat(np.arange(len(n_val), dtype=np.int64), n_val)}
         names = {"entry": list(self.entries.values), "site": list(self.sites.values),
                  "outcome": list(self.outcomes.values), "reason": list(self.reasons.values),
-                 "script": list(self.scripts.values), "error": list(self.errors.values)}
+                 "script": list(self.scripts.values), "error": list(self.errors.values),
+                 "domain": list(self.domains.values), "ftype": list(self.ftypes.values),
+                 "message": list(self.messages.values)}
         return TimelineTable(cols, jobs, vals, names, list(self.trace_ids))
 
 
@@ -516,8 +548,9 @@ class TimelineTable:
     """Many glideins as numpy columns.
 
     ``g``: per glidein (see GLIDEIN_FLOAT_COLUMNS, plus entry/site/outcome/reason codes,
-    problems bits, n_jobs, n_val); ``jobs``: per job (start, end, cores, exit, failed, glidein
-    row, sorted by glidein then start); ``vals``: per validation script run (seconds, name code,
+    problems bits, n_jobs, n_val, and a failed glidein's domain/ftype/message codes, 0 = none);
+    ``jobs``: per job (start, end, cores, exit, failed, failure domain code, glidein row,
+    sorted by glidein then start); ``vals``: per validation script run (seconds, name code,
     failed, error code, glidein row); ``names``: the code -> string lists.
     """
 
@@ -557,7 +590,11 @@ class TimelineTable:
         vals = tuple((names["script"][v["name"][i]], float(v["seconds"][i]), bool(v["failed"][i]),
                       names["error"][v["error"][i]]) for i in range(vo[row], vo[row + 1]))
         kwargs = {name: float(g[name][row]) for name in GLIDEIN_FLOAT_COLUMNS}
+        failure = (names["domain"][g["domain"][row]], names["ftype"][g["ftype"][row]],
+                   names["message"][g["message"][row]])
+        job_domains = tuple(names["domain"][j["domain"][i]] for i in range(jo[row], jo[row + 1]))
         return GlideinTimeline(
+            failure=failure, job_domains=job_domains,
             trace_id=self.trace_ids[row] if self.trace_ids else str(row),
             entry=names["entry"][g["entry"][row]], site=names["site"][g["site"][row]],
             outcome=names["outcome"][g["outcome"][row]], shutdown_reason=names["reason"][g["reason"][row]],
@@ -590,9 +627,12 @@ class TimelineTable:
             remap = {kind: np.array([interners[kind].code(v) for v in table.names[kind]] or [0], dtype=np.int32)
                      for kind in table.names}
             g = dict(table.g)
-            for col, kind in (("entry", "entry"), ("site", "site"), ("outcome", "outcome"), ("reason", "reason")):
+            for col, kind in (("entry", "entry"), ("site", "site"), ("outcome", "outcome"), ("reason", "reason"),
+                              ("domain", "domain"), ("ftype", "ftype"), ("message", "message")):
                 g[col] = remap[kind][g[col]] if len(g[col]) else g[col]
             jobs = dict(table.jobs)
+            if len(jobs["domain"]):
+                jobs["domain"] = remap["domain"][jobs["domain"]]
             jobs["glidein"] = jobs["glidein"] + offset
             vals = dict(table.vals)
             vals["glidein"] = vals["glidein"] + offset

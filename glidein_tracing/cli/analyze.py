@@ -72,6 +72,8 @@ def add_arguments(parser):
     parser.add_argument("--json", metavar="OUT", help="write the full analysis as JSON ('-' for stdout)")
     parser.add_argument("--html", metavar="OUT", help="write a self-contained HTML report with plots")
     parser.add_argument("--quiet", action="store_true", help="no terminal summary")
+    parser.add_argument("--jaeger-ui", metavar="URL",
+                        help="Jaeger UI base URL: trace ids in the HTML report link to their trace there")
     parser.add_argument("--workers", type=int, default=None,
                         help="processes reading store/OTLP files in parallel (default: every core, at most 4; "
                              "1 reads in one process)")
@@ -151,5 +153,5 @@ def run(args):
         report_mod.write_json(doc, args.json)
     if args.html:
         with open(args.html, "w", encoding="utf-8") as handle:
-            handle.write(report_mod.render_html(doc, table))
+            handle.write(report_mod.render_html(doc, table, jaeger_ui=args.jaeger_ui))
     return 0
