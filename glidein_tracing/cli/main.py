@@ -15,6 +15,7 @@ VERBS = {
     "trace-id": "trace_id",
     "export": "export",
     "forward": "forward",
+    "status": "status",
     "factory-config": "factory_config",
     "analyze": "analyze",
 }

@@ -167,7 +167,7 @@ class Forwarder:
         """The glidein's schedd as the Factory knows it (its configuration), or ""."""
         return self.entry_schedds.get(row["entry"]) or self.schedd or ""
 
-    def _identity(self, row, journal_events) -> ids.GlideinIdentity:
+    def identity(self, row, journal_events=()) -> ids.GlideinIdentity:
         """Everything but the multi-glidein index comes from the Factory (ledger row and
         configuration); a journal only fills in the schedd for its own glidein when the
         Factory was not told it, and its claims were checked to agree (``_disagreement``)."""
@@ -247,7 +247,7 @@ class Forwarder:
                 if claimed is not None and known is not None and str(claimed) != str(known):
                     return what
             claimed_trace = (fields.get("@trace_id") or "").lower()
-            if claimed_trace and claimed_trace != self._identity(row, [event]).trace_id:
+            if claimed_trace and claimed_trace != self.identity(row, [event]).trace_id:
                 return "trace id"
         return ""
 
@@ -255,7 +255,7 @@ class Forwarder:
         row = row or self.ledger.glidein(gkey)
         activity = self.ledger.factory_events(gkey)
         journal, node_mark, cut = self._journal(row, stats)
-        identity = self._identity(row, journal)
+        identity = self.identity(row, journal)
         if not identity.schedd:
             stats.problem("unknown_schedd")
         events = list(activity) + list(journal)

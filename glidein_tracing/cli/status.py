@@ -1,0 +1,113 @@
+"""What the Factory's glideins are doing now: per entry, glideins queued, held and running,
+with their age (p50, p90, max) and the oldest ones' trace ids.
+
+Reads the forwarder's ledger (as fresh as its last pass; nothing is changed). Settings as
+for `forward` (--config, --factory, the schedds: they make the trace ids). With
+`--older-than [STATE=]DURATION` (repeatable; e.g. `queued=12h`, `held=1h`, or `2d` for every
+state) it exits 1 when a glidein is older than that: a check for an alert.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from .main import UserError
+
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def add_arguments(parser):
+    parser.add_argument("--config", help="the forwarder's YAML settings (default /etc/glidein-tracing/"
+                        "forwarder.yaml when present)")
+    parser.add_argument("--state", help="the forwarder's ledger file (default: as the forwarder's)")
+    parser.add_argument("--factory", help="the Factory's name (GLIDEIN_Factory)")
+    parser.add_argument("--schedd", help="the schedd of every entry not named otherwise")
+    parser.add_argument("--factory-config", metavar="GLIDEINWMS_XML", help="each entry's schedd_name")
+    parser.add_argument("--entry-schedd", action="append", default=[], metavar="ENTRY=SCHEDD")
+    parser.add_argument("--older-than", action="append", default=[], metavar="[STATE=]DURATION",
+                        help="exit 1 when a glidein (of STATE: queued, held, running) is older (repeatable)")
+    parser.add_argument("--oldest", type=int, default=3, help="trace ids listed per entry and state (default 3)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def limits_of(items) -> dict:
+    """``queued=12h``, ``2d`` -> {"queued": 43200.0, "*": 172800.0}."""
+    from ..factory.status import STATES
+    out = {}
+    for item in items:
+        state, sep, text = item.rpartition("=")
+        state = state if sep else "*"
+        if state != "*" and state not in STATES:
+            raise UserError(f"--older-than: no state {state!r} (one of {', '.join(STATES)})")
+        unit = text[-1:] if text[-1:] in UNITS else "s"
+        try:
+            out[state] = float(text[:-1] if text[-1:] in UNITS else text) * UNITS[unit]
+        except ValueError:
+            raise UserError(f"--older-than: not a duration: {text!r} (e.g. 90m, 12h, 2d)") from None
+    return out
+
+
+def run(args):
+    from ..exporters.store import default_store_dir
+    from ..factory import settings
+    from ..factory.forwarder import Forwarder
+    from ..factory.ledger import Ledger
+    from ..factory.status import crossed, glideins_now, summary
+
+    limits = limits_of(args.older_than)
+    path = args.config or (settings.DEFAULT_CONFIG if settings.DEFAULT_CONFIG.exists() else None)
+    try:
+        conf = settings.resolve(settings.load(path) if path else {}, {
+            "factory": args.factory, "schedd": args.schedd, "factory_config": args.factory_config,
+            "state": args.state})
+    except settings.ConfigError as exc:
+        raise UserError("bad configuration:\n  " + "\n  ".join(exc.problems)) from exc
+    if not conf["factory"]:
+        raise UserError("no Factory name: give --factory or `factory:` in the config")
+    state = Path(conf["state"]) if conf["state"] else (
+        (Path(conf["store"]) if conf["store"] else default_store_dir()) / "forwarder.sqlite")
+    if not state.exists():
+        raise UserError(f"no forwarder ledger at {state}: give --state (or `state:` in the config)")
+    entry_schedds = dict(conf["entry_schedds"])
+    if conf["factory_config"]:
+        from ..factory.config import entry_schedds as configured_schedds
+        try:
+            entry_schedds.update(configured_schedds(conf["factory_config"]))
+        except ValueError as exc:
+            raise UserError(str(exc)) from exc
+    for item in args.entry_schedd:
+        entry, sep, schedd = item.partition("=")
+        if not sep:
+            raise UserError(f"--entry-schedd wants ENTRY=SCHEDD, not {item!r}")
+        entry_schedds[entry] = schedd
+    ledger = Ledger(state)
+    naming = Forwarder([], None, ledger, conf["factory"], schedd=conf["schedd"], entry_schedds=entry_schedds)
+    now = time.time()
+    table = summary(glideins_now(ledger, naming.identity), now, oldest=args.oldest)
+    alerts = crossed(table, limits)
+    if args.json:
+        json.dump({"now": now, "ledger": str(state), "entries": table, "over_limits": alerts}, sys.stdout, indent=1)
+        print()
+    else:
+        print(f"{'entry':30s} {'state':8s} {'count':>6s} {'p50':>8s} {'p90':>8s} {'max':>8s}  oldest")
+        for entry, states in table.items():
+            for state_name, row in states.items():
+                print(f"{entry[:30]:30s} {state_name:8s} {row['count']:6d} {_age(row['age_p50_s']):>8s} "
+                      f"{_age(row['age_p90_s']):>8s} {_age(row['age_max_s']):>8s}  "
+                      + " ".join(o["trace_id"] for o in row["oldest"]))
+        if not table:
+            print("(no glidein queued, held or running in the ledger)")
+    for line in alerts:
+        print(f"glidein-tracing status: older than the limit: {line}", file=sys.stderr)
+    return 1 if alerts else 0
+
+
+def _age(seconds: float) -> str:
+    if seconds >= 86400:
+        return f"{seconds / 86400:.1f}d"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 60:.0f}m" if seconds >= 60 else f"{seconds:.0f}s"

@@ -1,0 +1,73 @@
+"""`glidein-tracing status`: per entry, glideins queued, held and running now, their ages and
+the oldest ones' trace ids, from the forwarder's ledger; --older-than makes it an alert check."""
+
+import json
+import subprocess
+import sys
+import time
+
+from glidein_tracing.exporters.store import JsonLinesStoreExporter
+from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.ledger import Ledger
+from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
+
+from factory_builders import FACTORY, SCHEDD, identity
+
+HOUR = 3600.0
+
+
+def factory_now(tmp_path):
+    """Five glideins seen by one forwarder pass: two queued (5 h, 2 h), one held for 1 h, one
+    running for 9 h, one ended."""
+    layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_demo_instance", entry="DEMO_ENTRY")
+    log = CondorGLog(layout)
+    now = time.time()
+    for proc, submitted in ((0, 5), (1, 2), (2, 3), (3, 10), (4, 1)):
+        log.submit(300, proc, when=now - submitted * HOUR)
+        log.grid_submit(300, proc, when=now - submitted * HOUR + 10)
+    log.held(300, 2, "Error connecting to schedd ce.example.org", code=0, when=now - 1 * HOUR)
+    log.execute(300, 3, when=now - 9 * HOUR)
+    log.execute(300, 4, when=now - 0.9 * HOUR)
+    log.terminated(300, 4, when=now - 600)
+    ledger = tmp_path / "ledger.sqlite"
+    Forwarder([layout.logs], JsonLinesStoreExporter(tmp_path / "store"), Ledger(ledger), FACTORY, schedd=SCHEDD,
+              grace_s=3 * HOUR).run_once()
+    return layout, ledger
+
+
+def status(ledger, *extra):
+    return subprocess.run([sys.executable, "-m", "glidein_tracing", "status", "--state", str(ledger),
+                           "--factory", FACTORY, "--schedd", SCHEDD, *extra], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_status_lists_queued_held_and_running_glideins_with_ages_and_trace_ids(tmp_path):
+    layout, ledger = factory_now(tmp_path)
+    done = status(ledger, "--json")
+    assert done.returncode == 0, done.stderr
+    entry = json.loads(done.stdout)["entries"]["DEMO_ENTRY"]
+    assert {state: row["count"] for state, row in entry.items()} == {"queued": 2, "held": 1, "running": 1}
+    queued = entry["queued"]
+    assert abs(queued["age_max_s"] - 5 * HOUR) < 120 and abs(queued["age_p50_s"] - 3.5 * HOUR) < 120
+    assert [o["trace_id"] for o in queued["oldest"]] == [identity(layout, 300, p).trace_id for p in (0, 1)]
+    assert abs(entry["held"]["age_max_s"] - HOUR) < 120
+    assert entry["running"]["oldest"][0]["trace_id"] == identity(layout, 300, 3).trace_id
+    assert abs(entry["running"]["age_max_s"] - 9 * HOUR) < 120
+    text = status(ledger).stdout
+    assert "DEMO_ENTRY" in text and identity(layout, 300, 0).trace_id in text
+
+
+def test_older_than_turns_it_into_an_alert_check(tmp_path):
+    _, ledger = factory_now(tmp_path)
+    assert status(ledger, "--older-than", "queued=6h").returncode == 0
+    over = status(ledger, "--older-than", "queued=4h")
+    assert over.returncode == 1 and "DEMO_ENTRY: queued glidein 300.0" in over.stderr
+    assert status(ledger, "--older-than", "held=2h", "--older-than", "running=10h").returncode == 0
+    assert status(ledger, "--older-than", "8h").returncode == 1          # every state: the running one
+    bad = status(ledger, "--older-than", "stuck=1h")
+    assert bad.returncode == 2 and "no state 'stuck'" in bad.stderr
+
+
+def test_without_a_ledger_it_says_where_it_looked(tmp_path):
+    done = status(tmp_path / "none.sqlite")
+    assert done.returncode == 2 and "no forwarder ledger at" in done.stderr
