@@ -174,3 +174,21 @@ def test_every_stage_lies_within_its_parent_and_nothing_outlives_the_glidein(tmp
     if name == "jobs":
         assert stages["glidein"].attributes["glidein.cpus"] == 1
         assert stages["glidein"].attributes["glidein.site"] == SCENARIOS[name].site
+
+
+def test_the_trace_id_is_published_in_the_startd_ad_and_every_jobs_environment(tmp_path):
+    """GlideinWMS's way: condor_vars with PUBLISH Y (STARTD_ATTRS) and USER_ENV + (the job's
+    STARTER_JOB_ENVIRONMENT), so `condor_status -af GLIDEIN_TraceId` and the job see them."""
+    from glidein_tracing.ids import GlideinIdentity, span_id
+    from glidein_tracing.simulator import Job, Scenario, simulate_glidein
+    scenario = Scenario(jobs=[Job(duration_s=0.2)])
+    result = simulate_glidein(tmp_path, scenario)
+    trace = GlideinIdentity(scenario.factory, scenario.name, scenario.entry, scenario.schedd,
+                            str(scenario.cluster), str(scenario.proc)).trace_id
+    config = (result.work_dir / "condor_config").read_text()
+    attrs = next(line for line in config.splitlines() if line.startswith("STARTD_ATTRS"))
+    assert {"GLIDEIN_TraceId", "GLIDEIN_TraceParent"} <= set(attrs.split("=", 1)[1].replace(",", " ").split())
+    assert f'GLIDEIN_TraceId="{trace}"' in config
+    assert f'GLIDEIN_TraceParent="00-{trace}-{span_id(trace, "glidein")}-01"' in config
+    env = next(line for line in config.splitlines() if line.startswith("STARTER_JOB_ENVIRONMENT"))
+    assert f"'GLIDEIN_TraceId={trace}'" in env

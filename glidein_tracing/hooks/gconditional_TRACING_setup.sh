@@ -169,6 +169,18 @@ gt_install_exit_hook() {
         || gt_note - "could not configure the job exit hook: job ends come from StartdHistoryLog"
 }
 
+# gt_publish_trace: the trace id and the root span's traceparent in the startd ad and in every
+# job's environment (condor_vars: published Y, user env +), so `condor_status -af
+# GLIDEIN_TraceId`, the Frontend and the user's job can name this glidein's trace.
+gt_publish_trace() {
+    gt_span_id "$GT_TRACE_ID" glidein || { gt_note - "cannot compute the root span id: trace id not published"; return 0; }
+    gt_config_add GLIDEIN_TraceId "$GT_TRACE_ID" \
+        && gt_condor_var GLIDEIN_TraceId S - + N Y + \
+        && gt_config_add GLIDEIN_TraceParent "00-$GT_TRACE_ID-$GT_SPAN_ID-01" \
+        && gt_condor_var GLIDEIN_TraceParent S - + N Y + \
+        || gt_note - "could not publish the trace id in the startd ad"
+}
+
 # gt_main: everything; returns non-zero when tracing got disabled.
 gt_main() {
     [ -r "$GT_CONFIG" ] || { gt_disable "cannot read $GT_CONFIG"; return 1; }
@@ -221,6 +233,7 @@ gt_main() {
         && gt_config_add GLIDEIN_TRACING_PAGESIZE "$GT_PAGE" \
         && gt_config_add GLIDEIN_TRACING_JOURNAL "$GT_JOURNAL" \
         || { gt_disable "cannot update $GT_CONFIG"; return 1; }
+    gt_publish_trace
 
     # root and setup spans start when glidein_startup.sh started
     gt_now

@@ -26,8 +26,9 @@ echo "EXECUTE = $work_dir/execute" >> "$CONDOR_CONFIG"
 echo "STARTD_HISTORY = $work_dir/log/StartdHistoryLog" >> "$CONDOR_CONFIG"
 echo "JOB_INHERITS_STARTER_ENVIRONMENT=True" >> "$CONDOR_CONFIG"
 job_env=""
+glidein_variables=""   # what the startd publishes in its ad (the PUBLISH column, Y)
 set_var() {
-    local var_name=$1 var_type=$2 var_def=$3 var_condor=$4 var_req=$5 var_user=$7 var_val
+    local var_name=$1 var_type=$2 var_def=$3 var_condor=$4 var_req=$5 var_publish=$6 var_user=$7 var_val
     [ -n "$var_name" ] || return 0
     var_val=$(gconfig_get "$var_name" "$config_file")
     if [ -z "$var_val" ]; then
@@ -46,6 +47,9 @@ set_var() {
     else
         echo "$var_condor=$var_val" >> "$CONDOR_CONFIG"
     fi
+    if [ "$var_publish" = Y ]; then
+        glidein_variables="$glidein_variables,$var_condor"
+    fi
     if [ "$var_user" != "-" ]; then
         [ "$var_user" != "+" ] || var_user=$var_name
         [ "$var_user" != "@" ] || var_user=$var_condor
@@ -63,6 +67,7 @@ while read -r line; do
     set_var $line
 done < condor_vars.lst.tmp
 echo "STARTER_JOB_ENVIRONMENT = \"$job_env\"" >> "$CONDOR_CONFIG"
+echo "STARTD_ATTRS = \$(STARTD_ATTRS) $glidein_variables" >> "$CONDOR_CONFIG"
 
 # the job wrapper: every wrapper="True" file, concatenated under #!/bin/sh
 wrapper_list=$(gconfig_get WRAPPER_LIST "$config_file")
@@ -106,7 +111,10 @@ starter() {
     { cat "$jobdir/job.ad"; echo "JobStartDate = $start"; echo "JobCurrentStartDate = $start"
       echo "RemoteHost = \"slot1_1@glidein_$$@$(uname -n)\""; } > "$scratch/.job.ad"
     { echo "Name = \"slot1_1@glidein_$$@$(uname -n)\""; echo "GLIDEIN_Site = \"$site\"";
-      echo "Cpus = 1"; echo "IS_GLIDEIN = true"; } > "$scratch/.machine.ad"
+      echo "Cpus = 1"; echo "IS_GLIDEIN = true"
+      # the startd publishes STARTD_ATTRS in its ad
+      for var in $(echo "$glidein_variables" | tr ',' ' '); do echo "$var = $(cfg "$var")"; done
+    } > "$scratch/.machine.ad"
     local kw hook
     kw=$(cfg STARTER_JOB_HOOK_KEYWORD); [ -n "$kw" ] || kw=$(cfg STARTER_DEFAULT_JOB_HOOK_KEYWORD)
     hook=""; [ -z "$kw" ] || hook=$(cfg "${kw}_HOOK_JOB_EXIT")
