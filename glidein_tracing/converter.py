@@ -754,7 +754,51 @@ class _Builder:
                                    trace_flags=TraceFlags(flags & 1)),
                 kind=SpanKind.INTERNAL, status=job.status, start_time=job.start_time,
                 end_time=job.end_time, attributes=_within_otlp(self._scrub(attrs)), links=[back]))
+            wait = self._job_wait(key_span, job, where, user_trace_int, int(user_span, 16), flags, back, resource)
+            if wait is not None:
+                out.append(wait)
         return out
+
+    def _job_wait(self, key_span, job, where, user_trace: int, user_span: int, flags: int, back, resource):
+        """The user's view of why the job waited: ``job.wait`` from its submission (``QDate``)
+        to its start on this glidein, with what the glidein did meanwhile, or None without a
+        QDate (or with one after the start: clocks disagree)."""
+        qdate = key_span.attrs.get("job.qdate")
+        if not isinstance(qdate, int) or qdate <= 0 or _ns(qdate) > job.start_time:
+            return None
+        root = self.spans[ROOT]
+        job_starts = [s.start for k, s in self.spans.items() if k.startswith("job/") and s.start is not None]
+        first_job = key_span.start <= min(job_starts)
+        # a glidein submitted after the job was, and this is its first job: it came for the job
+        new_glidein = first_job and root.start is not None and root.start >= qdate
+        attrs = {k: v for k, v in where.items() if v not in (None, "")}
+        attrs.update({"glidein.stage": "job.wait", "glidein.user_view": True, "glidein.trace_id": self.trace_id,
+                      "job.wait.glidein": "new" if new_glidein else "idle",
+                      "job.wait_s": round(job.start_time / 1e9 - qdate, 3)})
+        for name in ("job.global_id", "job.num_job_starts"):
+            if name in key_span.attrs:
+                attrs[name] = key_span.attrs[name]
+        queue = [s for k, s in self.spans.items() if s.stage == "factory.queue" and s.end is not None]
+        if queue:
+            attrs["glidein.queue_wait_s"] = round(sum(s.end - s.start for s in queue), 3)
+        setup = self.spans.get("setup")
+        if setup is not None and setup.end is not None:
+            attrs["glidein.validation_s"] = round(setup.end - setup.start, 3)
+        if not new_glidein:
+            before = [s.end for k, s in self.spans.items()
+                      if k.startswith("job/") and s.end is not None and s.end <= key_span.start]
+            condor = self.spans.get("condor")
+            idle_from = max(before) if before else (condor.start if condor is not None else None)
+            if idle_from is not None:
+                attrs["job.wait.glidein_idle_s"] = round(max(key_span.start - idle_from, 0.0), 3)
+        return ReadableSpan(
+            name="job.wait", resource=resource, instrumentation_scope=SCOPE,
+            context=SpanContext(user_trace, int(ids.span_id(format(user_trace, "032x"),
+                                                            f"glidein/{self.trace_id}/{key_span.key}/wait"), 16),
+                                is_remote=False, trace_flags=SAMPLED),
+            parent=SpanContext(user_trace, user_span, is_remote=True, trace_flags=TraceFlags(flags & 1)),
+            kind=SpanKind.INTERNAL, status=_STATUS["UNSET"], start_time=_ns(qdate), end_time=job.start_time,
+            attributes=_within_otlp(self._scrub(attrs)), links=[back])
 
     def _resources_for(self, span: _Span) -> dict:
         """A stage's ``glidein.resource.*``: the readings inside it (resources.py), or none."""

@@ -245,3 +245,46 @@ def test_a_stage_carries_only_what_was_measured_inside_it():
     (root,) = by_stage(spans, "glidein")
     assert root.attributes["glidein.resource.cpu_user_s"] == pytest.approx(4.0)
     assert root.attributes["glidein.resource.max_rss_bytes"] == 3000000    # the largest reading
+
+
+def _user_job_journal(qdate, job_start=1012.0, first_job_start=None):
+    user = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    lines = root_lines(1000.0) + [
+        format_line(1001, "start", "factory.queue", {"@stage": "factory.queue", "@name": "factory.queue"}),
+        format_line(1001, "end", "factory.queue", {}),
+        format_line(1010, "start", "condor", {"@stage": "condor.start", "@name": "condor"})]
+    if first_job_start is not None:
+        lines += [format_line(first_job_start, "start", "job/a#1.0#1", {"@stage": "job", "@name": "job",
+                                                                        "@parent": "condor"}),
+                  format_line(first_job_start + 1, "end", "job/a#1.0#1", {})]
+    lines += [format_line(job_start, "start", "job/a#2.0#1", {
+                  "@stage": "job", "@name": "job", "@parent": "condor", "job.global_id": "a#2.0#1",
+                  "job.qdate:i": str(int(qdate)), "job.num_job_starts:i": "1"}, links=[user]),
+              format_line(job_start + 5, "end", "job/a#2.0#1", {}),
+              format_line(1030, "end", "condor", {}),
+              format_line(1031, "end", "glidein", {})]
+    return convert(*parse_lines("".join(lines).encode()))
+
+
+def test_the_users_trace_gets_why_the_job_waited():
+    spans = _user_job_journal(qdate=900)
+    (wait,) = [s for s in spans if s.name == "job.wait"]
+    (job_on,) = [s for s in spans if s.name == "job on glidein"]
+    assert wait.context.trace_id == 0x0af7651916cd43dd8448eb211c80319c == job_on.context.trace_id
+    assert wait.parent.span_id == 0xb7ad6b7169203331 and wait.parent.is_remote
+    assert (wait.start_time, wait.end_time) == (900 * 10**9, job_on.start_time)
+    attrs = wait.attributes
+    assert attrs["glidein.stage"] == "job.wait" and attrs["job.wait_s"] == 112.0
+    assert attrs["job.wait.glidein"] == "new"          # the glidein was submitted after the job
+    assert attrs["job.num_job_starts"] == 1 and attrs["glidein.entry"]
+    assert "glidein.queue_wait_s" in attrs and "job.wait.glidein_idle_s" not in attrs
+    assert wait.links[0].context.trace_id != wait.context.trace_id   # linked to the glidein's trace
+
+
+def test_a_job_that_took_an_idle_glidein_says_how_long_the_glidein_idled():
+    spans = _user_job_journal(qdate=1015, job_start=1020, first_job_start=1012)
+    (wait,) = [s for s in spans if s.name == "job.wait"]
+    assert wait.attributes["job.wait.glidein"] == "idle"
+    assert wait.attributes["job.wait.glidein_idle_s"] == 7.0      # since the previous job ended
+    # a QDate after the start (clocks disagree) or none: no job.wait span
+    assert not [s for s in _user_job_journal(qdate=1100) if s.name == "job.wait"]

@@ -38,6 +38,8 @@ RequestCpus = 4
 RequestMemory = 8000
 RequestDisk = 2000000
 Cmd = "/bin/sh"
+QDate = 1795318567
+NumJobStarts = 2
 """
 
 
@@ -95,6 +97,7 @@ def test_job_without_context_gets_the_job_span(glidein, shell):
     assert f["job.owner"] == "fakeuser" and f["job.accounting_group"] == "group_cms.fakeuser"
     assert f["job.request_cpus:i"] == "4" and f["job.request_memory_mb:i"] == "8000"
     assert f["job.request_disk_kb:i"] == "2000000" and f["job.slot"] == "slot1_1"
+    assert f["job.qdate:i"] == "1795318567" and f["job.num_job_starts:i"] == "2"   # the user's job.wait
     assert start.links == []
     assert (scratch / "leaks.txt").read_text() == ""   # no gt_ variable or function left
 

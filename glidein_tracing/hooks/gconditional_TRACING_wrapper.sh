@@ -25,11 +25,12 @@ gt_wrapper_run() {
     gt_w_ad=
     if [ -n "${_CONDOR_JOB_AD:-}" ] && [ -r "$_CONDOR_JOB_AD" ]; then
         gt_w_ad=$(gt_ad_select globaljobid clusterid procid owner acctgroup accountinggroup \
-            requestcpus requestmemory requestdisk traceparent < "$_CONDOR_JOB_AD")
+            requestcpus requestmemory requestdisk traceparent qdate numjobstarts < "$_CONDOR_JOB_AD")
     else
         gt_w_note="no readable job ad (_CONDOR_JOB_AD=${_CONDOR_JOB_AD:-unset})"
     fi
     gt_w_gid= gt_w_cluster= gt_w_proc= gt_w_owner= gt_w_acct= gt_w_cpus= gt_w_mem= gt_w_disk= gt_w_utp=
+    gt_w_qdate= gt_w_starts=
     while IFS="$GT_TAB" read -r gt_w_n gt_w_v; do
         case $gt_w_n in
             globaljobid) gt_w_gid=$gt_w_v ;;
@@ -42,12 +43,14 @@ gt_wrapper_run() {
             requestmemory) gt_w_mem=$gt_w_v ;;
             requestdisk) gt_w_disk=$gt_w_v ;;
             traceparent) gt_w_utp=$gt_w_v ;;
+            qdate) gt_w_qdate=$gt_w_v ;;
+            numjobstarts) gt_w_starts=$gt_w_v ;;
         esac
     done <<EOF
 $gt_w_ad
 EOF
     # integers only for :i fields (an expression such as `ifThenElse(...)` is dropped)
-    for gt_w_n in gt_w_cluster gt_w_proc gt_w_cpus gt_w_mem gt_w_disk; do
+    for gt_w_n in gt_w_cluster gt_w_proc gt_w_cpus gt_w_mem gt_w_disk gt_w_qdate gt_w_starts; do
         eval "gt_w_v=\$$gt_w_n"
         case $gt_w_v in ''|*[!0-9]*) eval "$gt_w_n=" ;; esac
     done
@@ -71,6 +74,7 @@ EOF
         "job.owner=$gt_w_owner" "job.accounting_group=$gt_w_acct" "job.request_cpus:i=$gt_w_cpus" \
         "job.request_memory_mb:i=$gt_w_mem" "job.request_disk_kb:i=$gt_w_disk" \
         "job.slot=${_CONDOR_SLOT:-}" "job.user_traceparent=$gt_w_utp" "@link=$gt_w_link" \
+        "job.qdate:i=$gt_w_qdate" "job.num_job_starts:i=$gt_w_starts" \
         || return 0
     [ -z "$gt_w_note" ] || gt_note "$gt_w_key" "$gt_w_note"
     gt_span_id "$GT_TRACE_ID" "$gt_w_key" || return 0

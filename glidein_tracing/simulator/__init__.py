@@ -230,7 +230,7 @@ def _write_queue(queue: Path, scenario: Scenario) -> None:
         ad = {"MyType": '"Job"', "ClusterId": str(cluster), "ProcId": str(proc),
               "GlobalJobId": f'"{gid}"', "Owner": f'"{job.owner}"', "Cmd": '"/bin/sh"',
               "JobUniverse": "5", "RequestCpus": "1", "RequestMemory": "2048",
-              "RequestDisk": "1000000", "QDate": str(qdate),
+              "RequestDisk": "1000000", "QDate": str(qdate), "NumJobStarts": "0",
               "AccountingGroup": f'"group_sim.{job.owner}"', "Iwd": f'"/home/{job.owner}"'}
         env_lines = []
         if job.traceparent:
