@@ -103,11 +103,18 @@ def test_links_lead_from_request_to_glidein_to_job_to_user_and_back(demo_store):
         (link,) = job["links"]
         user_span = everything[(link["trace_id"], link["span_id"])]      # the user's own span
         assert user_span["name"] == "jobsub_submit"
-        (view,) = [s for s in traces[link["trace_id"]] if s["parent_span_id"] == user_span["span_id"]]
-        assert view["attributes"]["glidein.user_view"] is True
-        back = view["links"][0]
-        assert (back["trace_id"], back["span_id"]) == (job["trace_id"], job["span_id"])
-        assert view["attributes"]["glidein.site"] == "DEMO_SITE"
+        # under the user's span: where the job ran, and why it waited (QDate to start)
+        views = {s["name"]: s for s in traces[link["trace_id"]] if s["parent_span_id"] == user_span["span_id"]}
+        assert set(views) == {"job on glidein", "job.wait"}
+        for view in views.values():
+            assert view["attributes"]["glidein.user_view"] is True
+            back = view["links"][0]
+            assert (back["trace_id"], back["span_id"]) == (job["trace_id"], job["span_id"])
+            assert view["attributes"]["glidein.site"] == "DEMO_SITE"
+        wait = views["job.wait"]
+        assert wait["end_ns"] == views["job on glidein"]["start_ns"] and wait["start_ns"] < wait["end_ns"]
+        assert wait["attributes"]["job.wait.glidein"] in ("new", "idle")
+        assert wait["attributes"]["job.num_job_starts"] == 0
 
 
 def test_validation_spans_agree_with_the_glideins_own_records(demo_store):
