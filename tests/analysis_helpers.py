@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from glidein_tracing.exporters.otlp_json import request_from_span_dicts
 from glidein_tracing import ids
 from glidein_tracing.analysis import synth
 
@@ -56,7 +57,7 @@ def simple_glidein(trace, *, jobs=((100, 1000, 0),), condor=(50, 1400), reason="
 def write_jsonl(path, batches) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         for batch in batches:
-            handle.write(json.dumps(synth.spans_to_request(batch)) + "\n")
+            handle.write(json.dumps(request_from_span_dicts(batch)) + "\n")
 
 
 def trace_id(n: int) -> str:

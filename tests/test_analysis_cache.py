@@ -3,6 +3,7 @@
 import json
 import os
 
+from glidein_tracing.exporters.otlp_json import request_from_span_dicts
 from glidein_tracing.analysis import cache, stats, synth
 from glidein_tracing.analysis.sources import ReadReport, load_table
 from glidein_tracing.cli.main import main as cli_main
@@ -44,7 +45,7 @@ def test_a_store_file_that_grew_is_read_again(tmp_path):
     newest = files[-1]
     before = newest.stat()
     with open(newest, "a", encoding="utf-8") as handle:    # what the exporter does
-        handle.write(json.dumps(synth.spans_to_request(simple_glidein(trace_id(424242)))) + "\n")
+        handle.write(json.dumps(request_from_span_dicts(simple_glidein(trace_id(424242)))) + "\n")
     os.utime(newest, ns=(before.st_atime_ns, before.st_mtime_ns))   # even with the old mtime: the size
     table, report, cache_stats = load(tmp_path, cache=True, workers=2)
     assert cache_stats["misses"] == 1 and cache_stats["hits"] == len(files) - 1

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from glidein_tracing.exporters.otlp_json import request_from_span_dicts
 from glidein_tracing.analysis import fastread, synth
 from glidein_tracing.analysis.sources import ReadReport, load_table
 from glidein_tracing.analysis.timeline import IDENTITY_KEYS, R_KIND, R_RESOURCE, TIMELINE_KEYS
@@ -67,7 +68,7 @@ def only_read_keys(rec):
 def odd_requests():
     """Requests the typed decoder refuses, or that exercise rare value types: every one must
     give what the reference path gives (counted the same, read the same)."""
-    base = synth.spans_to_request(simple_glidein(trace_id(1)))
+    base = request_from_span_dicts(simple_glidein(trace_id(1)))
     span = base["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
 
     def variant(change):
@@ -142,7 +143,7 @@ def test_odd_lines_give_what_the_reference_path_gives(tmp_path):
 
 def test_otlp_json_lines_files_through_the_fast_path(tmp_path):
     write_jsonl(tmp_path / "a.jsonl", [simple_glidein(trace_id(n)) for n in range(1, 4)])
-    (tmp_path / "one.json").write_text(json.dumps(synth.spans_to_request(simple_glidein(trace_id(9))), indent=2))
+    (tmp_path / "one.json").write_text(json.dumps(request_from_span_dicts(simple_glidein(trace_id(9))), indent=2))
     table, _ = both(otlp_files=[str(tmp_path / "*.json*")])
     assert sorted(table.trace_ids) == sorted([trace_id(n) for n in (1, 2, 3, 9)])
 

@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from glidein_tracing.exporters.otlp_json import request_from_span_dicts
 from glidein_tracing.analysis import synth
 from glidein_tracing.cli.main import main
 
@@ -32,7 +33,7 @@ def test_analyze_reads_traces_back_from_jaeger(jaeger, jaeger_query, tmp_path):
         resource = dict(spans[0]["resource"], **{"service.name": service})
         for span in spans:
             span["resource"] = resource
-        post_otlp_json(jaeger.otlp_endpoint, synth.spans_to_request(spans))
+        post_otlp_json(jaeger.otlp_endpoint, request_from_span_dicts(spans))
     deadline = time.monotonic() + 30
     while service not in jaeger_query.services() and time.monotonic() < deadline:
         time.sleep(0.5)

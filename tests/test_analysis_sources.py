@@ -7,6 +7,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from glidein_tracing.exporters.otlp_json import request_from_span_dicts
 from glidein_tracing.analysis import stats, synth
 from glidein_tracing.analysis.sources import ReadReport, collect_table, group_traces, iter_jaeger_batches, load_table
 from glidein_tracing.jaeger_query import flatten_trace as flatten_jaeger_trace
@@ -118,8 +119,8 @@ def test_trace_split_across_files_is_merged_by_the_parallel_loader(tmp_path):
 def test_otlp_json_files_lines_single_document_and_list(tmp_path):
     glideins = [simple_glidein(trace_id(n)) for n in range(1, 4)]
     write_jsonl(tmp_path / "lines.jsonl", glideins[:1])
-    (tmp_path / "one.json").write_text(json.dumps(synth.spans_to_request(glideins[1]), indent=2))
-    (tmp_path / "many.json").write_text(json.dumps([synth.spans_to_request(glideins[2])], indent=2))
+    (tmp_path / "one.json").write_text(json.dumps(request_from_span_dicts(glideins[1]), indent=2))
+    (tmp_path / "many.json").write_text(json.dumps([request_from_span_dicts(glideins[2])], indent=2))
     table = load_table(otlp_files=[str(tmp_path / "*.json*")], workers=1)
     assert sorted(table.trace_ids) == [trace_id(n) for n in range(1, 4)]
     with pytest.raises(FileNotFoundError):

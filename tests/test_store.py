@@ -181,3 +181,15 @@ def test_readers_and_several_writers_at_once_see_whole_traces_each_span_once(tmp
     assert seen > 0
     counts = Counter((s["trace_id"], s["span_id"]) for s in iter_store(tmp_path))
     assert len({t for t, _ in counts}) == 60 and set(counts.values()) == {1}
+
+
+def test_the_synthetic_generator_writes_through_the_stores_own_writer(tmp_path):
+    """One writer of the store: synth's lines are indexed as they are written."""
+    from glidein_tracing.analysis import synth
+    synth.write_store(synth.SynthConfig(glideins=300, seed=2), tmp_path, rotate_bytes=200_000, batch_lines=50)
+    store = Store(tmp_path)
+    health = store.health()
+    assert health["traces"] == 300 and health["files"] > 1 and health["rebuilds"] == 0
+    trace_id, spans, name, _, outcome = next(iter(store.summaries()))
+    assert len(store.trace(trace_id)) == spans and name == "glidein" and outcome
+    assert len(read_store(tmp_path)) == 300

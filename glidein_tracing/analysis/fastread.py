@@ -1,13 +1,13 @@
 """Fast reading of OTLP JSON Lines (the store's files) into span records.
 
-``sources.lean_spans`` turns a ``json.loads``'d request into span dicts; for a store of a
+``otlp_json.flatten_request`` turns a ``json.loads``'d request into span dicts; for a store of a
 million glideins (~9 GB) that is most of the end-to-end time. This module decodes each line
 with msgspec into typed structs that hold only the fields the analysis reads (events, links,
 kinds, scopes, status messages are skipped by the parser without being built), keeps only the
 attributes the timeline reads (``timeline.TIMELINE_KEYS``) and yields the records of
 ``timeline.timeline_from_records`` directly, with no span dicts in between.
 
-Same results as the reference path (``json.loads`` + ``lean_spans`` + ``span_record``), line
+Same results as the reference path (``json.loads`` + ``flatten_request`` + ``span_record``), line
 by line: a line the typed decoder does not accept as an ordinary request (malformed JSON,
 unexpected types, numbers out of range, ...) is handed to the reference path, which then
 counts it (bad line) or reads it exactly as before. Attributes the analysis does not read are
@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 
+from ..exporters.otlp_json import any_value, flatten_request
 from .timeline import IDENTITY_KEYS, TIMELINE_KEYS, span_kind, span_record
 
 try:
@@ -94,7 +95,6 @@ def _rare_value(value):
         return float(value.doubleValue)
     if value.boolValue is not UNSET:
         return bool(value.boolValue)
-    from ..exporters.otlp_json import any_value
     for name in ("arrayValue", "kvlistValue", "bytesValue"):
         raw = getattr(value, name)
         if raw is not UNSET:
@@ -155,7 +155,7 @@ def _span_kind(key: tuple) -> tuple:
 
 def request_records(request) -> list:
     """The span records (``timeline.span_record``) of one decoded request; raises where
-    ``lean_spans`` raises."""
+    ``flatten_request`` raises."""
     out = []
     append = out.append
     kinds = _KINDS
@@ -180,10 +180,9 @@ def request_records(request) -> list:
 
 
 def reference_records(request: dict) -> list:
-    """The same records from a ``json.loads``'d request, through ``lean_spans`` (the
-    reference path, used for lines the typed decoder does not take)."""
-    from .sources import lean_spans
-    return [span_record(span) for span in lean_spans(request)]
+    """The same records from a ``json.loads``'d request, through ``otlp_json.flatten_request``
+    (the reference path, used for lines the typed decoder does not take)."""
+    return [span_record(span) for span in flatten_request(request)]
 
 
 def decode_line(raw: bytes):

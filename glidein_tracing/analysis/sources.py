@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import jaeger_query
 from ..exporters.otlp_json import attributes, flatten_request
-from ..exporters.store import FILE_PREFIX, FILE_SUFFIX
+from ..exporters.store import store_files
 from . import fastread
 from .timeline import (K_GLIDEIN, R_KIND, GlideinTimeline, TableBuilder, TimelineTable, is_glidein_span, span_record,
                        timeline_fields, timeline_from_spans)
@@ -57,11 +57,6 @@ class ReadReport:
 READ_BUFFER = 1 << 20
 
 # -- files --------------------------------------------------------------------------------
-
-def store_files(directory) -> list[Path]:
-    directory = Path(directory)
-    return sorted(p for p in directory.glob(f"{FILE_PREFIX}*{FILE_SUFFIX}") if p.is_file())
-
 
 def _request_of(line, report: ReadReport) -> dict | None:
     """One JSON Lines line as a request (a JSON object); anything else is counted a bad line."""
@@ -101,33 +96,9 @@ def _requests_in_text(text: str, report: ReadReport):
             yield request
 
 
-def lean_spans(request: dict) -> list:
-    """Like ``flatten_request`` but only the fields the analysis reads (no events, links or
-    status message): the same dict shape, a third cheaper."""
-    out = []
-    append = out.append
-    for resource_spans in request.get("resourceSpans") or ():
-        resource = attributes((resource_spans.get("resource") or {}).get("attributes"))
-        for scope_spans in resource_spans.get("scopeSpans") or ():
-            for span in scope_spans.get("spans") or ():
-                status = span.get("status")
-                append({
-                    "trace_id": (span.get("traceId") or "").lower(),
-                    "span_id": (span.get("spanId") or "").lower(),
-                    "parent_span_id": (span.get("parentSpanId") or "").lower(),
-                    "name": span.get("name", ""),
-                    "start_ns": int(span.get("startTimeUnixNano") or 0),
-                    "end_ns": int(span.get("endTimeUnixNano") or 0),
-                    "status_code": int(status.get("code") or 0) if status else 0,
-                    "attributes": attributes(span.get("attributes")),
-                    "resource": resource,
-                })
-    return out
-
-
-def _flatten(request: dict, report: ReadReport, lean: bool = True) -> list:
+def _flatten(request: dict, report: ReadReport) -> list:
     try:
-        spans = lean_spans(request) if lean else list(flatten_request(request))
+        spans = list(flatten_request(request))
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
         report.bad_lines += 1
         if len(report.errors) < 20:

@@ -41,14 +41,12 @@ JSON Lines into a store directory that ``analyze --store`` (or ``show``) reads.
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from .. import __version__, failure, ids
-from ..exporters.store import FILE_PREFIX, FILE_SUFFIX, ROTATE_BYTES
+from .. import failure, ids
+from ..exporters.store import ROTATE_BYTES, Store
 from .timeline import GlideinTimeline
 
 # (script id, median seconds, lognormal sigma, failure weight, error types)
@@ -375,108 +373,36 @@ def glidein_spans(glidein: SynthGlidein) -> list[dict]:
     return out
 
 
-# -- OTLP JSON --------------------------------------------------------------------------------------
-
-def _any_value(value) -> dict:
-    if isinstance(value, bool):
-        return {"boolValue": value}
-    if isinstance(value, int):
-        return {"intValue": str(value)}
-    if isinstance(value, float):
-        return {"doubleValue": value}
-    if isinstance(value, (list, tuple)):
-        return {"arrayValue": {"values": [_any_value(v) for v in value]}}
-    return {"stringValue": str(value)}
-
-
-def _kvs(attrs: dict) -> list:
-    return [{"key": k, "value": _any_value(v)} for k, v in attrs.items()]
-
-
-def spans_to_request(spans: list[dict]) -> dict:
-    """Flat span dicts -> one OTLP JSON ExportTraceServiceRequest (inverse of flatten_request)."""
-    by_resource: dict[int, tuple] = {}
-    for span in spans:
-        resource = span.get("resource") or {}
-        by_resource.setdefault(id(resource), (resource, []))[1].append(span)
-    resource_spans = []
-    for resource, group in by_resource.values():
-        encoded = []
-        for span in group:
-            item = {"traceId": span["trace_id"], "spanId": span["span_id"], "name": span.get("name", ""),
-                    "kind": 1, "startTimeUnixNano": str(span.get("start_ns", 0)),
-                    "endTimeUnixNano": str(span.get("end_ns", 0)),
-                    "attributes": _kvs(span.get("attributes") or {}),
-                    "status": {}}
-            if span.get("parent_span_id"):
-                item["parentSpanId"] = span["parent_span_id"]
-            if span.get("status_code"):
-                item["status"]["code"] = span["status_code"]
-            if span.get("status_message"):
-                item["status"]["message"] = span["status_message"]
-            encoded.append(item)
-        resource_spans.append({"resource": {"attributes": _kvs(resource)},
-                               "scopeSpans": [{"scope": {"name": "glidein_tracing", "version": __version__},
-                                               "spans": encoded}]})
-    return {"resourceSpans": resource_spans}
-
-
-class StoreWriter:
-    """Append OTLP JSON lines to store files, rotating like the store exporter."""
-
-    def __init__(self, directory, rotate_bytes: int = ROTATE_BYTES):
-        self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
-        existing = sorted(self.directory.glob(f"{FILE_PREFIX}*{FILE_SUFFIX}"))
-        self.number = int(existing[-1].name[len(FILE_PREFIX):-len(FILE_SUFFIX)]) + 1 if existing else 0
-        self.rotate_bytes = rotate_bytes
-        self.handle = None
-        self.size = 0
-        self.lines = 0
-
-    def write_spans(self, spans: list[dict]) -> None:
-        self.write_line(json.dumps(spans_to_request(spans), separators=(",", ":")))
-
-    def write_line(self, line: str) -> None:
-        if self.handle is None or self.size >= self.rotate_bytes:
-            if self.handle is not None:
-                self.handle.close()
-                self.number += 1
-            self.handle = open(self.directory / f"{FILE_PREFIX}{self.number:06d}{FILE_SUFFIX}", "w",
-                               encoding="utf-8")
-            self.size = 0
-        self.handle.write(line + "\n")
-        self.size += len(line) + 1
-        self.lines += 1
-
-    def close(self) -> None:
-        if self.handle is not None:
-            self.handle.close()
-            self.handle = None
-
-
 def write_store(cfg: SynthConfig, directory, *, rotate_bytes: int = ROTATE_BYTES,
-                fragment_delay_lines: int = 5000) -> dict:
-    """Write ``cfg.glideins`` synthetic glideins into a store directory (one line each;
-    with ``fragment_rate``, some traces' Factory spans go ``fragment_delay_lines`` later).
-    Returns counts."""
-    writer = StoreWriter(directory, rotate_bytes)
+                fragment_delay_lines: int = 5000, batch_lines: int = 2000) -> dict:
+    """Write ``cfg.glideins`` synthetic glideins into a store directory through the store's
+    own writer (indexed as it goes; one line each; with ``fragment_rate``, some traces'
+    Factory spans go ``fragment_delay_lines`` later). Returns counts."""
+    store = Store(directory, rotate_bytes)
     rng = random.Random(f"{cfg.seed}-fragments")
     delayed: list[tuple[int, list]] = []
-    spans_written = 0
-    try:
-        for number, glidein in enumerate(generate(cfg)):
-            spans = glidein_spans(glidein)
-            spans_written += len(spans)
-            if cfg.fragment_rate and rng.random() < cfg.fragment_rate:
-                factory = [s for s in spans if s["attributes"]["glidein.stage"].startswith("factory.")]
-                spans = [s for s in spans if not s["attributes"]["glidein.stage"].startswith("factory.")]
-                delayed.append((number + fragment_delay_lines, factory))
-            writer.write_spans(spans)
-            while delayed and delayed[0][0] <= number:
-                writer.write_spans(delayed.pop(0)[1])
-        for _, factory in delayed:
-            writer.write_spans(factory)
-    finally:
-        writer.close()
-    return {"glideins": cfg.glideins, "spans": spans_written, "lines": writer.lines}
+    pending: list = []
+    spans_written = lines = 0
+
+    def add(spans):
+        nonlocal lines
+        pending.append(spans)
+        lines += 1
+        if len(pending) >= batch_lines:
+            store.append_span_dicts(pending)
+            pending.clear()
+
+    for number, glidein in enumerate(generate(cfg)):
+        spans = glidein_spans(glidein)
+        spans_written += len(spans)
+        if cfg.fragment_rate and rng.random() < cfg.fragment_rate:
+            factory = [s for s in spans if s["attributes"]["glidein.stage"].startswith("factory.")]
+            spans = [s for s in spans if not s["attributes"]["glidein.stage"].startswith("factory.")]
+            delayed.append((number + fragment_delay_lines, factory))
+        add(spans)
+        while delayed and delayed[0][0] <= number:
+            add(delayed.pop(0)[1])
+    for _, factory in delayed:
+        add(factory)
+    store.append_span_dicts(pending)
+    return {"glideins": cfg.glideins, "spans": spans_written, "lines": lines}

@@ -1,4 +1,5 @@
-"""OTLP JSON encoding of SDK spans, and flattening of OTLP JSON back into plain span dicts.
+"""OTLP JSON, the store's format: the one module that writes it (from SDK spans, with the
+SDK's own encoder; from plain span dicts) and reads it back into plain span dicts.
 
 The encoding is the SDK's own protobuf (``encode_spans``) rendered with the OTLP/JSON
 rules: camelCase keys, enums as integers, trace and span ids as hex (not base64). That is
@@ -11,6 +12,8 @@ import base64
 
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+from .. import __version__
 
 ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 
@@ -86,3 +89,48 @@ def flatten_request(request: dict):
                                "attributes": attributes(l.get("attributes"))}
                               for l in span.get("links", []) or []],
                 }
+
+
+def _any_value(value) -> dict:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, (list, tuple)):
+        return {"arrayValue": {"values": [_any_value(v) for v in value]}}
+    return {"stringValue": str(value)}
+
+
+def _kvs(attrs: dict) -> list:
+    return [{"key": k, "value": _any_value(v)} for k, v in attrs.items()]
+
+
+def request_from_span_dicts(spans: list[dict]) -> dict:
+    """Flat span dicts (``flatten_request``'s shape) -> one OTLP JSON ExportTraceServiceRequest:
+    its inverse, for tools that make span dicts themselves (the synthetic generator, tests)."""
+    by_resource: dict[int, tuple] = {}
+    for span in spans:
+        resource = span.get("resource") or {}
+        by_resource.setdefault(id(resource), (resource, []))[1].append(span)
+    resource_spans = []
+    for resource, group in by_resource.values():
+        encoded = []
+        for span in group:
+            item = {"traceId": span["trace_id"], "spanId": span["span_id"], "name": span.get("name", ""),
+                    "kind": 1, "startTimeUnixNano": str(span.get("start_ns", 0)),
+                    "endTimeUnixNano": str(span.get("end_ns", 0)),
+                    "attributes": _kvs(span.get("attributes") or {}),
+                    "status": {}}
+            if span.get("parent_span_id"):
+                item["parentSpanId"] = span["parent_span_id"]
+            if span.get("status_code"):
+                item["status"]["code"] = span["status_code"]
+            if span.get("status_message"):
+                item["status"]["message"] = span["status_message"]
+            encoded.append(item)
+        resource_spans.append({"resource": {"attributes": _kvs(resource)},
+                               "scopeSpans": [{"scope": {"name": "glidein_tracing", "version": __version__},
+                                               "spans": encoded}]})
+    return {"resourceSpans": resource_spans}

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from .otlp_json import encode_request, flatten_request
+from .otlp_json import encode_request, flatten_request, request_from_span_dicts
 
 FILE_PREFIX = "traces-"
 FILE_SUFFIX = ".jsonl"
@@ -255,32 +255,56 @@ class Store:
                 self._write_line(db, line, keys)
             return len(fresh), len(spans) - len(fresh)
 
-    def append_request(self, request: dict):
-        """Store one OTLP JSON request as it is (no dedupe): for tools that make requests
-        themselves, e.g. the synthetic trace generator."""
-        line = json.dumps(request, separators=(",", ":")).encode() + b"\n"
-        keys = [(s["trace_id"], s["span_id"], s) for s in flatten_request(request)]
-        with self._locked() as db:
-            self._write_line(db, line, keys)
+    def append_span_dicts(self, batches):
+        """Store batches of plain span dicts (``flatten_request``'s shape), one line each,
+        without dedupe: for tools that make spans themselves (the synthetic trace generator).
+        One lock, one fsync and one index transaction for the lot."""
+        lines = []
+        for spans in batches:
+            line = json.dumps(request_from_span_dicts(spans), separators=(",", ":")).encode() + b"\n"
+            lines.append((line, [(s["trace_id"], s["span_id"], s) for s in spans]))
+        if lines:
+            with self._locked() as db:
+                self._write_lines(db, lines)
 
     def _write_line(self, db: sqlite3.Connection, line: bytes, keys):
-        path = self._current_file()
-        number = _file_number(path)
-        closed_cut = False
-        with open(path, "ab") as handle:
-            offset = handle.tell()
-            if offset and self._ends_cut(path, offset):
-                handle.write(b"\n")               # the cut line stays a (bad) line of its own
-                offset += 1
-                closed_cut = True
-            handle.write(line)
+        self._write_lines(db, [(line, keys)])
+
+    def _write_lines(self, db: sqlite3.Connection, lines):
+        """Append (line, keys) pairs, rotating files, then index them in one transaction."""
+        written = []                       # (file number, offset, line, keys)
+        ends: dict = {}                    # file number -> (indexed bytes, a cut line closed)
+        handle = None
+        try:
+            for line, keys in lines:
+                if handle is None or handle.tell() >= self.rotate_bytes:
+                    if handle is not None:
+                        handle.flush()
+                        os.fsync(handle.fileno())
+                        handle.close()
+                    path = self._current_file()
+                    number = _file_number(path)
+                    handle = open(path, "ab")
+                    closed_cut = False
+                    if handle.tell() and self._ends_cut(path, handle.tell()):
+                        handle.write(b"\n")       # the cut line stays a (bad) line of its own
+                        closed_cut = True
+                offset = handle.tell()
+                handle.write(line)
+                written.append((number, offset, line, keys))
+                ends[number] = (offset + len(line), closed_cut or ends.get(number, (0, False))[1])
             handle.flush()
             os.fsync(handle.fileno())
+        finally:
+            if handle is not None:
+                handle.close()
         db.execute("BEGIN IMMEDIATE")
-        self._add(db, number, offset, len(line), keys)
-        db.execute("INSERT INTO files (file, indexed_bytes, bad_lines, cut_bytes) VALUES (?, ?, ?, 0) "
-                   "ON CONFLICT (file) DO UPDATE SET indexed_bytes = excluded.indexed_bytes, cut_bytes = 0, "
-                   "bad_lines = bad_lines + excluded.bad_lines", (number, offset + len(line), int(closed_cut)))
+        for number, offset, line, keys in written:
+            self._add(db, number, offset, len(line), keys)
+        for number, (end, closed_cut) in ends.items():
+            db.execute("INSERT INTO files (file, indexed_bytes, bad_lines, cut_bytes) VALUES (?, ?, ?, 0) "
+                       "ON CONFLICT (file) DO UPDATE SET indexed_bytes = excluded.indexed_bytes, cut_bytes = 0, "
+                       "bad_lines = bad_lines + excluded.bad_lines", (number, end, int(closed_cut)))
         db.execute("COMMIT")
 
     @staticmethod
