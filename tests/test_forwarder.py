@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -139,7 +140,7 @@ def forward_cli(layout, tmp_path, endpoint, env_extra=None):
     config.write_text("batch_spans: 5   # several exports a pass: a crash can fall between them\n")
     return subprocess.run(
         [sys.executable, "-m", "glidein_tracing", "forward", str(layout.logs), "--factory", FACTORY,
-         "--endpoint", endpoint, "--query", endpoint, "--state", str(tmp_path / "ledger.sqlite"),
+         "--schedd", SCHEDD, "--endpoint", endpoint, "--query", endpoint, "--state", str(tmp_path / "ledger.sqlite"),
          "--grace", "5", "--config", str(config), "--no-progress", "--timeout", "3"],
         env=env, capture_output=True, text=True, timeout=120)
 
@@ -210,3 +211,63 @@ def test_the_forwarder_works_with_any_sdk_exporter(tmp_path):
     assert {format(s.context.trace_id, "032x") for s in spans} == {identity(layout, 100, 0).trace_id}
     assert {s.attributes["glidein.stage"] for s in spans} >= {"glidein", "factory.submit", "factory.queue",
                                                               "setup", "teardown"}
+
+
+def test_factory_stages_of_a_running_glidein_go_out_before_it_ends_and_only_once(factory, tmp_path, collector):
+    """Issue 14: a glidein waiting at a site is in the backend meanwhile; nothing twice later."""
+    from glidein_tracing.factory.forwarder import jaeger_span_ids
+    from glidein_tracing.exporters.otlp import make_otlp_exporter
+    layout, log = factory
+    log.submit(700, 0, when=T0 - 7200)
+    log.grid_submit(700, 0, when=T0 - 7190)          # factory.submit ends; waiting at the site
+    log.submit(700, 1, when=T0 - 3600)
+    log.grid_submit(700, 1, when=T0 - 3590)
+    log.execute(700, 1, when=T0)                      # factory.queue ends: it runs
+    trace0, trace1 = (identity(layout, 700, p).trace_id for p in (0, 1))
+
+    def forwarder():
+        return Forwarder([layout.logs], make_otlp_exporter(collector, 5), Ledger(tmp_path / "ledger.sqlite"),
+                         FACTORY, schedd=SCHEDD, grace_s=5, reconcile=jaeger_span_ids(collector))
+
+    stats = forwarder().run_once()
+    got = {(t, s) for t, s in CountingCollector.received}
+    assert stats.early_spans_sent == len(got) == 3 and stats.glideins_done == 0
+    assert {s for t, s in got if t == trace0} == {ids.span_id(trace0, "factory.submit")}
+    assert {s for t, s in got if t == trace1} == {ids.span_id(trace1, "factory.submit"),
+                                                  ids.span_id(trace1, "factory.queue")}
+    assert forwarder().run_once().early_spans_sent == 0        # nothing new: nothing sent
+    # the glidein ends and its output returns: the rest of its trace, without the early spans
+    (layout.output(700, 1, "err")).write_text(returned_stderr(journal_text(layout, 700, 1, T0 + 5)))
+    old = time.time() - 3600
+    os.utime(layout.output(700, 1, "err"), (old, old))
+    log.terminated(700, 1, when=T0 + 30)
+    stats = forwarder().run_once()
+    assert stats.glideins_done == 1
+    received = CountingCollector.received
+    assert len(received) == len(set(received)), "a span arrived twice"
+    stages = {s for t, s in received if t == trace1}
+    assert ids.span_id(trace1, "glidein") in stages and ids.span_id(trace1, "setup") in stages
+
+
+@pytest.mark.parametrize("point", ["after_early_mark", "after_early_export"])
+def test_a_forwarder_killed_around_an_early_export_sends_each_span_once(factory, tmp_path, collector, point):
+    layout, log = factory
+    for proc in range(3):
+        log.submit(710, proc, when=T0 - 600)
+        log.grid_submit(710, proc, when=T0 - 590)
+        log.execute(710, proc, when=T0)
+    crashed = forward_cli(layout, tmp_path, collector, {"GLIDEIN_TRACING_CRASH_AT": point})
+    assert crashed.returncode == -9, crashed.stderr
+    for proc in range(3):
+        layout.output(710, proc, "err").write_text(returned_stderr(journal_text(layout, 710, proc, T0 + 5)))
+        old = time.time() - 3600
+        os.utime(layout.output(710, proc, "err"), (old, old))
+        log.terminated(710, proc, when=T0 + 30)
+    finished = forward_cli(layout, tmp_path, collector)
+    assert finished.returncode == 0, finished.stderr
+    received = CountingCollector.received
+    assert len(received) == len(set(received)), "a span arrived twice"
+    for proc in range(3):
+        trace = identity(layout, 710, proc).trace_id
+        assert {ids.span_id(trace, k) for k in ("factory.submit", "factory.queue", "glidein", "setup")} <= \
+            {s for t, s in received if t == trace}

@@ -64,3 +64,39 @@ def test_jaeger_down_then_back_loses_nothing(tmp_path, jaeger_binary):
             found = client.wait_for_trace(identity(layout, 920, proc).trace_id, min_spans=5, raw=True)
             counts = Counter(span["spanID"] for span in found["spans"])
             assert len(counts) == 5 and set(counts.values()) == {1}
+
+
+def test_a_running_glideins_queue_span_is_in_jaeger_before_it_ends(tmp_path, jaeger, jaeger_query):
+    """Issue 14: found by the trace id `glidein-tracing trace-id` gives, and by its entry tag."""
+    import json
+    import time
+
+    from glidein_tracing import ids
+    from glidein_tracing.exporters.otlp import make_otlp_exporter
+    from glidein_tracing.factory.forwarder import Forwarder
+    from glidein_tracing.factory.ledger import Ledger
+    from factory_builders import SCHEDD
+
+    layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_jaeger_instance", entry="JAEGER_INFLIGHT")
+    log = CondorGLog(layout)
+    now = time.time()
+    log.submit(920, 0, when=now - 7200)
+    log.grid_submit(920, 0, when=now - 7190)
+    log.execute(920, 0, when=now - 60)                    # running; it has not ended
+    stats = Forwarder([layout.logs], make_otlp_exporter(jaeger.otlp_endpoint, 10), Ledger(tmp_path / "l.sqlite"),
+                      FACTORY, schedd=SCHEDD).run_once()
+    assert stats.early_spans_sent == 2 and stats.glideins_done == 0
+    trace_id = subprocess.run(
+        [sys.executable, "-m", "glidein_tracing", "trace-id", "--factory", FACTORY, "--name", layout.instance,
+         "--entry", layout.entry, "--schedd", SCHEDD, "--cluster", "920", "--proc", "0"],
+        capture_output=True, text=True, check=True).stdout.strip()
+    assert trace_id == identity(layout, 920, 0).trace_id
+    queue = ids.span_id(trace_id, "factory.queue")
+    trace = jaeger_query.wait_for_trace(trace_id, [queue])
+    span = {s["spanID"]: s for s in trace["spans"]}[queue]
+    assert span["operationName"] == "factory.queue" and span["duration"] >= 7100 * 10**6
+    # an operator's search by the entry finds it too
+    status, found = jaeger_query.get("/api/traces", {
+        "service": "glidein", "tags": json.dumps({"glidein.entry": "JAEGER_INFLIGHT"}),
+        "start": int((now - 86400) * 1e6), "end": int((now + 60) * 1e6), "limit": 20})
+    assert status == 200 and trace_id in {t["traceID"] for t in found["data"]}

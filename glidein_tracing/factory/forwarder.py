@@ -62,6 +62,7 @@ class ForwardStats:
     glideins_done: int = 0
     glideins_skipped: int = 0
     spans_sent: int = 0
+    early_spans_sent: int = 0         # Factory stages of glideins still running
     spans_already_live: int = 0
     spans_sampled_out: int = 0
     export_failures: int = 0
@@ -73,7 +74,8 @@ class ForwardStats:
 
     def summary(self) -> str:
         text = (f"{self.log_events} log events read, {self.glideins_done} glideins forwarded "
-                f"({self.spans_sent} spans), {self.spans_already_live} spans already sent live, "
+                f"({self.spans_sent} spans), {self.early_spans_sent} Factory stages of running glideins sent, "
+                f"{self.spans_already_live} spans already sent live, "
                 f"{self.spans_sampled_out} sampled out, {self.glideins_skipped} skipped, "
                 f"{self.export_failures} export failures, {self.quarantined} quarantined")
         if self.problems:
@@ -276,6 +278,7 @@ class Forwarder:
         if not keep_glidein(spans, self.sampling_ratio):
             stats.spans_sampled_out += len(spans)
             return [], "sampled out"
+        spans = self._without_early(gkey, identity.trace_id, spans, stats)
         if node_mark:
             live = [s for s in spans if not str(s.attributes.get("glidein.stage", "")).startswith("factory.")
                     and (node_mark == "all" or s.parent is not None)]
@@ -283,6 +286,81 @@ class Forwarder:
             live_ids = {s.context.span_id for s in live}
             spans = [s for s in spans if s.context.span_id not in live_ids]
         return spans, ""
+
+    # -- 2a. the Factory's stages of glideins still running -----------------------------------
+    def export_early(self, stats: ForwardStats) -> bool:
+        """Send the Factory stages (``factory.submit``, ``factory.queue``, ``factory.held``) of
+        glideins still running as soon as the event that ends them has been read, so a glidein
+        waiting at a site for hours is in Jaeger meanwhile (under its root's id; the root and
+        the node's stages follow when it ends). Exactly once: their ids go in the ledger as
+        ``sending`` before the export and ``sent`` after it; uncertain ones are reconciled, and
+        the final export leaves the sent ones out."""
+        batch, marks = [], []
+        for gkey in self.ledger.with_status(ledger_mod.OPEN):
+            spans = self._early_spans_for(gkey, stats)
+            if spans:
+                batch.extend(spans)
+                marks.append((gkey, [format(s.context.span_id, "016x") for s in spans]))
+        if not batch:
+            return True
+        with self.ledger.transaction():
+            for gkey, span_ids in marks:
+                self.ledger.mark_early(gkey, span_ids, "sending")
+        _crash_point("after_early_mark")
+        if self.exporter.export(batch).name != "SUCCESS":
+            stats.export_failures += 1
+            stats.problem("early_export_failed")  # stay "sending": reconciled before any resend
+            return False
+        _crash_point("after_early_export")
+        with self.ledger.transaction():
+            for gkey, span_ids in marks:
+                self.ledger.mark_early(gkey, span_ids, "sent")
+        stats.early_spans_sent += len(batch)
+        return True
+
+    def _early_spans_for(self, gkey, stats: ForwardStats) -> list:
+        """The ended Factory stages of one running glidein not sent yet."""
+        row = self.ledger.glidein(gkey)
+        events = self.ledger.factory_events(gkey)
+        started = {e.key for e in events if e.op == "start"}
+        closed = {e.key for e in events if e.op == "end" and e.key in started and e.key.startswith("factory.")}
+        identity = self.identity(row)
+        if not closed or not identity.schedd:   # no trace id the Factory can stand by yet
+            return []
+        known = self.ledger.early_spans(gkey)
+        todo = {ids.span_id(identity.trace_id, key) for key in closed} - {s for s, st in known.items() if st == "sent"}
+        todo -= self._arrived(gkey, identity.trace_id, todo & {s for s, st in known.items() if st == "sending"}, stats)
+        if not todo:
+            return []
+        when = min(e.time for e in events)
+        spans = convert(list(events) + identity_events(identity, when), resource_defaults=self.resource_defaults,
+                        redact=self.redact, trace_id=identity.trace_id, span_ceiling=MAX_SPANS)
+        if self.sampling_ratio is not None and not keep_glidein(spans, self.sampling_ratio):
+            return []
+        return [s for s in spans if format(s.context.span_id, "016x") in todo]
+
+    def _arrived(self, gkey, trace_id: str, uncertain: set, stats: ForwardStats) -> set:
+        """Of early spans whose export was cut short, those the backend holds (marked sent)."""
+        if not uncertain:
+            return set()
+        present = self.reconcile(trace_id) if self.reconcile else None
+        if present is None:
+            stats.problem("resent_without_reconcile")
+            return set()
+        arrived = uncertain & set(present)
+        if arrived:
+            with self.ledger.transaction():
+                self.ledger.mark_early(gkey, arrived, "sent")
+        return arrived
+
+    def _without_early(self, gkey, trace_id: str, spans, stats: ForwardStats):
+        """A glidein's spans less the Factory stages already sent while it ran."""
+        early = self.ledger.early_spans(gkey)
+        if not early:
+            return spans
+        sent = {s for s, state in early.items() if state == "sent"}
+        sent |= self._arrived(gkey, trace_id, {s for s, state in early.items() if state == "sending"}, stats)
+        return [s for s in spans if format(s.context.span_id, "016x") not in sent]
 
     def export_ready(self, stats: ForwardStats):
         now = time.time()
@@ -434,6 +512,7 @@ class Forwarder:
         stats = ForwardStats()
         if self.reconcile_sending(stats):
             self.scan(stats)
+            self.export_early(stats)
             self.export_ready(stats)
         for kind, count in stats.problems.items():
             self.ledger.bump(kind, count)

@@ -25,6 +25,7 @@ CREATE TABLE IF NOT EXISTS glideins (
 CREATE INDEX IF NOT EXISTS glideins_status ON glideins(status);
 CREATE TABLE IF NOT EXISTS factory_events (gkey TEXT, seq INTEGER, event TEXT, PRIMARY KEY (gkey, seq));
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER);
+CREATE TABLE IF NOT EXISTS early_spans (gkey TEXT, span_id TEXT, state TEXT, PRIMARY KEY (gkey, span_id));
 """
 
 OPEN, ENDED, SENDING, DONE, SKIPPED = "open", "ended", "sending", "done", "skipped"
@@ -106,6 +107,16 @@ class Ledger:
 
     def save_activity_state(self, gkey, state: dict):
         self.db.execute("UPDATE glideins SET activity_state=? WHERE gkey=?", (json.dumps(state), gkey))
+
+    def early_spans(self, gkey) -> dict:
+        """Span ids (hex) of a glidein's Factory stages sent before it ended: id -> ``sending``
+        (export under way or uncertain) or ``sent``."""
+        return dict(self.db.execute("SELECT span_id, state FROM early_spans WHERE gkey=?", (gkey,)))
+
+    def mark_early(self, gkey, span_ids, state):
+        self.db.executemany("INSERT INTO early_spans(gkey, span_id, state) VALUES (?,?,?) "
+                            "ON CONFLICT (gkey, span_id) DO UPDATE SET state=excluded.state",
+                            [(gkey, sid, state) for sid in span_ids])
 
     def mark_ended(self, gkey, when):
         self.db.execute("UPDATE glideins SET status=?, ended_at=?, updated=? WHERE gkey=? AND status=?",
