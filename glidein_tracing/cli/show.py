@@ -23,10 +23,17 @@ def add_arguments(parser):
 
 
 def run(args):
+    import sqlite3
+
     try:
-        store = Store(args.store)
+        return _show(args, Store(args.store))
     except StoreError as exc:
         raise UserError(str(exc)) from exc
+    except (OSError, sqlite3.Error) as exc:   # e.g. a store this user may not lock or index
+        raise UserError(f"cannot read the store: {exc}") from exc
+
+
+def _show(args, store: Store) -> int:
     if args.reindex:
         health = store.reindex()
         print(f"reindexed {store.directory}: {health['traces']} traces in {health['files']} files, "
