@@ -64,12 +64,7 @@ def settings_of(args) -> dict:
         config = settings.load(path) if path else {}
     except settings.ConfigError as exc:
         raise UserError("bad configuration:\n  " + "\n  ".join(exc.problems)) from exc
-    entry_schedds = {}
-    for item in args.entry_schedd:
-        entry, sep, schedd = item.partition("=")
-        if not sep:
-            raise UserError(f"--entry-schedd wants ENTRY=SCHEDD, not {item!r}")
-        entry_schedds[entry] = schedd
+    entry_schedds = parse_entry_schedds(args.entry_schedd)
     flags = {"logs": args.logs, "factory": args.factory, "schedd": args.schedd,
              "factory_config": args.factory_config, "endpoint": args.endpoint, "store": args.store,
              "state": args.state, "query": args.query, "timeout": args.timeout,
@@ -89,6 +84,32 @@ def settings_of(args) -> dict:
     return out
 
 
+def parse_entry_schedds(items) -> dict:
+    """``--entry-schedd ENTRY=SCHEDD`` values -> {entry: schedd}."""
+    from .main import UserError
+    out = {}
+    for item in items:
+        entry, sep, schedd = item.partition("=")
+        if not sep:
+            raise UserError(f"--entry-schedd wants ENTRY=SCHEDD, not {item!r}")
+        out[entry] = schedd
+    return out
+
+
+def entry_schedds_of(conf: dict) -> dict:
+    """Each entry's schedd: glideinWMS.xml's (``factory_config``), then the settings' own."""
+    from .main import UserError
+    out = {}
+    if conf["factory_config"]:
+        from ..factory.config import entry_schedds as configured_schedds
+        try:
+            out.update(configured_schedds(conf["factory_config"]))
+        except ValueError as exc:
+            raise UserError(str(exc)) from exc
+    out.update(conf["entry_schedds"])
+    return out
+
+
 def run(args):
     from ..exporters.otlp import make_otlp_exporter
     from ..exporters.store import JsonLinesStoreExporter, default_store_dir
@@ -103,14 +124,7 @@ def run(args):
         return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s glidein-tracing forward: %(message)s",
                         stream=sys.stderr)
-    entry_schedds = {}
-    if conf["factory_config"]:
-        from ..factory.config import entry_schedds as configured_schedds
-        try:
-            entry_schedds.update(configured_schedds(conf["factory_config"]))
-        except ValueError as exc:
-            raise UserError(str(exc)) from exc
-    entry_schedds.update(conf["entry_schedds"])
+    entry_schedds = entry_schedds_of(conf)
     for path in conf["logs"]:
         if not Path(path).is_dir():
             raise UserError(f"{path} is not a directory")

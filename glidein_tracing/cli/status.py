@@ -56,6 +56,7 @@ def run(args):
     from ..factory.forwarder import Forwarder
     from ..factory.ledger import Ledger
     from ..factory.status import crossed, glideins_now, summary
+    from .forward import entry_schedds_of, parse_entry_schedds
 
     limits = limits_of(args.older_than)
     path = args.config or (settings.DEFAULT_CONFIG if settings.DEFAULT_CONFIG.exists() else None)
@@ -71,18 +72,7 @@ def run(args):
         (Path(conf["store"]) if conf["store"] else default_store_dir()) / "forwarder.sqlite")
     if not state.exists():
         raise UserError(f"no forwarder ledger at {state}: give --state (or `state:` in the config)")
-    entry_schedds = dict(conf["entry_schedds"])
-    if conf["factory_config"]:
-        from ..factory.config import entry_schedds as configured_schedds
-        try:
-            entry_schedds.update(configured_schedds(conf["factory_config"]))
-        except ValueError as exc:
-            raise UserError(str(exc)) from exc
-    for item in args.entry_schedd:
-        entry, sep, schedd = item.partition("=")
-        if not sep:
-            raise UserError(f"--entry-schedd wants ENTRY=SCHEDD, not {item!r}")
-        entry_schedds[entry] = schedd
+    entry_schedds = {**entry_schedds_of(conf), **parse_entry_schedds(args.entry_schedd)}
     ledger = Ledger(state)
     naming = Forwarder([], None, ledger, conf["factory"], schedd=conf["schedd"], entry_schedds=entry_schedds)
     now = time.time()
