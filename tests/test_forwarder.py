@@ -271,3 +271,17 @@ def test_a_forwarder_killed_around_an_early_export_sends_each_span_once(factory,
         trace = identity(layout, 710, proc).trace_id
         assert {ids.span_id(trace, k) for k in ("factory.submit", "factory.queue", "glidein", "setup")} <= \
             {s for t, s in received if t == trace}
+
+
+def test_early_exports_come_in_batches_of_at_most_batch_spans(factory, tmp_path, collector):
+    from glidein_tracing.exporters.otlp import make_otlp_exporter
+    layout, log = factory
+    for proc in range(4):
+        log.submit(720, proc, when=T0 - 600)
+        log.grid_submit(720, proc, when=T0 - 590)
+        log.execute(720, proc, when=T0)                      # 2 ended Factory stages each
+    stats = Forwarder([layout.logs], make_otlp_exporter(collector, 5), Ledger(tmp_path / "l.sqlite"), FACTORY,
+                      schedd=SCHEDD, grace_s=5, batch_spans=3).run_once()
+    assert stats.early_spans_sent == 8 == len(set(CountingCollector.received)) == len(CountingCollector.received)
+    # whole glideins, sent once at least batch_spans are pending: two requests of 4, not one of 8
+    assert len(CountingCollector.headers_seen) == 2

@@ -301,8 +301,13 @@ class Forwarder:
             if spans:
                 batch.extend(spans)
                 marks.append((gkey, [format(s.context.span_id, "016x") for s in spans]))
-        if not batch:
-            return True
+            if len(batch) >= self.batch_spans:      # batches as bounded as the final export's
+                if not self._send_early(batch, marks, stats):
+                    return False
+                batch, marks = [], []
+        return self._send_early(batch, marks, stats) if batch else True
+
+    def _send_early(self, batch, marks, stats: ForwardStats) -> bool:
         with self.ledger.transaction():
             for gkey, span_ids in marks:
                 self.ledger.mark_early(gkey, span_ids, "sending")
