@@ -285,3 +285,18 @@ def test_early_exports_come_in_batches_of_at_most_batch_spans(factory, tmp_path,
     assert stats.early_spans_sent == 8 == len(set(CountingCollector.received)) == len(CountingCollector.received)
     # whole glideins, sent once at least batch_spans are pending: two requests of 4, not one of 8
     assert len(CountingCollector.headers_seen) == 2
+
+
+def test_events_of_glideins_never_seen_submitted_are_taken_once(factory, tmp_path):
+    """A rotated activity log starts mid-life: an execute or a hold with no submit before it."""
+    layout, log = factory
+    log.execute(730, 0, when=T0)
+    log.held(730, 1, "Error connecting to schedd ce.example.org", when=T0)
+    log.released(730, 1, when=T0 + 10)
+    forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite", entry_schedds={layout.entry: SCHEDD})
+    assert forwarder.run_once().early_spans_sent == 2
+    assert forwarder.run_once().early_spans_sent == 0
+    traces = read_store(tmp_path / "store")
+    assert [s["name"] for s in traces[identity(layout, 730, 1).trace_id]] == ["factory.held"]
+    (queue,) = traces[identity(layout, 730, 0).trace_id]
+    assert queue["name"] == "factory.queue" and queue["start_ns"] == queue["end_ns"]   # its start is unknown

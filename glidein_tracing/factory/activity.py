@@ -141,7 +141,9 @@ def apply_event(activity: GlideinActivity, event, identity: ids.GlideinIdentity 
         if "factory.submit" in activity.open_keys:
             activity.add(when, "end", "factory.submit", {"@status": "OK"})
         if activity.queue_key not in activity.open_keys:
-            activity.start_queue(activity.submit_time if activity.queue_key is None else when)
+            # the wait began at the submission, when this log saw it (a rotated log may not have)
+            first_wait = activity.queue_key is None and activity.submit_time is not None
+            activity.start_queue(activity.submit_time if first_wait else when)
         activity.add(when, "end", activity.queue_key,
                      {"factory.execute_host": str(event.get("ExecuteHost", ""))})
     elif kind == HELD:
