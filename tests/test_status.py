@@ -12,6 +12,7 @@ from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
 from factory_builders import FACTORY, SCHEDD, identity
+from otlp_receiver import collector  # noqa: F401 (fixture)
 
 HOUR = 3600.0
 
@@ -71,3 +72,23 @@ def test_older_than_turns_it_into_an_alert_check(tmp_path):
 def test_without_a_ledger_it_says_where_it_looked(tmp_path):
     done = status(tmp_path / "none.sqlite")
     assert done.returncode == 2 and "no forwarder ledger at" in done.stderr
+
+
+def test_status_reads_the_ledger_where_the_forwarder_keeps_it(tmp_path, collector):
+    """One config, no `state:`: sending to a collector, the forwarder keeps its ledger beside
+    the user's store dir, and status finds it there."""
+    import os
+    layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_demo_instance", entry="DEMO_ENTRY")
+    log = CondorGLog(layout)
+    log.submit(310, 0, when=time.time() - HOUR)
+    config = tmp_path / "forwarder.yaml"
+    config.write_text(f"factory: {FACTORY}\nschedd: {SCHEDD}\nlogs: [{layout.logs}]\nendpoint: {collector}\n")
+    env = dict(os.environ, GLIDEIN_TRACING_STORE=str(tmp_path / "data" / "store"))
+    forwarded = subprocess.run([sys.executable, "-m", "glidein_tracing", "forward", "--config", str(config),
+                                "--no-progress"], env=env, capture_output=True, text=True, timeout=60)
+    assert forwarded.returncode == 0, forwarded.stderr
+    assert (tmp_path / "data" / "forwarder.sqlite").exists()
+    done = subprocess.run([sys.executable, "-m", "glidein_tracing", "status", "--config", str(config), "--json"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["entries"]["DEMO_ENTRY"]["queued"]["count"] == 1

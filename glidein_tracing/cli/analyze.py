@@ -20,24 +20,14 @@ import re
 import sys
 import time
 
-from .main import UserError
+from .main import UserError, parse_duration
 
 
 def _number_list(text: str) -> list[float]:
     try:
-        return [float(_duration(part)) for part in re.split(r"[,\s]+", text.strip()) if part]
+        return [float(parse_duration(part)) for part in re.split(r"[,\s]+", text.strip()) if part]
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not a list of seconds: {text!r} (e.g. 300,600,20m)") from exc
-
-
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def _duration(text: str) -> float:
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smhdw]?)\s*", text)
-    if not match:
-        raise ValueError(text)
-    return float(match.group(1)) * _UNITS[match.group(2) or "s"]
 
 
 def _when(text: str | None, now: float) -> float | None:
@@ -46,7 +36,7 @@ def _when(text: str | None, now: float) -> float | None:
         return None
     text = text.strip()
     if re.fullmatch(r"[0-9]*\.?[0-9]+[smhdw]", text):
-        return now - _duration(text)
+        return now - parse_duration(text)
     if re.fullmatch(r"[0-9]{9,}(\.[0-9]+)?", text):
         return float(text)
     from datetime import datetime, timezone
@@ -85,11 +75,11 @@ def add_arguments(parser):
     what.add_argument("--max-idle", type=_number_list, metavar="LIST", help="candidate GLIDEIN_Max_Idle values, s")
     what.add_argument("--max-tail", type=_number_list, metavar="LIST", help="candidate GLIDEIN_Max_Tail values, s")
     what.add_argument("--retire", type=_number_list, metavar="LIST", help="candidate GLIDEIN_Retire_Time values, s")
-    what.add_argument("--current-max-idle", type=_duration, default=1200.0,
+    what.add_argument("--current-max-idle", type=parse_duration, default=1200.0,
                       help="GLIDEIN_Max_Idle the traces were recorded with (default %(default)s)")
-    what.add_argument("--current-max-tail", type=_duration, default=400.0,
+    what.add_argument("--current-max-tail", type=parse_duration, default=400.0,
                       help="GLIDEIN_Max_Tail the traces were recorded with (default %(default)s)")
-    what.add_argument("--current-retire", type=_duration, default=21600.0,
+    what.add_argument("--current-retire", type=parse_duration, default=21600.0,
                       help="GLIDEIN_Retire_Time the traces were recorded with (default %(default)s)")
     what.add_argument("--lost-budget", type=float, default=0.001,
                       help="recommend only settings losing at most this share of jobs (default %(default)s)")

@@ -59,11 +59,7 @@ def settings_of(args) -> dict:
     from ..factory import settings
     from .main import UserError
 
-    path = args.config or (settings.DEFAULT_CONFIG if settings.DEFAULT_CONFIG.exists() else None)
-    try:
-        config = settings.load(path) if path else {}
-    except settings.ConfigError as exc:
-        raise UserError("bad configuration:\n  " + "\n  ".join(exc.problems)) from exc
+    path, config = load_config(args.config)
     entry_schedds = parse_entry_schedds(args.entry_schedd)
     flags = {"logs": args.logs, "factory": args.factory, "schedd": args.schedd,
              "factory_config": args.factory_config, "endpoint": args.endpoint, "store": args.store,
@@ -82,6 +78,35 @@ def settings_of(args) -> dict:
         raise UserError("no Factory log directory: give it on the command line or as `logs:` in the config")
     out["config_file"] = str(path) if path else None
     return out
+
+
+def load_config(given: str | None) -> tuple:
+    """(path, settings) of the YAML file given, else of the default one when it exists, else
+    (None, {}); UserError naming each problem with its line."""
+    from ..factory import settings
+    from .main import UserError
+
+    path = given or (settings.DEFAULT_CONFIG if settings.DEFAULT_CONFIG.exists() else None)
+    try:
+        return path, (settings.load(path) if path else {})
+    except settings.ConfigError as exc:
+        raise UserError("bad configuration:\n  " + "\n  ".join(exc.problems)) from exc
+
+
+def sends_to_collector(conf: dict) -> bool:
+    """Spans go to an OTLP endpoint (the settings' or the standard variables'), not the store."""
+    from ..factory.settings import otel_endpoint_configured
+    return bool(conf["endpoint"]) or (otel_endpoint_configured() and not conf["store"])
+
+
+def ledger_path_of(conf: dict) -> Path:
+    """The forwarder's ledger: ``state``, else beside the store it writes or would write."""
+    from ..exporters.store import default_store_dir
+    if conf["state"]:
+        return Path(conf["state"])
+    if sends_to_collector(conf):
+        return default_store_dir().parent / "forwarder.sqlite"
+    return Path(conf["store"] or default_store_dir()) / "forwarder.sqlite"
 
 
 def parse_entry_schedds(items) -> dict:
@@ -112,10 +137,9 @@ def entry_schedds_of(conf: dict) -> dict:
 
 def run(args):
     from ..exporters.otlp import make_otlp_exporter
-    from ..exporters.store import JsonLinesStoreExporter, default_store_dir
+    from ..exporters.store import JsonLinesStoreExporter
     from ..factory.forwarder import Forwarder, jaeger_span_ids, store_span_ids
     from ..factory.ledger import Ledger
-    from ..factory.settings import otel_endpoint_configured
     from .main import UserError
 
     conf = settings_of(args)
@@ -128,17 +152,15 @@ def run(args):
     for path in conf["logs"]:
         if not Path(path).is_dir():
             raise UserError(f"{path} is not a directory")
-    if conf["endpoint"] or (otel_endpoint_configured() and not conf["store"]):
+    if sends_to_collector(conf):
         exporter = make_otlp_exporter(conf["endpoint"], conf["timeout"], conf["max_request_bytes"],
                                       headers=conf["headers"], certificate=conf["certificate"],
                                       compression=conf["compression"])
         reconcile = jaeger_span_ids(conf["query"]) if conf["query"] else None
-        state = Path(conf["state"]) if conf["state"] else default_store_dir().parent / "forwarder.sqlite"
     else:
         exporter = JsonLinesStoreExporter(conf["store"])
         reconcile = store_span_ids(exporter.directory)
-        state = Path(conf["state"]) if conf["state"] else exporter.directory / "forwarder.sqlite"
-    ledger = Ledger(state)
+    ledger = Ledger(ledger_path_of(conf))
     if args.retry_quarantined:
         with ledger.transaction():
             released = ledger.release_quarantined()

@@ -80,5 +80,17 @@ def _reader_went_away():
     os.close(devnull)
 
 
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds of ``90``, ``90s``, ``20m``, ``12h``, ``2d``, ``1w``; ValueError otherwise."""
+    import re
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smhdw]?)\s*", text)
+    if not match:
+        raise ValueError(text)
+    return float(match.group(1)) * DURATION_UNITS[match.group(2) or "s"]
+
+
 class UserError(Exception):
     """A problem with what the user asked for: printed as one clear line, exit code 2."""

@@ -12,11 +12,8 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
-from .main import UserError
-
-UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+from .main import UserError, parse_duration
 
 
 def add_arguments(parser):
@@ -42,34 +39,27 @@ def limits_of(items) -> dict:
         state = state if sep else "*"
         if state != "*" and state not in STATES:
             raise UserError(f"--older-than: no state {state!r} (one of {', '.join(STATES)})")
-        unit = text[-1:] if text[-1:] in UNITS else "s"
         try:
-            out[state] = float(text[:-1] if text[-1:] in UNITS else text) * UNITS[unit]
+            out[state] = parse_duration(text)
         except ValueError:
             raise UserError(f"--older-than: not a duration: {text!r} (e.g. 90m, 12h, 2d)") from None
     return out
 
 
 def run(args):
-    from ..exporters.store import default_store_dir
     from ..factory import settings
     from ..factory.forwarder import Forwarder
     from ..factory.ledger import Ledger
     from ..factory.status import crossed, glideins_now, summary
-    from .forward import entry_schedds_of, parse_entry_schedds
+    from .forward import entry_schedds_of, ledger_path_of, load_config, parse_entry_schedds
 
     limits = limits_of(args.older_than)
-    path = args.config or (settings.DEFAULT_CONFIG if settings.DEFAULT_CONFIG.exists() else None)
-    try:
-        conf = settings.resolve(settings.load(path) if path else {}, {
-            "factory": args.factory, "schedd": args.schedd, "factory_config": args.factory_config,
-            "state": args.state})
-    except settings.ConfigError as exc:
-        raise UserError("bad configuration:\n  " + "\n  ".join(exc.problems)) from exc
+    _, config = load_config(args.config)
+    conf = settings.resolve(config, {"factory": args.factory, "schedd": args.schedd,
+                                     "factory_config": args.factory_config, "state": args.state})
     if not conf["factory"]:
         raise UserError("no Factory name: give --factory or `factory:` in the config")
-    state = Path(conf["state"]) if conf["state"] else (
-        (Path(conf["store"]) if conf["store"] else default_store_dir()) / "forwarder.sqlite")
+    state = ledger_path_of(conf)
     if not state.exists():
         raise UserError(f"no forwarder ledger at {state}: give --state (or `state:` in the config)")
     entry_schedds = {**entry_schedds_of(conf), **parse_entry_schedds(args.entry_schedd)}

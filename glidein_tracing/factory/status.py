@@ -54,7 +54,7 @@ def state_of(events) -> tuple[str, float] | None:
 def glideins_now(ledger: Ledger, identity_of) -> list[GlideinNow]:
     """Every open glidein's state; ``identity_of(row)`` gives its GlideinIdentity."""
     out = []
-    for (gkey,) in ledger.db.execute("SELECT gkey FROM glideins WHERE status=?", (OPEN,)).fetchall():
+    for gkey in ledger.with_status(OPEN):
         row = ledger.glidein(gkey)
         found = state_of(ledger.factory_events(gkey))
         if row is None or found is None:
