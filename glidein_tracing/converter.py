@@ -16,6 +16,7 @@ What it derives beyond the journal's own start/end lines:
 from __future__ import annotations
 
 import base64
+import bisect
 import functools
 import operator
 from datetime import datetime
@@ -727,6 +728,7 @@ class _Builder:
                  ("glidein.site", "glidein.entry", "glidein.name", "glidein.factory")}
         where["host.name"] = self.resource_attrs.get("host.name")
         out = []
+        glidein_facts = None   # what every job.wait of this glidein needs, computed once
         for key, job in built.items():
             if not key.startswith("job/"):
                 continue
@@ -754,21 +756,47 @@ class _Builder:
                                    trace_flags=TraceFlags(flags & 1)),
                 kind=SpanKind.INTERNAL, status=job.status, start_time=job.start_time,
                 end_time=job.end_time, attributes=_within_otlp(self._scrub(attrs)), links=[back]))
-            wait = self._job_wait(key_span, job, where, user_trace_int, int(user_span, 16), flags, back, resource)
+            if glidein_facts is None:
+                glidein_facts = self._wait_facts()
+            wait = self._job_wait(key_span, job, where, glidein_facts, user_trace_int, int(user_span, 16), flags,
+                                  back, resource)
             if wait is not None:
                 out.append(wait)
         return out
 
-    def _job_wait(self, key_span, job, where, user_trace: int, user_span: int, flags: int, back, resource):
+    def _wait_facts(self) -> dict:
+        """What every ``job.wait`` of this glidein reads, from one pass over its spans: its
+        first job's start, its jobs' ends (sorted), its queue wait and validation time, and
+        when its condor phase began."""
+        job_starts, job_ends, queue_s = [], [], []
+        for key, span in self.spans.items():
+            if key.startswith("job/"):
+                if span.start is not None:
+                    job_starts.append(span.start)
+                if span.end is not None:
+                    job_ends.append(span.end)
+            elif span.stage == "factory.queue" and span.end is not None:
+                queue_s.append(span.end - span.start)
+        glidein = {}
+        if queue_s:
+            glidein["glidein.queue_wait_s"] = round(sum(queue_s), 3)
+        setup = self.spans.get("setup")
+        if setup is not None and setup.end is not None:
+            glidein["glidein.validation_s"] = round(setup.end - setup.start, 3)
+        condor = self.spans.get("condor")
+        return {"first_job_start": min(job_starts, default=None), "job_ends": sorted(job_ends),
+                "condor_start": condor.start if condor is not None else None, "attrs": glidein}
+
+    def _job_wait(self, key_span, job, where, facts: dict, user_trace: int, user_span: int, flags: int, back,
+                  resource):
         """The user's view of why the job waited: ``job.wait`` from its submission (``QDate``)
-        to its start on this glidein, with what the glidein did meanwhile, or None without a
-        QDate (or with one after the start: clocks disagree)."""
+        to its start on this glidein, with what the glidein did meanwhile (``facts``:
+        ``_wait_facts``), or None without a QDate (or with one after the start: clocks disagree)."""
         qdate = key_span.attrs.get("job.qdate")
         if not isinstance(qdate, int) or qdate <= 0 or _ns(qdate) > job.start_time:
             return None
         root = self.spans[ROOT]
-        job_starts = [s.start for k, s in self.spans.items() if k.startswith("job/") and s.start is not None]
-        first_job = key_span.start <= min(job_starts)
+        first_job = key_span.start <= facts["first_job_start"]
         # a glidein submitted after the job was, and this is its first job: it came for the job
         new_glidein = first_job and root.start is not None and root.start >= qdate
         attrs = {k: v for k, v in where.items() if v not in (None, "")}
@@ -778,17 +806,11 @@ class _Builder:
         for name in ("job.global_id", "job.num_job_starts"):
             if name in key_span.attrs:
                 attrs[name] = key_span.attrs[name]
-        queue = [s for k, s in self.spans.items() if s.stage == "factory.queue" and s.end is not None]
-        if queue:
-            attrs["glidein.queue_wait_s"] = round(sum(s.end - s.start for s in queue), 3)
-        setup = self.spans.get("setup")
-        if setup is not None and setup.end is not None:
-            attrs["glidein.validation_s"] = round(setup.end - setup.start, 3)
+        attrs.update(facts["attrs"])
         if not new_glidein:
-            before = [s.end for k, s in self.spans.items()
-                      if k.startswith("job/") and s.end is not None and s.end <= key_span.start]
-            condor = self.spans.get("condor")
-            idle_from = max(before) if before else (condor.start if condor is not None else None)
+            ends = facts["job_ends"]
+            before = bisect.bisect_right(ends, key_span.start)   # jobs that ended before this one began
+            idle_from = ends[before - 1] if before else facts["condor_start"]
             if idle_from is not None:
                 attrs["job.wait.glidein_idle_s"] = round(max(key_span.start - idle_from, 0.0), 3)
         return ReadableSpan(
