@@ -143,6 +143,19 @@ def install_cleanup_hook(g: Glidein) -> Path:
     return cleanup_dir
 
 
+def glidein_at_cleanup(root: Path, run: str, *, extra_config=None, otr_text=None, retime=False):
+    """(glidein, cleanup dir): the recorded glidein ``run`` after our setup hook, with its
+    per-script records (``otr_text`` instead, when given) and the cleanup hook installed;
+    ``retime``: its root and setup dated at the recorded start (retime_glidein_start)."""
+    g = make_glidein(root, run, extra_config=extra_config)
+    assert g.run_hook("gconditional_TRACING_setup.sh", "glidein_config", "main").returncode == 0
+    if retime:
+        retime_glidein_start(g, run)
+    text = otr_text if otr_text is not None else (fixture_dir(run) / "otr_outlist.list").read_text()
+    (g.work / "otr_outlist.list").write_text(text)
+    return g, install_cleanup_hook(g)
+
+
 def world_readable_tmp() -> Path:
     """A temp dir another user can enter (for the tests that drop privileges)."""
     path = Path(tempfile.mkdtemp(prefix="gt-hooks-"))

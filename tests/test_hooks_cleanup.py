@@ -12,7 +12,8 @@ import pytest
 from glidein_tracing.converter import convert, parse_iso
 from glidein_tracing.journal import parse_lines, read_journal
 from glidein_tracing.simulator import decode_sections
-from hook_support import fixture_dir, fixture_work_dir, install_cleanup_hook, make_glidein, retime_glidein_start
+from hook_support import fixture_dir, fixture_work_dir, make_glidein, retime_glidein_start
+from hook_support import glidein_at_cleanup as at_cleanup
 from span_nesting import outside_parent
 
 
@@ -21,10 +22,7 @@ def glidein_at_cleanup(tmp_path):
     made = []
 
     def make(run):
-        g = make_glidein(tmp_path / run, run)
-        assert g.run_hook("gconditional_TRACING_setup.sh", "glidein_config", "main").returncode == 0
-        shutil.copy(fixture_dir(run) / "otr_outlist.list", g.work / "otr_outlist.list")
-        cleanup_dir = install_cleanup_hook(g)
+        g, cleanup_dir = at_cleanup(tmp_path / run, run)
         made.append(g)
         return g, cleanup_dir
     yield make

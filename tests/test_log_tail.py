@@ -12,7 +12,8 @@ from glidein_tracing.converter import convert
 from glidein_tracing.exporters.store import JsonLinesStoreExporter
 from glidein_tracing.journal import read_journal
 
-from hook_support import config_get, fixture_dir, install_cleanup_hook, make_glidein, retime_glidein_start
+from hook_support import config_get, fixture_dir
+from hook_support import glidein_at_cleanup as at_cleanup
 
 UUID_KEY = "GLIDEIN_UUID"
 
@@ -22,12 +23,8 @@ def glidein_at_cleanup(tmp_path):
     made = []
 
     def make(run, extra_config=None, otr_text=None):
-        g = make_glidein(tmp_path / run, run, extra_config=extra_config)
-        assert g.run_hook("gconditional_TRACING_setup.sh", "glidein_config", "main").returncode == 0
-        retime_glidein_start(g, run)
-        text = otr_text if otr_text is not None else (fixture_dir(run) / "otr_outlist.list").read_text()
-        (g.work / "otr_outlist.list").write_text(text)
-        cleanup_dir = install_cleanup_hook(g)
+        g, cleanup_dir = at_cleanup(tmp_path / run, run, extra_config=extra_config, otr_text=otr_text,
+                                    retime=True)
         made.append(g)
         return g, cleanup_dir
     yield make

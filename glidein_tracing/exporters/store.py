@@ -252,7 +252,7 @@ class Store:
                 line = json.dumps(encode_request(fresh), separators=(",", ":")).encode() + b"\n"
                 keys = [(format(s.context.trace_id, "032x"), format(s.context.span_id, "016x"),
                          _root_summary(s)) for s in fresh]
-                self._write_line(db, line, keys)
+                self._write_lines(db, [(line, keys)])
             return len(fresh), len(spans) - len(fresh)
 
     def append_span_dicts(self, batches):
@@ -266,9 +266,6 @@ class Store:
         if lines:
             with self._locked() as db:
                 self._write_lines(db, lines)
-
-    def _write_line(self, db: sqlite3.Connection, line: bytes, keys):
-        self._write_lines(db, [(line, keys)])
 
     def _write_lines(self, db: sqlite3.Connection, lines):
         """Append (line, keys) pairs, rotating files, then index them in one transaction."""
