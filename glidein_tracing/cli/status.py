@@ -1,5 +1,6 @@
-"""What the Factory's glideins are doing now: per entry, glideins queued, held and running,
-with their age (p50, p90, max) and the oldest ones' trace ids.
+"""What the Factory's glideins are doing now: queued, held and running, per entry.
+
+Each with the age of its glideins in that state (p50, p90, max) and the oldest ones' trace ids.
 
 Reads the forwarder's ledger (as fresh as its last pass; nothing is changed). Settings as
 for `forward` (--config, --factory, the schedds: they make the trace ids). With
