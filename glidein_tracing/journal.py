@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 TAG = "gtj1"
-OPS = frozenset({"start", "end", "attr", "sample", "record", "history", "note"})
+OPS = frozenset({"start", "end", "attr", "sample", "record", "history", "note", "export"})
 FIELD_NAME_RE = re.compile(r"^[A-Za-z0-9_.:@/-]+$")
 MAX_LINE_BYTES = 4000
 MAX_VALUE_CHARS = 1024

@@ -11,7 +11,8 @@ from glidein_tracing import ids
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, iter_store, read_store
 from glidein_tracing.factory.forwarder import Forwarder, store_span_ids
 from glidein_tracing.factory.ledger import Ledger
-from glidein_tracing.journal import format_line
+from glidein_tracing.converter import convert
+from glidein_tracing.journal import format_line, parse_lines
 from glidein_tracing.sections import encode_section, JOURNAL_SECTION
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
@@ -95,6 +96,51 @@ def test_spans_sent_live_by_the_node_are_not_sent_again(factory, tmp_path):
     stages = sorted(s["attributes"]["glidein.stage"] for s in spans)
     assert stages == ["factory.queue", "factory.submit", "glidein"]
     assert stats.spans_already_live == 2  # setup and teardown went live from the node
+
+
+def _export_record(when, state, *span_ids):
+    """A journal line of the node's export record (glidein_tracing.live)."""
+    return format_line(when, "export", "-", {"@state": state, "@spans": " ".join(span_ids)})
+
+
+def test_node_export_record_sent_left_out_sending_reconciled_forged_ignored(factory, tmp_path):
+    """The node's per-stage export record: a span it sent is left out; spans of an export that
+    failed or was cut ("sending") are looked up in the backend and only the missing one is sent;
+    a forged "sent" for the Factory's own stage changes nothing."""
+    layout, log = factory
+    trace = identity(layout, 301, 0).trace_id
+    setup, teardown, queue = (ids.span_id(trace, key) for key in ("setup", "teardown", "factory.queue"))
+    journal = journal_text(layout, 301, 0, T0, extra=[
+        _export_record(T0 + 20, "sending", setup),
+        _export_record(T0 + 20.5, "sending", teardown),
+        _export_record(T0 + 21, "sent", queue)])          # forged: the node never sends it
+    run_glidein(log, layout, 301, 0, T0, returned_stderr(journal))
+    store = tmp_path / "store"
+    # the export of setup was cut after the collector took it: the backend holds it
+    node_spans = convert(parse_lines(journal.encode())[0])
+    JsonLinesStoreExporter(store).export([s for s in node_spans if format(s.context.span_id, "016x") == setup])
+    stats = make_forwarder(layout, store, tmp_path / "ledger.sqlite").run_once()
+    spans = read_store(store)[trace]
+    stages = sorted(s["attributes"]["glidein.stage"] for s in spans)
+    assert stages == ["factory.queue", "factory.submit", "glidein", "setup", "teardown"]
+    assert stats.spans_already_live == 1 and not stats.problems
+
+
+def test_node_export_record_without_a_backend_to_ask_resends(factory, tmp_path):
+    """With no backend to ask (no --query), a span whose export is in doubt is sent again
+    (at least once, never lost), and the pass says so."""
+    layout, log = factory
+    trace = identity(layout, 302, 0).trace_id
+    setup, teardown = ids.span_id(trace, "setup"), ids.span_id(trace, "teardown")
+    journal = journal_text(layout, 302, 0, T0, extra=[
+        _export_record(T0 + 20, "sending", setup, teardown), _export_record(T0 + 20.1, "sent", setup)])
+    run_glidein(log, layout, 302, 0, T0, returned_stderr(journal))
+    forwarder = Forwarder([layout.logs], JsonLinesStoreExporter(tmp_path / "store"),
+                          Ledger(tmp_path / "ledger.sqlite"), FACTORY, grace_s=5)
+    stats = forwarder.run_once()
+    stages = sorted(s["attributes"]["glidein.stage"] for s in read_store(tmp_path / "store")[trace])
+    assert stages == ["factory.queue", "factory.submit", "glidein", "teardown"]
+    assert stats.spans_already_live == 1 and stats.problems == {"resent_without_reconcile": 1}
 
 
 def test_hostile_outputs_are_skipped_with_counts_and_the_rest_goes_on(factory, tmp_path):

@@ -1,13 +1,17 @@
 """Convert a glidein's span journal and export it (OTLP/HTTP or the embedded store).
 
-Runs on the worker node at cleanup (bounded by --timeout) when a usable Python exists, or
-anywhere on a journal left behind (e.g. by a killed glidein) or on a returned stderr file
-holding GlideinTracingJournal sections. Without --endpoint or OTEL_EXPORTER_OTLP_ENDPOINT,
-spans go to the store. --timeout bounds the whole command from its start: each export (the
-SDK exporter's request timeout and its retries) gets only what remains of it. Messages name
-the endpoint without its credentials. Exit code 0 when every span was exported, 1 when export failed
-(nothing is lost: the journal stays where it was), 2 for unusable input, 4 when the glidein
-was sampled out and nothing was sent.
+Runs on the worker node (bounded by --timeout) when a usable Python exists: with --ended
+while the glidein runs (the stages that ended: live.ended_stages), without it at cleanup
+(everything else). It also runs anywhere on a journal left behind (e.g. by a killed glidein)
+or on a returned stderr file holding GlideinTracingJournal sections. With --journal, what
+earlier exports sent (or may have sent) is left out and each export is recorded in the
+journal (live.py), before and after the request, so no span is sent twice. Without
+--endpoint or OTEL_EXPORTER_OTLP_ENDPOINT, spans go to the store. --timeout bounds the whole
+command from its start: each export (the SDK exporter's request timeout and its retries)
+gets only what remains of it. Messages name the endpoint without its credentials. Exit code
+0 when every span was exported (or none was left to send), 1 when export failed (nothing is
+lost: the journal stays where it was), 2 for unusable input, 4 when the glidein was sampled
+out and nothing was sent.
 """
 
 from __future__ import annotations
@@ -17,11 +21,11 @@ import sys
 import time
 from pathlib import Path
 
+from .. import live, sampling
 from ..converter import ConversionError, convert
 from ..exporters.otlp import make_otlp_exporter, public_url, sdk_disabled
 from ..exporters.store import JsonLinesStoreExporter
 from ..journal import parse_lines, read_journal
-from ..sampling import keep_glidein
 from ..sections import journal_sections
 from .main import UserError
 
@@ -37,6 +41,9 @@ def add_arguments(parser):
     parser.add_argument("--timeout", type=float, default=5.0,
                         help="upper bound on the whole command, seconds (default 5)")
     parser.add_argument("--service-name", help="override service.name")
+    parser.add_argument("--ended", action="store_true",
+                        help="only the stages of a running glidein that ended (setup with its "
+                             "validation spans, finished jobs); needs --journal")
     parser.add_argument("--skip-root", action="store_true",
                         help="leave the root span to the Factory forwarder (export mode 'both': "
                              "the Factory knows when the glidein was submitted)")
@@ -75,8 +82,22 @@ def otlp_endpoint(args):
     return None
 
 
+def _kept(spans, args) -> bool:
+    """The glidein's sampling decision. A running glidein has not failed yet: its ended
+    stages follow the ratio alone (if it fails later, the Factory forwarder sends them)."""
+    if not args.ended:
+        return sampling.keep_glidein(spans, args.sampling_ratio)
+    root = spans[0]
+    ratio = args.sampling_ratio
+    if ratio is None:
+        ratio = root.attributes.get(sampling.RATIO_ATTRIBUTE, 1.0)
+    return sampling.keep(format(root.context.trace_id, "032x"), ratio)
+
+
 def run(args):
     deadline = time.monotonic() + args.timeout
+    if args.ended and not args.journal:
+        raise UserError("--ended needs --journal (the journal records what went out)")
     if sdk_disabled():
         print("glidein-tracing export: OTEL_SDK_DISABLED=true, nothing exported", file=sys.stderr)
         return 0
@@ -95,25 +116,44 @@ def run(args):
             print(f"glidein-tracing export: {exc}", file=sys.stderr)
             failed += 1
             continue
-        if not keep_glidein(spans, args.sampling_ratio):
+        if not _kept(spans, args):
             print("glidein-tracing export: sampled out (GLIDEIN_TRACING_SAMPLING_RATIO)", file=sys.stderr)
             sampled_out += 1
             continue
+        if args.ended:
+            spans = live.ended_stages(spans)
         if args.skip_root:
             root_trace = spans[0].context.trace_id
             spans = [s for s in spans if s.parent is not None or s.context.trace_id != root_trace]
-        total += len(spans)
-        if store is None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+        if args.journal:   # what earlier exports sent, or may have sent, is not sent again;
+            exports = live.node_exports(events)   # nor what the Factory makes whole
+            spans = [s for s in spans if live.node_may_send(s) and exports.state(s) is None]
+        if not spans:
+            continue
+        if deadline - time.monotonic() <= 0:
+            failed += 1
+            continue
+        if args.journal:
+            try:
+                live.record(args.journal, live.SENDING, spans, time.time())
+            except OSError as exc:   # unrecorded, a span could go twice: leave it to the Factory
+                print(f"glidein-tracing export: cannot record the export in {args.journal}: {exc}",
+                      file=sys.stderr)
                 failed += 1
                 continue
+        total += len(spans)
+        if store is None:
             # one exporter per glidein: the SDK's timeout, its retries included, is what remains
-            exporter = make_otlp_exporter(args.endpoint, remaining)
+            exporter = make_otlp_exporter(args.endpoint, deadline - time.monotonic())
             ok = exporter.export(spans).name == "SUCCESS"
             exporter.shutdown()
         else:
             ok = store.export(spans).name == "SUCCESS"
+        if ok and args.journal:
+            try:
+                live.record(args.journal, live.SENT, spans, time.time())
+            except OSError:
+                pass   # left as "sending": the Factory forwarder asks its backend before resending
         failed += not ok
     if store is not None:
         store.shutdown()

@@ -34,6 +34,8 @@ HOOK_FILES = (
     HookFile("gconditional_TRACING_cleanup.sh", executable=True,
              doc="cleanup: named by GLIDEIN_CLEANUP_SCRIPT, installed into exec/cleanup, runs at exit"),
     HookFile("gconditional_TRACING_lib.sh", doc="shell library the other hooks source"),
+    HookFile("gconditional_TRACING_stages.sh",
+             doc="setup's end from GlideinWMS's records, live export (sourced by cleanup and the sampler)"),
     HookFile("gconditional_TRACING_knobs.sh", doc="knob reader, generated from the knob table"),
     HookFile("gconditional_TRACING_job_exit.sh", doc="HTCondor job-exit hook (installed by setup)"),
     HookFile("gconditional_TRACING_setup.sh", executable=True, doc="early setup: ids, root span, sampler"),

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import ids
+from .. import ids, live
 from ..converter import ConversionError, convert
 from ..journal import Event, parse_lines
 from ..sampling import keep_glidein
@@ -53,7 +53,6 @@ MAX_JOURNAL_LINES = 100_000  # per glidein, all sections together
 MAX_SPANS = 20_000  # per glidein, whatever its journal's @max_spans (the knob allows more)
 MAX_ATTEMPTS = 3  # passes a glidein may fail alone (others going through) before quarantine
 DOWN_AFTER = 3  # glideins refused alone with nothing accepted: the collector is down
-NODE_EXPORT_MARK = "@exported"  # a note the node's cleanup writes after a live export
 
 
 @dataclass
@@ -195,8 +194,8 @@ class Forwarder:
                     cut["bytes"] += size - MAX_STDERR_BYTES
                 text = handle.read(MAX_STDERR_BYTES).decode("utf-8", "replace")
         except OSError:
-            return [], None, cut
-        events, marks = [], set()
+            return [], live.NodeExports(), cut
+        events = []
         lines_left = MAX_JOURNAL_LINES
         for section in journal_sections(text, self.max_section_bytes, DEFAULT_MAX_TOTAL_BYTES):
             if section.error:
@@ -223,11 +222,8 @@ class Forwarder:
                 log.warning("%s: journal section claims another %s; ignored", path, disagreement)
                 stats.problem("forged_identity")
                 continue
-            for event in section_events:
-                if event.op == "note" and NODE_EXPORT_MARK in event.fields:
-                    marks.add(event.fields[NODE_EXPORT_MARK])
             events.extend(section_events)
-        return events, (marks and sorted(marks)[0]) or None, cut
+        return events, live.node_exports(events), cut
 
     def _disagreement(self, row, events) -> str:
         """What a section's root claims that the Factory knows otherwise ("" when it agrees):
@@ -256,7 +252,7 @@ class Forwarder:
     def _spans_for(self, gkey, stats: ForwardStats, row=None):
         row = row or self.ledger.glidein(gkey)
         activity = self.ledger.factory_events(gkey)
-        journal, node_mark, cut = self._journal(row, stats)
+        journal, node_exports, cut = self._journal(row, stats)
         identity = self.identity(row, journal)
         if not identity.schedd:
             stats.problem("unknown_schedd")
@@ -279,13 +275,27 @@ class Forwarder:
             stats.spans_sampled_out += len(spans)
             return [], "sampled out"
         spans = self._without_early(gkey, identity.trace_id, spans, stats)
-        if node_mark:
-            live = [s for s in spans if not str(s.attributes.get("glidein.stage", "")).startswith("factory.")
-                    and (node_mark == "all" or s.parent is not None)]
-            stats.spans_already_live += len(live)
-            live_ids = {s.context.span_id for s in live}
-            spans = [s for s in spans if s.context.span_id not in live_ids]
+        if node_exports:
+            spans = self._without_node_exports(spans, node_exports, stats)
         return spans, ""
+
+    def _without_node_exports(self, spans, exports: live.NodeExports, stats: ForwardStats):
+        """A glidein's spans less those its node sent live (live.py): ``sent`` ones are left
+        out; ``sending`` ones (an export that failed or was cut) are looked up in the backend,
+        trace by trace (a job's span in its user's trace too), and only the missing ones sent."""
+        sent = {s.context.span_id for s in spans if exports.state(s) == live.SENT}
+        maybe: dict = {}
+        for span in spans:
+            if exports.state(span) == live.SENDING:
+                maybe.setdefault(span.context.trace_id, []).append(span)
+        for trace_id, group in maybe.items():
+            present = self.reconcile(format(trace_id, "032x")) if self.reconcile else None
+            if present is None:
+                stats.problem("resent_without_reconcile")
+                continue
+            sent.update(s.context.span_id for s in group if format(s.context.span_id, "016x") in present)
+        stats.spans_already_live += len(sent)
+        return [s for s in spans if s.context.span_id not in sent]
 
     # -- 2a. the Factory's stages of glideins still running -----------------------------------
     def export_early(self, stats: ForwardStats) -> bool:

@@ -12,129 +12,30 @@ GT_CONFIG=${1:-}
 GT_MAX_HISTORY_BYTES=16000000
 GT_MAX_LOG_BYTES=8000000
 
-# gt_bounded SECONDS CMD...: run CMD (stdin, stdout and stderr as given), sent SIGTERM after
-# SECONDS (a decimal, e.g. 2.5) and SIGKILL 1 s later; returns CMD's status, 124 when cut.
-# With `timeout` on PATH it does the job; without, a shell watchdog (background `sleep`
-# + `kill` of CMD's pid) does, and is itself killed and reaped as soon as CMD ends, so
-# nothing of ours outlives the command.
-gt_bounded() {
-    local secs=$1 pid dog rc
-    shift
-    if command -v timeout >/dev/null 2>&1; then
-        timeout -k 1 "$secs" "$@"
-        return
-    fi
-    # an asynchronous command gets /dev/null as stdin unless it is redirected: pass ours on fd 9
-    { "$@" <&9 9<&- & } 9<&0
-    pid=$!
-    # told to stop (TERM), the watchdog kills its own sleep, so no sleep is left behind; its
-    # status says whether it had to cut the command
-    (
-        cut=0
-        trap 'kill "$!" 2>/dev/null; exit "$cut"' TERM
-        sleep "$secs" &
-        wait "$!"
-        kill -TERM "$pid" 2>/dev/null || exit 0
-        cut=124
-        sleep 1 &
-        wait "$!"
-        kill -KILL "$pid" 2>/dev/null
-        exit 124
-    ) </dev/null >/dev/null 2>&1 &
-    dog=$!
-    wait "$pid" 2>/dev/null
-    rc=$?
-    kill -TERM "$dog" 2>/dev/null
-    wait "$dog" && return "$rc"
-    [ $? -ne 124 ] || rc=124
-    return "$rc"
-}
-
-# gt_ms: GT_MS = epoch milliseconds (integer arithmetic for time budgets).
-gt_ms() {
-    local s f
-    gt_now
-    s=${GT_NOW%%.*}
-    case $GT_NOW in *.*) f=${GT_NOW#*.}000 ;; *) f=000 ;; esac
-    GT_MS=$((s * 1000 + 10#${f:0:3}))
-}
-
-# gt_secs MS: GT_V = MS milliseconds as decimal seconds (for timeout, sleep and --timeout).
-gt_secs() {
-    local frac=$(($1 % 1000 + 1000))
-    GT_V=$(($1 / 1000)).${frac:1}
-}
-
-# gt_epoch ISO8601: GT_V = epoch seconds (GNU date), empty when it cannot parse.
-gt_epoch() {
-    GT_V=
-    [ -n "$1" ] || return 1
-    GT_V=$(date -d "$1" +%s 2>/dev/null) || GT_V=
-    [ -n "$GT_V" ]
-}
-
-# gt_stop_sampler: end our sampler (only if the pid still is our sampler) and wait, at most
-# ~2 s, until it is gone: on TERM it ends its `sleep` child and exits, so no process of
-# ours outlives the glidein and no sample lands after cleanup's lines.
+# gt_stop_sampler: end our sampler (only if the pid still is our sampler) and wait until it is
+# gone: on TERM it ends its `sleep` child and exits, so no process of ours outlives the
+# glidein and no sample lands after cleanup's lines. A sampler exporting live first finishes
+# that export (bounded by GLIDEIN_TRACING_EXPORT_TIMEOUT) and records it: it gets that long
+# and 2 s more, others ~2 s; one still there then is killed.
 gt_stop_sampler() {
-    local pid ticks i=0
+    local pid ticks mode i=0 tenths=20
     [ -r "$GT_DIR/sampler.pid" ] || return 0
-    read -r pid ticks < "$GT_DIR/sampler.pid" || return 0
+    read -r pid ticks mode < "$GT_DIR/sampler.pid" || return 0
     rm -f "$GT_DIR/sampler.pid"
     case $pid in ''|*[!0-9]*) return 0 ;; esac
     gt_snap_pid "$pid" && [ "$GT_R_START" = "$ticks" ] || return 0
+    [ "$mode" != live ] || tenths=$(( (${GT_EXPORT_TIMEOUT:-5} + 2) * 10 ))
     kill "$pid" 2>/dev/null || return 0
-    while [ $i -lt 20 ] && gt_snap_pid "$pid" && [ "$GT_R_START" = "$ticks" ]; do
+    while [ $i -lt "$tenths" ] && gt_snap_pid "$pid" && [ "$GT_R_START" = "$ticks" ]; do
         sleep 0.1
         i=$((i + 1))
     done
+    if gt_snap_pid "$pid" && [ "$GT_R_START" = "$ticks" ]; then
+        kill -KILL "$pid" 2>/dev/null
+        gt_note - "the sampler did not stop in time: killed"
+    fi
 }
 
-# Summary fields are separated by US (\037, not whitespace: `read` keeps empty fields).
-GT_US=$'\037'
-
-# The per-script records (otr_outlist.list: concatenated <OSGTestResult> elements).
-# Appends one `record` line per element to the journal and prints a summary for the
-# shell: `last` (last record that is not condor_startup.sh) and `condor` lines.
-# LC_ALL=C and non-ASCII bytes as '?': every value stays valid UTF-8 when cut.
-GT_AWK_RECORDS='
-function clean(v) { gsub(/[\t\r\n]/, " ", v); gsub(/[^ -~]/, "?", v)
-                    if (length(v) > 1024) v = substr(v, 1, 1024); return v }
-function field(n, v) { v = clean(v); if (v != "") line = line "\t" n "=" v }
-function tag(s, t,   a, b) { a = index(s, "<" t ">"); b = index(s, "</" t ">")
-                    if (a == 0 || b == 0) return ""; return substr(s, a + length(t) + 2, b - a - length(t) - 2) }
-/<OSGTestResult / { inrec = 1; id = $0; sub(/.*<OSGTestResult id="/, "", id); sub(/".*/, "", id)
-                    ts = te = st = fail = det = ""; nm = 0; indet = 0; next }
-!inrec { next }
-/<tStart>/ { ts = tag($0, "tStart") }
-/<tEnd>/ { te = tag($0, "tEnd") }
-/<status>/ { st = tag($0, "status") }
-/<metric / { mn = $0; sub(/.*<metric name="/, "", mn); sub(/".*/, "", mn)
-             mv = $0; sub(/^[^>]*>/, "", mv); sub(/<\/metric>.*/, "", mv)
-             if (mn == "failure") fail = mv
-             else { gsub(/[^A-Za-z0-9_.-]/, "_", mn); nm++; mname[nm] = mn; mval[nm] = mv } }
-/<\/detail>/ && indet { s = $0; sub(/<\/detail>.*/, "", s); det = det " " s; indet = 0 }
-indet { det = det " " $0 }
-/<detail>/ { s = $0; sub(/.*<detail>/, "", s)
-             if (index(s, "</detail>")) { sub(/<\/detail>.*/, "", s); det = det " " s } else { indet = 1; det = det " " s } }
-/<\/OSGTestResult>/ {
-    inrec = 0; gsub(/[ \t\r]+/, " ", det); sub(/^ /, "", det); sub(/ $/, "", det)
-    line = "gtj1\t" now "\trecord\t" clean(id)
-    field("@status", st); field("@tstart", ts); field("@tend", te); field("@failure", fail)
-    for (i = 1; i <= nm; i++) line = line "\t" "m." mname[i] "=" clean(mval[i])   # empty kept
-    field("@detail", det)
-    if (length(line) > 3999) line = substr(line, 1, 3999)
-    if (count < maxrec) { print line >> journal; fflush(journal); count++ }
-    summary = clean(id) US st US ts US te US clean(fail) US clean(substr(det, 1, 300))
-    if (id == "condor_startup.sh") {
-        dur = auto = killed = ""
-        for (i = 1; i <= nm; i++) { if (mname[i] == "CondorDuration") dur = mval[i]
-            if (mname[i] == "AutoShutdown") auto = mval[i]; if (mname[i] == "CondorKilled") killed = mval[i] }
-        condor = summary US clean(dur) US clean(auto) US clean(killed) US nm
-    } else last = summary
-}
-END { if (last != "") print "last" US last; if (condor != "") print "condor" US condor; print "count" US count }
-'
 
 # StartdHistoryLog: one `history` line per finished job (split on `*** ` banners).
 # @ad = base64 of the job ad reduced to the attributes tracing uses, so one line
@@ -195,24 +96,6 @@ GT_AWK_SHUTDOWN='
 /Got SIGTERM|Got SIGQUIT/ { term = 1 }
 END { if (idle != "") print "max_idle " idle; else if (term) print "sigterm"; else if (ds) print "daemon_shutdown" }
 '
-
-# gt_records: record lines; sets GT_LAST_* and GT_CONDOR_* from the summary.
-gt_records() {
-    local otr="$GT_WORK_DIR/otr_outlist.list" out tag rest
-    GT_LAST= GT_CONDOR= GT_NREC=0
-    [ -r "$otr" ] || { gt_note - "no otr_outlist.list in the work dir"; return 0; }
-    gt_now
-    out=$(head -c 50000000 "$otr" | gt_bounded 20 env LC_ALL=C awk -v now="$GT_NOW" \
-        -v journal="$GT_JOURNAL" -v maxrec="${GT_MAX_SPANS:-2000}" -v US="$GT_US" "$GT_AWK_RECORDS" 2>/dev/null)
-    while IFS= read -r rest; do
-        tag=${rest%%"$GT_US"*}
-        case $tag in
-            last) GT_LAST=${rest#*"$GT_US"} ;;
-            condor) GT_CONDOR=${rest#*"$GT_US"} ;;
-            count) GT_NREC=${rest#*"$GT_US"} ;;
-        esac
-    done <<< "$out"
-}
 
 # gt_history: history lines from log/StartdHistoryLog (the exit hook's fallback).
 gt_history() {
@@ -284,37 +167,18 @@ gt_outcome() {
     fi
 }
 
-# gt_setup_values: GT_SITE, GT_CPUS, GT_GK as glidein_config held them when setup ended:
-# the lines before the marker glidein_startup.sh writes when it starts the last script.
-# (GLIDEIN_CPUS is set by glidein_cpus_setup.sh, one of GlideinWMS's after-list scripts,
-# which run after every user file: only now are they all known.)
-gt_setup_values() {
-    local line
-    GT_SITE= GT_CPUS= GT_GK=
-    while IFS= read -r line; do
-        case $line in
-            "# --- Last Script values ---"*) break ;;
-            "GLIDEIN_Site "*) GT_SITE=${line#* } ;;
-            "GLIDEIN_CPUS "*) GT_CPUS=${line#* } ;;
-            "GLIDEIN_Gatekeeper "*) GT_GK=${line#* } ;;
-        esac
-    done < "$GT_CONFIG"
-    case $GT_CPUS in ''|*[!0-9]*) GT_CPUS= ;; esac
-}
-
 # gt_close_setup: `setup` ends where GlideinWMS's setup ended: when the last script
 # (condor_startup.sh) started, or, with no condor phase, at the end of the last per-script
 # record (with its failure). No hook of ours runs at that moment (GlideinWMS runs its own
-# after-list scripts after every user file), so the records date it.
+# after-list scripts after every user file), so the records date it. When the sampler closed
+# setup while the glidein ran (setup_closed), that stands.
 gt_close_setup() {
     local t=${GT_CONDOR_START:-${GT_LAST_END:-$GT_NOW}}
-    gt_setup_values
-    gt_emit "$t" attr glidein "glidein.site=$GT_SITE" "glidein.cpus:i=$GT_CPUS" \
-        "glidein.gatekeeper=$GT_GK"
+    [ -z "$GT_SETUP_CLOSED" ] || return 0
     if [ "$GT_OUTCOME" = validation_failed ] && [ -z "$GT_CONDOR" ]; then
-        gt_emit "$t" end setup "@status=ERROR" "@error.type=$GT_FAIL_TYPE" "@error.detail=$GT_FAIL_DETAIL"
+        gt_end_setup "$t" "@status=ERROR" "@error.type=$GT_FAIL_TYPE" "@error.detail=$GT_FAIL_DETAIL"
     else
-        gt_emit "$t" end setup "@status=OK"
+        gt_end_setup "$t" "@status=OK"
     fi
 }
 
@@ -388,55 +252,6 @@ gt_log_tails() {
     fi
 }
 
-# gt_export: live export with our CLI, only when configured. Everything here (the Python
-# probe, then the export) fits in GLIDEIN_TRACING_EXPORT_TIMEOUT from the start of the step:
-# the probe may use half of it (at most 10 s), the export gets what remains.
-gt_export() {
-    case ${GT_EXPORT_MODE:-forward} in live|both) ;; *) return 0 ;; esac
-    [ -n "${GT_ENDPOINT:-}" ] || { gt_note - "live export asked but no GLIDEIN_TRACING_ENDPOINT"; return 0; }
-    local py=${GT_PYTHON:-python3} rc where start budget probe left reserve
-    gt_url_public "$GT_ENDPOINT"
-    where=$GT_V
-    command -v "$py" >/dev/null 2>&1 || { gt_note - "live export: no $py"; return 0; }
-    gt_ms
-    start=$GT_MS
-    budget=$((GT_EXPORT_TIMEOUT * 1000))
-    probe=$((budget / 2))
-    [ "$probe" -le 10000 ] || probe=10000
-    gt_secs "$probe"
-    if ! gt_bounded "$GT_V" "$py" -c 'import sys; assert sys.version_info >= (3, 10); import opentelemetry.sdk, glidein_tracing' \
-            >/dev/null 2>&1 </dev/null; then
-        gt_note - "live export: $py is not >= 3.10 with opentelemetry-sdk and glidein_tracing (or did not answer in time)"
-        return 0
-    fi
-    gt_ms
-    left=$((budget - (GT_MS - start)))
-    [ "$left" -gt 0 ] || { gt_note - "live export: GLIDEIN_TRACING_EXPORT_TIMEOUT used up by the Python check"; return 0; }
-    # the export's own deadline leaves time for Python to start and exit before the kill
-    reserve=$((left / 4))
-    [ "$reserve" -le 1000 ] || reserve=1000
-    # mode both: the Factory sends the root (it knows the submission time); live: we do
-    local skip= mark=all
-    [ "$GT_EXPORT_MODE" = both ] && { skip=--skip-root; mark=all-but-root; }
-    gt_secs $((left - reserve))
-    local export_s=$GT_V
-    gt_secs "$left"
-    # the endpoint goes in the environment, not on the command line (which anyone on the node
-    # can read); OTEL_EXPORTER_OTLP_HEADERS and the like pass through as the SDK reads them
-    GLIDEIN_TRACING_ENDPOINT=$GT_ENDPOINT gt_bounded "$GT_V" "$py" -m glidein_tracing export \
-        --journal "$GT_JOURNAL" --timeout "$export_s" \
-        --service-name "${GT_SERVICE_NAME:-glidein}" \
-        $skip >"$GT_DIR/export.log" 2>&1 </dev/null
-    rc=$?
-    case $rc in
-        # tell the Factory forwarder what went out already: it sends only the rest
-        0) gt_now; gt_emit "$GT_NOW" note - "@msg=live export to $where done" "@exported=$mark" ;;
-        4) gt_note - "live export: sampled out (GLIDEIN_TRACING_SAMPLING_RATIO)" ;;
-        124) gt_note - "live export to $where cut at GLIDEIN_TRACING_EXPORT_TIMEOUT=$GT_EXPORT_TIMEOUT s; the Factory forwarder will send" ;;
-        *) gt_note - "live export to $where failed (exit $rc); the Factory forwarder will send" ;;
-    esac
-}
-
 # gt_section: the journal on stderr as a named section, the glidein's own format
 # (condor_startup.sh cond_print_log: NAME, the gzip|uuencode line, base64 of gzip).
 gt_section() {
@@ -462,7 +277,7 @@ gt_main() {
     # no library recorded: the setup hook disabled tracing (or never ran): nothing to close
     [ -n "$lib" ] && [ -r "$lib" ] || return 0
     # shellcheck disable=SC1090
-    . "$lib" 2>/dev/null || return 0
+    . "$lib" 2>/dev/null && . "${lib%/*}/gconditional_TRACING_stages.sh" 2>/dev/null || return 0
     if ! gt_setup_env "$GT_CONFIG"; then
         gt_msg "no writable journal: nothing recorded at cleanup"
         return 0
@@ -474,7 +289,11 @@ gt_main() {
     [ -r "$knobs" ] && . "$knobs" 2>/dev/null && gt_knobs_load
     gt_stop_sampler
     gt_sample "$GT_STARTUP_PID"      # a reading inside teardown: its CPU is cleanup's
-    gt_records
+    # records the sampler journaled when it closed setup early are not repeated
+    GT_SETUP_CLOSED=
+    [ -r "$GT_DIR/setup_closed" ] && read -r GT_SETUP_CLOSED < "$GT_DIR/setup_closed"
+    case $GT_SETUP_CLOSED in *[!0-9]*) GT_SETUP_CLOSED= ;; esac
+    gt_records "${GT_SETUP_CLOSED:-0}"
     gt_history
     GT_TERMINATED=
     gt_condor_phase
@@ -492,7 +311,7 @@ gt_main() {
     gt_emit "$GT_NOW" end glidein "@status=$status" \
         "@error.type=$GT_FAIL_TYPE" "@error.detail=$GT_FAIL_DETAIL" \
         "glidein.outcome=$GT_OUTCOME" "glidein.exit_code:i=$GT_EXIT" "glidein.records:i=$GT_NREC"
-    gt_export
+    gt_export rest
     gt_section
 }
 

@@ -4,7 +4,8 @@
 # configures it only after checking it. The starter runs it with the final job ad on
 # stdin and one argument (exit|remove|hold|evict), in the job's scratch dir, with the
 # starter's environment, and waits at most 30 s: it reads one ad with one awk and
-# appends one line. Output is ignored; the exit code is always 0.
+# appends one line; with live export it then wakes the sampler, which sends the job's span
+# (nothing here waits on the network). Output is ignored; the exit code is always 0.
 #
 # Finding the journal: this file lives in the journal's own directory, so `$0` gives it
 # (HTCondor runs hooks by their absolute configured path). Fallbacks, in order: the
@@ -22,6 +23,17 @@ gt_find_config() {
         [ -n "$d" ] && [ -r "$d/glidein_config" ] && { GT_CONFIG="$d/glidein_config"; return 0; }
     done
     return 1
+}
+
+# gt_live_nudge: when the sampler exports live (third field of its pid file), leave
+# live.pending and wake it with USR1 (only if the pid still is our sampler). Builtins only.
+gt_live_nudge() {
+    local pid ticks mode
+    [ -r "$GT_DIR/sampler.pid" ] && read -r pid ticks mode < "$GT_DIR/sampler.pid" || return 0
+    [ "$mode" = live ] || return 0
+    : > "$GT_DIR/live.pending"
+    case $pid in ''|*[!0-9]*) return 0 ;; esac
+    gt_snap_pid "$pid" && [ "$GT_R_START" = "$ticks" ] && kill -USR1 "$pid"
 }
 
 gt_main() {
@@ -89,7 +101,7 @@ gt_main() {
         "job.exit_code:i=$code" "job.exit_signal:i=$sig" "job.exit_by=$GT_EXIT_BY" \
         "r.utime=$ucpu" "r.stime=$scpu" "job.rss_bytes:i=$rss" \
         "job.hold_reason=$hold" "job.hold_reason_code:i=$hcode" "job.hold_reason_subcode:i=$hsub" \
-        "job.wall_s:f=$wall" "job.remote_host=$rhost"
+        "job.wall_s:f=$wall" "job.remote_host=$rhost" && gt_live_nudge
 }
 
 gt_main >/dev/null 2>&1

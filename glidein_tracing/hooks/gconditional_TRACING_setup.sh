@@ -107,41 +107,60 @@ gt_host_facts() {
     fi
 }
 
-# gt_sampler_start: background sampler of the glidein process tree (knob SAMPLE_PERIOD).
+# gt_sampler_start: the background sampler, when there is work for it: resource samples of the
+# glidein process tree (knob SAMPLE_PERIOD > 0) and, with live export (EXPORT_MODE live or
+# both, and an ENDPOINT), sending the stages that end while the glidein runs (gt_live_tick).
 gt_sampler_start() {
-    [ "${GT_SAMPLE_PERIOD:-0}" -gt 0 ] 2>/dev/null || return 0
+    GT_LIVE=
+    case $GT_EXPORT_MODE in live|both) [ -z "$GT_ENDPOINT" ] || GT_LIVE=live ;; esac
+    if [ -n "$GT_LIVE" ] && ! . "$GT_HERE/gconditional_TRACING_stages.sh" 2>/dev/null; then
+        gt_note - "no gconditional_TRACING_stages.sh beside the setup hook: stages go live at cleanup only"
+        GT_LIVE=
+    fi
+    [ "${GT_SAMPLE_PERIOD:-0}" -gt 0 ] 2>/dev/null || [ -n "$GT_LIVE" ] || return 0
+    case $GT_CONFIG in /*) ;; *) GT_CONFIG=$PWD/$GT_CONFIG ;; esac
     gt_sampler_loop </dev/null >/dev/null 2>&1 &
     local spid=$!
-    # the pid file holds pid and start ticks, so cleanup never kills a reused pid
+    # the pid file holds pid, start ticks (cleanup never kills a reused pid) and whether the
+    # sampler exports live (the job-exit hook then wakes it)
     gt_snap_pid "$spid"
-    printf '%s %s\n' "$spid" "$GT_R_START" > "$GT_DIR/sampler.pid" 2>/dev/null
+    printf '%s %s %s\n' "$spid" "$GT_R_START" "${GT_LIVE:--}" > "$GT_DIR/sampler.pid" 2>/dev/null
 }
 
-# gt_sampler_loop: runs detached; appends `sample` lines until the glidein is gone or cleanup
-# stops it. Its only child is the `sleep` between samples: on TERM it ends that child and
-# exits, so nothing of ours outlives the glidein.
+# gt_sampler_loop: runs detached until the glidein is gone or cleanup stops it: a `sample`
+# line every SAMPLE_PERIOD seconds, and with live export a gt_live_tick at least every 10 s.
+# Its children are the `sleep` between steps and, with live export, the bounded export. TERM
+# (cleanup) ends the sleep and the loop after the step under way, so an export in progress
+# finishes within its bound and is recorded, and nothing of ours outlives the glidein; USR1
+# (the job-exit hook: a job ended) only ends the sleep.
 gt_sampler_loop() {
-    local root=$GT_STARTUP_PID root_start=$GT_ROOT_TICKS left
+    local root=$GT_STARTUP_PID root_start=$GT_ROOT_TICKS next=0 step
     GT_DF_MAX_AGE=0   # in the background, cost does not matter: always a fresh disk reading
-    GT_SLEEP_PID=
+    GT_SLEEP_PID= GT_STOP=
     trap '' HUP
-    trap '[ -z "$GT_SLEEP_PID" ] || kill "$GT_SLEEP_PID" 2>/dev/null; exit 0' TERM
-    while :; do
-        gt_snap_pid "$root" && [ "$GT_R_START" = "$root_start" ] || exit 0
-        [ -d "$GT_DIR" ] && [ -f "$GT_JOURNAL" ] || exit 0
-        gt_sample "$root" || [ -f "$GT_JOURNAL" ] || exit 0
-        # sleep in short steps so a vanished glidein is noticed soon; `wait` returns at once
-        # on TERM, so the trap runs without waiting for the sleep
-        left=$GT_SAMPLE_PERIOD
-        while [ "$left" -gt 0 ]; do
-            sleep $((left < 10 ? left : 10)) &
-            GT_SLEEP_PID=$!
-            wait "$GT_SLEEP_PID"
-            GT_SLEEP_PID=
-            left=$((left - 10))
-            [ -d "/proc/$root" ] || exit 0
-        done
+    trap 'GT_STOP=1; [ -z "$GT_SLEEP_PID" ] || kill "$GT_SLEEP_PID" 2>/dev/null' TERM
+    trap '[ -z "$GT_SLEEP_PID" ] || kill "$GT_SLEEP_PID" 2>/dev/null' USR1
+    while [ -z "$GT_STOP" ]; do
+        gt_snap_pid "$root" && [ "$GT_R_START" = "$root_start" ] || break
+        [ -d "$GT_DIR" ] && [ -f "$GT_JOURNAL" ] || break
+        if [ "$GT_SAMPLE_PERIOD" -gt 0 ] && [ "$SECONDS" -ge "$next" ]; then
+            gt_sample "$root" || [ -f "$GT_JOURNAL" ] || break
+            next=$((SECONDS + GT_SAMPLE_PERIOD))
+        fi
+        [ -z "$GT_LIVE" ] || gt_live_tick
+        [ -z "$GT_STOP" ] || break
+        # sleep in steps of at most 10 s, so a vanished glidein is noticed soon; `wait`
+        # returns at once on a signal, so the trap runs without waiting for the sleep
+        step=10
+        [ "$GT_SAMPLE_PERIOD" -le 0 ] || [ $((next - SECONDS)) -ge "$step" ] || step=$((next - SECONDS))
+        [ -z "${GT_LIVE_DUE:-}" ] || [ $((GT_LIVE_NEXT - SECONDS)) -ge "$step" ] || step=$((GT_LIVE_NEXT - SECONDS))
+        [ "$step" -gt 0 ] || step=1
+        sleep "$step" &
+        GT_SLEEP_PID=$!
+        wait "$GT_SLEEP_PID"
+        GT_SLEEP_PID=
     done
+    exit 0
 }
 
 # gt_install_exit_hook: copy the job-exit hook, check it, only then configure HTCondor.

@@ -21,13 +21,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..factory.config import CLEANUP_FILE, HOOK_FILES
 from ..sections import find_sections
 
 HERE = Path(__file__).resolve().parent
 HOOKS_DIR = HERE.parent / "hooks"
 GWMS_DIR = HERE / "gwms"
 SIM_SCRIPT = HERE / "glidein_startup_sim.sh"
-CLEANUP_NAME = "gconditional_TRACING_cleanup.sh"
 SECTION_NAME = "GlideinTracingJournal"
 
 # GlideinWMS's -param_ value escaping (the inverse of glidein_startup.sh's params_decode)
@@ -179,12 +179,10 @@ def stage_factory_files(stage_dir, entry: str = "TEST_ENTRY", *, site: str = "GW
         script.chmod(0o755)
         fail_line = _file_line(name, "exec")
 
-    ours_main = (_file_line(CLEANUP_NAME, "exec")          # in place before anything can fail
-                 + _file_line("gconditional_TRACING_lib.sh", "regular")
-                 + _file_line("gconditional_TRACING_knobs.sh", "regular")
-                 + _file_line("gconditional_TRACING_job_exit.sh", "regular")
-                 + _file_line("gconditional_TRACING_wrapper.sh", "wrapper")
-                 + _file_line("gconditional_TRACING_setup.sh", "exec"))
+    # ours in the order and with the types the Factory config lists them (cleanup first: in
+    # place before anything can fail)
+    ours_main = "".join(_file_line(f.name, "exec" if f.executable else "wrapper" if f.wrapper else "regular")
+                        for f in HOOK_FILES)
     (main / "file_list.lst").write_text(
         _file_line("setup_script.sh", "exec") + _file_line("cat_consts.sh", "exec")
         + _file_line("condor_platform_select.sh", "exec") + _file_line("condor_startup.sh", "exec")
@@ -252,7 +250,7 @@ def _write_queue(queue: Path, scenario: Scenario) -> None:
 def _glidein_args(scenario: Scenario, stage: Path) -> list:
     params = {"GLIDEIN_Client": scenario.client, "GLIDEIN_Collector": "127.0.0.1:9618",
               "GLIDEIN_Report_Failed": "NEVER", "CONDOR_OS": "default", "CONDOR_ARCH": "default",
-              "CONDOR_VERSION": "default", "GLIDEIN_CLEANUP_SCRIPT": CLEANUP_NAME,
+              "CONDOR_VERSION": "default", "GLIDEIN_CLEANUP_SCRIPT": CLEANUP_FILE,
               "GLIDEIN_Max_Idle": f"{scenario.max_idle_s:g}",
               "GLIDEIN_Max_Tail": f"{scenario.max_tail_s:g}"}
     if scenario.tracing:
