@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import journal
+from . import ids, journal
 from .failure import SHUTDOWN_SIGNALS
 
 EXPORT_OP = "export"
@@ -91,17 +91,20 @@ def record(path, state: str, spans, now: float) -> None:
             now, EXPORT_OP, "-", {"@state": state, "@spans": " ".join(span_ids[at:at + IDS_PER_LINE])}))
 
 
-def ended_stages(spans) -> list:
-    """Of a running glidein's spans (converted from its journal so far), those that will not
-    change when the glidein ends: setup and its validation spans once the journal ended setup,
-    and every job the journal ended after that, with its span in the user's trace. Left for
-    later: the root, the condor phase, idle gaps, teardown, a job cut short or evicted (its
-    failure domain follows its glidein's), and ``job.wait`` (it needs the Factory's queue
-    time)."""
+def ended_stages(spans, events) -> list:
+    """Of a running glidein's spans (converted from its journal ``events`` so far), those that
+    will not change when the glidein ends: setup and its validation spans once the journal
+    ended setup, and every job the journal ended after that (by its exit hook), with its span
+    in the user's trace. Only ``end`` lines count: the converter closes what is still open, and
+    can date setup from the records alone. Left for later: the root, the condor phase, idle
+    gaps, teardown, a job cut short, evicted or killed by a shutdown signal (its failure
+    domain follows its glidein's), and ``job.wait`` (it needs the Factory's queue time)."""
+    ended = {e.key for e in events if e.op == "end"}
     setup = next((s for s in spans if s.attributes.get("glidein.stage") == "setup"), None)
-    if setup is None or _closed_by_converter(setup):
+    if setup is None or "setup" not in ended or _closed_by_converter(setup):
         return []
     glidein_trace = setup.context.trace_id
+    ended_ids = {ids.span_id_int(format(glidein_trace, "032x"), key) for key in ended}
     out, jobs = [], set()
     for span in spans:
         stage = span.attributes.get("glidein.stage")
@@ -109,7 +112,7 @@ def ended_stages(spans) -> list:
             continue
         if span is setup or (stage == "validation" and span.parent and span.parent.span_id == setup.context.span_id):
             out.append(span)
-        elif stage == "job" and _job_settled(span):
+        elif stage == "job" and span.context.span_id in ended_ids and _job_settled(span):
             out.append(span)
             jobs.add(span.context.span_id)
     for span in spans:   # a job's span in its user's trace links back to the job span
@@ -126,7 +129,5 @@ def _closed_by_converter(span) -> bool:
 def _job_settled(span) -> bool:
     attrs = span.attributes
     if _closed_by_converter(span) or attrs.get("job.exit_by") in _UNSETTLED_EXITS:
-        return False
-    if attrs.get("job.exit_by") is None:   # no end from the exit hook (history comes at cleanup)
         return False
     return not (attrs.get("error.type") == "job.signal" and attrs.get("job.exit_signal") in SHUTDOWN_SIGNALS)

@@ -1,9 +1,10 @@
-"""A loopback OTLP/HTTP receiver for tests: counts every span id it receives, and answers a
-Jaeger-like /api/traces/{id} so the forwarder can reconcile. ``up`` switches it between
-answering and refusing (503), to play a collector outage."""
+"""A loopback OTLP/HTTP receiver for tests: counts every span id it receives (and keeps each
+span with when it arrived), and answers a Jaeger-like /api/traces/{id} so the forwarder can
+reconcile. ``up`` switches it between answering and refusing (503), to play a collector outage."""
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -14,6 +15,7 @@ class CountingCollector(BaseHTTPRequestHandler):
     """An OTLP/HTTP receiver that counts span ids, with a Jaeger-like query endpoint so the
     forwarder can reconcile; `up` switches it between answering and refusing."""
     received: list = []
+    arrived: dict = {}      # (trace id, span id) hex -> (epoch seconds, the OTLP span) of its last arrival
     headers_seen: list = []
     up = True
 
@@ -29,7 +31,9 @@ class CountingCollector(BaseHTTPRequestHandler):
         for rs in request.resource_spans:
             for ss in rs.scope_spans:
                 for span in ss.spans:
-                    CountingCollector.received.append((span.trace_id.hex(), span.span_id.hex()))
+                    key = (span.trace_id.hex(), span.span_id.hex())
+                    CountingCollector.received.append(key)
+                    CountingCollector.arrived[key] = (time.time(), span)
         self.send_response(200)
         self.end_headers()
 
@@ -48,6 +52,7 @@ class CountingCollector(BaseHTTPRequestHandler):
 @pytest.fixture
 def collector():
     CountingCollector.received = []
+    CountingCollector.arrived = {}
     CountingCollector.headers_seen = []
     CountingCollector.up = True
     server = ThreadingHTTPServer(("127.0.0.1", 0), CountingCollector)

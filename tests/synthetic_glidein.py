@@ -106,11 +106,14 @@ class Glidein:
                                           "glidein.outcome": outcome})
         self.add(end, "end", "glidein", {"r.utime": "4.0", "r.stime": "1.0"})
 
-    def spans(self, upto: int | None = None):
+    def events(self, upto: int | None = None):
         data = "".join(self.lines[:upto] if upto is not None else self.lines).encode()
         events, report = parse_lines(data)
         assert report.skipped_total == 0, report.summary()
-        return convert(events, report)
+        return events
+
+    def spans(self, upto: int | None = None):
+        return convert(self.events(upto))
 
 
 def in_trace(spans, trace_id: str) -> list:

@@ -121,7 +121,7 @@ def run(args):
             sampled_out += 1
             continue
         if args.ended:
-            spans = live.ended_stages(spans)
+            spans = live.ended_stages(spans, events)
         if args.skip_root:
             root_trace = spans[0].context.trace_id
             spans = [s for s in spans if s.parent is not None or s.context.trace_id != root_trace]

@@ -1,0 +1,207 @@
+"""Live export of stages as they end, on the node: what each export costs, beside the bound.
+
+1. One export as the sampler runs it (the real `glidein-tracing export --journal J --ended`,
+   its own process, against a loopback OTLP receiver): setup with the recorded glidein's
+   validation spans, then one finished job; wall and CPU time of the process, per export and
+   per span, beside GLIDEIN_TRACING_EXPORT_TIMEOUT; the same export against an endpoint that
+   never answers (cut by its own deadline).
+2. The job's path: the job-exit hook run fresh, as HTCondor runs it, with live export on (it
+   leaves live.pending and wakes the sampler) and off (the baseline), in the same run.
+3. A simulated glidein (real hooks, live export on): from each job's end in the journal to its
+   span at the receiver.
+
+    .venv/bin/python bench/bench_live_stages.py [--runs 10] [--bound 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from glidein_tracing import ids  # noqa: E402
+from glidein_tracing.journal import format_line, parse_lines  # noqa: E402
+from glidein_tracing.simulator import Job, Scenario, simulate_glidein  # noqa: E402
+from hook_support import fixture_dir, make_glidein  # noqa: E402
+from journal_builders import iso_epoch, parse_otr_records, record_lines, root_lines  # noqa: E402
+from live_export_support import hung_endpoint  # noqa: E402
+from otlp_receiver import CountingCollector  # noqa: E402
+
+JOB = "job/submit.example.org#{n}.0#1795300000"
+
+
+def receiver():
+    CountingCollector.received, CountingCollector.arrived, CountingCollector.up = [], {}, True
+    server = ThreadingHTTPServer(("127.0.0.1", 0), CountingCollector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_port}"
+
+
+def running_glidein_journal(path: Path) -> int:
+    """The journal of the recorded 'success' glidein as the sampler leaves it once setup has
+    ended (its real per-script records); returns the number of validation records."""
+    records = [r for r in parse_otr_records((fixture_dir("success") / "otr_outlist.list").read_text())
+               if r["id"] != "condor_startup.sh"]
+    start, end = iso_epoch(records[0]["tstart"]) - 1, iso_epoch(records[-1]["tend"])
+    lines = root_lines(start, ids.GlideinIdentity("f", "g", "e", "s", "1", "0").trace_id)
+    lines += record_lines(records)
+    lines += [format_line(end, "end", "setup", {"@status": "OK"}),
+              format_line(end, "start", "condor", {"@name": "condor", "@stage": "condor.start",
+                                                   "@parent": "glidein"})]
+    path.write_text("".join(lines))
+    return len(records)
+
+
+def add_job(path: Path, n: int, t: float):
+    with path.open("a") as out:
+        out.write(format_line(t, "start", JOB.format(n=n), {"@name": "job", "@stage": "job", "@parent": "condor"}))
+        out.write(format_line(t + 60, "end", JOB.format(n=n), {"@status": "OK", "job.exit_by": "exit",
+                                                               "job.exit_code:i": "0"}))
+
+
+def timed(argv, env, cwd) -> tuple[float, float, int]:
+    """(wall s, CPU s, exit code) of one process."""
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    return time.monotonic() - start, usage.ru_utime + usage.ru_stime, os.waitstatus_to_exitcode(status)
+
+
+def export_ended(journal: Path, endpoint: str, bound: int):
+    env = {**os.environ, "GLIDEIN_TRACING_ENDPOINT": endpoint}
+    return timed([sys.executable, "-m", "glidein_tracing", "export", "--journal", str(journal), "--ended",
+                  "--timeout", str(bound * 0.75)], env, journal.parent)
+
+
+def per_export(tmp: Path, runs: int, bound: int):
+    _, endpoint = receiver()
+    setup_runs, job_runs, empty_runs = [], [], []
+    for run in range(runs):
+        journal = tmp / f"export{run}" / "journal.gtj"
+        journal.parent.mkdir()
+        n_records = running_glidein_journal(journal)
+        before = len(CountingCollector.received)
+        setup_runs.append(export_ended(journal, endpoint, bound) + (len(CountingCollector.received) - before,))
+        empty_runs.append(export_ended(journal, endpoint, bound))
+        add_job(journal, run, time.time())
+        before = len(CountingCollector.received)
+        job_runs.append(export_ended(journal, endpoint, bound) + (len(CountingCollector.received) - before,))
+    print(f"1. one export as the sampler runs it (own process), bound GLIDEIN_TRACING_EXPORT_TIMEOUT={bound} s, "
+          f"median of {runs}; the recorded glidein has {n_records} validation records")
+    print("| export | spans | wall s | CPU s | wall / bound | wall per span ms |")
+    print("|---|---|---|---|---|---|")
+    for name, rows in (("setup + validations", setup_runs), ("one finished job", job_runs),
+                       ("nothing new (a nudge with nothing ended)", [r + (0,) for r in empty_runs])):
+        wall = statistics.median(r[0] for r in rows)
+        cpu = statistics.median(r[1] for r in rows)
+        spans = statistics.median(r[3] for r in rows)
+        assert all(r[2] == 0 for r in rows), rows
+        per_span = f"{wall / spans * 1000:.1f}" if spans else "-"
+        print(f"| {name} | {spans:g} | {wall:.2f} | {cpu:.2f} | {wall / bound:.2f} | {per_span} |", flush=True)
+    # late in a long glidein: the journal holds 900 jobs sent already (with their idle gaps, about
+    # all the default span cap of 2,000 holds), and one more ends; each export reads the whole journal
+    journal = tmp / "long" / "journal.gtj"
+    journal.parent.mkdir()
+    running_glidein_journal(journal)
+    t = time.time()
+    with journal.open("a") as out:
+        for n in range(900):
+            key = JOB.format(n=100000 + n)
+            out.write(format_line(t + n, "start", key, {"@name": "job", "@stage": "job", "@parent": "condor"}))
+            out.write(format_line(t + n + 0.5, "end", key, {"@status": "OK", "job.exit_by": "exit"}))
+    export_ended(journal, endpoint, bound)
+    late = []
+    for run in range(runs):
+        add_job(journal, run, t + 3000 + run * 100)
+        before = len(CountingCollector.received)
+        late.append(export_ended(journal, endpoint, bound) + (len(CountingCollector.received) - before,))
+    wall, cpu = statistics.median(r[0] for r in late), statistics.median(r[1] for r in late)
+    print(f"| one finished job after 900 sent ({journal.stat().st_size // 1024} KiB journal) | "
+          f"{statistics.median(r[3] for r in late):g} | {wall:.2f} | {cpu:.2f} | {wall / bound:.2f} | {wall * 1000:.1f} |")
+    with hung_endpoint() as endpoint_hung:
+        hung = []
+        for run in range(min(runs, 3)):
+            journal = tmp / f"hung{run}" / "journal.gtj"
+            journal.parent.mkdir()
+            running_glidein_journal(journal)
+            hung.append(export_ended(journal, endpoint_hung, bound))
+    wall = statistics.median(r[0] for r in hung)
+    print(f"| setup + validations, endpoint never answers (exit {hung[0][2]}) | - | {wall:.2f} | "
+          f"{statistics.median(r[1] for r in hung):.2f} | {wall / bound:.2f} | - |")
+
+
+def job_exit_path(tmp: Path, runs: int):
+    """The job-exit hook, fresh each time, with the sampler's pid file saying live or not."""
+    ad = 'GlobalJobId = "submit.example.org#77.0#1795300000"\nClusterId = 77\nProcId = 0\nExitCode = 0\n' \
+         'ExitBySignal = false\nRemoteUserCpu = 1.5\nRemoteSysCpu = 0.2\nResidentSetSize = 2048\n'
+    out = {}
+    for mode in ("off", "live"):
+        g = make_glidein(tmp / f"exit_{mode}", "success")
+        try:
+            assert g.run_hook("gconditional_TRACING_setup.sh", "glidein_config", "main").returncode == 0
+            g.kill_sampler()
+            sleeper = subprocess.Popen(["sleep", "600"])     # stands in for the sampler to wake
+            stat = Path(f"/proc/{sleeper.pid}/stat").read_text().rsplit(") ", 1)[1].split()
+            (g.work / "glidein_tracing" / "sampler.pid").write_text(
+                f"{sleeper.pid} {stat[19]} {'live' if mode == 'live' else '-'}\n")
+            hook = g.work / "glidein_tracing" / "job_exit_hook"
+            walls = []
+            for _ in range(runs):
+                start = time.monotonic()
+                subprocess.run([str(hook), "exit"], input=ad, text=True, cwd=g.work, check=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                walls.append(time.monotonic() - start)
+            sleeper.kill()
+            sleeper.wait()
+        finally:
+            g.stop()
+        out[mode] = statistics.median(walls) * 1000
+    print(f"\n2. the job-exit hook, fresh process as HTCondor runs it, median of {runs}")
+    print(f"| live export | ms | vs off |\n|---|---|---|\n| off (baseline) | {out['off']:.1f} | |\n"
+          f"| on (leaves live.pending, wakes the sampler) | {out['live']:.1f} | {out['live'] / out['off']:.2f}x |")
+
+
+def job_end_to_collector(tmp: Path, bound: int):
+    server, endpoint = receiver()
+    jobs = [Job(duration_s=3.0) for _ in range(4)]
+    result = simulate_glidein(tmp / "sim", Scenario(jobs=jobs, knobs={
+        "GLIDEIN_TRACING_EXPORT_MODE": "live", "GLIDEIN_TRACING_ENDPOINT": endpoint,
+        "GLIDEIN_TRACING_EXPORT_TIMEOUT": str(bound), "GLIDEIN_TRACING_PYTHON": sys.executable,
+        "GLIDEIN_TRACING_SAMPLE_PERIOD": "30"}))
+    events, _ = parse_lines(result.journal_from_stderr())
+    trace = events[0].fields["@trace_id"]
+    ended = max(e.time for e in events if e.op == "end" and e.key == "glidein")   # then cleanup exports
+    print("\n3. a simulated glidein, 4 jobs of 3 s: from a job's end (journal) to its span at the receiver")
+    print("| job | latency s | sent |\n|---|---|---|")
+    for n, (when, key) in enumerate(sorted((e.time, e.key) for e in events if e.op == "end" and e.key.startswith("job/"))):
+        arrived = CountingCollector.arrived.get((trace, ids.span_id(trace, key)))
+        latency = f"{arrived[0] - when:.2f}" if arrived else "-"
+        how = "-" if not arrived else ("while running" if arrived[0] < ended else "at cleanup")
+        print(f"| {n + 1} | {latency} | {how} |")
+    server.shutdown()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--bound", type=int, default=5, help="GLIDEIN_TRACING_EXPORT_TIMEOUT, s")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="gt-bench-stages-") as tmp:
+        per_export(Path(tmp), args.runs, args.bound)
+        job_exit_path(Path(tmp), args.runs * 5)
+        job_end_to_collector(Path(tmp), args.bound)
+
+
+if __name__ == "__main__":
+    main()
