@@ -37,6 +37,13 @@ def run_through_factory(tmp_path, scenario):
     return layout, result
 
 
+def forward_once(tmp_path, layout, scenario, collector, **kwargs):
+    """One pass of the Factory forwarder over the returned outputs, into ``collector``."""
+    forwarder = Forwarder([layout.logs], make_otlp_exporter(collector, 5), Ledger(tmp_path / "l.sqlite"),
+                          scenario.factory, grace_s=0, settle_s=0, **kwargs)
+    return forwarder.run_once()
+
+
 @pytest.mark.parametrize("fail", [False, True], ids=["ok", "validation_failure"])
 def test_node_live_export_and_forwarder_deliver_each_span_once(tmp_path, collector, fail):
     scenario = Scenario(jobs=[Job(duration_s=0.3, traceparent=USER), Job(duration_s=0.3)],
@@ -52,9 +59,7 @@ def test_node_live_export_and_forwarder_deliver_each_span_once(tmp_path, collect
     live = list(CountingCollector.received)
     assert live, "the node exported nothing live: " + result.stderr()[-2000:]
     assert all(t in (trace, USER.split("-")[1]) for t, _ in live)
-    forwarder = Forwarder([layout.logs], make_otlp_exporter(collector, 5), Ledger(tmp_path / "l.sqlite"),
-                          scenario.factory, grace_s=0, settle_s=0)
-    stats = forwarder.run_once()
+    stats = forward_once(tmp_path, layout, scenario, collector)
     assert stats.export_failures == 0 and stats.spans_already_live == len(live)
     received = CountingCollector.received
     assert len(received) == len(set(received)), "a span arrived twice"

@@ -14,16 +14,14 @@ import subprocess
 import sys
 
 from glidein_tracing import ids, live
-from glidein_tracing.factory.forwarder import Forwarder, jaeger_span_ids
-from glidein_tracing.factory.ledger import Ledger
-from glidein_tracing.exporters.otlp import make_otlp_exporter
+from glidein_tracing.factory.forwarder import jaeger_span_ids
 from glidein_tracing.journal import format_line, parse_lines, read_journal
 from glidein_tracing.simulator import Job, Scenario
 
 from live_export_support import hung_endpoint
 from otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
 from synthetic_glidein import USER_TRACE, USER_TRACEPARENT, Glidein, hexid
-from test_live_and_forward import run_through_factory
+from test_live_and_forward import forward_once, run_through_factory
 
 T0 = 1795318000.0
 SETUP_AND_VALIDATIONS = {"setup", "main/check_proxy.sh", "entry/check_cvmfs.sh", "client/vo_setup.sh",
@@ -176,9 +174,7 @@ def test_setup_and_jobs_arrive_while_the_glidein_runs_and_every_span_once(tmp_pa
                                                         f"glidein/{trace}/{jobs[0][1]}")) in early
     # then the Factory forwarder: everything else, and nothing twice
     node_sent = set(CountingCollector.received)
-    forwarder = Forwarder([layout.logs], make_otlp_exporter(collector, 5), Ledger(tmp_path / "l.sqlite"),
-                          scenario.factory, grace_s=0, settle_s=0)
-    stats = forwarder.run_once()
+    stats = forward_once(tmp_path, layout, scenario, collector)
     assert stats.export_failures == 0 and stats.spans_already_live == len(node_sent)
     received = CountingCollector.received
     assert len(received) == len(set(received)), "a span arrived twice"
@@ -212,9 +208,7 @@ def test_a_hung_collector_delays_no_job_and_loses_nothing(tmp_path, collector):
     failed = [n for n in notes if n.startswith("live export to")]
     assert len(failed) == 4, notes          # three in the background, then one at cleanup
     assert any("stopped after 3 failures in a row" in n for n in notes), notes
-    forwarder = Forwarder([layout.logs], make_otlp_exporter(collector, 5), Ledger(tmp_path / "l.sqlite"),
-                          scenario.factory, grace_s=0, settle_s=0, reconcile=jaeger_span_ids(collector))
-    stats = forwarder.run_once()
+    stats = forward_once(tmp_path, layout, scenario, collector, reconcile=jaeger_span_ids(collector))
     assert stats.export_failures == 0 and stats.spans_already_live == 0
     received = CountingCollector.received
     assert len(received) == len(set(received))
