@@ -93,12 +93,15 @@ KNOBS = (
          "http://jaeger.example.org:4318). Empty: no live export. Credentials in it "
          "(user:password@) are sent, never written to the journal or the node's logs."),
     Knob("GLIDEIN_TRACING_EXPORT_MODE", "enum", "forward",
-         "live: the node exports (needs ENDPOINT and a Python with the OTel SDK); forward: "
-         "spans travel home in stderr and the Factory forwarder exports them; both: both, "
-         "deduplicated by span id.", choices=("live", "forward", "both")),
+         "live: the node exports each stage as it ends (setup, then each finished job) and the "
+         "rest at cleanup (needs ENDPOINT and a Python with the OTel SDK); forward: spans "
+         "travel home in stderr and the Factory forwarder exports them; both: as live, but the "
+         "root comes from the Factory. Every span goes once: the journal records what the node "
+         "sent, and the forwarder sends the rest.", choices=("live", "forward", "both")),
     Knob("GLIDEIN_TRACING_EXPORT_TIMEOUT", "int", "5",
-         "Upper bound in seconds on everything live export does at cleanup (Python check "
-         "and export, retries included), with or without timeout(1) on the node.",
+         "Upper bound in seconds on each live export from the node (Python check and export, "
+         "retries included), with or without timeout(1): at cleanup, and each one the "
+         "background sampler makes while the glidein runs (it never delays a job).",
          minimum=1, maximum=30),
     Knob("GLIDEIN_TRACING_SAMPLE_PERIOD", "int", "30",
          "Seconds between resource samples of the glidein process tree; 0 turns the "

@@ -63,18 +63,18 @@ def node_may_send(span) -> bool:
     return not str(span.attributes.get("glidein.stage", "")).startswith(FACTORY_ONLY)
 
 
-def node_exports(events) -> NodeExports:
-    """The record of live exports in a glidein's journal events."""
+def node_exports(events, spans) -> NodeExports:
+    """The record of live exports in a glidein's journal events, for its ``spans`` only: ids
+    of no span of the glidein are not kept (a hostile journal may name millions)."""
+    known = {format(s.context.span_id, "016x") for s in spans}
     out = NodeExports()
     for event in events:
         if event.op == EXPORT_OP:
             state = event.fields.get("@state", "")
             if state in STATES:
-                for sid in event.fields.get("@spans", "").split():
-                    if len(sid) == 16:
-                        sid = sid.lower()
-                        if out.states.get(sid) != SENT:   # sent stays sent
-                            out.states[sid] = state
+                for sid in event.fields.get("@spans", "").lower().split():
+                    if sid in known and out.states.get(sid) != SENT:   # sent stays sent
+                        out.states[sid] = state
         elif event.op == "note" and LEGACY_MARK in event.fields:
             mark = event.fields[LEGACY_MARK]
             if mark in ("all", "all-but-root") and out.legacy != "all":

@@ -160,6 +160,22 @@ def test_journal_lines_spans_and_attributes_are_capped_and_counted(factory, tmp_
     assert_once_in_store(tmp_path / "store", good)
 
 
+def test_an_export_record_naming_a_million_spans_hides_nothing(factory, tmp_path):
+    """A journal whose live-export record claims 1.2M span ids "sent" (none of them the
+    glidein's) and forges "sent" for the Factory's queue span: only the glidein's own ids are
+    kept, the Factory's stage is not hidden, and every span arrives once."""
+    layout, log = factory
+    good = good_glideins(layout, log, 2200, 2)
+    noise = [format_line(T0 + 21, "export", "-", {"@state": "sent", "@spans": " ".join(
+        f"{n * 60 + i:016x}" for i in range(60))}) for n in range(20_000)]
+    queue = ids.span_id(identity(layout, 2200, 2).trace_id, "factory.queue")
+    forged = [format_line(T0 + 21, "export", "-", {"@state": "sent", "@spans": queue})]
+    run_glidein(log, layout, 2200, 2, T0, returned_stderr(journal_text(layout, 2200, 2, T0, extra=noise + forged)))
+    stats = store_forwarder(layout, tmp_path).run_once()
+    assert stats.glideins_done == 3 and stats.spans_already_live == 0
+    assert_once_in_store(tmp_path / "store", good + [identity(layout, 2200, 2).trace_id])
+
+
 def test_deep_parent_chain_is_capped_and_show_renders_any_depth(factory, tmp_path):
     layout, log = factory
     good = good_glideins(layout, log, 1400, 1)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 from glidein_tracing import ids, live
+from glidein_tracing.converter import convert
 from glidein_tracing.factory.forwarder import jaeger_span_ids
 from glidein_tracing.journal import format_line, parse_lines, read_journal
 from glidein_tracing.simulator import Job, Scenario
@@ -140,7 +141,7 @@ def test_repeated_exports_send_each_stage_once_and_record_it(tmp_path, collector
     assert len(received) == len(set(received)) == len(first) + 1, "a span went twice"
     events, report = read_journal(journal)
     assert report.skipped_total == 0
-    record = live.node_exports(events)
+    record = live.node_exports(events, convert(events))
     assert set(record.states.values()) == {live.SENT}
     assert set(record.states) == {s for _, s in received}
     assert g.sid(first_job) in record.states
@@ -202,7 +203,7 @@ def test_a_hung_collector_delays_no_job_and_loses_nothing(tmp_path, collector):
     assert len(starts) == len(ends) == 5
     # no job waited on an export: each started well within one bound of the previous end
     assert all(start - end < bound for end, start in zip(ends, starts[1:])), (starts, ends)
-    record = live.node_exports(events)
+    record = live.node_exports(events, convert(events))
     assert record.states and live.SENT not in record.states.values()
     notes = [e.fields.get("@msg", "") for e in events if e.op == "note"]
     failed = [n for n in notes if n.startswith("live export to")]

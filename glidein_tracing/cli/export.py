@@ -120,13 +120,13 @@ def run(args):
             print("glidein-tracing export: sampled out (GLIDEIN_TRACING_SAMPLING_RATIO)", file=sys.stderr)
             sampled_out += 1
             continue
+        root_trace = spans[0].context.trace_id
         if args.ended:
             spans = live.ended_stages(spans, events)
         if args.skip_root:
-            root_trace = spans[0].context.trace_id
             spans = [s for s in spans if s.parent is not None or s.context.trace_id != root_trace]
         if args.journal:   # what earlier exports sent, or may have sent, is not sent again;
-            exports = live.node_exports(events)   # nor what the Factory makes whole
+            exports = live.node_exports(events, spans)   # nor what the Factory makes whole
             spans = [s for s in spans if live.node_may_send(s) and exports.state(s) is None]
         if not spans:
             continue

@@ -194,7 +194,7 @@ class Forwarder:
                     cut["bytes"] += size - MAX_STDERR_BYTES
                 text = handle.read(MAX_STDERR_BYTES).decode("utf-8", "replace")
         except OSError:
-            return [], live.NodeExports(), cut
+            return [], cut
         events = []
         lines_left = MAX_JOURNAL_LINES
         for section in journal_sections(text, self.max_section_bytes, DEFAULT_MAX_TOTAL_BYTES):
@@ -223,7 +223,7 @@ class Forwarder:
                 stats.problem("forged_identity")
                 continue
             events.extend(section_events)
-        return events, live.node_exports(events), cut
+        return events, cut
 
     def _disagreement(self, row, events) -> str:
         """What a section's root claims that the Factory knows otherwise ("" when it agrees):
@@ -252,7 +252,7 @@ class Forwarder:
     def _spans_for(self, gkey, stats: ForwardStats, row=None):
         row = row or self.ledger.glidein(gkey)
         activity = self.ledger.factory_events(gkey)
-        journal, node_exports, cut = self._journal(row, stats)
+        journal, cut = self._journal(row, stats)
         identity = self.identity(row, journal)
         if not identity.schedd:
             stats.problem("unknown_schedd")
@@ -275,6 +275,7 @@ class Forwarder:
             stats.spans_sampled_out += len(spans)
             return [], "sampled out"
         spans = self._without_early(gkey, identity.trace_id, spans, stats)
+        node_exports = live.node_exports(journal, spans)
         if node_exports:
             spans = self._without_node_exports(spans, node_exports, stats)
         return spans, ""

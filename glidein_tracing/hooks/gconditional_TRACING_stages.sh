@@ -278,7 +278,7 @@ gt_live_tick() {
         rm -f "$GT_DIR/live.pending"
         GT_LIVE_DUE=1
     fi
-    [ -n "${GT_LIVE_DUE:-}" ] && [ "$SECONDS" -ge "${GT_LIVE_NEXT:-0}" ] || return 0
+    [ -n "${GT_LIVE_DUE:-}" ] && [ "$SECONDS" -ge "${GT_LIVE_NEXT:-0}" ] && [ -z "${GT_STOP:-}" ] || return 0
     GT_LIVE_DUE= GT_LIVE_NEXT=$((SECONDS + GT_LIVE_GAP))
     gt_export ended
     case $? in
