@@ -346,3 +346,61 @@ def test_events_of_glideins_never_seen_submitted_are_taken_once(factory, tmp_pat
     assert [s["name"] for s in traces[identity(layout, 730, 1).trace_id]] == ["factory.held"]
     (queue,) = traces[identity(layout, 730, 0).trace_id]
     assert queue["name"] == "factory.queue" and queue["start_ns"] == queue["end_ns"]   # its start is unknown
+
+
+def test_an_activity_log_cut_mid_event_loses_and_repeats_nothing(factory, tmp_path):
+    """The Factory's schedd is writing an event when the forwarder reads: the cut event is
+    read whole on the next pass, and every span goes once."""
+    layout, log = factory
+    log.submit(740, 0, when=T0 - 120)
+    log.grid_submit(740, 0, when=T0 - 110)
+    log.execute(740, 0, when=T0)
+    path = layout.activity_log
+    data = path.read_bytes()
+    path.write_bytes(data[:-30])                       # the execute event half written
+    forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite",
+                               entry_schedds={layout.entry: SCHEDD})
+    assert forwarder.run_once().early_spans_sent == 1   # factory.submit; the queue is still open
+    with path.open("ab") as out:
+        out.write(data[-30:])
+    layout.output(740, 0, "out").write_text("<glidein/>\n")
+    layout.output(740, 0, "err").write_text(returned_stderr(journal_text(layout, 740, 0, T0)))
+    old = time.time() - 3600
+    os.utime(layout.output(740, 0, "err"), (old, old))
+    log.terminated(740, 0, 0, when=T0 + 30)
+    stats = forwarder.run_once()
+    assert stats.glideins_done == 1 and stats.export_failures == 0
+    spans = read_store(tmp_path / "store")[identity(layout, 740, 0).trace_id]
+    assert sorted(s["attributes"]["glidein.stage"] for s in spans) == \
+        ["factory.queue", "factory.submit", "glidein", "setup", "teardown"]
+    (queue,) = by_stage(spans, "factory.queue")
+    assert (queue["end_ns"] - queue["start_ns"]) / 1e9 == pytest.approx(110)
+
+
+def test_events_out_of_order_are_taken_as_they_come(factory, tmp_path):
+    """A log whose events are not in the order of a glidein's life: a grid submit logged after
+    the execute is taken, a hold after the termination is ignored and counted (it would put a
+    stage outside the glidein's life); every span once."""
+    layout, log = factory
+    log.submit(750, 0, when=T0 - 120)
+    log.execute(750, 0, when=T0)
+    log.grid_submit(750, 0, when=T0 - 110)
+    layout.output(750, 0, "out").write_text("<glidein/>\n")
+    layout.output(750, 0, "err").write_text(returned_stderr(journal_text(layout, 750, 0, T0)))
+    old = time.time() - 3600
+    os.utime(layout.output(750, 0, "err"), (old, old))
+    log.terminated(750, 0, 0, when=T0 + 30)
+    log.held(750, 0, "late hold", when=T0 + 40)
+    forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite",
+                               entry_schedds={layout.entry: SCHEDD})
+    first = forwarder.run_once()
+    second = forwarder.run_once()
+    assert first.glideins_done == 1 and second.spans_sent == 0 and second.early_spans_sent == 0
+    assert first.problems == {"activity_events_after_end": 1}        # the late hold, counted
+    ids_ = [(s["trace_id"], s["span_id"]) for s in iter_store(tmp_path / "store")]
+    assert len(ids_) == len(set(ids_))
+    spans = read_store(tmp_path / "store")[identity(layout, 750, 0).trace_id]
+    assert sorted(s["attributes"]["glidein.stage"] for s in spans) == \
+        ["factory.queue", "factory.submit", "glidein", "setup", "teardown"]
+    (queue,) = by_stage(spans, "factory.queue")        # from the submission to the execute
+    assert (queue["start_ns"], queue["end_ns"]) == (int((T0 - 120) * 1e9), int(T0 * 1e9))

@@ -61,6 +61,7 @@ class GlideinActivity:
     submit_time: float | None = None
     ended_at: float | None = None
     outcome: str = ""
+    after_end: int = 0   # events of this pass logged after the glidein ended, ignored
 
     def add(self, time, op, key, fields=None):
         self.events.append(Event(time=time, op=op, key=key, fields=dict(fields or {})))
@@ -121,6 +122,11 @@ def apply_event(activity: GlideinActivity, event, identity: ids.GlideinIdentity 
     """Translate one job event of a glidein into journal events."""
     kind = int(event.type)
     when = event_time(event) if when is None else when
+    if activity.ended_at is not None:
+        # a job id is never reused: an event after the end (a reordered or repeated log) can
+        # only put a stage outside the glidein's life
+        activity.after_end += 1
+        return
     if kind == SUBMIT:
         activity.submit_time = when
         activity.events.append(Event(time=when, op="start", key="glidein",
@@ -135,7 +141,8 @@ def apply_event(activity: GlideinActivity, event, identity: ids.GlideinIdentity 
             activity.add(when, "end", "factory.submit", {
                 "@status": "OK", "factory.grid_resource": str(event.get("GridResource", "")),
                 "factory.grid_job_id": str(event.get("GridJobId", ""))})
-        activity.start_queue(when)
+        if not activity.executed:   # logged after the execute (reordered): it waits no more
+            activity.start_queue(when)
     elif kind == EXECUTE:
         activity.executed = True
         if "factory.submit" in activity.open_keys:

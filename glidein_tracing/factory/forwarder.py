@@ -68,8 +68,8 @@ class ForwardStats:
     quarantined: int = 0
     problems: dict = field(default_factory=dict)
 
-    def problem(self, kind: str):
-        self.problems[kind] = self.problems.get(kind, 0) + 1
+    def problem(self, kind: str, count: int = 1):
+        self.problems[kind] = self.problems.get(kind, 0) + count
 
     def summary(self) -> str:
         text = (f"{self.log_events} log events read, {self.glideins_done} glideins forwarded "
@@ -124,6 +124,8 @@ class Forwarder:
             return
         with self.ledger.transaction():
             for (cluster, proc), activity in activities.items():
+                if activity.after_end:
+                    stats.problem("activity_events_after_end", activity.after_end)
                 gkey = ledger_mod.glidein_key(str(entry.path), cluster, proc)
                 self.ledger.upsert_glidein(gkey, str(entry.path), entry.instance, entry.entry, cluster, proc)
                 self.ledger.append_events(gkey, activity.events)
