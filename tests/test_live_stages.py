@@ -12,6 +12,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+from collections import Counter
+
+import pytest
 
 from glidein_tracing import ids, live
 from glidein_tracing.converter import convert
@@ -215,3 +219,41 @@ def test_a_hung_collector_delays_no_job_and_loses_nothing(tmp_path, collector):
     assert len(received) == len(set(received))
     trace = events[0].fields["@trace_id"]
     assert {ids.span_id(trace, key) for key in ("setup", "condor", "teardown")} <= {s for _, s in received}
+
+
+@pytest.mark.jaeger
+def test_a_running_glideins_setup_is_in_jaeger_and_the_whole_trace_lands_once(tmp_path, jaeger, jaeger_query):
+    """As an operator sees it: while a glidein (real hooks, live export to the real Jaeger)
+    still runs its jobs, its setup span is found by the trace id `glidein-tracing trace-id`
+    prints; once the Factory forwarder has run (reconciling with Jaeger), every span of the
+    trace is in Jaeger once."""
+    scenario = Scenario(name="gwms_live_jaeger", jobs=[Job(duration_s=2.5) for _ in range(4)],
+                        knobs={"GLIDEIN_TRACING_EXPORT_MODE": "both",
+                               "GLIDEIN_TRACING_ENDPOINT": jaeger.otlp_endpoint,
+                               "GLIDEIN_TRACING_PYTHON": sys.executable,
+                               "GLIDEIN_TRACING_SAMPLE_PERIOD": "1"})
+    trace = subprocess.run([sys.executable, "-m", "glidein_tracing", "trace-id", "--factory", scenario.factory,
+                            "--name", scenario.name, "--entry", scenario.entry, "--schedd", scenario.schedd,
+                            "--cluster", str(scenario.cluster), "--proc", str(scenario.proc)],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    outcome = {}
+    glidein = threading.Thread(target=lambda: outcome.update(run=run_through_factory(tmp_path, scenario)))
+    glidein.start()
+    try:
+        found = jaeger_query.wait_for_trace(trace, [ids.span_id(trace, "setup")], timeout=60)
+        running = glidein.is_alive()
+    finally:
+        glidein.join(120)
+    assert running, "the setup span reached Jaeger only after the glidein had ended"
+    assert {s["operationName"] for s in found["spans"]} >= {"setup"}
+    layout, result = outcome["run"]
+    assert result.exit_code == 0
+    stats = forward_once(tmp_path, layout, scenario, jaeger.otlp_endpoint,
+                         reconcile=jaeger_span_ids(jaeger.query_url))
+    assert stats.export_failures == 0 and stats.spans_already_live > 0
+    expected = {format(s.context.span_id, "016x") for s in convert(simulated_stages(result))
+                if format(s.context.trace_id, "032x") == trace}
+    expected |= {ids.span_id(trace, key) for key in ("factory.submit", "factory.queue")}
+    whole = jaeger_query.wait_for_trace(trace, expected, raw=True, timeout=60)
+    counts = Counter(span["spanID"] for span in whole["spans"])
+    assert set(counts) == expected and set(counts.values()) == {1}, counts
