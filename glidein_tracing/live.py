@@ -57,7 +57,6 @@ class NodeExports:
         return SENT if self.legacy == "all" or span.parent is not None else None
 
 
-
 def node_may_send(span) -> bool:
     """Whether the node sends this span at all (``FACTORY_ONLY`` stages come from the Factory)."""
     return not str(span.attributes.get("glidein.stage", "")).startswith(FACTORY_ONLY)
@@ -95,13 +94,14 @@ def ended_stages(spans, events) -> list:
     """Of a running glidein's spans (converted from its journal ``events`` so far), those that
     will not change when the glidein ends: setup and its validation spans once the journal
     ended setup, and every job the journal ended after that (by its exit hook), with its span
-    in the user's trace. Only ``end`` lines count: the converter closes what is still open, and
-    can date setup from the records alone. Left for later: the root, the condor phase, idle
-    gaps, teardown, a job cut short, evicted or killed by a shutdown signal (its failure
-    domain follows its glidein's), and ``job.wait`` (it needs the Factory's queue time)."""
+    in the user's trace. Only ``end`` lines count: the converter closes what is still open
+    (``glidein.closed_by``), and can date setup from the records alone. Left for later: the
+    root, the condor phase, idle gaps, teardown, a job cut short, evicted or killed by a
+    shutdown signal (its failure domain follows its glidein's), and ``job.wait`` (it needs
+    the Factory's queue time)."""
     ended = {e.key for e in events if e.op == "end"}
     setup = next((s for s in spans if s.attributes.get("glidein.stage") == "setup"), None)
-    if setup is None or "setup" not in ended or _closed_by_converter(setup):
+    if setup is None or "setup" not in ended:
         return []
     glidein_trace = setup.context.trace_id
     ended_ids = {ids.span_id_int(format(glidein_trace, "032x"), key) for key in ended}
@@ -122,12 +122,9 @@ def ended_stages(spans, events) -> list:
     return out
 
 
-def _closed_by_converter(span) -> bool:
-    return span.attributes.get("glidein.closed_by") == "converter"
-
-
 def _job_settled(span) -> bool:
+    """A job the exit hook ended whose failure domain does not follow its glidein's."""
     attrs = span.attributes
-    if _closed_by_converter(span) or attrs.get("job.exit_by") in _UNSETTLED_EXITS:
+    if attrs.get("job.exit_by") in _UNSETTLED_EXITS:
         return False
     return not (attrs.get("error.type") == "job.signal" and attrs.get("job.exit_signal") in SHUTDOWN_SIGNALS)

@@ -37,12 +37,14 @@ def keep(trace_id: str, ratio: float, failed: bool = False) -> bool:
     return int(trace_id[:8], 16) < threshold(ratio)
 
 
-def keep_glidein(spans, override: float | None = None) -> bool:
+def keep_glidein(spans, override: float | None = None, *, running: bool = False) -> bool:
     """The decision for one converted glidein (SDK spans, root first), by the ratio on its
     root unless ``override`` (an operator's explicit choice) is given; failed when its root is
-    in error or its outcome is not ``ok``."""
+    in error or its outcome is not ``ok``. A ``running`` glidein has not failed yet (its
+    journal so far converts as incomplete): the ratio alone decides, and if it fails later
+    the Factory forwarder sends what it kept back."""
     root = spans[0]
     ratio = override if override is not None else root.attributes.get(RATIO_ATTRIBUTE, 1.0)
-    failed = (root.status.status_code is StatusCode.ERROR
-              or root.attributes.get("glidein.outcome") not in ("ok", None))
+    failed = not running and (root.status.status_code is StatusCode.ERROR
+                              or root.attributes.get("glidein.outcome") not in ("ok", None))
     return keep(format(root.context.trace_id, "032x"), ratio, failed)

@@ -21,11 +21,12 @@ import sys
 import time
 from pathlib import Path
 
-from .. import live, sampling
+from .. import live
 from ..converter import ConversionError, convert
 from ..exporters.otlp import make_otlp_exporter, public_url, sdk_disabled
 from ..exporters.store import JsonLinesStoreExporter
 from ..journal import parse_lines, read_journal
+from ..sampling import keep_glidein
 from ..sections import journal_sections
 from .main import UserError
 
@@ -82,18 +83,6 @@ def otlp_endpoint(args):
     return None
 
 
-def _kept(spans, args) -> bool:
-    """The glidein's sampling decision. A running glidein has not failed yet: its ended
-    stages follow the ratio alone (if it fails later, the Factory forwarder sends them)."""
-    if not args.ended:
-        return sampling.keep_glidein(spans, args.sampling_ratio)
-    root = spans[0]
-    ratio = args.sampling_ratio
-    if ratio is None:
-        ratio = root.attributes.get(sampling.RATIO_ATTRIBUTE, 1.0)
-    return sampling.keep(format(root.context.trace_id, "032x"), ratio)
-
-
 def run(args):
     deadline = time.monotonic() + args.timeout
     if args.ended and not args.journal:
@@ -116,7 +105,7 @@ def run(args):
             print(f"glidein-tracing export: {exc}", file=sys.stderr)
             failed += 1
             continue
-        if not _kept(spans, args):
+        if not keep_glidein(spans, args.sampling_ratio, running=args.ended):
             print("glidein-tracing export: sampled out (GLIDEIN_TRACING_SAMPLING_RATIO)", file=sys.stderr)
             sampled_out += 1
             continue

@@ -286,10 +286,12 @@ class Forwarder:
         """A glidein's spans less those its node sent live (live.py): ``sent`` ones are left
         out; ``sending`` ones (an export that failed or was cut) are looked up in the backend,
         trace by trace (a job's span in its user's trace too), and only the missing ones sent."""
-        sent = {s.context.span_id for s in spans if exports.state(s) == live.SENT}
-        maybe: dict = {}
+        sent, maybe = set(), {}
         for span in spans:
-            if exports.state(span) == live.SENDING:
+            state = exports.state(span)
+            if state == live.SENT:
+                sent.add(span.context.span_id)
+            elif state == live.SENDING:
                 maybe.setdefault(span.context.trace_id, []).append(span)
         for trace_id, group in maybe.items():
             present = self.reconcile(format(trace_id, "032x")) if self.reconcile else None
