@@ -15,9 +15,7 @@ import argparse
 import statistics
 import sys
 import tempfile
-import threading
 from contextlib import contextmanager
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -25,18 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from live_export_support import (closed_port_endpoint, glidein_for_live_export,  # noqa: E402
                                  hung_endpoint, path_without_timeout, run_cleanup,
                                  stuck_python)
-from otlp_receiver import CountingCollector  # noqa: E402
-
-
-@contextmanager
-def reachable_endpoint():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), CountingCollector)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
+from otlp_receiver import counting_collector  # noqa: E402
 
 
 @contextmanager
@@ -44,7 +31,7 @@ def closed_port():
     yield closed_port_endpoint()
 
 
-ENDPOINTS = {"reachable receiver": reachable_endpoint, "hung endpoint": hung_endpoint,
+ENDPOINTS = {"reachable receiver": counting_collector, "hung endpoint": hung_endpoint,
              "closed port": closed_port}
 
 
@@ -79,7 +66,7 @@ def main() -> None:
             return statistics.median(one_run(tmp / f"g{next(counter)}", endpoint_cm, args.bound, path,
                                              mode, python) for _ in range(args.runs))
 
-        baseline = median(reachable_endpoint, None, mode="forward")
+        baseline = median(counting_collector, None, mode="forward")
         print(f"cleanup hook wall time, GLIDEIN_TRACING_EXPORT_TIMEOUT={args.bound} s, "
               f"median of {args.runs}")
         print(f"baseline (live export off): {baseline:.2f} s")

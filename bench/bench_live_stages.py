@@ -21,9 +21,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,16 +33,9 @@ from glidein_tracing.simulator import Job, Scenario, simulate_glidein  # noqa: E
 from hook_support import fixture_dir, make_glidein  # noqa: E402
 from journal_builders import iso_epoch, parse_otr_records, record_lines, root_lines  # noqa: E402
 from live_export_support import hung_endpoint  # noqa: E402
-from otlp_receiver import CountingCollector  # noqa: E402
+from otlp_receiver import CountingCollector, counting_collector  # noqa: E402
 
 JOB = "job/submit.example.org#{n}.0#1795300000"
-
-
-def receiver():
-    CountingCollector.received, CountingCollector.arrived, CountingCollector.up = [], {}, True
-    server = ThreadingHTTPServer(("127.0.0.1", 0), CountingCollector)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_port}"
 
 
 def running_glidein_journal(path: Path) -> int:
@@ -84,8 +75,7 @@ def export_ended(journal: Path, endpoint: str, bound: int):
                   "--timeout", str(bound * 0.75)], env, journal.parent)
 
 
-def per_export(tmp: Path, runs: int, bound: int):
-    _, endpoint = receiver()
+def per_export(tmp: Path, runs: int, bound: int, endpoint: str):
     setup_runs, job_runs, empty_runs = [], [], []
     for run in range(runs):
         journal = tmp / f"export{run}" / "journal.gtj"
@@ -172,8 +162,7 @@ def job_exit_path(tmp: Path, runs: int):
           f"| on (leaves live.pending, wakes the sampler) | {out['live']:.1f} | {out['live'] / out['off']:.2f}x |")
 
 
-def job_end_to_collector(tmp: Path, bound: int):
-    server, endpoint = receiver()
+def job_end_to_collector(tmp: Path, bound: int, endpoint: str):
     jobs = [Job(duration_s=3.0) for _ in range(4)]
     result = simulate_glidein(tmp / "sim", Scenario(jobs=jobs, knobs={
         "GLIDEIN_TRACING_EXPORT_MODE": "live", "GLIDEIN_TRACING_ENDPOINT": endpoint,
@@ -189,7 +178,6 @@ def job_end_to_collector(tmp: Path, bound: int):
         latency = f"{arrived[0] - when:.2f}" if arrived else "-"
         how = "-" if not arrived else ("while running" if arrived[0] < ended else "at cleanup")
         print(f"| {n + 1} | {latency} | {how} |")
-    server.shutdown()
 
 
 def main() -> None:
@@ -198,9 +186,11 @@ def main() -> None:
     parser.add_argument("--bound", type=int, default=5, help="GLIDEIN_TRACING_EXPORT_TIMEOUT, s")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gt-bench-stages-") as tmp:
-        per_export(Path(tmp), args.runs, args.bound)
+        with counting_collector() as endpoint:
+            per_export(Path(tmp), args.runs, args.bound, endpoint)
         job_exit_path(Path(tmp), args.runs * 5)
-        job_end_to_collector(Path(tmp), args.bound)
+        with counting_collector() as endpoint:
+            job_end_to_collector(Path(tmp), args.bound, endpoint)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ reconcile. ``up`` switches it between answering and refusing (503), to play a co
 import json
 import threading
 import time
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -49,16 +50,25 @@ class CountingCollector(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def collector():
+@contextmanager
+def counting_collector():
+    """A fresh CountingCollector on a loopback port, for the block: yields its base URL."""
     CountingCollector.received = []
     CountingCollector.arrived = {}
     CountingCollector.headers_seen = []
     CountingCollector.up = True
     server = ThreadingHTTPServer(("127.0.0.1", 0), CountingCollector)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def collector():
+    with counting_collector() as url:
+        yield url
 
 

@@ -5,14 +5,17 @@ outcome; and the journal always appended to stderr as a named gzip+base64 sectio
 import os
 import re
 import shutil
+import subprocess
+import time
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
 from glidein_tracing.converter import convert, parse_iso
 from glidein_tracing.journal import parse_lines, read_journal
 from glidein_tracing.simulator import decode_sections
-from hook_support import fixture_dir, fixture_work_dir, make_glidein, retime_glidein_start
+from hook_support import HOOKS, fixture_dir, fixture_work_dir, make_glidein, retime_glidein_start
 from hook_support import glidein_at_cleanup as at_cleanup
 from span_nesting import outside_parent
 
@@ -208,3 +211,28 @@ def test_real_glideins_setup_ends_where_glideinwms_setup_ends(glidein_at_cleanup
         assert root.attributes["glidein.cpus"] == 1
     else:   # failed in the main list: before the entry constants and glidein_cpus_setup.sh
         assert "glidein.site" not in root.attributes and "glidein.cpus" not in root.attributes
+
+
+def test_a_zombie_sampler_counts_as_gone():
+    """Cleanup waits until the sampler is gone. An orphan's zombie may wait seconds for init
+    to reap it; `gt_alive` takes it as gone (and a reused pid, another start time, as not ours)."""
+    def start_ticks(pid):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[19]
+
+    def alive(pid, ticks):
+        return subprocess.run(["bash", "-c", f'. "{HOOKS}/gconditional_TRACING_lib.sh"; gt_alive {pid} {ticks}'],
+                              timeout=30).returncode == 0
+
+    running = subprocess.Popen(["sleep", "30"])
+    exited = subprocess.Popen(["true"])
+    try:
+        ticks = start_ticks(exited.pid)
+        while Path(f"/proc/{exited.pid}/stat").read_text().rsplit(") ", 1)[1].split()[0] != "Z":
+            time.sleep(0.01)                     # exited, not reaped: a zombie
+        assert alive(running.pid, start_ticks(running.pid))
+        assert not alive(running.pid, int(start_ticks(running.pid)) + 1)
+        assert not alive(exited.pid, ticks)
+    finally:
+        running.kill()
+        running.wait()
+        exited.wait()

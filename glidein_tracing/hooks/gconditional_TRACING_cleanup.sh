@@ -23,14 +23,14 @@ gt_stop_sampler() {
     read -r pid ticks mode < "$GT_DIR/sampler.pid" || return 0
     rm -f "$GT_DIR/sampler.pid"
     case $pid in ''|*[!0-9]*) return 0 ;; esac
-    gt_snap_pid "$pid" && [ "$GT_R_START" = "$ticks" ] || return 0
+    gt_alive "$pid" "$ticks" || return 0
     [ "$mode" != live ] || tenths=$(( (${GT_EXPORT_TIMEOUT:-5} + 2) * 10 ))
     kill "$pid" 2>/dev/null || return 0
-    while [ $i -lt "$tenths" ] && gt_snap_pid "$pid" && [ "$GT_R_START" = "$ticks" ]; do
+    while [ $i -lt "$tenths" ] && gt_alive "$pid" "$ticks"; do
         sleep 0.1
         i=$((i + 1))
     done
-    if gt_snap_pid "$pid" && [ "$GT_R_START" = "$ticks" ]; then
+    if gt_alive "$pid" "$ticks"; then
         kill -KILL "$pid" 2>/dev/null
         gt_note - "the sampler did not stop in time: killed"
     fi

@@ -33,7 +33,7 @@ gt_live_nudge() {
     [ "$mode" = live ] || return 0
     : > "$GT_DIR/live.pending"
     case $pid in ''|*[!0-9]*) return 0 ;; esac
-    gt_snap_pid "$pid" && [ "$GT_R_START" = "$ticks" ] && kill -USR1 "$pid"
+    gt_alive "$pid" "$ticks" && kill -USR1 "$pid"
 }
 
 gt_main() {

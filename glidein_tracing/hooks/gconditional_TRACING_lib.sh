@@ -257,9 +257,9 @@ gt_ticks() {
 # gt_snap_pid PID: builtins-only reading of one process from /proc/PID/stat, for its identity
 # (GT_R_START = start time in ticks after boot: a pid plus its start is never reused) and
 # GT_R_UT/GT_R_ST/GT_R_RSS of that process alone (resources are read with gt_tree_snap),
-# GT_R_L1 = load1. Needs GT_HZ, GT_PAGE.
+# GT_R_STATE (R, S, Z...), GT_R_L1 = load1. Needs GT_HZ, GT_PAGE.
 gt_snap_pid() {
-    GT_R_UT= GT_R_ST= GT_R_RSS= GT_R_START=
+    GT_R_UT= GT_R_ST= GT_R_RSS= GT_R_START= GT_R_STATE=
     gt_load1
     [ -r "/proc/$1/stat" ] || return 1
     read -r gt_sn_line < "/proc/$1/stat" || return 1
@@ -270,12 +270,20 @@ gt_snap_pid() {
 # gt_snap_fields STAT_FIELDS_3_ON...: helper of gt_snap_pid (fields of proc(5) stat).
 gt_snap_fields() {
     [ $# -ge 22 ] || return 1
+    GT_R_STATE=$1                 # field 3
     shift 11                      # now $1 = utime (field 14)
     gt_ticks $(( $1 + $3 )) "${GT_HZ:-100}"; GT_R_UT=$GT_V
     gt_ticks $(( $2 + $4 )) "${GT_HZ:-100}"; GT_R_ST=$GT_V
     shift 8                       # now $1 = starttime (22), $3 = rss pages (24)
     GT_R_START=$1
     GT_R_RSS=$(( $3 * ${GT_PAGE:-4096} ))
+}
+
+# gt_alive PID TICKS: whether PID is still the process that started at TICKS (gt_snap_pid) and
+# has not exited: a zombie whose parent has not reaped it yet (an orphan waits for init,
+# which may take seconds) is gone.
+gt_alive() {
+    gt_snap_pid "$1" && [ "$GT_R_START" = "$2" ] && [ "$GT_R_STATE" != Z ]
 }
 
 # gt_load1: GT_R_L1 = 1-minute load average.

@@ -141,7 +141,7 @@ gt_sampler_loop() {
     trap 'GT_STOP=1; [ -z "$GT_SLEEP_PID" ] || kill "$GT_SLEEP_PID" 2>/dev/null' TERM
     trap '[ -z "$GT_SLEEP_PID" ] || kill "$GT_SLEEP_PID" 2>/dev/null' USR1
     while [ -z "$GT_STOP" ]; do
-        gt_snap_pid "$root" && [ "$GT_R_START" = "$root_start" ] || break
+        gt_alive "$root" "$root_start" || break
         [ -d "$GT_DIR" ] && [ -f "$GT_JOURNAL" ] || break
         if [ "$GT_SAMPLE_PERIOD" -gt 0 ] && [ "$SECONDS" -ge "$next" ]; then
             gt_sample "$root" || [ -f "$GT_JOURNAL" ] || break
