@@ -27,12 +27,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from glidein_tracing.converter import convert  # noqa: E402
+from glidein_tracing.core.converter import convert  # noqa: E402
 from glidein_tracing.exporters.otlp import make_otlp_exporter  # noqa: E402
 from glidein_tracing.factory.forwarder import Forwarder  # noqa: E402
 from glidein_tracing.factory.ledger import Ledger  # noqa: E402
-from glidein_tracing.journal import format_line, parse_lines  # noqa: E402
-from glidein_tracing.sections import JOURNAL_SECTION, encode_section  # noqa: E402
+from glidein_tracing.core.journal import format_line, parse_lines  # noqa: E402
+from glidein_tracing.core.sections import JOURNAL_SECTION, encode_section  # noqa: E402
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -142,7 +142,7 @@ def wait_for(counter, expected, seconds=20.0):
 
 def naive_spans(layout):
     """The same span content as the forwarder makes, per glidein (journal sections only)."""
-    from glidein_tracing.sections import journal_sections
+    from glidein_tracing.core.sections import journal_sections
     for path in sorted(layout.entry_dir.glob("job.*.err")):
         for section in journal_sections(path.read_text()):
             events, _ = parse_lines(section.data)

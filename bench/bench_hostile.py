@@ -35,8 +35,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 from glidein_tracing.exporters.store import iter_store  # noqa: E402
-from glidein_tracing.journal import format_line  # noqa: E402
-from glidein_tracing.sections import BEGIN, END, JOURNAL_SECTION, MARKER  # noqa: E402
+from glidein_tracing.core.journal import format_line  # noqa: E402
+from glidein_tracing.core.sections import BEGIN, END, JOURNAL_SECTION, MARKER  # noqa: E402
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout  # noqa: E402
 
 from factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein  # noqa: E402

@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 import jaeger_harness  # noqa: E402
 
-from glidein_tracing import ids  # noqa: E402
+from glidein_tracing.core import ids  # noqa: E402
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout  # noqa: E402
 
 FACTORY, SCHEDD = "bench_factory", "schedd_glideins1@bench"

@@ -27,8 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from glidein_tracing import ids  # noqa: E402
-from glidein_tracing.journal import format_line, parse_lines  # noqa: E402
+from glidein_tracing.core import ids  # noqa: E402
+from glidein_tracing.core.journal import format_line, parse_lines  # noqa: E402
 from glidein_tracing.simulator import Job, Scenario, simulate_glidein  # noqa: E402
 from hook_support import fixture_dir, make_glidein  # noqa: E402
 from journal_builders import iso_epoch, parse_otr_records, record_lines, root_lines  # noqa: E402

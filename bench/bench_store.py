@@ -26,9 +26,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from glidein_tracing.analysis import synth  # noqa: E402
-from glidein_tracing.converter import convert  # noqa: E402
+from glidein_tracing.core.converter import convert  # noqa: E402
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, Store  # noqa: E402
-from glidein_tracing.journal import format_line, parse_lines  # noqa: E402
+from glidein_tracing.core.journal import format_line, parse_lines  # noqa: E402
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "glidein_tracing" / "bench"
 

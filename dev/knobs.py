@@ -1,4 +1,4 @@
-"""Regenerate what the knob table (glidein_tracing/knobs.py) defines: the shell knob reader the
+"""Regenerate what the knob table (glidein_tracing/core/knobs.py) defines: the shell knob reader the
 glidein hooks source, and the knobs reference table in docs/knobs.md.
 
     python dev/knobs.py           # rewrite both
@@ -14,9 +14,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from glidein_tracing import knobs  # noqa: E402
+from glidein_tracing.core import knobs  # noqa: E402
 
-SHELL_READER = REPO / "glidein_tracing" / "hooks" / "gconditional_TRACING_knobs.sh"
+SHELL_READER = REPO / "glidein_tracing" / "node" / "hooks" / "gconditional_TRACING_knobs.sh"
 DOCS = REPO / "docs" / "knobs.md"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from glidein_tracing.exporters.otlp_json import request_from_span_dicts
-from glidein_tracing import ids
+from glidein_tracing.core import ids
 from glidein_tracing.analysis import synth
 
 BASE = 1767225600.0  # 2026-01-01T00:00:00Z

@@ -60,7 +60,7 @@ def jaeger_query(jaeger):
 def every_span_within_its_parent(monkeypatch):
     """Every trace any test makes with the converter (in this process) is checked: each span
     lies within its parent (span_nesting). A test whose conversions break the rule errors."""
-    from glidein_tracing import converter
+    from glidein_tracing.core import converter
     from span_nesting import outside_parent
 
     problems: list = []

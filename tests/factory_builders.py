@@ -4,9 +4,9 @@ holding a journal section (what the forwarder reads)."""
 import os
 import time
 
-from glidein_tracing import ids
-from glidein_tracing.journal import format_line
-from glidein_tracing.sections import JOURNAL_SECTION, encode_section
+from glidein_tracing.core import ids
+from glidein_tracing.core.journal import format_line
+from glidein_tracing.core.sections import JOURNAL_SECTION, encode_section
 
 from journal_builders import record_lines
 

@@ -1,4 +1,4 @@
-"""Helpers for the tests of the worker-node hooks (glidein_tracing/hooks): a glidein work
+"""Helpers for the tests of the worker-node hooks (glidein_tracing/node/hooks): a glidein work
 dir built from a recorded real glidein_config (../shared fixtures), with the hooks staged
 the way glidein_startup.sh places them, and the real shells (bash, dash) to run them."""
 
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from glidein_tracing.converter import parse_iso
+from glidein_tracing.core.converter import parse_iso
 
 REPO = Path(__file__).resolve().parents[1]
-HOOKS = REPO / "glidein_tracing" / "hooks"
+HOOKS = REPO / "glidein_tracing" / "node" / "hooks"
 GWMS = REPO / "glidein_tracing" / "simulator" / "gwms"
 FIXTURES = REPO.parent / "shared" / "fixtures" / "glidein-run"
 SHELLS = [s for s in ("bash", "dash") if shutil.which(s)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from datetime import datetime
 
-from glidein_tracing.journal import format_line
+from glidein_tracing.core.journal import format_line
 
 
 def parse_otr_records(text: str):

@@ -1,6 +1,6 @@
 """A synthetic glidein, written as the node hooks write its journal (docs/journal.md), for
 end-to-end tests: root, setup with GlideinWMS per-script records, condor with jobs (one
-linked to its user's trace), teardown. Span ids come from glidein_tracing.ids.
+linked to its user's trace), teardown. Span ids come from glidein_tracing.core.ids.
 """
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from __future__ import annotations
 import time
 from datetime import datetime, timezone
 
-from glidein_tracing import ids
-from glidein_tracing.converter import convert
+from glidein_tracing.core import ids
+from glidein_tracing.core.converter import convert
 from glidein_tracing.exporters.otlp import make_otlp_exporter
-from glidein_tracing.journal import format_line, parse_lines
+from glidein_tracing.core.journal import format_line, parse_lines
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 SERVICE = "glidein-e2e"

@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from glidein_tracing.converter import convert
+from glidein_tracing.core.converter import convert
 from glidein_tracing.factory.activity import read_activity_log
-from glidein_tracing.ids import GlideinIdentity
+from glidein_tracing.core.ids import GlideinIdentity
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
 from fixtures import fixture_path
@@ -69,7 +69,7 @@ def test_local_and_utc_subsecond_stamps_give_the_same_instants(tmp_path, utc_iso
         "from pathlib import Path\n"
         "from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout\n"
         "from glidein_tracing.factory.activity import read_activity_log\n"
-        "from glidein_tracing.ids import GlideinIdentity\n"
+        "from glidein_tracing.core.ids import GlideinIdentity\n"
         f"layout = FactoryLayout(logs=Path({str(tmp_path)!r}), utc_iso={utc_iso})\n"
         "log = CondorGLog(layout)\n"
         "log.submit(9, 0, when=1795318000.25)\n"

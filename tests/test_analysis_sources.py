@@ -10,7 +10,7 @@ import pytest
 from glidein_tracing.exporters.otlp_json import request_from_span_dicts
 from glidein_tracing.analysis import stats, synth
 from glidein_tracing.analysis.sources import ReadReport, collect_table, group_traces, iter_jaeger_batches, load_table
-from glidein_tracing.jaeger_query import flatten_trace as flatten_jaeger_trace
+from glidein_tracing.factory.jaeger_query import flatten_trace as flatten_jaeger_trace
 from glidein_tracing.analysis.timeline import PROBLEMS, timeline_from_spans
 
 from analysis_helpers import BASE, simple_glidein, span, trace_id, write_jsonl, write_synth_store

@@ -3,9 +3,9 @@ import base64
 import pytest
 from opentelemetry.trace import StatusCode
 
-from glidein_tracing import ids
-from glidein_tracing.converter import ConversionError, convert
-from glidein_tracing.journal import format_line, parse_lines
+from glidein_tracing.core import ids
+from glidein_tracing.core.converter import ConversionError, convert
+from glidein_tracing.core.journal import format_line, parse_lines
 
 from fixtures import fixture_path
 from journal_builders import iso_epoch, parse_otr_records, record_lines, root_lines

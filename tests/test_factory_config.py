@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from glidein_tracing import knobs
+from glidein_tracing.core import knobs
 from glidein_tracing.factory.config import HOOK_FILES, render_block, validate
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,7 +45,7 @@ def test_printed_block_lists_every_hook_once_in_download_order():
     names = re.findall(r'absfname="[^"]*/([^/"]+)"', block)
     assert names == [h.name for h in HOOK_FILES]
     for hook in HOOK_FILES:
-        assert (REPO / "glidein_tracing" / "hooks" / hook.name).exists()
+        assert (REPO / "glidein_tracing" / "node" / "hooks" / hook.name).exists()
 
 
 def test_bad_and_missing_pieces_each_get_a_fix(tmp_path):
@@ -80,7 +80,7 @@ def test_tracing_off_is_reported_and_broken_xml_is_a_clear_error(tmp_path):
 
 
 def test_knob_table_is_the_single_source_of_the_shell_reader_and_docs():
-    shell = (REPO / "glidein_tracing" / "hooks" / "gconditional_TRACING_knobs.sh").read_text()
+    shell = (REPO / "glidein_tracing" / "node" / "hooks" / "gconditional_TRACING_knobs.sh").read_text()
     assert shell == knobs.render_shell(), "regenerate with `python dev/knobs.py`"
     docs = (REPO / "docs" / "knobs.md").read_text()
     assert knobs.render_markdown() in docs, "regenerate the table with `python dev/knobs.py`"

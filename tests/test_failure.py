@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 from opentelemetry.trace import StatusCode
 
-from glidein_tracing import failure, ids
-from glidein_tracing.converter import convert
+from glidein_tracing.core import failure, ids
+from glidein_tracing.core.converter import convert
 from glidein_tracing.exporters.store import read_store
-from glidein_tracing.journal import format_line, parse_lines
+from glidein_tracing.core.journal import format_line, parse_lines
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
 from factory_builders import identity

@@ -7,13 +7,13 @@ import time
 
 import pytest
 
-from glidein_tracing import ids
+from glidein_tracing.core import ids
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, iter_store, read_store
 from glidein_tracing.factory.forwarder import Forwarder, store_span_ids
 from glidein_tracing.factory.ledger import Ledger
-from glidein_tracing.converter import convert
-from glidein_tracing.journal import format_line, parse_lines
-from glidein_tracing.sections import encode_section, JOURNAL_SECTION
+from glidein_tracing.core.converter import convert
+from glidein_tracing.core.journal import format_line, parse_lines
+from glidein_tracing.core.sections import encode_section, JOURNAL_SECTION
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
 from fixtures import fixture_path
@@ -99,7 +99,7 @@ def test_spans_sent_live_by_the_node_are_not_sent_again(factory, tmp_path):
 
 
 def _export_record(when, state, *span_ids):
-    """A journal line of the node's export record (glidein_tracing.live)."""
+    """A journal line of the node's export record (glidein_tracing.node.live)."""
     return format_line(when, "export", "-", {"@state": state, "@spans": " ".join(span_ids)})
 
 

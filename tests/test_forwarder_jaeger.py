@@ -71,7 +71,7 @@ def test_a_running_glideins_queue_span_is_in_jaeger_before_it_ends(tmp_path, jae
     import json
     import time
 
-    from glidein_tracing import ids
+    from glidein_tracing.core import ids
     from glidein_tracing.exporters.otlp import make_otlp_exporter
     from glidein_tracing.factory.forwarder import Forwarder
     from glidein_tracing.factory.ledger import Ledger

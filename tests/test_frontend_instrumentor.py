@@ -28,7 +28,7 @@ import frontend_standin as standin
 import frontend_standin_interface as interface
 from frontend_hooks import REQUEST_TRACEPARENT_PARAM, GlideinFrontendInstrumentor
 from frontend_hooks import conventions as c
-from glidein_tracing.ids import parse_traceparent
+from glidein_tracing.core.ids import parse_traceparent
 
 POOL = "gfactory.example.org"
 A = "CMS_T2_US_A@gfactory_instance@OSG"

@@ -26,7 +26,7 @@ pytest.importorskip("opentelemetry.instrumentation.instrumentor")
 
 from frontend_hooks import REQUEST_TRACEPARENT_PARAM  # noqa: F401  (the package must import)
 from frontend_hooks import conventions as c
-from glidein_tracing.ids import parse_traceparent
+from glidein_tracing.core.ids import parse_traceparent
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from glidein_tracing.converter import convert, parse_iso
-from glidein_tracing.journal import parse_lines, read_journal
+from glidein_tracing.core.converter import convert, parse_iso
+from glidein_tracing.core.journal import parse_lines, read_journal
 from glidein_tracing.simulator import decode_sections
 from hook_support import HOOKS, fixture_dir, fixture_work_dir, make_glidein, retime_glidein_start
 from hook_support import glidein_at_cleanup as at_cleanup

@@ -5,8 +5,8 @@ job at all."""
 import subprocess
 import threading
 
-from glidein_tracing.converter import convert
-from glidein_tracing.journal import format_line, read_journal
+from glidein_tracing.core.converter import convert
+from glidein_tracing.core.journal import format_line, read_journal
 
 from test_hooks_wrapper import AD, glidein  # noqa: F401 (fixture)
 

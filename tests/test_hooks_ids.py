@@ -1,4 +1,4 @@
-"""The shell hooks compute the same deterministic ids as glidein_tracing.ids (docs/ids.md),
+"""The shell hooks compute the same deterministic ids as glidein_tracing.core.ids (docs/ids.md),
 with the real sha256sum, under bash and under dash (the job wrapper may run in either)."""
 
 import shutil
@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from glidein_tracing.ids import GlideinIdentity, span_id
+from glidein_tracing.core.ids import GlideinIdentity, span_id
 from hook_support import HOOKS, SHELLS
 
 LIB = HOOKS / "gconditional_TRACING_lib.sh"

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from glidein_tracing.journal import read_journal
+from glidein_tracing.core.journal import read_journal
 from hook_support import make_glidein
 
 FINAL_AD = """ClusterId = 4242

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from glidein_tracing.ids import GlideinIdentity
-from glidein_tracing.journal import read_journal
+from glidein_tracing.core.ids import GlideinIdentity
+from glidein_tracing.core.journal import read_journal
 from hook_support import config_get, make_glidein, world_readable_tmp
 
 
@@ -151,7 +151,7 @@ def test_read_only_work_dir_disables_tracing():
     ("GLIDEIN_TRACING_ENDPOINT", "jaeger:4318", "is not an http:// or https:// URL", ""),
 ])
 def test_bad_knob_gives_default_and_note(glidein_factory, knob, value, problem, default):
-    from glidein_tracing.knobs import BY_NAME
+    from glidein_tracing.core.knobs import BY_NAME
     ok, used, message = BY_NAME[knob].check(value)
     assert not ok and used == default
     g = glidein_factory(extra_config={knob: value})

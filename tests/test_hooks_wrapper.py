@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from glidein_tracing.ids import format_traceparent, span_id
-from glidein_tracing.journal import read_journal
+from glidein_tracing.core.ids import format_traceparent, span_id
+from glidein_tracing.core.journal import read_journal
 from hook_support import HOOKS, SHELLS, config_get, make_glidein
 
 USER_TP = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

@@ -11,17 +11,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from glidein_tracing import ids
+from glidein_tracing.core import ids
 from glidein_tracing.exporters.otlp import make_otlp_exporter
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, iter_store, read_store
 from glidein_tracing.factory import ledger as ledger_mod
 from glidein_tracing.factory.forwarder import (MAX_ATTEMPTS, Forwarder, ForwardStats, jaeger_span_ids,
                                                store_span_ids)
 from glidein_tracing.factory.ledger import Ledger
-from glidein_tracing.journal import format_line
-from glidein_tracing.sections import JOURNAL_SECTION, encode_section
+from glidein_tracing.core.journal import format_line
+from glidein_tracing.core.sections import JOURNAL_SECTION, encode_section
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
-from glidein_tracing.tree import render
+from glidein_tracing.factory.tree import render
 
 from factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
 from otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)

@@ -1,6 +1,6 @@
 import hashlib
 
-from glidein_tracing import ids
+from glidein_tracing.core import ids
 
 
 def test_trace_id_is_sha256_of_identity_fields():

@@ -1,6 +1,6 @@
 """End to end through a real Jaeger v2: synthetic glidein journals -> converter -> OTLP/HTTP
 exporter -> Jaeger -> its query API (v1 JSON and v3 OTLP JSON). Assertions are by span id
-(deterministic: glidein_tracing.ids), not only by name.
+(deterministic: glidein_tracing.core.ids), not only by name.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 import pytest
 
 import jaeger_harness as jh
-from glidein_tracing import ids
+from glidein_tracing.core import ids
 from synthetic_glidein import (SERVICE, USER_SPAN, USER_TRACE, USER_TRACEPARENT, Glidein,
                                export, full_glidein, hexid, in_trace, parent_hexid,
                                unique_name)

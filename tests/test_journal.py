@@ -1,7 +1,7 @@
 import subprocess
 import sys
 
-from glidein_tracing import journal
+from glidein_tracing.core import journal
 
 
 def line(*fields):
@@ -54,7 +54,7 @@ def test_concurrent_appends_keep_every_line_whole(tmp_path):
     path = tmp_path / "j.gtj"
     code = (
         "import sys\n"
-        "from glidein_tracing import journal\n"
+        "from glidein_tracing.core import journal\n"
         "for i in range(400):\n"
         "    journal.append(sys.argv[1], journal.format_line(1.0 + i, 'sample', '-',"
         " {'writer': sys.argv[2], 'pad': 'x' * 300}))\n")

@@ -4,7 +4,7 @@ from ledgers written when it kept them as journal lines."""
 import sqlite3
 
 from glidein_tracing.factory.ledger import Ledger
-from glidein_tracing.journal import Event, format_line
+from glidein_tracing.core.journal import Event, format_line
 
 EVENTS = [Event(1795318000.25, "start", "glidein", {"@name": "glidein", "@stage": "glidein"}),
           Event(1795318010.5, "attr", "glidein", {"factory.hold_reason": "Error\tconnecting",

@@ -10,13 +10,13 @@ import sys
 
 import pytest
 
-from glidein_tracing import ids
-from glidein_tracing.converter import convert
+from glidein_tracing.core import ids
+from glidein_tracing.core.converter import convert
 from glidein_tracing.factory.forwarder import Forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.exporters.otlp import make_otlp_exporter
-from glidein_tracing.ids import GlideinIdentity
-from glidein_tracing.journal import parse_lines
+from glidein_tracing.core.ids import GlideinIdentity
+from glidein_tracing.core.journal import parse_lines
 from glidein_tracing.simulator import Job, Scenario, simulate_glidein
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 

@@ -17,7 +17,7 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from glidein_tracing.journal import format_line, parse_lines
+from glidein_tracing.core.journal import format_line, parse_lines
 from glidein_tracing.simulator import decode_sections
 from hook_support import make_glidein
 from journal_builders import root_lines

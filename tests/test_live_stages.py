@@ -1,4 +1,4 @@
-"""Live export of a glidein's stages as they end (glidein_tracing.live, docs/hooks.md).
+"""Live export of a glidein's stages as they end (glidein_tracing.node.live, docs/hooks.md).
 
 What may go out while the glidein runs, and that it is the very span the returned journal
 gives later; the real `glidein-tracing export --ended` sending each stage once over repeated
@@ -17,10 +17,11 @@ from collections import Counter
 
 import pytest
 
-from glidein_tracing import ids, live
-from glidein_tracing.converter import convert
+from glidein_tracing.core import ids
+from glidein_tracing.node import live
+from glidein_tracing.core.converter import convert
 from glidein_tracing.factory.forwarder import jaeger_span_ids
-from glidein_tracing.journal import format_line, parse_lines, read_journal
+from glidein_tracing.core.journal import format_line, parse_lines, read_journal
 from glidein_tracing.simulator import Job, Scenario
 
 from live_export_support import hung_endpoint

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from glidein_tracing.converter import convert
+from glidein_tracing.core.converter import convert
 from glidein_tracing.exporters.store import JsonLinesStoreExporter
-from glidein_tracing.journal import read_journal
+from glidein_tracing.core.journal import read_journal
 
 from hook_support import config_get, fixture_dir
 from hook_support import glidein_at_cleanup as at_cleanup
@@ -188,8 +188,8 @@ def test_a_glidein_ended_by_sigterm_gets_the_tail_of_its_stderr(glidein_at_clean
 def test_a_hostile_journal_gets_at_most_four_bounded_tails_a_span():
     import base64
 
-    from glidein_tracing import ids
-    from glidein_tracing.journal import format_line, parse_lines
+    from glidein_tracing.core import ids
+    from glidein_tracing.core.journal import format_line, parse_lines
     from journal_builders import root_lines
     trace = ids.GlideinIdentity("f", "n", "e", "s", "1", "0").trace_id
     data = base64.b64encode(b"x" * 700 + b"\x00\x1b[31m\n").decode()
@@ -211,7 +211,7 @@ def test_a_hostile_journal_gets_at_most_four_bounded_tails_a_span():
 def test_damaged_or_missing_parts_keep_what_could_be_read_and_say_so():
     import base64
 
-    from glidein_tracing import log_tail
+    from glidein_tracing.core import log_tail
     first = base64.b64encode(b"first part\n").decode()
     damaged = log_tail.assemble([{"@log.part": "0", "@log.parts": "2", "@log.data": first},
                                  {"@log.part": "1", "@log.parts": "2", "@log.data": "%%%"}])

@@ -10,9 +10,9 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from glidein_tracing.converter import convert
+from glidein_tracing.core.converter import convert
 from glidein_tracing.exporters.otlp import make_otlp_exporter, traces_url
-from glidein_tracing.journal import format_line, parse_lines
+from glidein_tracing.core.journal import format_line, parse_lines
 
 from journal_builders import root_lines
 

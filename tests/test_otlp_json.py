@@ -7,9 +7,9 @@ from google.protobuf.json_format import ParseDict
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from glidein_tracing.converter import convert
+from glidein_tracing.core.converter import convert
 from glidein_tracing.exporters.otlp_json import ID_FIELDS, encode_request, flatten_request
-from glidein_tracing.journal import format_line, parse_lines
+from glidein_tracing.core.journal import format_line, parse_lines
 
 from journal_builders import root_lines
 

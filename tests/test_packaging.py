@@ -8,9 +8,9 @@ import sys
 from importlib.metadata import requires
 
 HEAVY = ("numpy", "matplotlib", "msgspec", "htcondor", "tqdm")
-CORE_MODULES = ("glidein_tracing.converter", "glidein_tracing.journal", "glidein_tracing.sections",
+CORE_MODULES = ("glidein_tracing.core.converter", "glidein_tracing.core.journal", "glidein_tracing.core.sections",
                 "glidein_tracing.exporters.otlp", "glidein_tracing.exporters.store",
-                "glidein_tracing.exporters.otlp_json", "glidein_tracing.sampling",
+                "glidein_tracing.exporters.otlp_json", "glidein_tracing.core.sampling",
                 "glidein_tracing.cli.export", "glidein_tracing.cli.main", "frontend_hooks")
 
 

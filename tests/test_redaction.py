@@ -2,7 +2,7 @@
 
 import pytest
 
-from glidein_tracing.redaction import REDACTED, redact_text, scrub
+from glidein_tracing.core.redaction import REDACTED, redact_text, scrub
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -2,7 +2,7 @@
 
 import pytest
 
-from glidein_tracing.resources import (CPU_SYSTEM, CPU_USER, DISK_FREE, LOAD1, MAX_RSS, WINDOW,
+from glidein_tracing.core.resources import (CPU_SYSTEM, CPU_USER, DISK_FREE, LOAD1, MAX_RSS, WINDOW,
                                        ResourceTimeline)
 
 

@@ -8,7 +8,7 @@ from glidein_tracing.cli.main import main as cli
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, read_store
 from glidein_tracing.factory.forwarder import Forwarder
 from glidein_tracing.factory.ledger import Ledger
-from glidein_tracing.sampling import threshold
+from glidein_tracing.core.sampling import threshold
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
 from factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
@@ -80,8 +80,8 @@ def test_the_forwarders_own_ratio_is_an_explicit_override(tmp_path):
 
 
 def test_the_setup_hook_writes_the_ratio_the_glidein_runs_with(tmp_path):
-    from glidein_tracing.converter import convert
-    from glidein_tracing.journal import read_journal
+    from glidein_tracing.core.converter import convert
+    from glidein_tracing.core.journal import read_journal
     g = make_glidein(tmp_path, "success", extra_config={"GLIDEIN_TRACING_SAMPLING_RATIO": "0.25"})
     try:
         assert g.run_hook("gconditional_TRACING_setup.sh", "glidein_config", "main").returncode == 0

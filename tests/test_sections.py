@@ -1,6 +1,6 @@
 import random
 
-from glidein_tracing import sections
+from glidein_tracing.core import sections
 
 from fixtures import fixture_path
 

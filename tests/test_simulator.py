@@ -6,9 +6,9 @@ import base64
 
 import pytest
 
-from glidein_tracing.converter import convert, parse_iso
-from glidein_tracing.ids import GlideinIdentity, format_traceparent, span_id
-from glidein_tracing.journal import parse_lines, read_journal
+from glidein_tracing.core.converter import convert, parse_iso
+from glidein_tracing.core.ids import GlideinIdentity, format_traceparent, span_id
+from glidein_tracing.core.journal import parse_lines, read_journal
 from glidein_tracing.simulator import Job, Scenario, simulate_glidein
 from span_nesting import outside_parent
 
@@ -179,7 +179,7 @@ def test_every_stage_lies_within_its_parent_and_nothing_outlives_the_glidein(tmp
 def test_the_trace_id_is_published_in_the_startd_ad_and_every_jobs_environment(tmp_path):
     """GlideinWMS's way: condor_vars with PUBLISH Y (STARTD_ATTRS) and USER_ENV + (the job's
     STARTER_JOB_ENVIRONMENT), so `condor_status -af GLIDEIN_TraceId` and the job see them."""
-    from glidein_tracing.ids import GlideinIdentity, span_id
+    from glidein_tracing.core.ids import GlideinIdentity, span_id
     from glidein_tracing.simulator import Job, Scenario, simulate_glidein
     scenario = Scenario(jobs=[Job(duration_s=0.2)])
     result = simulate_glidein(tmp_path, scenario)

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from glidein_tracing.cli.main import main
-from glidein_tracing.converter import convert
+from glidein_tracing.core.converter import convert
 from glidein_tracing.exporters.otlp_json import encode_request
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, Store, StoreReadReport, iter_store, read_store
-from glidein_tracing.journal import format_line, parse_lines
+from glidein_tracing.core.journal import format_line, parse_lines
 
 from journal_builders import root_lines
 
@@ -154,9 +154,9 @@ def test_a_line_cut_by_a_killed_writer_is_counted_and_the_next_line_starts_fresh
 
 WRITER = """
 import sys
-from glidein_tracing.converter import convert
+from glidein_tracing.core.converter import convert
 from glidein_tracing.exporters.store import JsonLinesStoreExporter
-from glidein_tracing.journal import format_line, parse_lines
+from glidein_tracing.core.journal import format_line, parse_lines
 sys.path.insert(0, {tests!r})
 from journal_builders import root_lines
 exporter = JsonLinesStoreExporter({store!r})

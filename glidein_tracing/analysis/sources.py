@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import jaeger_query
+from ..factory import jaeger_query
 from ..exporters.otlp_json import attributes, flatten_request
 from ..exporters.store import store_files
 from . import fastread

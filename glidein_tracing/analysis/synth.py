@@ -45,7 +45,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from .. import failure, ids
+from ..core import failure, ids
 from ..exporters.store import ROTATE_BYTES, Store
 from .timeline import GlideinTimeline
 

@@ -163,9 +163,9 @@ def run(args):
     from ..exporters.store import JsonLinesStoreExporter, read_store
     from ..factory.forwarder import Forwarder, store_span_ids
     from ..factory.ledger import Ledger
-    from ..ids import GlideinIdentity
+    from ..core.ids import GlideinIdentity
     from ..simulator.condor_g import CondorGLog, FactoryLayout
-    from ..tree import render
+    from ..factory.tree import render
     from .main import UserError
 
     if args.glideins < 1:

@@ -21,13 +21,13 @@ import sys
 import time
 from pathlib import Path
 
-from .. import live
-from ..converter import ConversionError, convert
+from ..node import live
+from ..core.converter import ConversionError, convert
 from ..exporters.otlp import make_otlp_exporter, public_url, sdk_disabled
 from ..exporters.store import JsonLinesStoreExporter
-from ..journal import parse_lines, read_journal
-from ..sampling import keep_glidein
-from ..sections import journal_sections
+from ..core.journal import parse_lines, read_journal
+from ..core.sampling import keep_glidein
+from ..core.sections import journal_sections
 from .main import UserError
 
 

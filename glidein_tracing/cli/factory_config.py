@@ -19,7 +19,7 @@ def add_arguments(parser):
 
 
 def run(args):
-    from .. import knobs
+    from ..core import knobs
     from ..factory.config import render_block, validate
     from .main import UserError
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from ..exporters.store import Store, StoreError
-from ..tree import render
+from ..factory.tree import render
 from .main import UserError
 
 

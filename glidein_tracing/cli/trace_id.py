@@ -6,7 +6,7 @@ glidein's identity; with --span KEY, the id of that span (e.g. setup, condor, te
 
 from __future__ import annotations
 
-from ..ids import GlideinIdentity, span_id
+from ..core.ids import GlideinIdentity, span_id
 
 
 def add_arguments(parser):

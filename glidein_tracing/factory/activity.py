@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from .. import ids
-from ..journal import Event
+from ..core import ids
+from ..core.journal import Event
 
 SUBMIT, EXECUTE, EVICTED, TERMINATED, ABORTED, HELD, RELEASED, GRID_SUBMIT = 0, 1, 4, 5, 9, 12, 13, 27
 ENDING = (TERMINATED, ABORTED)

@@ -1,6 +1,6 @@
 """The Factory's glideinWMS.xml side of tracing: the block operators paste, and its validator.
 
-Both come from two tables: the knobs (glidein_tracing.knobs) and the hook files below, in
+Both come from two tables: the knobs (glidein_tracing.core.knobs) and the hook files below, in
 the order GlideinWMS must download them. Every knob is an ``<attr>`` passed to the glidein
 as a parameter (``parameter="True" publish="True" const="False"``): parameters are in
 glidein_config from the glidein's first line, before any of our files is downloaded, and
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from ..knobs import BY_NAME, KNOBS, SWITCH
+from ..core.knobs import BY_NAME, KNOBS, SWITCH
 
 CLEANUP_ATTR = "GLIDEIN_CLEANUP_SCRIPT"
 
@@ -45,7 +45,7 @@ CLEANUP_FILE = HOOK_FILES[0].name
 
 
 def hooks_dir() -> Path:
-    return Path(str(resources.files("glidein_tracing") / "hooks"))
+    return Path(str(resources.files("glidein_tracing.node") / "hooks"))
 
 
 def _attr(name: str, value: str, kind: str = "string") -> str:

@@ -37,11 +37,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import ids, live
-from ..converter import ConversionError, convert
-from ..journal import Event, parse_lines
-from ..sampling import keep_glidein
-from ..sections import DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES, journal_sections
+from ..core import ids
+from ..node import live
+from ..core.converter import ConversionError, convert
+from ..core.journal import Event, parse_lines
+from ..core.sampling import keep_glidein
+from ..core.sections import DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES, journal_sections
 from . import ledger as ledger_mod
 from .activity import identity_events, read_activity_log
 from .outputs import EntryDir, activity_logs, find_entry_dirs, returned_outputs
@@ -549,7 +550,7 @@ class Forwarder:
 
 def jaeger_span_ids(query_url: str, timeout_s: float = 10.0):
     """A reconcile function: the span ids Jaeger already holds for a trace (None if unknown)."""
-    from ..jaeger_query import trace_span_ids
+    from .jaeger_query import trace_span_ids
     return lambda trace_id: trace_span_ids(query_url, trace_id, timeout_s)
 
 

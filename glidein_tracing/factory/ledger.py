@@ -13,7 +13,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from ..journal import Event, parse_lines
+from ..core.journal import Event, parse_lines
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS logs (path TEXT PRIMARY KEY, state BLOB, events INTEGER, updated REAL);

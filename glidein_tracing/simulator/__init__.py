@@ -4,7 +4,7 @@ GlideinWMS and HTCondor cannot run here, so ``glidein_startup_sim.sh`` stands in
 ``glidein_startup.sh`` and ``gwms/condor_startup.sh`` for the condor phase (a stand-in
 master and starter that run real jobs through the real generated job wrapper, with real
 job ads, the configured job-exit hook and a StartdHistoryLog). Everything of ours that
-runs in it (``glidein_tracing/hooks``) is the real thing, staged the way an operator's
+runs in it (``glidein_tracing/node/hooks``) is the real thing, staged the way an operator's
 Factory config lists it. Time is compressed; every timestamp is real.
 
     result = simulate_glidein(tmp_path, Scenario(jobs=[Job(duration_s=0.5)]))
@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..factory.config import CLEANUP_FILE, HOOK_FILES
-from ..sections import find_sections
+from ..core.sections import find_sections
 
 HERE = Path(__file__).resolve().parent
-HOOKS_DIR = HERE.parent / "hooks"
+HOOKS_DIR = HERE.parent / "node" / "hooks"
 GWMS_DIR = HERE / "gwms"
 SIM_SCRIPT = HERE / "glidein_startup_sim.sh"
 SECTION_NAME = "GlideinTracingJournal"

@@ -1,7 +1,7 @@
 """The one converter: journal events -> spans (the SDK's ``ReadableSpan``).
 
 Every path uses it: live export on the node, the Factory forwarder, the demo. Ids are
-deterministic (glidein_tracing.ids), so the same journal converted twice, anywhere, gives
+deterministic (glidein_tracing.core.ids), so the same journal converted twice, anywhere, gives
 the same spans. Nothing here knows where spans go.
 
 What it derives beyond the journal's own start/end lines:
@@ -28,7 +28,8 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags
 from opentelemetry.trace.status import Status, StatusCode
 
-from . import __version__, failure, ids, log_tail, redaction, sampling
+from .. import __version__
+from . import failure, ids, log_tail, redaction, sampling
 from .log_tail import LOG_SOURCE, LOG_TAIL_EVENT
 from .journal import Event, JournalReport
 from . import resources
@@ -534,8 +535,8 @@ class _Builder:
             root.status, root.error_type = "ERROR", setup.error_type
             root.error_detail = setup.error_detail
         if self.report.skipped_total:
-            root.attrs["glidein_tracing.journal.skipped_lines"] = self.report.skipped_total
-            root.attrs["glidein_tracing.journal.skipped"] = self.report.summary()
+            root.attrs["glidein_tracing.core.journal.skipped_lines"] = self.report.skipped_total
+            root.attrs["glidein_tracing.core.journal.skipped"] = self.report.summary()
 
     def _post_failure_sleep(self):
         """After a validation failure GlideinWMS keeps the slot ~20 min (GLIDEIN_ToDie, its

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .log_tail import LOG_TAIL_EVENT
+from ..core.log_tail import LOG_TAIL_EVENT
 
 KEY_ATTRIBUTES = (
     "glidein.entry", "glidein.site", "glidein.outcome", "error.type", "glidein.failure.domain",

@@ -133,7 +133,7 @@ BY_NAME = {knob.name: knob for knob in KNOBS}
 def render_shell() -> str:
     """The shell reader the hooks source: defaults and checks for every knob, from KNOBS."""
     lines = [
-        "# Generated from glidein_tracing/knobs.py by `python dev/knobs.py`.",
+        "# Generated from glidein_tracing/core/knobs.py by `python dev/knobs.py`.",
         "# Do not edit: change the table and regenerate (a test checks they agree).",
         "# gt_knobs_load: read every knob from glidein_config into GT_* variables;",
         "# a bad value gets a note in the journal and the glidein log, and the default.",

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import ids, journal
-from .failure import SHUTDOWN_SIGNALS
+from ..core import ids, journal
+from ..core.failure import SHUTDOWN_SIGNALS
 
 EXPORT_OP = "export"
 SENDING, SENT = "sending", "sent"

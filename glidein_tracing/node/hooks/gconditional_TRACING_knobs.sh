@@ -1,4 +1,4 @@
-# Generated from glidein_tracing/knobs.py by `python dev/knobs.py`.
+# Generated from glidein_tracing/core/knobs.py by `python dev/knobs.py`.
 # Do not edit: change the table and regenerate (a test checks they agree).
 # gt_knobs_load: read every knob from glidein_config into GT_* variables;
 # a bad value gets a note in the journal and the glidein log, and the default.

@@ -139,7 +139,7 @@ gt_note() {
 }
 
 # gt_knob VAR NAME KIND DEFAULT MIN MAX CHOICES: called by the generated knobs file.
-# Reads NAME (from gt_cfg_read), checks it like glidein_tracing.knobs.Knob.check, sets
+# Reads NAME (from gt_cfg_read), checks it like glidein_tracing.core.knobs.Knob.check, sets
 # VAR. A bad value gives the default, a journal note and one stderr line (unless
 # GT_KNOB_QUIET is set: later hooks re-read knobs already reported by the setup hook).
 gt_knob() {

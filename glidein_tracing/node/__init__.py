@@ -1,0 +1,2 @@
+"""What runs on the worker node: the bash hooks shipped to glideins (``hooks/``) and the
+rule of which stages may be exported while the glidein still runs (``live``)."""
