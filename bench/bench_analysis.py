@@ -12,7 +12,7 @@ What is measured:
    analysis/fastread.py), building the table, the same analysis; and the same with the
    reference reader (``json`` + span dicts). Reported as glideins/s and extrapolated to N.
 3. ``end-to-end measured`` (``--e2e-store DIR``, e.g. a store of 1,000,000 glideins from
-   ``python bench/synth.py``): the same, measured on that store, without the cache, then
+   ``python -m bench.synth``): the same, measured on that store, without the cache, then
    the first run writing the compact cache (``<store>/.analysis-cache``), then the cached
    run; peak RSS of the analysing process and of its largest reading worker.
 4. ``naive`` baselines, measured in the same run on subsets and extrapolated linearly:
@@ -22,7 +22,7 @@ What is measured:
 
 The budget: N glideins in at most 60 s with at most 4 GB resident on the 2-core machine.
 
-Usage: python bench/bench_analysis.py [--glideins 1000000] [--store-glideins 50000]
+Usage: python -m bench.bench_analysis [--glideins 1000000] [--store-glideins 50000]
        [--workers 2] [--e2e-store DIR [--e2e-workers 1,2] [--e2e-only]] [--json OUT]
 """
 
@@ -35,7 +35,6 @@ import os
 import random
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,7 +42,6 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
@@ -52,8 +50,7 @@ from glidein_tracing.analysis.sources import ReadReport, load_table  # noqa: E40
 from glidein_tracing.analysis.timeline import TableBuilder, timeline_from_spans  # noqa: E402
 from glidein_tracing.exporters.store import read_store  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from calibration import calibrate  # noqa: E402
+from bench.calibration import calibrate  # noqa: E402
 
 CURRENT = whatif.Settings(1200.0, 400.0, 21600.0)
 RETIRES = (14400.0, 21600.0, 28800.0)
@@ -168,7 +165,7 @@ def main(argv=None):
     parser.add_argument("--naive-candidates", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--e2e-store", metavar="DIR",
-                        help="also measure end to end on this store (e.g. python bench/synth.py --glideins 1000000): "
+                        help="also measure end to end on this store (e.g. python -m bench.synth --glideins 1000000): "
                              "without cache, first run writing the cache, cached run; the cache is removed afterwards")
     parser.add_argument("--e2e-workers", metavar="LIST", default="",
                         help="with --e2e-store: also the run without cache with each of these worker counts "

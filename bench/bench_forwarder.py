@@ -9,7 +9,7 @@ Both send to one loopback OTLP/HTTP sink running in its own process, which count
 it receives: "dropped" is what was produced and never arrived. CPU time is this process's
 (the sink's is not counted), so spans per CPU second is spans per second per core.
 
-    python bench/bench_forwarder.py [--glideins 400] [--jobs 10] [--rounds 3]
+    python -m bench.bench_forwarder [--glideins 400] [--jobs 10] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -18,14 +18,12 @@ import argparse
 import multiprocessing
 import os
 import shutil
-import sys
 import tempfile
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 from glidein_tracing.core.converter import convert  # noqa: E402
 from glidein_tracing.exporters.otlp import make_otlp_exporter  # noqa: E402
@@ -35,8 +33,7 @@ from glidein_tracing.core.journal import format_line, parse_lines  # noqa: E402
 from glidein_tracing.core.sections import JOURNAL_SECTION, encode_section  # noqa: E402
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from calibration import calibrate  # noqa: E402
+from bench.calibration import calibrate  # noqa: E402
 
 FACTORY, SCHEDD = "bench_factory", "schedd@bench"
 SCRIPTS = ["main/setup_script.sh", "main/cat_consts.sh", "main/condor_platform_select.sh",

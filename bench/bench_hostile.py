@@ -11,7 +11,7 @@ forward`` into the embedded store), measured with ``wait4`` (peak RSS of that pr
 It prints peak RSS and wall time of both, their ratio, and checks that every good glidein
 arrived exactly once beside the hostile ones. Target: hostile peak RSS under 500 MB.
 
-    python bench/bench_hostile.py [--good 20]
+    python -m bench.bench_hostile [--good 20]
 """
 
 from __future__ import annotations
@@ -31,15 +31,13 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
 
 from glidein_tracing.exporters.store import iter_store  # noqa: E402
 from glidein_tracing.core.journal import format_line  # noqa: E402
 from glidein_tracing.core.sections import BEGIN, END, JOURNAL_SECTION, MARKER  # noqa: E402
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout  # noqa: E402
 
-from factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein  # noqa: E402
+from tests.support.factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein  # noqa: E402
 
 TARGET_MB = 500
 

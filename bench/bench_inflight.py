@@ -1,12 +1,12 @@
 """Benchmark: from a Factory event to its span in Jaeger, for a glidein still running.
 
-Starts the real Jaeger on loopback (tests/jaeger_harness.py, the cached build), runs
+Starts the real Jaeger on loopback (tests/support/jaeger_harness.py, the cached build), runs
 `glidein-tracing forward --follow --interval I` against it in its own process, then, --runs
 times, writes "Job executing" for a submitted glidein into the activity log (the stand-in
 Condor-G log) and polls Jaeger until that glidein's `factory.queue` span is queryable by its
 trace id. Prints each latency beside the target, one forwarder interval plus 5 s.
 
-    python bench/bench_inflight.py [--interval 10] [--runs 5]
+    python -m bench.bench_inflight [--interval 10] [--runs 5]
 """
 
 from __future__ import annotations
@@ -20,10 +20,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
 
-import jaeger_harness  # noqa: E402
+from tests.support import jaeger_harness  # noqa: E402
 
 from glidein_tracing.core import ids  # noqa: E402
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout  # noqa: E402

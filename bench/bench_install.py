@@ -5,7 +5,7 @@ directory of links to `sh`, `env` and `uname`), and times `pip install SPEC` of 
 for the core (`.`) and for what the demo needs (`.[factory,frontend]`); then says whether the
 core pulled any of the heavy libraries.
 
-    python bench/bench_install.py
+    python -m bench.bench_install
 """
 
 from __future__ import annotations

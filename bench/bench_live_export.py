@@ -6,24 +6,22 @@ port, and a node Python that never answers (the probe is cut), each with `timeou
 wall time, its ratio to the bound, and the same hook with live export off (the baseline,
 measured in the same run).
 
-    .venv/bin/python bench/bench_live_export.py [--bound 5] [--runs 3]
+    .venv/bin/python -m bench.bench_live_export [--bound 5] [--runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from live_export_support import (closed_port_endpoint, glidein_for_live_export,  # noqa: E402
+from tests.support.live_export_support import (closed_port_endpoint, glidein_for_live_export,  # noqa: E402
                                  hung_endpoint, path_without_timeout, run_cleanup,
                                  stuck_python)
-from otlp_receiver import counting_collector  # noqa: E402
+from tests.support.otlp_receiver import counting_collector  # noqa: E402
 
 
 @contextmanager

@@ -10,7 +10,7 @@
 3. A simulated glidein (real hooks, live export on): from each job's end in the journal to its
    span at the receiver.
 
-    .venv/bin/python bench/bench_live_stages.py [--runs 10] [--bound 5]
+    .venv/bin/python -m bench.bench_live_stages [--runs 10] [--bound 5]
 """
 
 from __future__ import annotations
@@ -25,15 +25,14 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
 
 from glidein_tracing.core import ids  # noqa: E402
 from glidein_tracing.core.journal import format_line, parse_lines  # noqa: E402
 from glidein_tracing.simulator import Job, Scenario, simulate_glidein  # noqa: E402
-from hook_support import fixture_dir, make_glidein  # noqa: E402
-from journal_builders import iso_epoch, parse_otr_records, record_lines, root_lines  # noqa: E402
-from live_export_support import hung_endpoint  # noqa: E402
-from otlp_receiver import CountingCollector, counting_collector  # noqa: E402
+from tests.support.hook_support import fixture_dir, make_glidein  # noqa: E402
+from tests.support.journal_builders import iso_epoch, parse_otr_records, record_lines, root_lines  # noqa: E402
+from tests.support.live_export_support import hung_endpoint  # noqa: E402
+from tests.support.otlp_receiver import CountingCollector, counting_collector  # noqa: E402
 
 JOB = "job/submit.example.org#{n}.0#1795300000"
 

@@ -8,7 +8,7 @@ with the journal restored before every run. Reported: the median wall time of ea
 difference (target: at most 50 ms). Two logs: the glidein's own (a few KB), and the same with
 64 MB of text before it (a huge log: `tail -c` seeks, so it should cost the same).
 
-    python bench/bench_log_tail.py [--runs 40]
+    python -m bench.bench_log_tail [--runs 40]
 """
 
 from __future__ import annotations
@@ -16,13 +16,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 from glidein_tracing.simulator import Scenario, simulate_glidein  # noqa: E402
 

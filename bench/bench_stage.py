@@ -28,7 +28,7 @@ otel-cli is built once with the machine's Go from the Go module proxy into
 ~/.cache/glidein_tracing/otel-cli-v0.4.5/ (`go install`, or, when the proxy refuses the
 version-list lookup `go install` makes, `go build` from a throw-away module that requires it).
 
-    python bench/bench_stage.py [--stages 2000] [--runs 5] [--fresh 100] [--py-fresh 20]
+    python -m bench.bench_stage [--stages 2000] [--runs 5] [--fresh 100] [--py-fresh 20]
 """
 
 from __future__ import annotations

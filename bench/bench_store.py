@@ -8,7 +8,7 @@ in the same run, best of --rounds:
   (the ratio is the figure: target at most 2x);
 - ``show`` of one trace of the big store (find by prefix + read its lines; target under 1 s).
 
-    python bench/bench_store.py [--glideins 1000000] [--rounds 5]
+    python -m bench.bench_store [--glideins 1000000] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -17,13 +17,11 @@ import argparse
 import os
 import random
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 from glidein_tracing.analysis import synth  # noqa: E402
 from glidein_tracing.core.converter import convert  # noqa: E402

@@ -7,7 +7,7 @@ time and sometimes fail, jobs, idle gaps, and shutdowns by the given GLIDEIN_Max
 GLIDEIN_Max_Tail / retire time. The same seed gives the same traces.
 
 Example:
-  python bench/synth.py --glideins 10000 --seed 7 --store /tmp/synth-store
+  python -m bench.synth --glideins 10000 --seed 7 --store /tmp/synth-store
   glidein-tracing analyze --store /tmp/synth-store --whatif --html report.html
 """
 
@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from glidein_tracing.analysis.synth import SynthConfig, write_store  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Shared pytest fixtures.
 
-Jaeger (tests/jaeger_harness.py): tests marked ``jaeger`` use the session fixture ``jaeger``
+Jaeger (tests/support/jaeger_harness.py): tests marked ``jaeger`` use the session fixture ``jaeger``
 (a real Jaeger v2 on loopback ports, memory storage) and ``jaeger_query`` (its query client).
 Without Go or a cached build they skip with the reason; with ``CI=true`` they fail instead.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-import jaeger_harness
+from tests.support import jaeger_harness
 
 
 def pytest_configure(config):
@@ -61,7 +61,7 @@ def every_span_within_its_parent(monkeypatch):
     """Every trace any test makes with the converter (in this process) is checked: each span
     lies within its parent (span_nesting). A test whose conversions break the rule errors."""
     from glidein_tracing.core import converter
-    from span_nesting import outside_parent
+    from tests.support.span_nesting import outside_parent
 
     problems: list = []
     build = converter._Builder.build

@@ -11,7 +11,7 @@ from glidein_tracing.factory.activity import read_activity_log
 from glidein_tracing.core.ids import GlideinIdentity
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
-from fixtures import fixture_path
+from tests.support.fixtures import fixture_path
 
 
 def identity_for(cluster, proc):

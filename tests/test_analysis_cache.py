@@ -8,7 +8,7 @@ from glidein_tracing.analysis import cache, stats, synth
 from glidein_tracing.analysis.sources import ReadReport, load_table
 from glidein_tracing.cli.main import main as cli_main
 
-from analysis_helpers import simple_glidein, trace_id, write_jsonl
+from tests.support.analysis_helpers import simple_glidein, trace_id, write_jsonl
 from test_analysis_fastread import assert_same_tables
 
 

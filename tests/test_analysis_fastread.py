@@ -10,7 +10,7 @@ from glidein_tracing.analysis import fastread, synth
 from glidein_tracing.analysis.sources import ReadReport, load_table
 from glidein_tracing.analysis.timeline import IDENTITY_KEYS, R_KIND, R_RESOURCE, TIMELINE_KEYS
 
-from analysis_helpers import simple_glidein, trace_id, write_jsonl
+from tests.support.analysis_helpers import simple_glidein, trace_id, write_jsonl
 
 pytestmark = pytest.mark.skipif(fastread.msgspec is None, reason="msgspec not installed")
 

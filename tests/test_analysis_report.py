@@ -14,7 +14,7 @@ from glidein_tracing.analysis import report, synth
 from glidein_tracing.analysis.sources import load_table
 from glidein_tracing.cli.main import main
 
-from analysis_helpers import write_synth_store
+from tests.support.analysis_helpers import write_synth_store
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
 INSTALL_HINT = "apt-get update && apt-get install -y chromium"
@@ -28,16 +28,17 @@ def store(tmp_path_factory):
 
 
 def test_the_synth_script_writes_a_store_that_show_and_analyze_read(tmp_path, capsys):
-    script = [sys.executable, str(Path(__file__).resolve().parents[1] / "bench" / "synth.py")]
+    script = [sys.executable, "-m", "bench.synth"]
+    repo = Path(__file__).resolve().parents[1]
     done = subprocess.run(script + ["--glideins", "25", "--seed", "3", "--store", str(tmp_path)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, cwd=repo)
     assert done.returncode == 0 and "wrote 25 glideins" in done.stdout, done.stderr
     assert main(["show", "--store", str(tmp_path), "--list"]) == 0
     assert len(capsys.readouterr().out.strip().splitlines()) == 25
     assert main(["analyze", "--store", str(tmp_path)]) == 0
     assert "glideins 25" in capsys.readouterr().out
     bad = subprocess.run(script + ["--glideins", "5", "--store", str(tmp_path), "--kill-rate", "2"],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, cwd=repo)
     assert bad.returncode == 2 and "--kill-rate must be between 0 and 1" in bad.stderr
 
 

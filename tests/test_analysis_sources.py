@@ -13,7 +13,7 @@ from glidein_tracing.analysis.sources import ReadReport, collect_table, group_tr
 from glidein_tracing.factory.jaeger_query import flatten_trace as flatten_jaeger_trace
 from glidein_tracing.analysis.timeline import PROBLEMS, timeline_from_spans
 
-from analysis_helpers import BASE, simple_glidein, span, trace_id, write_jsonl, write_synth_store
+from tests.support.analysis_helpers import BASE, simple_glidein, span, trace_id, write_jsonl, write_synth_store
 
 
 def problems_of(table):

@@ -9,7 +9,7 @@ from glidein_tracing.analysis import stats, synth
 from glidein_tracing.analysis.sources import ReadReport, load_table
 from glidein_tracing.analysis.timeline import GLIDEIN_FLOAT_COLUMNS, TimelineTable, timeline_from_spans
 
-from analysis_helpers import write_synth_store
+from tests.support.analysis_helpers import write_synth_store
 
 
 @pytest.fixture(scope="module")

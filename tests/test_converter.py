@@ -7,8 +7,8 @@ from glidein_tracing.core import ids
 from glidein_tracing.core.converter import ConversionError, convert
 from glidein_tracing.core.journal import format_line, parse_lines
 
-from fixtures import fixture_path
-from journal_builders import iso_epoch, parse_otr_records, record_lines, root_lines
+from tests.support.fixtures import fixture_path
+from tests.support.journal_builders import iso_epoch, parse_otr_records, record_lines, root_lines
 
 IDENTITY = ids.GlideinIdentity("gwms_test_factory", "gwms_test_instance", "TEST_ENTRY",
                                "schedd_glideins2@localhost", "1234", "0")

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from glidein_tracing.exporters.store import read_store
-from span_nesting import outside_parent
+from tests.support.span_nesting import outside_parent
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from jaeger_harness import v1_parent, v1_process, v1_tags
+from tests.support.jaeger_harness import v1_parent, v1_process, v1_tags
 
 pytestmark = pytest.mark.jaeger
 

@@ -11,9 +11,9 @@ from glidein_tracing.exporters.store import read_store
 from glidein_tracing.core.journal import format_line, parse_lines
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
-from factory_builders import identity
-from fixtures import fixture_path
-from journal_builders import iso_epoch, parse_otr_records, record_lines, root_lines
+from tests.support.factory_builders import identity
+from tests.support.fixtures import fixture_path
+from tests.support.journal_builders import iso_epoch, parse_otr_records, record_lines, root_lines
 from test_forwarder import make_forwarder
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "failures.md"

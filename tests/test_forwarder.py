@@ -16,10 +16,10 @@ from glidein_tracing.core.journal import format_line, parse_lines
 from glidein_tracing.core.sections import encode_section, JOURNAL_SECTION
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
-from fixtures import fixture_path
-from otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
-from factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
-from journal_builders import iso_epoch, parse_otr_records
+from tests.support.fixtures import fixture_path
+from tests.support.otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
+from tests.support.factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
+from tests.support.journal_builders import iso_epoch, parse_otr_records
 
 @pytest.fixture
 def factory(tmp_path):

@@ -14,9 +14,9 @@ from glidein_tracing.cli import forward
 from glidein_tracing.cli.main import build_parser
 from glidein_tracing.factory import settings
 
-from factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
+from tests.support.factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
-from otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
+from tests.support.otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "factory_config" / "forwarder.yaml"

@@ -10,7 +10,7 @@ import pytest
 
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
-from factory_builders import FACTORY, T0, identity, journal_text, returned_stderr, run_glidein
+from tests.support.factory_builders import FACTORY, T0, identity, journal_text, returned_stderr, run_glidein
 
 pytestmark = pytest.mark.jaeger
 
@@ -47,7 +47,7 @@ def test_killed_forwarder_leaves_every_span_in_jaeger_once(tmp_path, jaeger, jae
 
 
 def test_jaeger_down_then_back_loses_nothing(tmp_path, jaeger_binary):
-    import jaeger_harness
+    from tests.support import jaeger_harness
     layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_outage_instance", entry="OUTAGE_ENTRY")
     log = CondorGLog(layout)
     for proc in range(3):
@@ -75,7 +75,7 @@ def test_a_running_glideins_queue_span_is_in_jaeger_before_it_ends(tmp_path, jae
     from glidein_tracing.exporters.otlp import make_otlp_exporter
     from glidein_tracing.factory.forwarder import Forwarder
     from glidein_tracing.factory.ledger import Ledger
-    from factory_builders import SCHEDD
+    from tests.support.factory_builders import SCHEDD
 
     layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_jaeger_instance", entry="JAEGER_INFLIGHT")
     log = CondorGLog(layout)

@@ -24,8 +24,8 @@ from opentelemetry.trace import StatusCode
 pytest.importorskip("opentelemetry.instrumentation.instrumentor")
 
 import frontend_hooks.instrumentor as instrumentor_module
-import frontend_standin as standin
-import frontend_standin_interface as interface
+from tests.support import frontend_standin as standin
+from tests.support import frontend_standin_interface as interface
 from frontend_hooks import REQUEST_TRACEPARENT_PARAM, GlideinFrontendInstrumentor
 from frontend_hooks import conventions as c
 from glidein_tracing.core.ids import parse_traceparent

@@ -29,7 +29,7 @@ from frontend_hooks import conventions as c
 from glidein_tracing.core.ids import parse_traceparent
 
 ROOT = Path(__file__).resolve().parent.parent
-TESTS = ROOT / "tests"
+TESTS = ROOT / "tests" / "support"
 WORLD = [
     {"glideid": ["gfactory.example.org", f"E{i}@gfactory_instance@OSG", "vofe@gfactory.example.org"],
      "attrs": {"EntryName": f"E{i}", "GlideinName": "gfactory_instance", "FactoryName": "OSG"},

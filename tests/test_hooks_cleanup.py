@@ -15,9 +15,9 @@ import pytest
 from glidein_tracing.core.converter import convert, parse_iso
 from glidein_tracing.core.journal import parse_lines, read_journal
 from glidein_tracing.simulator import decode_sections
-from hook_support import HOOKS, fixture_dir, fixture_work_dir, make_glidein, retime_glidein_start
-from hook_support import glidein_at_cleanup as at_cleanup
-from span_nesting import outside_parent
+from tests.support.hook_support import HOOKS, fixture_dir, fixture_work_dir, make_glidein, retime_glidein_start
+from tests.support.hook_support import glidein_at_cleanup as at_cleanup
+from tests.support.span_nesting import outside_parent
 
 
 @pytest.fixture

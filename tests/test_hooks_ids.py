@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from glidein_tracing.core.ids import GlideinIdentity, span_id
-from hook_support import HOOKS, SHELLS
+from tests.support.hook_support import HOOKS, SHELLS
 
 LIB = HOOKS / "gconditional_TRACING_lib.sh"
 

@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 from glidein_tracing.core.journal import read_journal
-from hook_support import make_glidein
+from tests.support.hook_support import make_glidein
 
 FINAL_AD = """ClusterId = 4242
 ProcId = 0

@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 from glidein_tracing.core.journal import read_journal
-from hook_support import HOOKS, SHELLS
+from tests.support.hook_support import HOOKS, SHELLS
 
 LIB = HOOKS / "gconditional_TRACING_lib.sh"
 

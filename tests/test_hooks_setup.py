@@ -11,7 +11,7 @@ import pytest
 
 from glidein_tracing.core.ids import GlideinIdentity
 from glidein_tracing.core.journal import read_journal
-from hook_support import config_get, make_glidein, world_readable_tmp
+from tests.support.hook_support import config_get, make_glidein, world_readable_tmp
 
 
 @pytest.fixture

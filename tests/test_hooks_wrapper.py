@@ -8,7 +8,7 @@ import pytest
 
 from glidein_tracing.core.ids import format_traceparent, span_id
 from glidein_tracing.core.journal import read_journal
-from hook_support import HOOKS, SHELLS, config_get, make_glidein
+from tests.support.hook_support import HOOKS, SHELLS, config_get, make_glidein
 
 USER_TP = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 HEADER = """#!/bin/sh

@@ -23,8 +23,8 @@ from glidein_tracing.core.sections import JOURNAL_SECTION, encode_section
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 from glidein_tracing.factory.tree import render
 
-from factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
-from otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
+from tests.support.factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
+from tests.support.otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
 
 GOOD_SPANS = 5  # root, setup, teardown, factory.submit, factory.queue
 

@@ -12,10 +12,10 @@ import urllib.request
 import pytest
 import yaml
 
-import jaeger_harness as jh
+from tests.support import jaeger_harness as jh
 from glidein_tracing.exporters.otlp import make_otlp_exporter
 from opentelemetry.sdk.trace.export import SpanExportResult
-from synthetic_glidein import SERVICE, full_glidein, hexid, in_trace
+from tests.support.synthetic_glidein import SERVICE, full_glidein, hexid, in_trace
 
 pytestmark = pytest.mark.jaeger
 

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-import jaeger_harness as jh
+from tests.support import jaeger_harness as jh
 from glidein_tracing.core import ids
-from synthetic_glidein import (SERVICE, USER_SPAN, USER_TRACE, USER_TRACEPARENT, Glidein,
+from tests.support.synthetic_glidein import (SERVICE, USER_SPAN, USER_TRACE, USER_TRACEPARENT, Glidein,
                                export, full_glidein, hexid, in_trace, parent_hexid,
                                unique_name)
 

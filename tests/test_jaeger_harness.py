@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-import jaeger_harness as jh
+from tests.support import jaeger_harness as jh
 
-TESTS = Path(__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[1]
 
 
 # -- no Jaeger needed ------------------------------------------------------------------------
@@ -160,8 +160,8 @@ def test_jaeger_dies_when_its_python_parent_is_killed(jaeger_binary, tmp_path):
     """pytest killed with SIGKILL runs no atexit hook: the parent-death signal still works."""
     script = textwrap.dedent(f"""
         import sys, time
-        sys.path.insert(0, {str(TESTS)!r})
-        import jaeger_harness as jh
+        sys.path.insert(0, {str(REPO)!r})
+        from tests.support import jaeger_harness as jh
         p = jh.JaegerProcess(jh.Path({str(jaeger_binary)!r}), log_dir=jh.Path({str(tmp_path)!r}),
                              max_lifetime=0).start()
         print(p.pid, flush=True)

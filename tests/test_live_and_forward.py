@@ -20,7 +20,7 @@ from glidein_tracing.core.journal import parse_lines
 from glidein_tracing.simulator import Job, Scenario, simulate_glidein
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
-from otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
+from tests.support.otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
 
 USER = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 

@@ -19,11 +19,11 @@ import pytest
 
 from glidein_tracing.core.journal import format_line, parse_lines
 from glidein_tracing.simulator import decode_sections
-from hook_support import make_glidein
-from journal_builders import root_lines
-from live_export_support import (closed_port_endpoint, glidein_for_live_export, hung_endpoint,
+from tests.support.hook_support import make_glidein
+from tests.support.journal_builders import root_lines
+from tests.support.live_export_support import (closed_port_endpoint, glidein_for_live_export, hung_endpoint,
                                  path_without_timeout, run_cleanup, stuck_python)
-from otlp_receiver import CountingCollector
+from tests.support.otlp_receiver import CountingCollector
 
 BOUND_S = 3
 SLACK_S = 5  # generous: CI machines are slow; the measured figures are in bench/

@@ -24,9 +24,9 @@ from glidein_tracing.factory.forwarder import jaeger_span_ids
 from glidein_tracing.core.journal import format_line, parse_lines, read_journal
 from glidein_tracing.simulator import Job, Scenario
 
-from live_export_support import hung_endpoint
-from otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
-from synthetic_glidein import USER_TRACE, USER_TRACEPARENT, Glidein, hexid
+from tests.support.live_export_support import hung_endpoint
+from tests.support.otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
+from tests.support.synthetic_glidein import USER_TRACE, USER_TRACEPARENT, Glidein, hexid
 from test_live_and_forward import forward_once, run_through_factory
 
 T0 = 1795318000.0

@@ -12,8 +12,8 @@ from glidein_tracing.core.converter import convert
 from glidein_tracing.exporters.store import JsonLinesStoreExporter
 from glidein_tracing.core.journal import read_journal
 
-from hook_support import config_get, fixture_dir
-from hook_support import glidein_at_cleanup as at_cleanup
+from tests.support.hook_support import config_get, fixture_dir
+from tests.support.hook_support import glidein_at_cleanup as at_cleanup
 
 UUID_KEY = "GLIDEIN_UUID"
 
@@ -190,7 +190,7 @@ def test_a_hostile_journal_gets_at_most_four_bounded_tails_a_span():
 
     from glidein_tracing.core import ids
     from glidein_tracing.core.journal import format_line, parse_lines
-    from journal_builders import root_lines
+    from tests.support.journal_builders import root_lines
     trace = ids.GlideinIdentity("f", "n", "e", "s", "1", "0").trace_id
     data = base64.b64encode(b"x" * 700 + b"\x00\x1b[31m\n").decode()
     lines = root_lines(1000.0, trace) + [

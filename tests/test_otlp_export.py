@@ -14,7 +14,7 @@ from glidein_tracing.core.converter import convert
 from glidein_tracing.exporters.otlp import make_otlp_exporter, traces_url
 from glidein_tracing.core.journal import format_line, parse_lines
 
-from journal_builders import root_lines
+from tests.support.journal_builders import root_lines
 
 
 def sample_spans():

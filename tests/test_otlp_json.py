@@ -11,7 +11,7 @@ from glidein_tracing.core.converter import convert
 from glidein_tracing.exporters.otlp_json import ID_FIELDS, encode_request, flatten_request
 from glidein_tracing.core.journal import format_line, parse_lines
 
-from journal_builders import root_lines
+from tests.support.journal_builders import root_lines
 
 
 def sample_journal():

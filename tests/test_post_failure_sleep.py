@@ -12,9 +12,9 @@ from glidein_tracing.exporters.store import read_store
 from glidein_tracing.cli.main import main
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
-from factory_builders import identity, journal_text, returned_stderr
-from fixtures import fixture_path
-from journal_builders import iso_epoch, parse_otr_records
+from tests.support.factory_builders import identity, journal_text, returned_stderr
+from tests.support.fixtures import fixture_path
+from tests.support.journal_builders import iso_epoch, parse_otr_records
 from test_forwarder import make_forwarder
 
 SLEEP_S = 1200.0

@@ -11,8 +11,8 @@ from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.core.sampling import threshold
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
-from factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
-from hook_support import make_glidein
+from tests.support.factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
+from tests.support.hook_support import make_glidein
 
 RATIO = 0.1
 GLIDEINS = 1000

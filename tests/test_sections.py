@@ -2,7 +2,7 @@ import random
 
 from glidein_tracing.core import sections
 
-from fixtures import fixture_path
+from tests.support.fixtures import fixture_path
 
 
 def test_decodes_the_real_glidein_log_sections():

@@ -10,7 +10,7 @@ from glidein_tracing.core.converter import convert, parse_iso
 from glidein_tracing.core.ids import GlideinIdentity, format_traceparent, span_id
 from glidein_tracing.core.journal import parse_lines, read_journal
 from glidein_tracing.simulator import Job, Scenario, simulate_glidein
-from span_nesting import outside_parent
+from tests.support.span_nesting import outside_parent
 
 USER_TP = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 

@@ -11,8 +11,8 @@ from glidein_tracing.factory.forwarder import Forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
-from factory_builders import FACTORY, SCHEDD, identity
-from otlp_receiver import collector  # noqa: F401 (fixture)
+from tests.support.factory_builders import FACTORY, SCHEDD, identity
+from tests.support.otlp_receiver import collector  # noqa: F401 (fixture)
 
 HOUR = 3600.0
 

@@ -15,7 +15,7 @@ from glidein_tracing.exporters.otlp_json import encode_request
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, Store, StoreReadReport, iter_store, read_store
 from glidein_tracing.core.journal import format_line, parse_lines
 
-from journal_builders import root_lines
+from tests.support.journal_builders import root_lines
 
 
 def spans(end=1003):
@@ -158,7 +158,7 @@ from glidein_tracing.core.converter import convert
 from glidein_tracing.exporters.store import JsonLinesStoreExporter
 from glidein_tracing.core.journal import format_line, parse_lines
 sys.path.insert(0, {tests!r})
-from journal_builders import root_lines
+from tests.support.journal_builders import root_lines
 exporter = JsonLinesStoreExporter({store!r})
 for i in range({count}):
     lines = root_lines(1000.0 + i, **{{"glidein.name": "{prefix}%d" % i}}) + [format_line(1003 + i, "end", "glidein", {{}})]
@@ -167,7 +167,7 @@ for i in range({count}):
 
 
 def test_readers_and_several_writers_at_once_see_whole_traces_each_span_once(tmp_path):
-    tests = str(Path(__file__).parent)
+    tests = str(Path(__file__).resolve().parents[1])
     writers = [subprocess.Popen([sys.executable, "-c", WRITER.format(tests=tests, store=str(tmp_path), count=30,
                                                                       prefix=prefix)])
                for prefix in ("w", "w", "v")]             # two writers export the same glideins

@@ -8,7 +8,7 @@ from glidein_tracing.core import ids
 from glidein_tracing.core.journal import format_line
 from glidein_tracing.core.sections import JOURNAL_SECTION, encode_section
 
-from journal_builders import record_lines
+from .journal_builders import record_lines
 
 FACTORY, SCHEDD = "gwms_demo_factory", "schedd_glideins2@factory.example.org"
 T0 = 1795318000.0

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 SHARED = Path(os.environ.get("GLIDEIN_TRACING_SHARED",
-                             Path(__file__).resolve().parents[2] / "shared"))
+                             Path(__file__).resolve().parents[3] / "shared"))
 FIXTURES = SHARED / "fixtures"
 GLIDEIN_RUN = FIXTURES / "glidein-run"
 HTCONDOR = FIXTURES / "htcondor"

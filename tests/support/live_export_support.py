@@ -14,7 +14,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from hook_support import fixture_dir, install_cleanup_hook, make_glidein
+from .hook_support import fixture_dir, install_cleanup_hook, make_glidein
 
 
 @contextmanager

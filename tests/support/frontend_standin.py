@@ -36,7 +36,7 @@ import sys
 try:  # laid out as the real package (tests/test_frontend_process.py does that)
     from glideinwms.frontend import glideinFrontendInterface
 except ImportError:
-    import frontend_standin_interface as glideinFrontendInterface
+    from . import frontend_standin_interface as glideinFrontendInterface
 
 
 # ---- glideinFrontendConfig -------------------------------------------------------------

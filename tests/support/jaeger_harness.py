@@ -27,8 +27,8 @@ Environment:
   ``GLIDEIN_TRACING_JAEGER_MAX_LIFETIME`` (s, default 3600: the watchdog kills Jaeger then).
 - ``CI=true``: tests that need Jaeger fail instead of skipping when it cannot be had.
 
-Command line: ``python tests/jaeger_harness.py build`` (build or show the cached binary),
-``python tests/jaeger_harness.py run`` (run the test config in the foreground, print ports).
+Command line: ``python -m tests.support.jaeger_harness build`` (build or show the cached binary),
+``python -m tests.support.jaeger_harness run`` (run the test config in the foreground, print ports).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TEST_CONFIG = REPO / "factory_config" / "jaeger-test.yaml"
 
 JAEGER_MODULE = "github.com/jaegertracing/jaeger"

@@ -16,7 +16,7 @@ import pytest
 
 from glidein_tracing.core.converter import parse_iso
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 HOOKS = REPO / "glidein_tracing" / "node" / "hooks"
 GWMS = REPO / "glidein_tracing" / "simulator" / "gwms"
 FIXTURES = REPO.parent / "shared" / "fixtures" / "glidein-run"
