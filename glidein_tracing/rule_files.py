@@ -188,13 +188,13 @@ class PluginClassifier:
     answers checked (a bad answer counts as none) and bounded."""
 
     def __init__(self, name: str, function):
-        self.name, self.function, self.failed = name, function, False
+        self.name, self.function, self.said = name, function, set()
 
     def __call__(self, facts) -> Decision | None:
         try:
             answer = self.function(facts)
         except Exception as exc:  # a VO's code: never the forwarder's end
-            self._once(f"failure classifier {self.name} raised {type(exc).__name__}: {exc}")
+            self._once("raised", f"failure classifier {self.name} raised {type(exc).__name__}: {exc}")
             return None
         if answer is None:
             return None
@@ -203,14 +203,15 @@ class PluginClassifier:
         values["name"] = f"{self.name}:{values.get('rule') or 'classifier'}"[:MAX_VALUE]
         problems = _decision_problems(values)
         if problems:
-            self._once(f"failure classifier {self.name} answered badly ({'; '.join(problems)}): ignored")
+            self._once("answer", f"failure classifier {self.name} answered badly ({'; '.join(problems)}): ignored")
             return None
         return Decision(values["name"], values["domain"], values["service"], values["label"], values["advice"])
 
-    def _once(self, message: str):
-        if not self.failed:
+    def _once(self, kind: str, message: str):
+        """Log the first problem of each kind (a classifier may fail on every failure)."""
+        if kind not in self.said:
             log.warning(message)
-            self.failed = True
+            self.said.add(kind)
 
 
 def load_classifiers() -> list[PluginClassifier]:
