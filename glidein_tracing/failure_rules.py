@@ -39,8 +39,8 @@ from . import failure
 
 log = logging.getLogger(__name__)
 
-SERVICE = "service"
-DOMAINS = (*failure.DOMAINS, SERVICE)
+SERVICE = failure.SERVICE
+DOMAINS = tuple(failure.DOMAINS)
 TEXT_FIELDS = ("log_tail", "message", "hold_reason", "error_type", "domain")
 CODE_FIELDS = ("exit_code", "hold_reason_code")
 KINDS = ("glidein", "job")
@@ -49,8 +49,9 @@ MAX_TEXT = 65536          # characters of a text searched: its end, where errors
 MAX_PATTERN = 4096        # characters of one pattern
 MAX_VALUE = 256           # characters of a label, service, advice, rule name on a span
 MAX_CACHED_TEXT = 512     # texts this short have their matches remembered
-MAX_CACHE = 100_000       # remembered texts per field
+MAX_CACHE = 20_000        # remembered texts per field, and whole decisions (bounded memory)
 ENTRY_POINT_GROUP = "glidein_tracing.failure_classifiers"
+_UNSEEN = object()
 
 
 class Facts(NamedTuple):
@@ -119,7 +120,7 @@ class RuleSet:
         import re2
         self.rules = list(rules)
         self.classifiers = list(classifiers)
-        self._sets, self._cache = {}, {}
+        self._sets, self._cache, self._decided = {}, {}, {}
         self._codes: dict = {field: {} for field in CODE_FIELDS}
         for field in TEXT_FIELDS:
             members = [(i, p) for i, rule in enumerate(self.rules) for f, p in rule.patterns if f == field]
@@ -154,8 +155,25 @@ class RuleSet:
         return found
 
     def classify(self, facts: Facts) -> Decision | None:
-        """The first rule (then classifier) that decides this failure, or None. (The hot
-        loop of the forwarder's rules: fields by position, cached texts first.)"""
+        """The first rule (then classifier) that decides this failure, or None. Failures
+        whose texts are all short repeat (the same message, exit code, no tail): their rule
+        decision is remembered whole."""
+        short = len(facts.log_tail) + len(facts.message) + len(facts.hold_reason) <= MAX_CACHED_TEXT
+        decision = self._decided.get(facts, _UNSEEN) if short else _UNSEEN
+        if decision is _UNSEEN:
+            decision = self._rule_decision(facts)
+            if short and len(self._decided) < MAX_CACHE:
+                self._decided[facts] = decision
+        if decision is not None:
+            return decision
+        for classifier in self.classifiers:
+            decision = classifier(facts)
+            if decision is not None:
+                return decision
+        return None
+
+    def _rule_decision(self, facts: Facts) -> Decision | None:
+        """The first rule that matches (fields by position, cached texts first)."""
         counts: dict = {}
         for field, index, cache in self._text_fields:
             text = facts[index] or ""
@@ -173,8 +191,4 @@ class RuleSet:
                 rule = self.rules[i]
                 if facts.kind in rule.kinds and (not rule.clients or facts.client in rule.clients):
                     return rule.decision
-        for classifier in self.classifiers:
-            decision = classifier(facts)
-            if decision is not None:
-                return decision
         return None
