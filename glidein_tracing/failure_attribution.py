@@ -4,7 +4,7 @@ The converter gives every failed glidein and job its domain (failure.py). This i
 second, optional step the forwarder takes on the converted spans: the VO's rules
 (rule_files.RuleBook) read what each failure said (its message, log tail, exit code, hold
 reason, error type) and may decide it better, and a failure inside a declared downtime
-(downtimes.py) of its site or service says so. Each decided failure gets, beside
+(downtimes.py) of its site, its entry or its service says so. Each decided failure gets, beside
 ``*.failure.domain``: ``*.failure.rule`` (the rule that decided it), ``*.failure.label``,
 ``*.failure.service`` (domain ``service``), ``*.failure.advice`` (when the rule gives one), and
 its ``*.failure.evidence`` becomes ``*.failure.rule=NAME``. ``*.failure.downtime`` names the
@@ -43,7 +43,7 @@ class FailureAttribution:
             return spans
         ruleset = self._ruleset()
         root_attrs = root.attributes or {}
-        site = str(root_attrs.get("glidein.site") or "")
+        places = [str(root_attrs.get(k) or "") for k in ("glidein.site", "glidein.entry")]
         client = str(root_attrs.get("glidein.client") or "")
         out = []
         for span in spans:
@@ -54,11 +54,11 @@ class FailureAttribution:
                 continue
             facts = (_glidein_facts(root, spans, client) if span is root else _job_facts(span, client))
             when = _glidein_failed_at(root, spans) if span is root else span.end_time / 1e9
-            changes = self._decide(who, facts, ruleset, site, when)
+            changes = self._decide(who, facts, ruleset, places, when)
             out.append(_with_attributes(span, changes) if changes else span)
         return out
 
-    def _decide(self, who: str, facts: Facts, ruleset, site: str, when: float) -> dict:
+    def _decide(self, who: str, facts: Facts, ruleset, places: list, when: float) -> dict:
         changes = {}
         decision = ruleset.classify(facts) if ruleset is not None else None
         if decision is not None:
@@ -70,7 +70,7 @@ class FailureAttribution:
             if decision.advice:
                 changes[f"{who}.failure.advice"] = decision.advice
         if self.downtimes is not None and len(self.downtimes):
-            names = [site] + ([decision.service] if decision is not None and decision.service else [])
+            names = places + ([decision.service] if decision is not None and decision.service else [])
             downtime = self.downtimes.find(names, when)
             if downtime is not None:
                 changes[f"{who}.failure.downtime"] = downtime.describe()

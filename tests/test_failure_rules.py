@@ -311,3 +311,47 @@ def test_the_forwarders_step_re_decides_a_held_job_and_leaves_its_glidein_alone(
     assert "job.failure.service" not in job_span.attributes
     root = next(s for s in out if s.attributes.get("glidein.stage") == "glidein")
     assert "glidein.failure.domain" not in root.attributes
+
+
+def test_the_forwarder_configured_with_rules_and_a_downtime_feed_decides_a_held_glidein(tmp_path, caplog):
+    """The settings' failure_rules and downtimes, through the forwarder, on a real Condor-G
+    activity log: a glidein held at the CE for an expired proxy and removed is credentials,
+    not grid, and its entry's declared downtime is named."""
+    from glidein_tracing.cli import forward
+    from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
+    from glidein_tracing.exporters.store import read_store
+    from factory_builders import SCHEDD, T0, identity
+    from test_forwarder import make_forwarder
+
+    layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_demo_instance", entry="DEMO_ENTRY")
+    log = CondorGLog(layout)
+    log.submit(300, 0, when=T0 - 120)
+    log.held(300, 0, "Globus error 131: the user proxy expired (job is still running)", code=2, when=T0 - 100)
+    log.aborted(300, 0, when=T0 - 10)
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "factory.yaml").write_text(textwrap.dedent("""\
+        rules:
+          - name: ce-proxy-expired
+            applies_to: glidein
+            match: {hold_reason: '(?i)proxy expired', hold_reason_code: [2]}
+            domain: credentials
+            label: the glidein's proxy expired at the CE
+        """))
+    feed = tmp_path / "downtimes.csv"
+    feed.write_text("target,start,end,reason,class\n"
+                    f"DEMO_ENTRY,{int(T0 - 3600)},{int(T0 + 3600)},CE upgrade,scheduled\n"
+                    "DEMO_ENTRY,2026-07-21 10:00,2026-07-21 11:00,no zone,\n")
+    conf = {"failure_rules": str(rules), "downtimes": [str(feed)]}
+    with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
+        attribution = forward.failure_attribution_of(conf)
+    assert any(f"{feed}:3: no time zone" in r.getMessage() for r in caplog.records)
+    forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite",
+                               entry_schedds={layout.entry: SCHEDD}, failure_attribution=attribution)
+    assert forwarder.run_once().glideins_done == 1
+    spans = read_store(tmp_path / "store")[identity(layout, 300, 0).trace_id]
+    (root,) = [s for s in spans if s["attributes"]["glidein.stage"] == "glidein"]
+    assert root["attributes"]["glidein.failure.domain"] == "credentials"
+    assert root["attributes"]["glidein.failure.rule"] == "ce-proxy-expired"
+    assert root["attributes"]["glidein.failure.downtime"] == f"{feed}:2 (scheduled): CE upgrade"
+    assert forward.failure_attribution_of({"failure_rules": None, "downtimes": []}) is None
