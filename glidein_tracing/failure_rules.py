@@ -31,13 +31,10 @@ cannot stall the forwarder.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from . import failure
-
-log = logging.getLogger(__name__)
 
 SERVICE = failure.SERVICE
 DOMAINS = tuple(failure.DOMAINS)
