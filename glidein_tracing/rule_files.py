@@ -285,11 +285,16 @@ class RuleBook:
             self._rules = RuleSet(self._unique(files), self.classifiers)
 
     def _unique(self, files) -> list[Rule]:
-        """Every file's rules in force, in order; a name met twice keeps its first rule."""
-        seen, out = set(), []
+        """Every file's rules in force, in order; a name met twice keeps its first rule (the
+        other is logged once)."""
+        seen, out = {}, []
         for file in files:
             for rule in self._files.get(file, (None, []))[1]:
                 if rule.name not in seen:
-                    seen.add(rule.name)
+                    seen[rule.name] = rule.source
                     out.append(rule)
+                elif ("twice", rule.source) not in self._said:
+                    self._said.add(("twice", rule.source))
+                    log.warning("failure rules %s: rule %s: name already used at %s; this one is ignored",
+                                rule.source, rule.name, seen[rule.name])
         return out

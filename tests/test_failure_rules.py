@@ -355,3 +355,29 @@ def test_the_forwarder_configured_with_rules_and_a_downtime_feed_decides_a_held_
     assert root["attributes"]["glidein.failure.rule"] == "ce-proxy-expired"
     assert root["attributes"]["glidein.failure.downtime"] == f"{feed}:2 (scheduled): CE upgrade"
     assert forward.failure_attribution_of({"failure_rules": None, "downtimes": []}) is None
+
+
+def test_a_directory_is_one_rule_book_in_file_order_with_names_unique_across_files(tmp_path, capsys, caplog):
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    rule = "rules:\n  - name: {name}\n    match: {{exit_code: [{code}]}}\n    domain: {domain}\n    label: {label}\n"
+    (rules_dir / "10-cms.yaml").write_text(rule.format(name="cms-exit-8020", code=8020, domain="site",
+                                                       label="CMS file open error"))
+    (rules_dir / "90-common.yaml").write_text(rule.format(name="cms-exit-8020", code=8020, domain="grid",
+                                                          label="the same name again")
+                                              + rule.format(name="generic", code=8020, domain="grid",
+                                                            label="never reached for 8020")[7:])
+    (rules_dir / "README.txt").write_text("not a rules file")
+    count, problems = check(rules_dir)
+    assert count == 3 and problems == [
+        f"{rules_dir / '90-common.yaml'}:2: rule cms-exit-8020: name already used at {rules_dir / '10-cms.yaml'}:2"]
+    with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
+        ruleset = RuleBook(rules_dir, classifiers=False).current()
+    assert ruleset.classify(job(exit_code=8020)).rule == "cms-exit-8020"
+    assert ruleset.classify(job(exit_code=8020)).domain == "site"         # the first file's
+    assert [r.name for r in ruleset.rules] == ["cms-exit-8020", "generic"]
+    assert any("name already used" in r.getMessage() for r in caplog.records)
+    assert cli_main(["rules", "--check", str(rules_dir), "--list"]) == 1
+    out = capsys.readouterr().out
+    assert "cms-exit-8020\tsite\tCMS file open error\t" in out and "generic\tgrid\t" in out
+    assert "the same name again" not in out                              # not tried: not listed

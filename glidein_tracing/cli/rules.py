@@ -15,16 +15,15 @@ def add_arguments(parser):
 
 
 def run(args):
-    from ..rule_files import check, load_classifiers, parse_file, rule_files
+    from ..rule_files import RuleBook, check, load_classifiers
 
     count, problems = check(args.check)
     for problem in problems:
         print(problem)
     if args.list:
-        for path in rule_files(args.check):
-            for rule in parse_file(path)[0]:
-                d = rule.decision
-                print(f"{rule.name}\t{d.domain}{'/' + d.service if d.service else ''}\t{d.label}\t{rule.source}")
+        for rule in RuleBook(args.check, classifiers=False).current().rules:   # as the forwarder holds them
+            d = rule.decision
+            print(f"{rule.name}\t{d.domain}{'/' + d.service if d.service else ''}\t{d.label}\t{rule.source}")
         for classifier in load_classifiers():
             print(f"{classifier.name}:*\t(classifier package)")
     print(f"{args.check}: {count} good rule(s), {len(problems)} problem(s)")
