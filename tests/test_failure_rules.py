@@ -206,6 +206,16 @@ def test_a_bad_file_keeps_the_last_good_rules_and_says_so_once(tmp_path, caplog)
     assert book.current().classify(job(exit_code=1)).rule == "one-fixed"
 
 
+def test_a_rules_file_bad_from_the_start_or_missing_gives_no_rules_and_stops_nothing(tmp_path, caplog):
+    bad = tmp_path / "vo.yaml"
+    bad.write_text("rules:\n  - name: x\n    match: {log_tail: '(?<=a)b'}\n    domain: site\n    label: x\n")
+    with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
+        assert len(RuleBook(bad, classifiers=False).current()) == 0
+        assert len(RuleBook(tmp_path / "nowhere", classifiers=False).current()) == 0
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "keeping its last good rules (0)" in text and "no such file or directory" in text
+
+
 CLASSIFIER = textwrap.dedent('''\
     """A VO's failure classifier, shipped as a package."""
 
