@@ -47,7 +47,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-LIB = REPO / "glidein_tracing" / "hooks" / "gconditional_TRACING_lib.sh"
+LIB = REPO / "glidein_tracing" / "node" / "hooks" / "gconditional_TRACING_lib.sh"
 OTEL_CLI_VERSION = "v0.4.5"
 OTEL_CLI_MODULE = "github.com/equinix-labs/otel-cli"
 CACHE = Path.home() / ".cache" / "glidein_tracing" / f"otel-cli-{OTEL_CLI_VERSION}"

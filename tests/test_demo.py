@@ -166,12 +166,17 @@ def test_failures_carry_domain_log_tail_and_sleep_and_the_summary_names_them(dem
     (sleep,) = stage(spans, "post_failure_sleep")
     assert sleep["attributes"]["glidein.sleep.reason"] == "validation_failed"
     (job_trace, job), = failed_jobs.items()
-    assert job["attributes"]["job.failure.domain"] == "user_code"
+    # the failing job failed as a missing CVMFS file does: the demo's example rules say service
+    assert job["attributes"]["job.failure.domain"] == "service"
+    assert job["attributes"]["job.failure.service"] == "cvmfs"
+    # its exit code decides today; the common CVMFS rule on its log tail, where one is taken
+    assert job["attributes"]["job.failure.rule"] in ("demo-cvmfs-input-missing", "cvmfs-file-missing")
+    assert job["attributes"]["job.failure.evidence"] == "job.failure.rule=" + job["attributes"]["job.failure.rule"]
     # the summary names each failure's domain; the demo prints the failed glidein's tail
     lines = {line.split()[0]: line for line in stdout.splitlines() if line.startswith("  ")
              and len(line.split()[0]) == 32}
     assert "glidein failure: site (error.type=WN_Resource)" in lines[trace]
-    assert "job failure: user_code" in lines[job_trace]
+    assert "job failure: service cvmfs (job.failure.rule=" in lines[job_trace]
     assert "check_wn_drainstate.sh: ERROR: the check failed" in stdout
     shown = subprocess.run([sys.executable, "-m", "glidein_tracing", "show", "--store", str(store), trace],
                            capture_output=True, text=True, check=True).stdout

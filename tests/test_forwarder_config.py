@@ -41,7 +41,8 @@ def test_every_key_reaches_the_forwarder_settings(tmp_path):
               "certificate": "/ca.pem", "compression": "gzip", "timeout": 3.5, "max_request_bytes": 1000,
               "query": "http://127.0.0.1:2", "store": str(tmp_path / "s"), "state": str(tmp_path / "l"),
               "grace": 7.0, "sampling_ratio": 0.25, "redact": ["x.y"], "batch_spans": 9,
-              "service_name": "svc", "follow": True, "interval": 30.0}
+              "service_name": "svc", "follow": True, "interval": 30.0,
+              "failure_rules": str(tmp_path / "rules"), "downtimes": [str(tmp_path / "d.xml")]}
     assert set(values) == set(settings.SETTINGS)
     path = tmp_path / "f.yaml"
     path.write_text(yaml.safe_dump(values))

@@ -6,8 +6,11 @@ setup scripts, HTCondor phase, user jobs submitted by a jobsub-like user who tra
 cleanup. Then the real forwarder sends every span, once, to --endpoint (OTLP/HTTP, e.g. a
 Jaeger) or to the embedded store (default under your data dir). Outcomes vary: several jobs,
 no job until the idle timeout, a failing validation script, a failing user job, a job with
-its own TRACEPARENT. Finally it prints each trace with the failure domains it carries, and the
-tree of one trace and of a failed glidein (with the log tail of its failed script).
+its own TRACEPARENT. The forwarder applies the example failure rules shipped in
+glidein_tracing/failure_rules/examples/: the failing user job fails as a missing CVMFS file does, and a rule
+classifies it as a `service` failure. Finally it prints each trace with the failure domains it
+carries (and the rule that decided), and the tree of one trace and of a failed glidein (with
+the log tail of its failed script).
 """
 
 from __future__ import annotations
@@ -25,6 +28,12 @@ SCHEDD = "schedd_glideins2@factory.demo.example.org"
 INSTANCE = "gwms_demo_instance"
 ENTRY = "DEMO_ENTRY"
 SITE = "DEMO_SITE"
+RULES = Path(__file__).resolve().parents[1] / "failure_rules" / "examples"    # the example failure rules
+# the failing user job: its VO wrapper's code for a missing input (rules/demo_vo.yaml), and
+# what it prints, as a job reading a file of a stale CVMFS repository does
+CVMFS_MISSING_EXIT = 66
+CVMFS_MISSING_STDERR = ("ls: cannot access '/cvmfs/demo.example.org/conditions/v42/calib.db': "
+                        "No such file or directory\nERROR: input file missing, exiting 66")
 
 
 def add_arguments(parser):
@@ -54,8 +63,9 @@ def scenarios(count: int, user_contexts, first_cluster: int = 1000):
         elif kind == 2:  # a validation script fails
             out.append(("validation failure", Scenario(fail_script=("check_wn_drainstate.sh", "WN_Resource"),
                                                        fail_sleep_s=1.5, **common)))
-        elif kind == 3:  # a user job fails
-            out.append(("user job fails", Scenario(jobs=[Job(duration_s=0.4, exit_code=3)], **common)))
+        elif kind == 3:  # a user job fails: an input file on CVMFS is missing (a service failure)
+            job = Job(duration_s=0.4, exit_code=CVMFS_MISSING_EXIT, stderr=CVMFS_MISSING_STDERR)
+            out.append(("user job fails (CVMFS file missing)", Scenario(jobs=[job], **common)))
         else:            # a job that brought its own context
             out.append(("job with its own TRACEPARENT",
                         Scenario(jobs=[Job(duration_s=0.5, traceparent=user_contexts(index, 0))], **common)))
@@ -133,8 +143,11 @@ class FailureSummary(SpanExporter):
                 domain = attrs.get(f"{who}.failure.domain")
                 if domain:
                     evidence = attrs.get(f"{who}.failure.evidence", "")
+                    service = attrs.get(f"{who}.failure.service")
+                    label = attrs.get(f"{who}.failure.label")
                     self.failures.setdefault(format(span.context.trace_id, "032x"), []).append(
-                        f"{who} failure: {domain} ({evidence})")
+                        f"{who} failure: {domain}{' ' + service if service else ''} ({evidence})"
+                        + (f": {label}" if label else ""))
         return self.inner.export(spans)
 
     def shutdown(self):
@@ -161,9 +174,11 @@ def run_one(root: Path, number: int, label: str, scenario, condor_g):
 def run(args):
     from ..exporters.otlp import make_otlp_exporter
     from ..exporters.store import JsonLinesStoreExporter, read_store
+    from ..failure_rules.attribution import FailureAttribution
     from ..factory.forwarder import Forwarder, store_span_ids
     from ..factory.ledger import Ledger
     from ..core.ids import GlideinIdentity
+    from ..failure_rules.files import RuleBook
     from ..simulator.condor_g import CondorGLog, FactoryLayout
     from ..factory.tree import render
     from .main import UserError
@@ -199,7 +214,8 @@ def run(args):
     ledger = Ledger(root / "factory" / "forwarder.sqlite")
     summary = FailureSummary(exporter)
     forwarder = Forwarder([layout.logs], summary, ledger, FACTORY, schedd=SCHEDD, grace_s=0.0,
-                          settle_s=0.0, reconcile=reconcile)
+                          settle_s=0.0, reconcile=reconcile,
+                          failure_attribution=FailureAttribution(RuleBook(RULES, classifiers=False)))
     stats = forwarder.run_once()
     demo.shutdown()
     exporter.shutdown()

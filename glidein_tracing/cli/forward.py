@@ -109,6 +109,21 @@ def ledger_path_of(conf: dict) -> Path:
     return Path(conf["store"] or default_store_dir()) / "forwarder.sqlite"
 
 
+def failure_attribution_of(conf: dict):
+    """The failure rules and declared downtimes the settings name (None when neither): a
+    downtime file's bad entries are logged, the rest used."""
+    if not conf["failure_rules"] and not conf["downtimes"]:
+        return None
+    from ..failure_rules.downtimes import read_downtimes
+    from ..failure_rules.attribution import FailureAttribution
+    from ..failure_rules.files import RuleBook
+    downtimes, problems = read_downtimes(conf["downtimes"])
+    for problem in problems:
+        logging.getLogger("glidein_tracing.failure_rules.downtimes").warning("downtime %s", problem)
+    rules = RuleBook(conf["failure_rules"]) if conf["failure_rules"] else None
+    return FailureAttribution(rules, downtimes)
+
+
 def parse_entry_schedds(items) -> dict:
     """``--entry-schedd ENTRY=SCHEDD`` values -> {entry: schedd}."""
     from .main import UserError
@@ -170,7 +185,7 @@ def run(args):
         entry_schedds=entry_schedds, grace_s=conf["grace"], sampling_ratio=conf["sampling_ratio"],
         redact=[n for n in conf["redact"] if n.strip()], batch_spans=conf["batch_spans"],
         reconcile=reconcile, progress=not args.no_progress and sys.stderr.isatty(),
-        service_name=conf["service_name"])
+        service_name=conf["service_name"], failure_attribution=failure_attribution_of(conf))
     if conf["follow"]:
         stopping = []
         signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))

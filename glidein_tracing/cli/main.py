@@ -18,10 +18,11 @@ VERBS = {
     "status": "status",
     "factory-config": "factory_config",
     "analyze": "analyze",
+    "rules": "rules",
 }
 # a module missing at run time -> the extra that installs it (setup.cfg)
 EXTRA_OF_MODULE = {"htcondor2": "factory", "classad2": "factory", "htcondor": "factory", "tqdm": "factory",
-                   "yaml": "factory", "numpy": "analysis", "matplotlib": "analysis", "msgspec": "analysis",
+                   "yaml": "factory", "re2": "factory", "numpy": "analysis", "matplotlib": "analysis", "msgspec": "analysis",
                    "wrapt": "frontend", "opentelemetry.instrumentation": "frontend"}
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-SITE, VO_CONFIG, CREDENTIALS, GRID, GLIDEIN, PREEMPTED, USER_CODE = (
-    "site", "vo_config", "credentials", "grid", "glidein", "preempted", "user_code")
+SITE, VO_CONFIG, CREDENTIALS, GRID, GLIDEIN, PREEMPTED, USER_CODE, SERVICE = (
+    "site", "vo_config", "credentials", "grid", "glidein", "preempted", "user_code", "service")
 
 DOMAINS = {
     SITE: "the worker node or the site: resources, network, corrupted files",
@@ -25,6 +25,8 @@ DOMAINS = {
     GLIDEIN: "HTCondor daemons or the glidein itself broke",
     PREEMPTED: "ended from outside: SIGTERM, eviction, walltime, hard kill by the batch system",
     USER_CODE: "the job failed on a healthy glidein",
+    SERVICE: "a service the glidein or job used (CVMFS, storage, Frontier, a token issuer, ...): "
+             "only failure rules say so, naming it in `*.failure.service`",
 }
 
 # GlideinWMS error_gen failure types (a failed validation script's or condor_startup.sh's

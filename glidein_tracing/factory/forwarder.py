@@ -89,7 +89,7 @@ class Forwarder:
                  grace_s: float = 600.0, settle_s: float = 5.0, sampling_ratio: float | None = None,
                  redact=(), batch_spans: int = 2000, reconcile=None,
                  max_section_bytes: int = DEFAULT_MAX_BYTES, progress: bool = False,
-                 service_name: str | None = None):
+                 service_name: str | None = None, failure_attribution=None):
         self.roots = [Path(r) for r in roots]
         self.exporter = exporter
         self.ledger = ledger
@@ -105,6 +105,7 @@ class Forwarder:
         self.max_section_bytes = max_section_bytes
         self.progress = progress
         self.resource_defaults = {"service.name": service_name} if service_name else None
+        self.failure_attribution = failure_attribution   # failure_attribution.FailureAttribution
 
     # -- 1. activity logs -----------------------------------------------------------------
     def scan(self, stats: ForwardStats):
@@ -274,6 +275,8 @@ class Forwarder:
                             trace_id=identity.trace_id, span_ceiling=MAX_SPANS)
         except ConversionError as exc:
             return None, str(exc)
+        if self.failure_attribution is not None:
+            spans = self.failure_attribution.apply(spans)
         if not keep_glidein(spans, self.sampling_ratio):
             stats.spans_sampled_out += len(spans)
             return [], "sampled out"

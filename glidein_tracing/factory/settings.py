@@ -51,6 +51,8 @@ SETTINGS = {
     "redact": Setting("list", [], "attribute names to redact"),
     "batch_spans": Setting("int", 2000, "spans per export", minimum=1),
     "service_name": Setting("str", None, "override service.name of glidein spans"),
+    "failure_rules": Setting("str", None, "failure rules: a YAML file or a directory of them (docs/failures.md)"),
+    "downtimes": Setting("list", [], "declared downtime files: OSG Topology XML, CSV or JSON (docs/failures.md)"),
     "follow": Setting("bool", False, "keep running (a service)"),
     "interval": Setting("float", 60.0, "seconds between passes when following", minimum=1),
 }

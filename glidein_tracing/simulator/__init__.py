@@ -14,6 +14,7 @@ Factory config lists it. Time is compressed; every timestamp is real.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -55,6 +56,7 @@ class Job:
 
     duration_s: float = 0.5
     exit_code: int = 0
+    stderr: str = ""                     # what the job prints on its stderr before it exits
     traceparent: str | None = None      # the user's own context (ad attribute + environment)
     extra_ad: dict = field(default_factory=dict)   # raw ClassAd values, e.g. {"Foo": '"bar"'}
     burn_cpu_s: float = 0.0
@@ -244,7 +246,9 @@ def _write_queue(queue: Path, scenario: Scenario) -> None:
             f'env | sort > "{jobdir}/job_env.txt"\n'
             f'end=$(( $(date +%s) + {int(round(job.burn_cpu_s))} ))\n'
             'i=0; while [ "$(date +%s)" -lt "$end" ]; do i=$((i + 1)); done\n'
-            f"sleep {job.duration_s}\nexit {int(job.exit_code)}\n")
+            f"sleep {job.duration_s}\n"
+            + "".join(f"echo {shlex.quote(line)} >&2\n" for line in job.stderr.splitlines())
+            + f"exit {int(job.exit_code)}\n")
 
 
 def _glidein_args(scenario: Scenario, stage: Path) -> list:

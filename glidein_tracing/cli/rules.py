@@ -1,0 +1,30 @@
+"""Check failure rules: every bad rule named with its file and line.
+
+`glidein-tracing rules --check FILE_OR_DIR` reads a rules file (or every *.yaml of a
+directory, as the forwarder's `failure_rules:` setting does) and exits 0 when every rule is
+good, 1 naming each problem. `--list` prints the rules in force, in the order they are tried,
+and the failure classifiers installed as packages. docs/failures.md describes the format.
+"""
+
+from __future__ import annotations
+
+
+def add_arguments(parser):
+    parser.add_argument("--check", metavar="PATH", required=True, help="a rules file or directory")
+    parser.add_argument("--list", action="store_true", help="also print every good rule, in order")
+
+
+def run(args):
+    from ..failure_rules.files import RuleBook, check, load_classifiers
+
+    count, problems = check(args.check)
+    for problem in problems:
+        print(problem)
+    if args.list:
+        for rule in RuleBook(args.check, classifiers=False).current().rules:   # as the forwarder holds them
+            d = rule.decision
+            print(f"{rule.name}\t{d.domain}{'/' + d.service if d.service else ''}\t{d.label}\t{rule.source}")
+        for classifier in load_classifiers():
+            print(f"{classifier.name}:*\t(classifier package)")
+    print(f"{args.check}: {count} good rule(s), {len(problems)} problem(s)")
+    return 1 if problems else 0

@@ -1,0 +1,393 @@
+"""Failure rules: the example rules decide realistic failures, bad rules are named with their
+line, a hostile pattern or log never stalls anything, a bad file keeps the last good rules,
+and a VO's classifier package is found by its entry point."""
+
+import base64
+import dataclasses
+import logging
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from glidein_tracing.core import ids
+from glidein_tracing.cli.main import main as cli_main
+from glidein_tracing.core.converter import convert
+from glidein_tracing.failure_rules.downtimes import Downtime, Downtimes
+from glidein_tracing.failure_rules.attribution import FailureAttribution
+from glidein_tracing.failure_rules.rules import Facts, RuleSet
+from glidein_tracing.core.journal import format_line, parse_lines
+from glidein_tracing.failure_rules.files import RuleBook, check, load_classifiers, parse_file
+
+from tests.support.journal_builders import root_lines
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "glidein_tracing" / "failure_rules" / "examples"
+TRACE = ids.GlideinIdentity("gwms_test_factory", "gwms_test_instance", "TEST_ENTRY",
+                            "schedd_glideins2@localhost", "1234", "0").trace_id
+
+
+@pytest.fixture(scope="module")
+def examples():
+    rules = [r for path in sorted(EXAMPLES.glob("*.yaml")) for r in parse_file(path)[0]]
+    return RuleSet(rules)
+
+
+def job(log_tail="", **kw):
+    return Facts(kind="job", domain=kw.pop("domain", "user_code"), error_type=kw.pop("error_type", "job.exit_code"),
+                 log_tail=log_tail, **kw)
+
+
+# job and glidein log tails as CVMFS, XRootD, gfal, Frontier, HTCondor and the kernel print them
+REALISTIC = [
+    ("CernVM-FS: running with credentials 990:990\nCernVM-FS: loading Fuse module... "
+     "Failed to initialize root file catalog (16 - file catalog failure)\n", "cvmfs-repository-unavailable", "cvmfs"),
+    ("Probing /cvmfs/oasis.opensciencegrid.org... Failed!\n", "cvmfs-repository-unavailable", "cvmfs"),
+    ("+ source /cvmfs/cms.cern.ch/cmsset_default.sh\n"
+     "bash: /cvmfs/cms.cern.ch/cmsset_default.sh: No such file or directory\n", "cvmfs-file-missing", "cvmfs"),
+    ("ls: cannot access '/cvmfs/dune.opensciencegrid.org/products/setup': No such file or directory\n",
+     "cvmfs-file-missing", "cvmfs"),
+    ("[0B/0B][100%][==================================================][0B/s]\n"
+     "Run: [ERROR] Server responded with an error: [3011] No servers are available to read the file.\n",
+     "xrootd-no-servers", "xrootd"),
+    ("[2026-07-22 06:51:15.046797 +0000][Error  ][File              ] [0x918b4c00@root://eos.example.org:1094//"
+     "store/data/x.root] Fatal file state error. Message kXR_read (handle: 0x00000000, offset: 0, size: 16777216) "
+     "returned with [ERROR] Operation expired\n", "xrootd-operation-expired", "xrootd"),
+    ("Error in <TNetXNGFile::Open>: [ERROR] Server responded with an error: [3010] Permission denied\n",
+     "xrootd-server-error", "xrootd"),
+    ("gfal-copy error: 70 (Communication error on send) - globus_ftp_client: the server responded with an error\n"
+     "Stage-out failed for /store/user/someone/out.root\n", "stage-out-failed", "storage"),
+    ("%MSG-s FrontierConnectionManager: frontier.c:1024: Request 42 on chan 1 failed at Wed Jul 22 2026: "
+     "-6 [fn-socket.c:87]: network error on connect to 10.0.0.1: Connection refused\n", "frontier-squid", "frontier"),
+]
+
+
+@pytest.mark.parametrize("text, rule, service", REALISTIC)
+def test_the_example_rules_name_service_failures_from_realistic_logs(examples, text, rule, service):
+    decision = examples.classify(job(text))
+    assert (decision.rule, decision.domain, decision.service) == (rule, "service", service)
+    assert decision.label
+
+
+@pytest.mark.parametrize("facts, rule, domain", [
+    (job("Error: SciToken validation failed: token has expired\n"), "token-expired", "credentials"),
+    (job("ERROR: VOMS proxy has expired, renew it with voms-proxy-init\n"), "proxy-expired", "credentials"),
+    (job("OSError: [Errno 28] No space left on device: '/srv/out.root'\n"), "disk-full", "site"),
+    (job("", error_type="job.hold", hold_reason="Job has gone over cgroup memory limit of 2048 megabytes. "
+         "Last measured usage: 2110 megabytes.  Consider resubmitting with a higher request_memory.",
+         hold_reason_code=34), "oom-hold", "user_code"),
+    (job("[ 4242.1] Out of memory: Killed process 12345 (cmsRun) total-vm:9000000kB\n"), "oom-kill", "user_code"),
+    (job("", hold_reason="Transfer output files failure at execution point slot1_1@wn.example.org using "
+         "protocol https. Error: HTTP response 503", hold_reason_code=13), "htcondor-output-transfer", "service"),
+])
+def test_the_example_rules_on_credentials_disk_memory_and_transfers(examples, facts, rule, domain):
+    decision = examples.classify(facts)
+    assert (decision.rule, decision.domain) == (rule, domain)
+
+
+def test_a_plain_code_bug_is_left_to_the_built_in_domain(examples):
+    tail = ('Traceback (most recent call last):\n  File "analysis.py", line 12, in <module>\n'
+            "    ratio = passed / total\nZeroDivisionError: division by zero\n")
+    assert examples.classify(job(tail)) is None
+    assert examples.classify(job("Segmentation fault (core dumped)\n", exit_code=139)) is None
+
+
+def test_a_rules_file_of_another_client_does_not_apply(examples):
+    demo = Facts(kind="job", domain="user_code", exit_code=66, client="vofrontend_service.main")
+    assert examples.classify(demo).rule == "demo-cvmfs-input-missing"
+    assert examples.classify(demo._replace(client="other_frontend.group")) is None
+    assert examples.classify(demo._replace(kind="glidein")) is None          # applies_to: job
+
+
+BAD = textwrap.dedent("""\
+    rules:
+      - name: lookahead
+        match: {log_tail: 'cvmfs(?=/x)'}
+        domain: service
+        service: cvmfs
+        label: uses a lookahead
+      - name: no-service
+        match: {message: 'frontier'}
+        domain: service
+        label: forgot the service
+      - name: good
+        match: {exit_code: [1]}
+        domain: user_code
+        label: fine
+      - name: good
+        match: {exit_code: [2]}
+        domain: nonsense
+        label: twice, and a bad domain
+        colour: blue
+""")
+
+
+def test_check_names_each_bad_rule_with_its_line(tmp_path, capsys):
+    path = tmp_path / "vo.yaml"
+    path.write_text(BAD)
+    count, problems = check(path)
+    assert count == 1
+    text = "\n".join(problems)
+    assert f"{path}:2: rule lookahead: match.log_tail (line 3): not a pattern the non-backtracking engine" in text
+    assert f"{path}:7: rule no-service: service: missing" in text
+    assert f"{path}:15: rule good: domain: one of" in text
+    assert f"{path}:15: rule good: unknown key 'colour'" in text
+    assert f"{path}:15: rule good: name used twice" in text
+    assert cli_main(["rules", "--check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert f"{path}:7: rule no-service" in out and "1 good rule(s), 5 problem(s)" in out
+    assert cli_main(["rules", "--check", str(EXAMPLES)]) == 0
+
+
+def test_not_yaml_is_named_with_its_line(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("rules:\n  - name: a\n    match: {log_tail: 'x'\n")
+    (problem,) = check(path)[1]
+    assert problem.startswith(f"{path}:") and "not valid YAML" in problem
+
+
+def _in_thread(function, timeout_s=120):
+    """Run ``function``; fail (not hang) if it does not return: a stall is what we test."""
+    result = []
+    worker = threading.Thread(target=lambda: result.append(function()), daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    assert not worker.is_alive(), "matching stalled"
+    return result[0]
+
+
+def test_a_catastrophic_pattern_and_a_10_mb_single_line_tail_do_not_stall(tmp_path):
+    path = tmp_path / "hostile.yaml"
+    path.write_text(textwrap.dedent("""\
+        rules:
+          - name: catastrophic
+            match: {log_tail: '^(a+)+$'}
+            domain: site
+            label: backtracking engines never return on this
+          - name: nested
+            match: {log_tail: '(x+x+)+y'}
+            domain: site
+            label: nor on this
+          - name: at-the-end
+            match: {log_tail: 'No space left on device$'}
+            domain: site
+            label: found at the very end
+        """))
+    rules, problems = parse_file(path)
+    assert not problems
+    ruleset = RuleSet(rules)
+    line = "a" * (10 * 1024 * 1024) + "!"                 # one 10 MB line, no newline
+    assert _in_thread(lambda: ruleset.classify(job(line))) is None
+    xs = "x" * (10 * 1024 * 1024)
+    assert _in_thread(lambda: ruleset.classify(job(xs))) is None
+    assert _in_thread(lambda: ruleset.classify(job(xs + " No space left on device"))).rule == "at-the-end"
+
+
+def test_a_bad_file_keeps_the_last_good_rules_and_says_so_once(tmp_path, caplog):
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    vo = rules_dir / "vo.yaml"
+    vo.write_text("rules:\n  - name: one\n    match: {exit_code: [1]}\n    domain: site\n    label: first\n")
+    (rules_dir / "other.yaml").write_text(
+        "rules:\n  - name: two\n    match: {exit_code: [2]}\n    domain: grid\n    label: second\n")
+    book = RuleBook(rules_dir, classifiers=False, reload_s=0.0)
+    assert book.current().classify(job(exit_code=1)).rule == "one"
+    vo.write_text("rules:\n  - name: one\n    match: {exit_code: [1]\n")    # broken mid-edit
+    with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
+        for _ in range(3):
+            ruleset = book.current()
+            assert ruleset.classify(job(exit_code=1)).rule == "one"     # the last good rules
+            assert ruleset.classify(job(exit_code=2)).rule == "two"     # the other file is unharmed
+    said = [r.getMessage() for r in caplog.records if "vo.yaml" in r.getMessage()]
+    assert len(said) == 1 and "keeping its last good rules (1)" in said[0]
+    vo.write_text("rules:\n  - name: one-fixed\n    match: {exit_code: [1]}\n    domain: site\n    label: fixed\n"
+                  "    advice: rerun\n")
+    assert book.current().classify(job(exit_code=1)).rule == "one-fixed"
+
+
+def test_a_rules_file_bad_from_the_start_or_missing_gives_no_rules_and_stops_nothing(tmp_path, caplog):
+    bad = tmp_path / "vo.yaml"
+    bad.write_text("rules:\n  - name: x\n    match: {log_tail: '(?<=a)b'}\n    domain: site\n    label: x\n")
+    with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
+        assert len(RuleBook(bad, classifiers=False).current()) == 0
+        assert len(RuleBook(tmp_path / "nowhere", classifiers=False).current()) == 0
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "keeping its last good rules (0)" in text and "no such file or directory" in text
+
+
+CLASSIFIER = textwrap.dedent('''\
+    """A VO's failure classifier, shipped as a package."""
+
+    def classify(facts):
+        if facts.kind == "job" and "SAM project" in facts.log_tail:
+            return {"domain": "service", "service": "samweb", "label": "SAM project unavailable",
+                    "rule": "sam-down"}
+        if "liar" in facts.log_tail:
+            return {"domain": "everything", "label": "a bad answer"}
+        if "boom" in facts.log_tail:
+            raise RuntimeError("the VO's bug")
+        return None
+    ''')
+
+
+@pytest.fixture
+def installed_classifier(tmp_path, monkeypatch):
+    """A tiny VO package with its dist-info, as pip installs one, on sys.path."""
+    site = tmp_path / "site"
+    (site / "vo_classifier").mkdir(parents=True)
+    (site / "vo_classifier" / "__init__.py").write_text(CLASSIFIER)
+    info = site / "vo_classifier-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vo-classifier\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[glidein_tracing.failure_classifiers]\nexamplevo = vo_classifier:classify\n"
+        "broken = vo_classifier_missing:classify\n")
+    monkeypatch.syspath_prepend(str(site))
+    yield
+    sys.modules.pop("vo_classifier", None)
+
+
+def test_a_vo_classifier_package_is_found_by_its_entry_point(installed_classifier, caplog):
+    with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
+        classifiers = load_classifiers()
+    assert [c.name for c in classifiers] == ["examplevo"]
+    assert any("broken" in r.getMessage() and "does not load" in r.getMessage() for r in caplog.records)
+    ruleset = RuleSet((), classifiers)
+    decision = ruleset.classify(job("ERROR: SAM project demo_project_42 is not running\n"))
+    assert (decision.rule, decision.domain, decision.service) == ("examplevo:sam-down", "service", "samweb")
+    with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
+        assert ruleset.classify(job("liar")) is None           # a bad answer counts as none
+        assert ruleset.classify(job("boom")) is None           # so does an exception
+        assert ruleset.classify(job("boom")) is None
+    assert sum("raised RuntimeError" in r.getMessage() for r in caplog.records) == 1
+
+
+def _tail_lines(key: str, t: float, text: str):
+    data = base64.b64encode(text.encode()).decode()
+    return [format_line(t, "note", key, {"@log.source": f"logs/{key}.err", "@log.part": "0", "@log.parts": "1",
+                                         "@log.data": data})]
+
+
+def test_the_forwarders_step_re_decides_a_glidein_by_its_log_tail_and_marks_its_sites_downtime():
+    lines = root_lines(1000.0, TRACE, **{"glidein.site": "Example_T2"}) + [
+        format_line(1002, "start", "validation/main/check_cvmfs.sh", {"@stage": "validation",
+                                                                      "@name": "main/check_cvmfs.sh"}),
+        format_line(1004, "end", "validation/main/check_cvmfs.sh",
+                    {"@status": "ERROR", "@failure": "VO_Config", "@detail": "repository check failed"}),
+        *_tail_lines("validation/main/check_cvmfs.sh", 1004,
+                     "CernVM-FS: loading Fuse module... Failed to initialize root file catalog "
+                     "(16 - file catalog failure)\n"),
+        format_line(1005, "end", "glidein", {"glidein.outcome": "validation_failed"})]
+    events, report = parse_lines("".join(lines).encode())
+    spans = convert(events, report)
+    examples = RuleSet([r for p in sorted(EXAMPLES.glob("*.yaml")) for r in parse_file(p)[0]])
+    downtime = Downtime("osg:1", ("example_t2",), 900.0, 2000.0, "CVMFS upgrade", True)
+    out = FailureAttribution(examples, Downtimes([downtime])).apply(spans)
+    root = next(s for s in out if s.attributes.get("glidein.stage") == "glidein")
+    assert root.attributes["glidein.failure.domain"] == "service"
+    assert root.attributes["glidein.failure.service"] == "cvmfs"
+    assert root.attributes["glidein.failure.rule"] == "cvmfs-repository-unavailable"
+    assert root.attributes["glidein.failure.downtime"] == "osg:1 (scheduled): CVMFS upgrade"
+    assert root.context == next(s for s in spans if s.attributes.get("glidein.stage") == "glidein").context
+    untouched = [s for s in out if s.attributes.get("glidein.stage") != "glidein"]
+    assert all(a is b for a, b in zip(untouched, [s for s in spans if s.attributes.get("glidein.stage") != "glidein"]))
+    # outside the downtime: the rule still decides, no downtime is claimed
+    later = FailureAttribution(examples, Downtimes([dataclasses.replace(downtime, start=1500.0)]))
+    root = next(s for s in later.apply(spans) if s.attributes.get("glidein.stage") == "glidein")
+    assert "glidein.failure.downtime" not in root.attributes and root.attributes["glidein.failure.rule"]
+
+
+def test_the_forwarders_step_re_decides_a_held_job_and_leaves_its_glidein_alone():
+    lines = root_lines(1000.0, TRACE) + [
+        format_line(1010, "end", "setup", {"@status": "OK"}),
+        format_line(1010, "start", "condor", {"@stage": "condor.start", "@name": "condor"}),
+        format_line(1015, "start", "job/s#1.0#9", {"@stage": "job", "@name": "job", "@parent": "condor"}),
+        format_line(1025, "end", "job/s#1.0#9", {
+            "@status": "ERROR", "@error.type": "job.hold", "@error.detail": "job ended by hold",
+            "job.exit_by": "hold", "job.hold_reason_code:i": "34",
+            "job.hold_reason": "Job has gone over cgroup memory limit of 2048 megabytes. Last measured usage: "
+                               "2300 megabytes.  Consider resubmitting with a higher request_memory."}),
+        format_line(1050, "end", "condor", {}),
+        format_line(1052, "end", "glidein", {"glidein.outcome": "ok"})]
+    events, report = parse_lines("".join(lines).encode())
+    spans = convert(events, report)
+    examples = RuleSet([r for p in sorted(EXAMPLES.glob("*.yaml")) for r in parse_file(p)[0]])
+    out = FailureAttribution(examples).apply(spans)
+    (job_span,) = [s for s in out if s.attributes.get("glidein.stage") == "job"]
+    assert job_span.attributes["job.failure.rule"] == "oom-hold"
+    assert job_span.attributes["job.failure.label"] == "job used more memory than requested (OOM)"
+    assert job_span.attributes["job.failure.advice"] == "resubmit with a higher request_memory"
+    assert "job.failure.service" not in job_span.attributes
+    root = next(s for s in out if s.attributes.get("glidein.stage") == "glidein")
+    assert "glidein.failure.domain" not in root.attributes
+
+
+def test_the_forwarder_configured_with_rules_and_a_downtime_feed_decides_a_held_glidein(tmp_path, caplog):
+    """The settings' failure_rules and downtimes, through the forwarder, on a real Condor-G
+    activity log: a glidein held at the CE for an expired proxy and removed is credentials,
+    not grid, and its entry's declared downtime is named."""
+    from glidein_tracing.cli import forward
+    from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
+    from glidein_tracing.exporters.store import read_store
+    from tests.support.factory_builders import SCHEDD, T0, identity
+    from test_forwarder import make_forwarder
+
+    layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_demo_instance", entry="DEMO_ENTRY")
+    log = CondorGLog(layout)
+    log.submit(300, 0, when=T0 - 120)
+    log.held(300, 0, "Globus error 131: the user proxy expired (job is still running)", code=2, when=T0 - 100)
+    log.aborted(300, 0, when=T0 - 10)
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "factory.yaml").write_text(textwrap.dedent("""\
+        rules:
+          - name: ce-proxy-expired
+            applies_to: glidein
+            match: {hold_reason: '(?i)proxy expired', hold_reason_code: [2]}
+            domain: credentials
+            label: the glidein's proxy expired at the CE
+        """))
+    feed = tmp_path / "downtimes.csv"
+    feed.write_text("target,start,end,reason,class\n"
+                    f"DEMO_ENTRY,{int(T0 - 3600)},{int(T0 + 3600)},CE upgrade,scheduled\n"
+                    "DEMO_ENTRY,2026-07-21 10:00,2026-07-21 11:00,no zone,\n")
+    conf = {"failure_rules": str(rules), "downtimes": [str(feed)]}
+    with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
+        attribution = forward.failure_attribution_of(conf)
+    assert any(f"{feed}:3: no time zone" in r.getMessage() for r in caplog.records)
+    forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite",
+                               entry_schedds={layout.entry: SCHEDD}, failure_attribution=attribution)
+    assert forwarder.run_once().glideins_done == 1
+    spans = read_store(tmp_path / "store")[identity(layout, 300, 0).trace_id]
+    (root,) = [s for s in spans if s["attributes"]["glidein.stage"] == "glidein"]
+    assert root["attributes"]["glidein.failure.domain"] == "credentials"
+    assert root["attributes"]["glidein.failure.rule"] == "ce-proxy-expired"
+    assert root["attributes"]["glidein.failure.downtime"] == f"{feed}:2 (scheduled): CE upgrade"
+    assert forward.failure_attribution_of({"failure_rules": None, "downtimes": []}) is None
+
+
+def test_a_directory_is_one_rule_book_in_file_order_with_names_unique_across_files(tmp_path, capsys, caplog):
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    rule = "rules:\n  - name: {name}\n    match: {{exit_code: [{code}]}}\n    domain: {domain}\n    label: {label}\n"
+    (rules_dir / "10-cms.yaml").write_text(rule.format(name="cms-exit-8020", code=8020, domain="site",
+                                                       label="CMS file open error"))
+    (rules_dir / "90-common.yaml").write_text(rule.format(name="cms-exit-8020", code=8020, domain="grid",
+                                                          label="the same name again")
+                                              + rule.format(name="generic", code=8020, domain="grid",
+                                                            label="never reached for 8020")[7:])
+    (rules_dir / "README.txt").write_text("not a rules file")
+    count, problems = check(rules_dir)
+    assert count == 3 and problems == [
+        f"{rules_dir / '90-common.yaml'}:2: rule cms-exit-8020: name already used at {rules_dir / '10-cms.yaml'}:2"]
+    with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
+        ruleset = RuleBook(rules_dir, classifiers=False).current()
+    assert ruleset.classify(job(exit_code=8020)).rule == "cms-exit-8020"
+    assert ruleset.classify(job(exit_code=8020)).domain == "site"         # the first file's
+    assert [r.name for r in ruleset.rules] == ["cms-exit-8020", "generic"]
+    assert any("name already used" in r.getMessage() for r in caplog.records)
+    assert cli_main(["rules", "--check", str(rules_dir), "--list"]) == 1
+    out = capsys.readouterr().out
+    assert "cms-exit-8020\tsite\tCMS file open error\t" in out and "generic\tgrid\t" in out
+    assert "the same name again" not in out                              # not tried: not listed
