@@ -17,6 +17,7 @@ import re
 from . import conventions as c
 
 LOG_SOURCE = "@log.source"
+LOG_TAIL_EVENT = c.GLIDEIN_LOG_TAIL
 MAX_LINES = 500      # the knob GLIDEIN_TRACING_LOG_TAIL_LINES's maximum
 MAX_BYTES = 8192
 MAX_PARTS = 64       # 8 KB of base64 takes 11 chunks of 1000 characters

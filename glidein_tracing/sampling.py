@@ -15,7 +15,7 @@ from opentelemetry.trace.status import StatusCode
 
 from . import conventions as c
 
-
+RATIO_ATTRIBUTE = c.GLIDEIN_TRACING_SAMPLING_RATIO   # on the root
 
 
 def parse_ratio(text) -> float | None:
@@ -45,7 +45,7 @@ def keep_glidein(spans, override: float | None = None, *, running: bool = False)
     journal so far converts as incomplete): the ratio alone decides, and if it fails later
     the Factory forwarder sends what it kept back."""
     root = spans[0]
-    ratio = override if override is not None else root.attributes.get(c.GLIDEIN_TRACING_SAMPLING_RATIO, 1.0)
+    ratio = override if override is not None else root.attributes.get(RATIO_ATTRIBUTE, 1.0)
     failed = not running and (root.status.status_code is StatusCode.ERROR
                               or root.attributes.get(c.GLIDEIN_OUTCOME) not in (c.OUTCOME_OK, None))
     return keep(format(root.context.trace_id, "032x"), ratio, failed)

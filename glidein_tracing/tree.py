@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import conventions as c
+from .log_tail import LOG_TAIL_EVENT
 
 KEY_ATTRIBUTES = (
     c.GLIDEIN_ENTRY, c.GLIDEIN_SITE, c.GLIDEIN_OUTCOME, c.ERROR_TYPE, c.GLIDEIN_FAILURE_DOMAIN,
@@ -67,7 +68,7 @@ def render(spans: list[dict], attributes=KEY_ATTRIBUTES) -> str:
         span, depth = stack.pop()
         lines.append(line(span, depth))
         for event in span.get("events") or ():
-            if event["name"] == c.GLIDEIN_LOG_TAIL:
+            if event["name"] == LOG_TAIL_EVENT:
                 lines.extend(_log_tail(event["attributes"], "  " * min(depth + 1, MAX_INDENT)))
         # equal start times (per-script records have 1 s resolution): keep the recorded order
         kids = sorted(children.get(span["span_id"], []), key=lambda s: (s["start_ns"], order[s["span_id"]]))
