@@ -60,17 +60,17 @@ def jaeger_query(jaeger):
 def every_span_within_its_parent(monkeypatch):
     """Every trace any test makes with the converter (in this process) is checked: each span
     lies within its parent (span_nesting). A test whose conversions break the rule errors."""
-    from glidein_tracing.core import converter
+    from glidein_tracing.core.converter import build as converter_build
     from tests.support.span_nesting import outside_parent
 
     problems: list = []
-    build = converter._Builder.build
+    build = converter_build.build
 
-    def checked_build(self):
-        spans = build(self)
+    def checked_build(draft, resource_defaults):
+        spans = build(draft, resource_defaults)
         problems.extend(outside_parent(spans))
         return spans
 
-    monkeypatch.setattr(converter._Builder, "build", checked_build)
+    monkeypatch.setattr(converter_build, "build", checked_build)
     yield
     assert not problems, "spans outside their parent:\n" + "\n".join(problems[:20])

@@ -288,3 +288,25 @@ def test_a_job_that_took_an_idle_glidein_says_how_long_the_glidein_idled():
     assert wait.attributes["job.wait.glidein_idle_s"] == 7.0      # since the previous job ended
     # a QDate after the start (clocks disagree) or none: no job.wait span
     assert not [s for s in _user_job_journal(qdate=1100) if s.name == "job.wait"]
+
+
+def test_each_link_says_its_kind():
+    """A link on the root is its submit cycle, the Frontend request's context is that
+    request, and a link any other stage's journal lines give it is ``related``."""
+    start = 1700000000.0
+    cycle = "00-11111111111111111111111111111111-2222222222222222-01"
+    request = "00-33333333333333333333333333333333-4444444444444444-01"
+    other = "00-55555555555555555555555555555555-6666666666666666-00"
+    lines = root_lines(start, **{"glidein.request_traceparent": request})
+    lines.append(format_line(start + 1, "attr", "glidein", {}, links=[cycle]))
+    lines.append(format_line(start + 2, "attr", "setup", {}, links=[other]))
+    lines.append(format_line(start + 3, "end", "setup", {}))
+    lines.append(format_line(start + 4, "end", "glidein", {}))
+    _, spans = spans_of(lines)
+    (root,) = by_stage(spans, "glidein")
+    (setup,) = by_stage(spans, "setup")
+    kinds = {link.attributes["traceparent"]: link.attributes["glidein.link.kind"] for link in root.links}
+    assert kinds == {cycle: "submit_cycle", request: "frontend_request"}
+    assert [(link.attributes["traceparent"], link.attributes["glidein.link.kind"]) for link in setup.links] \
+        == [(other, "related")]
+    assert not setup.links[0].context.trace_flags.sampled   # the link keeps its context's flags

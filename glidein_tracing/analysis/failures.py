@@ -203,22 +203,6 @@ def _dominant(codes, labels) -> str:
     return labels[int(np.bincount(codes).argmax())]
 
 
-def hourly_rates(table: TimelineTable, site: str) -> list:
-    """(bucket start, glideins, failed) of one site, for plots and reading the rule's input."""
-    g, names = table.g, table.names
-    if site not in names["site"]:
-        return []
-    start = _starts(table)
-    mask = (g["site"] == names["site"].index(site)) & np.isfinite(start)
-    if not mask.any():
-        return []
-    t0 = math.floor(start[mask].min() / BUCKET_S) * BUCKET_S
-    bucket = ((start[mask] - t0) // BUCKET_S).astype(np.int64)
-    total = np.bincount(bucket)
-    bad = np.bincount(bucket[g["domain"][mask] != 0], minlength=len(total))
-    return [(t0 + b * BUCKET_S, int(total[b]), int(bad[b])) for b in np.flatnonzero(total)]
-
-
 def top_messages(table: TimelineTable, *, top: int = 10) -> list:
     """The most frequent failure messages once normalised: message, count, domain, examples.
     Each distinct message is normalised once (interned codes), not once per glidein."""

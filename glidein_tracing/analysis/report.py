@@ -72,12 +72,6 @@ def _fmt_s(value) -> str:
     return f"{value:.1f}s"
 
 
-def _fmt_num(value) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.1f}" if isinstance(value, float) else f"{value:,}"
-
-
 METRIC_LABELS = {
     "queue_wait_s": "queue wait", "setup_s": "setup (validation)", "time_to_first_job_s": "time to first job",
     "idle_before_first_job_s": "idle before 1st job", "idle_between_jobs_s": "idle between jobs",

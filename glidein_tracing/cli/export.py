@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..core import conventions as c
 from ..node import live
 from ..core.converter import ConversionError, convert
 from ..exporters.otlp import make_otlp_exporter, public_url, sdk_disabled
@@ -90,7 +91,7 @@ def run(args):
     if sdk_disabled():
         print("glidein-tracing export: OTEL_SDK_DISABLED=true, nothing exported", file=sys.stderr)
         return 0
-    defaults = {"service.name": args.service_name} if args.service_name else None
+    defaults = {c.SERVICE_NAME: args.service_name} if args.service_name else None
     where = otlp_endpoint(args)
     store = None if where else JsonLinesStoreExporter(args.store)
     failed = 0

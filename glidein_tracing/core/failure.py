@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from . import conventions as c
+
 SITE, VO_CONFIG, CREDENTIALS, GRID, GLIDEIN, PREEMPTED, USER_CODE, SERVICE = (
     "site", "vo_config", "credentials", "grid", "glidein", "preempted", "user_code", "service")
 
@@ -78,12 +80,12 @@ HOLD_CODES = {
 
 # glidein.outcome values that decide the domain when no failure type or hold code does
 OUTCOMES = {
-    "terminated": PREEMPTED,          # SIGTERM from the site's batch system
-    "killed": PREEMPTED,              # ended by a signal the Factory saw
-    "removed": GRID,                  # removed by the Factory or Condor-G
-    "never_ran": GRID,                # left the Factory's queue without running
-    "no_glidein_output": GLIDEIN,     # ran, but returned no journal
-    "incomplete": GLIDEIN,            # the glidein stopped with stages still open
+    c.OUTCOME_TERMINATED: PREEMPTED,         # SIGTERM from the site's batch system
+    c.OUTCOME_KILLED: PREEMPTED,             # ended by a signal the Factory saw
+    c.OUTCOME_REMOVED: GRID,                 # removed by the Factory or Condor-G
+    c.OUTCOME_NEVER_RAN: GRID,               # left the Factory's queue without running
+    c.OUTCOME_NO_GLIDEIN_OUTPUT: GLIDEIN,    # ran, but returned no journal
+    c.OUTCOME_INCOMPLETE: GLIDEIN,           # the glidein stopped with stages still open
 }
 
 # a job's error.type (exit hook or StartdHistoryLog) -> domain, on a healthy glidein
@@ -117,24 +119,24 @@ def glidein_domain(attrs: dict, error_type: str = "", hold_code=None) -> Verdict
     ``attrs``: the root's attributes (``glidein.outcome``, ``factory.*``); ``error_type``:
     the root's GlideinWMS failure type, if any; ``hold_code``: the HoldReasonCode of its last
     Condor-G hold, if any."""
-    outcome = str(attrs.get("glidein.outcome", "") or "")
-    if outcome in ("", "ok"):
+    outcome = str(attrs.get(c.GLIDEIN_OUTCOME, "") or "")
+    if outcome in ("", c.OUTCOME_OK):
         return None
     if error_type in GLIDEINWMS_TYPES:
-        return Verdict(GLIDEINWMS_TYPES[error_type], f"error.type={error_type}")
+        return Verdict(GLIDEINWMS_TYPES[error_type], f"{c.ERROR_TYPE}={error_type}")
     code = _hold_code(hold_code)
-    if code is not None and outcome in ("removed", "never_ran"):
+    if code is not None and outcome in (c.OUTCOME_REMOVED, c.OUTCOME_NEVER_RAN):
         known = HOLD_CODES.get(code)
-        return Verdict(known.glidein if known else GRID, f"factory.hold_reason_code={code}")
-    if attrs.get("factory.signal") not in (None, ""):
-        return Verdict(PREEMPTED, f"factory.signal={attrs['factory.signal']}")
-    if attrs.get("factory.evicted") is True:
-        return Verdict(PREEMPTED, "factory.evicted=true")
+        return Verdict(known.glidein if known else GRID, f"{c.FACTORY_HOLD_REASON_CODE}={code}")
+    if attrs.get(c.FACTORY_SIGNAL) not in (None, ""):
+        return Verdict(PREEMPTED, f"{c.FACTORY_SIGNAL}={attrs[c.FACTORY_SIGNAL]}")
+    if attrs.get(c.FACTORY_EVICTED) is True:
+        return Verdict(PREEMPTED, f"{c.FACTORY_EVICTED}=true")
     if outcome in OUTCOMES:
-        return Verdict(OUTCOMES[outcome], f"glidein.outcome={outcome}")
+        return Verdict(OUTCOMES[outcome], f"{c.GLIDEIN_OUTCOME}={outcome}")
     if error_type:
-        return Verdict(GLIDEIN, f"error.type={error_type}")
-    return Verdict(GLIDEIN, f"glidein.outcome={outcome}")
+        return Verdict(GLIDEIN, f"{c.ERROR_TYPE}={error_type}")
+    return Verdict(GLIDEIN, f"{c.GLIDEIN_OUTCOME}={outcome}")
 
 
 def job_domain(attrs: dict, error_type: str, glidein: Verdict | None,
@@ -143,39 +145,39 @@ def job_domain(attrs: dict, error_type: str, glidein: Verdict | None,
     domain (never ``user_code``); otherwise its hold code, then its error type, decide."""
     if closed_by_converter:
         domain = glidein.domain if glidein and glidein.domain != USER_CODE else GLIDEIN
-        return Verdict(domain, "glidein.closed_by=converter")
-    signal = attrs.get("job.exit_signal")
+        return Verdict(domain, f"{c.GLIDEIN_CLOSED_BY}={c.CLOSED_BY_CONVERTER}")
+    signal = attrs.get(c.JOB_EXIT_SIGNAL)
     if error_type == "job.signal" and glidein is not None and signal in SHUTDOWN_SIGNALS:
-        return Verdict(glidein.domain, f"job.exit_signal={signal}")
-    code = _hold_code(attrs.get("job.hold_reason_code"))
+        return Verdict(glidein.domain, f"{c.JOB_EXIT_SIGNAL}={signal}")
+    code = _hold_code(attrs.get(c.JOB_HOLD_REASON_CODE))
     if code is not None:
         known = HOLD_CODES.get(code)
-        return Verdict(known.job if known else USER_CODE, f"job.hold_reason_code={code}")
+        return Verdict(known.job if known else USER_CODE, f"{c.JOB_HOLD_REASON_CODE}={code}")
     domain = JOB_ERROR_TYPES.get(error_type, USER_CODE)
-    return Verdict(domain, f"error.type={error_type}" if error_type else "status=ERROR")
+    return Verdict(domain, f"{c.ERROR_TYPE}={error_type}" if error_type else "status=ERROR")
 
 
 def cases() -> list[tuple[str, str, str, str]]:
     """Every case the module decides, as (kind, case, domain, evidence attribute) rows."""
-    rows = [("GlideinWMS failure type", name, domain, "error.type")
+    rows = [("GlideinWMS failure type", name, domain, c.ERROR_TYPE)
             for name, domain in GLIDEINWMS_TYPES.items()]
     rows += [("Condor-G hold of a glidein", f"{code} {hold.name}", hold.glidein,
-              "factory.hold_reason_code") for code, hold in HOLD_CODES.items()]
-    rows.append(("Condor-G hold of a glidein", "any other code", GRID, "factory.hold_reason_code"))
-    rows.append(("glidein ended by a signal", "factory.signal set", PREEMPTED, "factory.signal"))
-    rows.append(("glidein evicted", "factory.evicted true", PREEMPTED, "factory.evicted"))
-    rows += [("glidein outcome", outcome, domain, "glidein.outcome")
+              c.FACTORY_HOLD_REASON_CODE) for code, hold in HOLD_CODES.items()]
+    rows.append(("Condor-G hold of a glidein", "any other code", GRID, c.FACTORY_HOLD_REASON_CODE))
+    rows.append(("glidein ended by a signal", f"{c.FACTORY_SIGNAL} set", PREEMPTED, c.FACTORY_SIGNAL))
+    rows.append(("glidein evicted", f"{c.FACTORY_EVICTED} true", PREEMPTED, c.FACTORY_EVICTED))
+    rows += [("glidein outcome", outcome, domain, c.GLIDEIN_OUTCOME)
              for outcome, domain in OUTCOMES.items()]
-    rows.append(("glidein outcome", "any other failed outcome", GLIDEIN, "glidein.outcome"))
-    rows.append(("job cut short by its glidein's end", "glidein.closed_by=converter",
-                 "the glidein's domain (glidein when it has none)", "glidein.closed_by"))
+    rows.append(("glidein outcome", "any other failed outcome", GLIDEIN, c.GLIDEIN_OUTCOME))
+    rows.append(("job cut short by its glidein's end", f"{c.GLIDEIN_CLOSED_BY}={c.CLOSED_BY_CONVERTER}",
+                 "the glidein's domain (glidein when it has none)", c.GLIDEIN_CLOSED_BY))
     rows.append(("job killed by its failed glidein's shutdown",
                  "signal " + " or ".join(map(str, SHUTDOWN_SIGNALS)),
-                 "the glidein's domain", "job.exit_signal"))
-    rows += [("job hold", f"{code} {hold.name}", hold.job, "job.hold_reason_code")
+                 "the glidein's domain", c.JOB_EXIT_SIGNAL))
+    rows += [("job hold", f"{code} {hold.name}", hold.job, c.JOB_HOLD_REASON_CODE)
              for code, hold in HOLD_CODES.items()]
-    rows.append(("job hold", "any other code", USER_CODE, "job.hold_reason_code"))
-    rows += [("job error", error_type, domain, "error.type")
+    rows.append(("job hold", "any other code", USER_CODE, c.JOB_HOLD_REASON_CODE))
+    rows += [("job error", error_type, domain, c.ERROR_TYPE)
              for error_type, domain in JOB_ERROR_TYPES.items()]
     return rows
 

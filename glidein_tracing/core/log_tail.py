@@ -14,8 +14,10 @@ import base64
 import binascii
 import re
 
+from . import conventions as c
+
 LOG_SOURCE = "@log.source"
-LOG_TAIL_EVENT = "glidein.log_tail"
+LOG_TAIL_EVENT = c.GLIDEIN_LOG_TAIL
 MAX_LINES = 500      # the knob GLIDEIN_TRACING_LOG_TAIL_LINES's maximum
 MAX_BYTES = 8192
 MAX_PARTS = 64       # 8 KB of base64 takes 11 chunks of 1000 characters
@@ -49,7 +51,7 @@ def assemble(chunks: list) -> dict:
         if 0 <= index < MAX_PARTS and "@log.data" in chunk:
             parts.setdefault(index, chunk["@log.data"])
     if not parts:
-        return {"log.lines": "", "log.note": "; ".join(notes) or "no tail recorded"}
+        return {c.LOG_LINES: "", c.LOG_NOTE: "; ".join(notes) or "no tail recorded"}
     try:
         expected = int(chunks[0].get("@log.parts", len(parts)))
     except ValueError:
@@ -72,9 +74,9 @@ def assemble(chunks: list) -> dict:
     lines = text.split("\n")
     if len(lines) > MAX_LINES:
         text = "\n".join(lines[-MAX_LINES:])
-    out = {"log.lines": text}
+    out = {c.LOG_LINES: text}
     if notes:
-        out["log.note"] = "; ".join(notes)
+        out[c.LOG_NOTE] = "; ".join(notes)
     return out
 
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import bisect
 
+from . import conventions as c
+
 FIELDS = {"r.utime": "utime", "r.stime": "stime", "r.rss": "rss",
           "r.disk_free": "disk_free", "r.load1": "load1"}
-PREFIX = "glidein.resource."
-CPU_USER, CPU_SYSTEM = PREFIX + "cpu_user_s", PREFIX + "cpu_system_s"
-MAX_RSS, DISK_FREE, LOAD1, WINDOW = (PREFIX + "max_rss_bytes", PREFIX + "disk_free_bytes",
-                                     PREFIX + "load1", PREFIX + "window_s")
+CPU_USER, CPU_SYSTEM = c.GLIDEIN_RESOURCE_CPU_USER_S, c.GLIDEIN_RESOURCE_CPU_SYSTEM_S
+MAX_RSS, DISK_FREE = c.GLIDEIN_RESOURCE_MAX_RSS_BYTES, c.GLIDEIN_RESOURCE_DISK_FREE_BYTES
+LOAD1, WINDOW = c.GLIDEIN_RESOURCE_LOAD1, c.GLIDEIN_RESOURCE_WINDOW_S
 
 
 class ResourceTimeline:

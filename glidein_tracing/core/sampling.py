@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from opentelemetry.trace.status import StatusCode
 
+from . import conventions as c
 
-RATIO_ATTRIBUTE = "glidein_tracing.sampling_ratio"
+RATIO_ATTRIBUTE = c.GLIDEIN_TRACING_SAMPLING_RATIO   # on the root
 
 
 def parse_ratio(text) -> float | None:
@@ -46,5 +47,5 @@ def keep_glidein(spans, override: float | None = None, *, running: bool = False)
     root = spans[0]
     ratio = override if override is not None else root.attributes.get(RATIO_ATTRIBUTE, 1.0)
     failed = not running and (root.status.status_code is StatusCode.ERROR
-                              or root.attributes.get("glidein.outcome") not in ("ok", None))
+                              or root.attributes.get(c.GLIDEIN_OUTCOME) not in (c.OUTCOME_OK, None))
     return keep(format(root.context.trace_id, "032x"), ratio, failed)

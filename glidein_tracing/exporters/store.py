@@ -30,6 +30,7 @@ from pathlib import Path
 
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from ..core import conventions as c
 from .otlp_json import encode_request, flatten_request, request_from_span_dicts
 
 FILE_PREFIX = "traces-"
@@ -220,13 +221,13 @@ class Store:
                 packed = b"".join(bytes.fromhex(span_id) for span_id, _ in spans)
             except ValueError:
                 continue                        # not an OTLP id: nothing to find it by
-            root = next((s for _, s in spans if s and s["attributes"].get("glidein.stage") == "glidein"), None)
+            root = next((s for _, s in spans if s and s["attributes"].get(c.STAGE) == c.STAGE_GLIDEIN), None)
             db.execute("INSERT INTO traces (trace_id, span_ids, spans) VALUES (?, ?, ?) "
                        "ON CONFLICT (trace_id) DO UPDATE SET span_ids = span_ids || excluded.span_ids, "
                        "spans = spans + excluded.spans", (trace, packed, len(spans)))
             if root is not None:
                 db.execute("UPDATE traces SET root_name = ?, start_ns = ?, outcome = ? WHERE trace_id = ?",
-                           (root["name"], root["start_ns"], str(root["attributes"].get("glidein.outcome", "")),
+                           (root["name"], root["start_ns"], str(root["attributes"].get(c.GLIDEIN_OUTCOME, "")),
                             trace))
             db.execute("INSERT OR IGNORE INTO lines VALUES (?, ?, ?, ?)", (trace, number, offset, length))
 
@@ -390,10 +391,10 @@ class Store:
 def _root_summary(span) -> dict | None:
     """What the index keeps of a glidein's root span (``show --list``), or None."""
     attrs = span.attributes or {}
-    if attrs.get("glidein.stage") != "glidein":
+    if attrs.get(c.STAGE) != c.STAGE_GLIDEIN:
         return None
-    return {"name": span.name, "start_ns": span.start_time, "attributes": {"glidein.stage": "glidein",
-            "glidein.outcome": attrs.get("glidein.outcome", "")}}
+    return {"name": span.name, "start_ns": span.start_time, "attributes": {c.STAGE: c.STAGE_GLIDEIN,
+            c.GLIDEIN_OUTCOME: attrs.get(c.GLIDEIN_OUTCOME, "")}}
 
 
 class JsonLinesStoreExporter(SpanExporter):

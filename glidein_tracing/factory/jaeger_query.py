@@ -13,6 +13,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from ..core import conventions as c
+
 
 def get_json(url: str, timeout: float):
     """The JSON document at ``url``."""
@@ -78,7 +80,7 @@ def flatten_trace(trace: dict) -> list:
     for pid, process in processes.items():
         resource = _tags((process or {}).get("tags"))
         if (process or {}).get("serviceName"):
-            resource.setdefault("service.name", process["serviceName"])
+            resource.setdefault(c.SERVICE_NAME, process["serviceName"])
         resources[pid] = resource
     out = []
     for span in trace.get("spans") or []:

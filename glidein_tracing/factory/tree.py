@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from ..core import conventions as c
 from ..core.log_tail import LOG_TAIL_EVENT
 
 KEY_ATTRIBUTES = (
-    "glidein.entry", "glidein.site", "glidein.outcome", "error.type", "glidein.failure.domain",
-    "job.failure.domain", "glidein.idle.kind",
-    "job.global_id", "job.exit_code", "job.user_traceparent", "glidein.shutdown.reason",
-    "glidein.resource.cpu_user_s", "glidein.resource.max_rss_bytes",
+    c.GLIDEIN_ENTRY, c.GLIDEIN_SITE, c.GLIDEIN_OUTCOME, c.ERROR_TYPE, c.GLIDEIN_FAILURE_DOMAIN,
+    c.JOB_FAILURE_DOMAIN, c.GLIDEIN_IDLE_KIND,
+    c.JOB_GLOBAL_ID, c.JOB_EXIT_CODE, c.JOB_USER_TRACEPARENT, c.GLIDEIN_SHUTDOWN_REASON,
+    c.GLIDEIN_RESOURCE_CPU_USER_S, c.GLIDEIN_RESOURCE_MAX_RSS_BYTES,
 )
 STATUS = {0: "", 1: "ok", 2: "ERROR"}
 MAX_INDENT = 32  # deeper spans say their depth instead of indenting further (output stays linear)
@@ -27,9 +28,9 @@ def _duration(ns: int) -> str:
 
 def _log_tail(attrs: dict, indent: str) -> list[str]:
     """A failed stage's log tail, under the stage, each line marked ``|``."""
-    note = f" ({attrs['log.note']})" if attrs.get("log.note") else ""
-    out = [f"{indent}log tail of {attrs.get('log.source', '?')}{note}:"]
-    text = str(attrs.get("log.lines", ""))
+    note = f" ({attrs[c.LOG_NOTE]})" if attrs.get(c.LOG_NOTE) else ""
+    out = [f"{indent}log tail of {attrs.get(c.LOG_SOURCE, '?')}{note}:"]
+    text = str(attrs.get(c.LOG_LINES, ""))
     out += [f"{indent}| {line}" for line in text.split("\n")] if text else []
     return out
 
@@ -52,8 +53,8 @@ def render(spans: list[dict], attributes=KEY_ATTRIBUTES) -> str:
 
     def line(span, depth):
         attrs = span["attributes"]
-        stage = attrs.get("glidein.stage", "?")
-        extra = " ".join(f"{k}={attrs[k]}" for k in attributes if k in attrs and k != "glidein.stage")
+        stage = attrs.get(c.STAGE, "?")
+        extra = " ".join(f"{k}={attrs[k]}" for k in attributes if k in attrs and k != c.STAGE)
         status = STATUS.get(span["status_code"], "")
         links = f" links={len(span['links'])}" if span["links"] else ""
         indent = "  " * min(depth, MAX_INDENT) + (f"<depth {depth}> " if depth > MAX_INDENT else "")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..core import conventions as c
 from ..core import ids, journal
 from ..core.failure import SHUTDOWN_SIGNALS
 
@@ -30,7 +31,7 @@ IDS_PER_LINE = 60          # 60 ids of 17 bytes fit in one journal value (1024 b
 LEGACY_MARK = "@exported"  # a note of cleanup hooks before per-stage export: "all" or "all-but-root"
 # stages only the Factory can make whole: its own, the sleep after a failure, and the user's
 # job.wait (it needs the glidein's queue time at the site)
-FACTORY_ONLY = ("factory.", "post_failure_sleep", "job.wait")
+FACTORY_ONLY = (c.FACTORY_STAGE_PREFIX, c.STAGE_POST_FAILURE_SLEEP, c.STAGE_JOB_WAIT)
 # a job that ended this way may still change: its domain follows its glidein's (failure.py)
 _UNSETTLED_EXITS = frozenset({"evict"})
 
@@ -59,7 +60,7 @@ class NodeExports:
 
 def node_may_send(span) -> bool:
     """Whether the node sends this span at all (``FACTORY_ONLY`` stages come from the Factory)."""
-    return not str(span.attributes.get("glidein.stage", "")).startswith(FACTORY_ONLY)
+    return not str(span.attributes.get(c.STAGE, "")).startswith(FACTORY_ONLY)
 
 
 def node_exports(events, spans) -> NodeExports:
@@ -100,23 +101,23 @@ def ended_stages(spans, events) -> list:
     shutdown signal (its failure domain follows its glidein's), and ``job.wait`` (it needs
     the Factory's queue time)."""
     ended = {e.key for e in events if e.op == "end"}
-    setup = next((s for s in spans if s.attributes.get("glidein.stage") == "setup"), None)
+    setup = next((s for s in spans if s.attributes.get(c.STAGE) == c.STAGE_SETUP), None)
     if setup is None or "setup" not in ended:
         return []
     glidein_trace = setup.context.trace_id
     ended_ids = {ids.span_id_int(format(glidein_trace, "032x"), key) for key in ended}
     out, jobs = [], set()
     for span in spans:
-        stage = span.attributes.get("glidein.stage")
+        stage = span.attributes.get(c.STAGE)
         if span.context.trace_id != glidein_trace:
             continue
-        if span is setup or (stage == "validation" and span.parent and span.parent.span_id == setup.context.span_id):
+        if span is setup or (stage == c.STAGE_VALIDATION and span.parent and span.parent.span_id == setup.context.span_id):
             out.append(span)
-        elif stage == "job" and span.context.span_id in ended_ids and _job_settled(span):
+        elif stage == c.STAGE_JOB and span.context.span_id in ended_ids and _job_settled(span):
             out.append(span)
             jobs.add(span.context.span_id)
     for span in spans:   # a job's span in its user's trace links back to the job span
-        if span.context.trace_id != glidein_trace and span.name == "job on glidein" \
+        if span.context.trace_id != glidein_trace and span.name == c.SPAN_JOB_ON_GLIDEIN \
                 and any(link.context.span_id in jobs for link in span.links):
             out.append(span)
     return out
@@ -125,6 +126,6 @@ def ended_stages(spans, events) -> list:
 def _job_settled(span) -> bool:
     """A job the exit hook ended whose failure domain does not follow its glidein's."""
     attrs = span.attributes
-    if attrs.get("job.exit_by") in _UNSETTLED_EXITS:
+    if attrs.get(c.JOB_EXIT_BY) in _UNSETTLED_EXITS:
         return False
-    return not (attrs.get("error.type") == "job.signal" and attrs.get("job.exit_signal") in SHUTDOWN_SIGNALS)
+    return not (attrs.get(c.ERROR_TYPE) == "job.signal" and attrs.get(c.JOB_EXIT_SIGNAL) in SHUTDOWN_SIGNALS)

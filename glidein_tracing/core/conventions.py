@@ -1,0 +1,200 @@
+"""The public names of a glidein's trace: the one place each span stage and attribute is spelled.
+
+docs/span-conventions.md documents every name here (a test checks that the two agree, both
+ways) and DESIGN.md Part 3 is the contract they implement: users' queries and dashboards
+depend on them. Import a name from here rather than spelling it again. Each attribute's
+constant is its name in capitals with ``.`` as ``_`` (``glidein.outcome`` -> GLIDEIN_OUTCOME).
+The Frontend's own names are in frontend_hooks/conventions.py, the knobs in knobs.py.
+"""
+
+# -- Stages: the value of ``glidein.stage`` ------------------------------------------------
+STAGE = "glidein.stage"
+STAGE_GLIDEIN = "glidein"                       # the root: the whole life of one glidein
+STAGE_FACTORY_SUBMIT = "factory.submit"
+STAGE_FACTORY_QUEUE = "factory.queue"
+STAGE_FACTORY_HELD = "factory.held"
+STAGE_SETUP = "setup"
+STAGE_VALIDATION = "validation"                 # one GlideinWMS setup/validation script
+STAGE_CONDOR = "condor.start"
+STAGE_IDLE = "idle"
+STAGE_JOB = "job"                               # also the user's view, "job on glidein"
+STAGE_JOB_WAIT = "job.wait"                     # the user's view only
+STAGE_TEARDOWN = "teardown"
+STAGE_POST_FAILURE_SLEEP = "post_failure_sleep"
+STAGE_FRONTEND_CYCLE = "frontend.cycle"         # spelled for the Frontend in frontend_hooks/conventions.py
+STAGE_FRONTEND_REQUEST = "frontend.request"
+FACTORY_STAGE_PREFIX = "factory."               # every stage the Factory's activity log makes
+
+# Span names that differ from their stage (the others are named as their stage; a
+# validation span is named after its script)
+SPAN_CONDOR = "condor"
+SPAN_JOB_ON_GLIDEIN = "job on glidein"
+
+# -- Identity: on the root and as resource attributes ---------------------------------------
+GLIDEIN_FACTORY = "glidein.factory"
+GLIDEIN_NAME = "glidein.name"
+GLIDEIN_ENTRY = "glidein.entry"
+GLIDEIN_CLIENT = "glidein.client"
+GLIDEIN_CLIENT_GROUP = "glidein.client_group"
+GLIDEIN_SCHEDD = "glidein.schedd"
+GLIDEIN_CLUSTER = "glidein.cluster"
+GLIDEIN_PROC = "glidein.proc"
+GLIDEIN_MULTI_INDEX = "glidein.multi_index"
+GLIDEIN_SITE = "glidein.site"
+GLIDEIN_UUID = "glidein.uuid"
+IDENTITY = (GLIDEIN_FACTORY, GLIDEIN_NAME, GLIDEIN_ENTRY, GLIDEIN_CLIENT, GLIDEIN_CLIENT_GROUP,
+            GLIDEIN_SCHEDD, GLIDEIN_CLUSTER, GLIDEIN_PROC, GLIDEIN_MULTI_INDEX, GLIDEIN_SITE,
+            GLIDEIN_UUID)
+SERVICE_NAME = "service.name"                   # resource; knob GLIDEIN_TRACING_SERVICE_NAME
+DEFAULT_SERVICE_NAME = "glidein"
+
+# Host facts (resource attributes)
+HOST_NAME = "host.name"
+HOST_ARCH = "host.arch"
+HOST_CPU_MODEL_NAME = "host.cpu.model.name"
+HOST_CPU_LOGICAL_COUNT = "host.cpu.logical_count"
+HOST_MEMORY_TOTAL_BYTES = "host.memory.total_bytes"
+OS_TYPE = "os.type"
+OS_DESCRIPTION = "os.description"
+OS_VERSION = "os.version"
+
+# -- Per-stage resources (resources.py): only what the readings inside the stage measured ----
+GLIDEIN_RESOURCE_PREFIX = "glidein.resource."
+GLIDEIN_RESOURCE_CPU_USER_S = "glidein.resource.cpu_user_s"
+GLIDEIN_RESOURCE_CPU_SYSTEM_S = "glidein.resource.cpu_system_s"
+GLIDEIN_RESOURCE_WINDOW_S = "glidein.resource.window_s"
+GLIDEIN_RESOURCE_MAX_RSS_BYTES = "glidein.resource.max_rss_bytes"
+GLIDEIN_RESOURCE_DISK_FREE_BYTES = "glidein.resource.disk_free_bytes"
+GLIDEIN_RESOURCE_LOAD1 = "glidein.resource.load1"
+
+# -- The root and the glidein's end --------------------------------------------------------
+GLIDEIN_OUTCOME = "glidein.outcome"
+OUTCOME_OK = "ok"
+OUTCOME_VALIDATION_FAILED = "validation_failed"
+OUTCOME_TERMINATED = "terminated"
+OUTCOME_INCOMPLETE = "incomplete"
+OUTCOME_KILLED = "killed"
+OUTCOME_REMOVED = "removed"
+OUTCOME_NEVER_RAN = "never_ran"
+OUTCOME_NO_GLIDEIN_OUTPUT = "no_glidein_output"
+GLIDEIN_INCOMPLETE = "glidein.incomplete"
+GLIDEIN_CLOSED_BY = "glidein.closed_by"         # "converter": a stage a killed glidein left open
+CLOSED_BY_CONVERTER = "converter"
+GLIDEIN_EXIT_CODE = "glidein.exit_code"
+GLIDEIN_CPUS = "glidein.cpus"
+GLIDEIN_GATEKEEPER = "glidein.gatekeeper"
+GLIDEIN_RECORDS = "glidein.records"
+GLIDEIN_REQUEST_TRACEPARENT = "glidein.request_traceparent"
+GLIDEIN_SHUTDOWN_REASON = "glidein.shutdown.reason"
+GLIDEIN_SHUTDOWN_IDLE_S = "glidein.shutdown.idle_s"
+GLIDEIN_IDLE_KIND = "glidein.idle.kind"         # before_first_job, between_jobs, tail, no_job
+GLIDEIN_SLEEP_REASON = "glidein.sleep.reason"
+GLIDEIN_SLEEP_END_SOURCE = "glidein.sleep.end_source"
+
+# -- Validation scripts (GlideinWMS per-script records) -------------------------------------
+GLIDEIN_SCRIPT_ID = "glidein.script.id"
+GLIDEIN_SCRIPT_LIST = "glidein.script.list"
+GLIDEIN_SCRIPT_STATUS = "glidein.script.status"
+GLIDEIN_SCRIPT_DETAIL = "glidein.script.detail"
+GLIDEIN_SCRIPT_METRIC_PREFIX = "glidein.script.metric."
+
+# -- condor.start ---------------------------------------------------------------------------
+CONDOR_EXIT_CODE = "condor.exit_code"
+CONDOR_DURATION_S = "condor.duration_s"
+CONDOR_AUTO_SHUTDOWN = "condor.auto_shutdown"
+CONDOR_KILLED = "condor.killed"
+CONDOR_METRIC_PREFIX = "condor.metric."
+
+# -- job ------------------------------------------------------------------------------------
+JOB_GLOBAL_ID = "job.global_id"
+JOB_CLUSTER_ID = "job.cluster_id"
+JOB_PROC_ID = "job.proc_id"
+JOB_OWNER = "job.owner"
+JOB_ACCOUNTING_GROUP = "job.accounting_group"
+JOB_REQUEST_CPUS = "job.request_cpus"
+JOB_REQUEST_MEMORY_MB = "job.request_memory_mb"
+JOB_REQUEST_DISK_KB = "job.request_disk_kb"
+JOB_SLOT = "job.slot"
+JOB_EXIT_CODE = "job.exit_code"
+JOB_EXIT_SIGNAL = "job.exit_signal"
+JOB_EXIT_BY = "job.exit_by"                     # exit, remove, hold, evict
+JOB_USER_TRACEPARENT = "job.user_traceparent"
+JOB_QDATE = "job.qdate"
+JOB_NUM_JOB_STARTS = "job.num_job_starts"
+JOB_RSS_BYTES = "job.rss_bytes"
+JOB_END_SOURCE = "job.end_source"               # "StartdHistoryLog" when the history ended it
+JOB_HOLD_REASON = "job.hold_reason"
+JOB_HOLD_REASON_CODE = "job.hold_reason_code"
+JOB_HOLD_REASON_SUBCODE = "job.hold_reason_subcode"
+JOB_WALL_S = "job.wall_s"
+JOB_REMOTE_HOST = "job.remote_host"
+
+# -- The user's view: spans in the user's own trace ------------------------------------------
+GLIDEIN_USER_VIEW = "glidein.user_view"
+GLIDEIN_TRACE_ID = "glidein.trace_id"
+GLIDEIN_QUEUE_WAIT_S = "glidein.queue_wait_s"
+GLIDEIN_VALIDATION_S = "glidein.validation_s"
+JOB_WAIT_S = "job.wait_s"
+JOB_WAIT_GLIDEIN = "job.wait.glidein"           # "new" or "idle"
+JOB_WAIT_GLIDEIN_IDLE_S = "job.wait.glidein_idle_s"
+
+# -- The Factory's view (the Condor-G activity log) ------------------------------------------
+FACTORY_SUBMIT_HOST = "factory.submit_host"
+FACTORY_GRID_RESOURCE = "factory.grid_resource"
+FACTORY_GRID_JOB_ID = "factory.grid_job_id"
+FACTORY_EXECUTE_HOST = "factory.execute_host"
+FACTORY_HOLD_REASON = "factory.hold_reason"
+FACTORY_HOLD_REASON_CODE = "factory.hold_reason_code"
+FACTORY_HOLD_REASON_SUBCODE = "factory.hold_reason_subcode"
+FACTORY_RELEASE_REASON = "factory.release_reason"
+FACTORY_RETURN_VALUE = "factory.return_value"
+FACTORY_TERMINATED_NORMALLY = "factory.terminated_normally"
+FACTORY_SIGNAL = "factory.signal"
+FACTORY_REMOVED = "factory.removed"
+FACTORY_REMOVE_REASON = "factory.remove_reason"
+FACTORY_EVICTED = "factory.evicted"
+FACTORY_TERMINATED = "factory.terminated"       # a value of glidein.sleep.end_source
+
+# -- Failures (failure.py) ---------------------------------------------------------------------
+ERROR_TYPE = "error.type"
+GLIDEIN_FAILURE_DOMAIN = "glidein.failure.domain"
+GLIDEIN_FAILURE_EVIDENCE = "glidein.failure.evidence"
+JOB_FAILURE_DOMAIN = "job.failure.domain"
+JOB_FAILURE_EVIDENCE = "job.failure.evidence"
+# set by a VO's failure rule (glidein_tracing/failure_rules), on the root or on a job span
+GLIDEIN_FAILURE_RULE = "glidein.failure.rule"
+GLIDEIN_FAILURE_LABEL = "glidein.failure.label"
+GLIDEIN_FAILURE_ADVICE = "glidein.failure.advice"
+GLIDEIN_FAILURE_SERVICE = "glidein.failure.service"
+GLIDEIN_FAILURE_DOWNTIME = "glidein.failure.downtime"
+JOB_FAILURE_RULE = "job.failure.rule"
+JOB_FAILURE_LABEL = "job.failure.label"
+JOB_FAILURE_ADVICE = "job.failure.advice"
+JOB_FAILURE_SERVICE = "job.failure.service"
+JOB_FAILURE_DOWNTIME = "job.failure.downtime"
+
+# -- Events -----------------------------------------------------------------------------------
+GLIDEIN_TRACING_NOTE = "glidein_tracing.note"   # a hook's note; attribute "message"
+NOTE_MESSAGE = "message"
+GLIDEIN_LOG_TAIL = "glidein.log_tail"           # the failed stage's log tail
+LOG_SOURCE = "log.source"
+LOG_LINES = "log.lines"
+LOG_NOTE = "log.note"
+
+# -- Links --------------------------------------------------------------------------------------
+GLIDEIN_LINK_KIND = "glidein.link.kind"
+TRACEPARENT = "traceparent"
+LINK_SUBMIT_CYCLE = "submit_cycle"
+LINK_FRONTEND_REQUEST = "frontend_request"
+LINK_USER_JOB = "user_job"
+LINK_GLIDEIN_JOB = "glidein_job"
+LINK_RELATED = "related"
+
+# -- What glidein_tracing itself did to the trace (limits, input, sampling) ---------------------
+GLIDEIN_TRACING_JOBS_NOT_TRACED = "glidein_tracing.jobs_not_traced"
+GLIDEIN_TRACING_IDLE_NOT_TRACED = "glidein_tracing.idle_not_traced"
+GLIDEIN_TRACING_JOURNAL_SKIPPED_LINES = "glidein_tracing.journal.skipped_lines"
+GLIDEIN_TRACING_JOURNAL_SKIPPED = "glidein_tracing.journal.skipped"
+GLIDEIN_TRACING_DROPPED_PREFIX = "glidein_tracing.dropped_"   # + attributes, links, events, spans
+GLIDEIN_TRACING_SAMPLING_RATIO = "glidein_tracing.sampling_ratio"
+GLIDEIN_TRACING_INPUT_PREFIX = "glidein_tracing.input."       # + cut_sections, cut_bytes, cut_lines

@@ -1,0 +1,157 @@
+"""Last phase: the draft trace as the SDK's spans, the glidein's own and the user's view.
+
+The OTel mapping lives here: the resource (identity, host facts, the caller's defaults),
+each span's ``glidein.stage``, its per-stage ``glidein.resource.*`` (resources.py), links
+with their kind, note and log-tail events, status, and the counts of what the limits cut.
+Secrets are scrubbed from every value on the way (redaction.py).
+"""
+
+from __future__ import annotations
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event as SpanEvent
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import Link
+from opentelemetry.trace.status import Status, StatusCode
+
+from .. import conventions as c
+from .. import ids, log_tail, redaction
+from .draft import ROOT, Draft, SpanDraft
+from .readable_span import local_parent, ns, readable_span, remote_context, within_otlp
+from .user_view import user_trace_spans
+
+_STATUS = {"OK": Status(StatusCode.OK), "UNSET": Status(StatusCode.UNSET)}   # immutable, shared
+
+
+def build(draft: Draft, resource_defaults: dict) -> list[ReadableSpan]:
+    """Every span of the trace, in the draft's order, then the user's view of its jobs."""
+    resource = _resource(draft, resource_defaults)
+    trace_int = int(draft.trace_id, 16)
+    span_ids = {key: ids.span_id_int(draft.trace_id, key) for key in draft.spans}
+    all_clean = draft.all_spans_clean()
+    notes = _notes_by_span(draft)
+    for kind, count in draft.dropped.items():
+        if count:  # what the limits cut, counted where a reader looks first
+            draft.root.attrs[c.GLIDEIN_TRACING_DROPPED_PREFIX + kind] = count
+    tails_by_key = log_tail.group(draft.log_tails) if draft.log_tails else {}
+    built = {}
+    for key, span in draft.spans.items():
+        parent_key = span.parent if span.parent in draft.spans else (None if key == ROOT else ROOT)
+        events = _note_events(draft, notes.get(key, ()))
+        if key in tails_by_key:
+            events += _log_tail_events(draft, tails_by_key[key], span)
+        built[key] = readable_span(
+            name=span.name or key, resource=resource, trace_id=trace_int, span_id=span_ids[key],
+            parent=local_parent(trace_int, span_ids[parent_key]) if parent_key else None,
+            status=_status(span), start_ns=ns(span.start), end_ns=ns(max(span.end, span.start)),
+            attributes=_attributes(draft, span, all_clean), events=events, links=_links(draft, span))
+    return list(built.values()) + user_trace_spans(draft, built, resource)
+
+
+def _resource(draft: Draft, resource_defaults: dict) -> Resource:
+    """service.name, the node's resource attributes, the root's identity, then the caller's."""
+    root = draft.root
+    attrs = {c.SERVICE_NAME: c.DEFAULT_SERVICE_NAME}
+    attrs.update(draft.resource_attrs)
+    for key in c.IDENTITY:
+        if key in root.attrs and root.attrs[key] != "":
+            attrs[key] = root.attrs[key]
+    attrs.update(resource_defaults)
+    return Resource(within_otlp(draft.scrub(attrs)))
+
+
+def _attributes(draft: Draft, span: SpanDraft, all_clean: bool) -> dict:
+    attrs = {c.STAGE: span.stage or span.key.split("/", 1)[0]}
+    attrs.update(span.attrs if all_clean else draft.scrub(span.attrs))
+    if span.key == ROOT:
+        for key in c.IDENTITY:
+            if key in draft.resource_attrs:
+                attrs.setdefault(key, draft.resource_attrs[key])
+    attrs.update(_resources_for(draft, span))
+    if span.status == "ERROR" and span.error_type:
+        attrs[c.ERROR_TYPE] = span.error_type
+    return attrs
+
+
+def _status(span: SpanDraft) -> Status:
+    if span.status == "ERROR":
+        description = span.error_detail or span.error_type or None
+        return Status(StatusCode.ERROR, redaction.redact_text(description) if description else None)
+    return _STATUS.get(span.status, _STATUS["UNSET"])
+
+
+def _links(draft: Draft, span: SpanDraft) -> list[Link]:
+    links = []
+    for value in (dict.fromkeys(span.links) if span.links else ()):
+        parsed = ids.parse_traceparent(value)
+        if parsed is None:
+            continue
+        trace, sid, flags = parsed
+        links.append(Link(remote_context(int(trace, 16), int(sid, 16), flags),
+                          {c.GLIDEIN_LINK_KIND: _link_kind(draft, span, value), c.TRACEPARENT: value}))
+    return links
+
+
+def _link_kind(draft: Draft, span: SpanDraft, value: str) -> str:
+    if span.key.startswith("job/"):
+        return c.LINK_USER_JOB
+    if value == draft.root.attrs.get(c.GLIDEIN_REQUEST_TRACEPARENT):
+        return c.LINK_FRONTEND_REQUEST
+    return c.LINK_SUBMIT_CYCLE if span.key == ROOT else c.LINK_RELATED
+
+
+def _notes_by_span(draft: Draft) -> dict:
+    """Note events per span key (notes on "-" go to the root), at most ``max_events`` each."""
+    out: dict = {}
+    for note in draft.notes:
+        key = ROOT if note.key == "-" else note.key
+        if key not in draft.spans:
+            continue
+        kept = out.setdefault(key, [])
+        if len(kept) < draft.limits.max_events:
+            kept.append(note)
+        else:
+            draft.dropped["events"] += 1
+    return out
+
+
+def _note_events(draft: Draft, notes) -> list:
+    return [SpanEvent(c.GLIDEIN_TRACING_NOTE, draft.scrub({c.NOTE_MESSAGE: n.fields.get("@msg", "")}),
+                      timestamp=ns(n.time))
+            for n in notes]
+
+
+def _log_tail_events(draft: Draft, tails: dict, span: SpanDraft) -> list:
+    """The ``glidein.log_tail`` events of one span (``tails``: source -> its chunks),
+    bounded again (the node is untrusted) and scrubbed like every other value."""
+    out = []
+    for source, chunks in tails.items():
+        attrs = {c.LOG_SOURCE: source}
+        attrs.update(log_tail.assemble(chunks))
+        out.append(SpanEvent(c.GLIDEIN_LOG_TAIL, draft.scrub(attrs), timestamp=ns(span.end)))
+    return out
+
+
+def _resources_for(draft: Draft, span: SpanDraft) -> dict:
+    """A stage's ``glidein.resource.*``: the readings inside it (resources.py), or none."""
+    if span.stage.startswith(c.FACTORY_STAGE_PREFIX) or span.stage == c.STAGE_POST_FAILURE_SLEEP:
+        return {}  # the Factory's view, or after cleanup: no node readings
+    if span.stage == c.STAGE_VALIDATION:
+        return {}  # a script's record has 1 s resolution: no reading can be placed in it
+    inside = draft.timeline.over(span.start, span.end)
+    if not span.key.startswith("job/"):
+        return inside
+    # a job: CPU and memory only from its own ClassAd (the tree's readings cover every
+    # job and daemon of the glidein); disk and load are the node's, from the readings
+    out = {k: v for k, v in inside.items()
+           if k in (c.GLIDEIN_RESOURCE_DISK_FREE_BYTES, c.GLIDEIN_RESOURCE_LOAD1)}
+    fields = span.end_fields
+    for field_name, attr in (("r.utime", c.GLIDEIN_RESOURCE_CPU_USER_S),
+                             ("r.stime", c.GLIDEIN_RESOURCE_CPU_SYSTEM_S)):
+        try:
+            out[attr] = float(fields[field_name])
+        except (KeyError, ValueError):
+            pass
+    if c.JOB_RSS_BYTES in span.attrs:
+        out[c.GLIDEIN_RESOURCE_MAX_RSS_BYTES] = int(span.attrs[c.JOB_RSS_BYTES])
+    return out

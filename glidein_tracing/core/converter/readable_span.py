@@ -1,0 +1,66 @@
+"""The one place a span becomes the SDK's ``ReadableSpan``: every span the converter makes,
+the glidein's own and those in a user's trace, is made by ``readable_span``.
+
+What every span shares is decided here: the instrumentation scope, sampled, internal kind,
+times in ns at the microsecond, and attribute values OTLP can carry.
+"""
+
+from __future__ import annotations
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
+from opentelemetry.trace.status import Status
+
+from ... import __version__
+
+SCOPE = InstrumentationScope("glidein_tracing", __version__)
+SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1   # OTLP's int_value: a larger int goes as text
+
+
+def readable_span(*, name: str, resource: Resource, trace_id: int, span_id: int,
+                  parent: SpanContext | None, status: Status, start_ns: int, end_ns: int,
+                  attributes: dict, events=(), links=()) -> ReadableSpan:
+    """One finished span of ours (``trace_id``, ``span_id``) under ``parent``."""
+    return ReadableSpan(
+        name=name, resource=resource, instrumentation_scope=SCOPE,
+        context=SpanContext(trace_id, span_id, is_remote=False, trace_flags=SAMPLED),
+        parent=parent, kind=SpanKind.INTERNAL, status=status, start_time=start_ns,
+        end_time=end_ns, attributes=within_otlp(attributes), events=events, links=links)
+
+
+def with_attributes(span: ReadableSpan, changes: dict) -> ReadableSpan:
+    """The same span with ``changes`` over its attributes (a step after the converter, such as
+    the VO's failure rules, re-deciding some of them)."""
+    return ReadableSpan(
+        name=span.name, resource=span.resource, instrumentation_scope=span.instrumentation_scope,
+        context=span.context, parent=span.parent, kind=span.kind, status=span.status,
+        start_time=span.start_time, end_time=span.end_time,
+        attributes=within_otlp({**(span.attributes or {}), **changes}), events=span.events, links=span.links)
+
+
+def local_parent(trace_id: int, span_id: int) -> SpanContext:
+    """The context of a parent span in the same trace, made here."""
+    return SpanContext(trace_id, span_id, is_remote=False, trace_flags=SAMPLED)
+
+
+def remote_context(trace_id: int, span_id: int, flags: int) -> SpanContext:
+    """A context from a traceparent (a user's span, a link target): only the sampled bit kept."""
+    return SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(flags & 1))
+
+
+def ns(seconds: float) -> int:
+    """Epoch seconds -> ns. Journal times have microseconds; a double at today's epoch is
+    ~256 ns coarse, so round at the microsecond (seconds * 1e9 would land 1 us early)."""
+    return int(round(seconds * 1e6)) * 1000
+
+
+def within_otlp(attrs: dict) -> dict:
+    """``attrs`` with every int OTLP cannot carry (beyond int64) as its text: one such value
+    from a journal or a ClassAd must not fail the export of a whole batch."""
+    if any(type(v) is int and not INT64_MIN <= v <= INT64_MAX for v in attrs.values()):
+        return {k: str(v) if type(v) is int and not INT64_MIN <= v <= INT64_MAX else v
+                for k, v in attrs.items()}
+    return attrs
