@@ -19,7 +19,7 @@ import pytest
 
 from glidein_tracing import ids, live
 from glidein_tracing.converter import convert
-from glidein_tracing.factory.forwarder import jaeger_span_ids
+from glidein_tracing.factory.delivery import jaeger_span_ids
 from glidein_tracing.journal import format_line, parse_lines, read_journal
 from glidein_tracing.simulator import Job, Scenario
 

@@ -18,7 +18,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from opentelemetry.sdk.trace.export import SpanExporter
+from ..errors import UserError
+from ..exporters.result import DeliveringExporter, Delivery, deliver
 
 FACTORY = "gwms_demo_factory"
 SCHEDD = "schedd_glideins2@factory.demo.example.org"
@@ -118,7 +119,7 @@ class DemoSpans:
             provider.shutdown()
 
 
-class FailureSummary(SpanExporter):
+class FailureSummary(DeliveringExporter):
     """Passes the forwarder's spans on to the demo's exporter and remembers, per trace, the
     failure domains they carry (what the demo's summary prints, whatever the backend)."""
 
@@ -126,7 +127,7 @@ class FailureSummary(SpanExporter):
         self.inner = inner
         self.failures: dict = {}
 
-    def export(self, spans):
+    def deliver(self, spans) -> Delivery:
         for span in spans:
             attrs = span.attributes or {}
             for who in ("glidein", "job"):
@@ -135,7 +136,7 @@ class FailureSummary(SpanExporter):
                     evidence = attrs.get(f"{who}.failure.evidence", "")
                     self.failures.setdefault(format(span.context.trace_id, "032x"), []).append(
                         f"{who} failure: {domain} ({evidence})")
-        return self.inner.export(spans)
+        return deliver(self.inner, spans)
 
     def shutdown(self):
         pass   # the demo shuts its exporter down itself
@@ -161,12 +162,12 @@ def run_one(root: Path, number: int, label: str, scenario, condor_g):
 def run(args):
     from ..exporters.otlp import make_otlp_exporter
     from ..exporters.store import JsonLinesStoreExporter, read_store
-    from ..factory.forwarder import Forwarder, store_span_ids
+    from ..factory.delivery import store_span_ids
+    from ..factory.forwarder import Forwarder
     from ..factory.ledger import Ledger
     from ..ids import GlideinIdentity
     from ..simulator.condor_g import CondorGLog, FactoryLayout
     from ..tree import render
-    from .main import UserError
 
     if args.glideins < 1:
         raise UserError("--glideins must be at least 1")

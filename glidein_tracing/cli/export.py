@@ -23,12 +23,12 @@ from pathlib import Path
 
 from .. import live
 from ..converter import ConversionError, convert
+from ..errors import UserError
 from ..exporters.otlp import make_otlp_exporter, public_url, sdk_disabled
 from ..exporters.store import JsonLinesStoreExporter
 from ..journal import parse_lines, read_journal
 from ..sampling import keep_glidein
 from ..sections import journal_sections
-from .main import UserError
 
 
 def add_arguments(parser):
