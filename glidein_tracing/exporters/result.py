@@ -62,7 +62,8 @@ class DeliveringExporter(SpanExporter):
     """An SDK span exporter that says what it delivered: subclasses write ``deliver``; the
     SDK's ``export`` is its verdict on the whole batch."""
 
-    def deliver(self, spans) -> Delivery:
+    def deliver(self, spans: list) -> Delivery:
+        """Export ``spans`` (a list) and say what was delivered."""
         raise NotImplementedError
 
     def export(self, spans) -> SpanExportResult:
