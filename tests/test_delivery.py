@@ -4,15 +4,17 @@ forwarder decides from it which glideins are done, stay maybe-sent or are retrie
 
 import socket
 import threading
+import time
 from http.server import ThreadingHTTPServer
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from glidein_tracing.converter import convert
-from glidein_tracing.exporters.otlp import make_otlp_exporter
+from glidein_tracing.exporters.otlp import BoundedExporter, make_otlp_exporter
 from glidein_tracing.exporters.result import Delivery, deliver
 from glidein_tracing.exporters.store import JsonLinesStoreExporter
 from glidein_tracing.journal import format_line, parse_lines
@@ -44,16 +46,22 @@ def test_a_refusing_collector_delivers_nothing_and_says_so(collector):
     assert delivery.undelivered == {int(TRACE_A, 16)} and not delivery.delivered and not delivery.partly
 
 
-def test_a_collector_that_never_answers_is_a_timeout_any_span_may_have_arrived():
+def test_an_export_cut_at_its_bound_is_a_timeout_any_span_may_have_arrived():
+    # a listener that accepts and never answers; the SDK exporter's own deadline (3 s) is
+    # longer than the bound (1 s), so the bound is what ends the export
     sink = socket.socket()
     sink.bind(("127.0.0.1", 0))
     sink.listen(8)
     try:
-        exporter = make_otlp_exporter(f"http://127.0.0.1:{sink.getsockname()[1]}", 1.0)
-        delivery = deliver(exporter, glidein(TRACE_A))
+        inner = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{sink.getsockname()[1]}/v1/traces", timeout=3)
+        delivery = deliver(BoundedExporter(inner, 1.0), glidein(TRACE_A))
     finally:
         sink.close()
     assert delivery.timed_out and not delivery.ok and "1 s" in delivery.reason
+    assert delivery.undelivered == {int(TRACE_A, 16)}
+    deadline = time.monotonic() + 10
+    while any(t.name == "glidein-tracing-export" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.1)     # the SDK's deadline ends its thread: none outlives the test
 
 
 class RefusesOneSpan(CountingCollector):
