@@ -9,7 +9,8 @@ import pytest
 
 from glidein_tracing.core import ids
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, iter_store, read_store
-from glidein_tracing.factory.forwarder import Forwarder, store_span_ids
+from glidein_tracing.factory.delivery import store_span_ids
+from glidein_tracing.factory.forwarder import Forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.core.converter import convert
 from glidein_tracing.core.journal import format_line, parse_lines
@@ -261,7 +262,7 @@ def test_the_forwarder_works_with_any_sdk_exporter(tmp_path):
 
 def test_factory_stages_of_a_running_glidein_go_out_before_it_ends_and_only_once(factory, tmp_path, collector):
     """Issue 14: a glidein waiting at a site is in the backend meanwhile; nothing twice later."""
-    from glidein_tracing.factory.forwarder import jaeger_span_ids
+    from glidein_tracing.factory.delivery import jaeger_span_ids
     from glidein_tracing.exporters.otlp import make_otlp_exporter
     layout, log = factory
     log.submit(700, 0, when=T0 - 7200)

@@ -15,8 +15,9 @@ from glidein_tracing.core import ids
 from glidein_tracing.exporters.otlp import make_otlp_exporter
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, iter_store, read_store
 from glidein_tracing.factory import ledger as ledger_mod
-from glidein_tracing.factory.forwarder import (MAX_ATTEMPTS, Forwarder, ForwardStats, jaeger_span_ids,
-                                               store_span_ids)
+from glidein_tracing.factory.delivery import MAX_ATTEMPTS, jaeger_span_ids, store_span_ids
+from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.stats import ForwardStats
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.core.journal import format_line
 from glidein_tracing.core.sections import JOURNAL_SECTION, encode_section
@@ -296,7 +297,8 @@ def test_a_timed_out_export_is_reconciled_before_any_resend_and_its_thread_ends(
     assert not export_threads(), "the export thread outlived its timeout"
     arrived = len(CountingCollector.received)
     assert arrived == 3 * GOOD_SPANS                      # the hung collector did get them
-    forwarder.exporter = make_otlp_exporter(collector, 5.0)
+    forwarder = Forwarder([layout.logs], make_otlp_exporter(collector, 5.0), ledger, FACTORY, grace_s=5,
+                          schedd=SCHEDD, reconcile=jaeger_span_ids(collector))
     again = forwarder.run_once()
     assert "resent_without_reconcile" not in again.problems
     assert again.glideins_done == 3 and again.spans_sent == 0
@@ -395,25 +397,25 @@ def test_the_forward_command_takes_each_entrys_schedd_from_glideinwms_xml(factor
 
 
 def test_a_journal_asking_for_more_spans_gets_the_forwarders_ceiling(factory, tmp_path):
-    from glidein_tracing.factory import forwarder as forwarder_mod
+    from glidein_tracing.factory import assembly
     layout, log = factory
     good = good_glideins(layout, log, 2300, 1)
     many = [format_line(T0 + 2, "start", f"s/{i}", {"@name": "s", "@stage": "setup"})
-            for i in range(forwarder_mod.MAX_SPANS + 500)]
+            for i in range(assembly.MAX_SPANS + 500)]
     journal = journal_text(layout, 2300, 1, T0, extra=many).replace(
         "\tstart\tglidein\t", "\tstart\tglidein\t@max_spans=100000000\t", 1)
     run_glidein(log, layout, 2300, 1, T0, returned_stderr(journal))
     assert store_forwarder(layout, tmp_path).run_once().glideins_done == 2
     spans = read_store(tmp_path / "store")[identity(layout, 2300, 1).trace_id]
-    assert len(spans) == forwarder_mod.MAX_SPANS
+    assert len(spans) == assembly.MAX_SPANS
     assert root_of(spans)["attributes"]["glidein_tracing.dropped_spans"] == 500 + GOOD_SPANS
     assert_once_in_store(tmp_path / "store", good)
 
 
 def test_only_the_tail_of_a_huge_stderr_is_read_and_the_journal_at_its_end_is_found(factory, tmp_path,
                                                                                       monkeypatch):
-    from glidein_tracing.factory import forwarder as forwarder_mod
-    monkeypatch.setattr(forwarder_mod, "MAX_STDERR_BYTES", 256 * 1024)
+    from glidein_tracing.factory import returned
+    monkeypatch.setattr(returned, "MAX_STDERR_BYTES", 256 * 1024)
     layout, log = factory
     good = good_glideins(layout, log, 2400, 1)
     noise = "condor log line\n" * 100_000                       # 1.6 MB of logs before the journal

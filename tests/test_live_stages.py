@@ -20,7 +20,7 @@ import pytest
 from glidein_tracing.core import ids
 from glidein_tracing.node import live
 from glidein_tracing.core.converter import convert
-from glidein_tracing.factory.forwarder import jaeger_span_ids
+from glidein_tracing.factory.delivery import jaeger_span_ids
 from glidein_tracing.core.journal import format_line, parse_lines, read_journal
 from glidein_tracing.simulator import Job, Scenario
 

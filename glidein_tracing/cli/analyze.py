@@ -20,7 +20,8 @@ import re
 import sys
 import time
 
-from .main import UserError, parse_duration
+from ..core.errors import UserError
+from .main import parse_duration
 
 
 def _number_list(text: str) -> list[float]:

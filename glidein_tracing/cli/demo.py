@@ -21,7 +21,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from opentelemetry.sdk.trace.export import SpanExporter
+from ..core.errors import UserError
+from ..exporters.result import DeliveringExporter, Delivery, deliver
 
 FACTORY = "gwms_demo_factory"
 SCHEDD = "schedd_glideins2@factory.demo.example.org"
@@ -128,7 +129,7 @@ class DemoSpans:
             provider.shutdown()
 
 
-class FailureSummary(SpanExporter):
+class FailureSummary(DeliveringExporter):
     """Passes the forwarder's spans on to the demo's exporter and remembers, per trace, the
     failure domains they carry (what the demo's summary prints, whatever the backend)."""
 
@@ -136,7 +137,7 @@ class FailureSummary(SpanExporter):
         self.inner = inner
         self.failures: dict = {}
 
-    def export(self, spans):
+    def deliver(self, spans) -> Delivery:
         for span in spans:
             attrs = span.attributes or {}
             for who in ("glidein", "job"):
@@ -148,7 +149,7 @@ class FailureSummary(SpanExporter):
                     self.failures.setdefault(format(span.context.trace_id, "032x"), []).append(
                         f"{who} failure: {domain}{' ' + service if service else ''} ({evidence})"
                         + (f": {label}" if label else ""))
-        return self.inner.export(spans)
+        return deliver(self.inner, spans)
 
     def shutdown(self):
         pass   # the demo shuts its exporter down itself
@@ -175,13 +176,13 @@ def run(args):
     from ..exporters.otlp import make_otlp_exporter
     from ..exporters.store import JsonLinesStoreExporter, read_store
     from ..failure_rules.attribution import FailureAttribution
-    from ..factory.forwarder import Forwarder, store_span_ids
+    from ..factory.delivery import store_span_ids
+    from ..factory.forwarder import Forwarder
     from ..factory.ledger import Ledger
     from ..core.ids import GlideinIdentity
     from ..failure_rules.files import RuleBook
     from ..simulator.condor_g import CondorGLog, FactoryLayout
     from ..factory.tree import render
-    from .main import UserError
 
     if args.glideins < 1:
         raise UserError("--glideins must be at least 1")

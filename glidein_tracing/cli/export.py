@@ -29,7 +29,7 @@ from ..exporters.store import JsonLinesStoreExporter
 from ..core.journal import parse_lines, read_journal
 from ..core.sampling import keep_glidein
 from ..core.sections import journal_sections
-from .main import UserError
+from ..core.errors import UserError
 
 
 def add_arguments(parser):

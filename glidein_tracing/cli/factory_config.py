@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sys
 
+from ..core.errors import UserError
+
 
 def add_arguments(parser):
     parser.add_argument("--validate", metavar="GLIDEINWMS_XML", help="check a Factory configuration")
@@ -21,7 +23,6 @@ def add_arguments(parser):
 def run(args):
     from ..core import knobs
     from ..factory.config import render_block, validate
-    from .main import UserError
 
     if args.validate:
         findings = validate(args.validate)

@@ -16,14 +16,15 @@ import signal
 import sys
 from pathlib import Path
 
-from ..factory.settings import DEFAULT_CONFIG
+from ..core.errors import ConfigError, UserError
+from ..factory import settings
 
 
 def add_arguments(parser):
     parser.add_argument("logs", nargs="*", help="Factory client log directories (or entry dirs); "
                         "config key `logs`")
     parser.add_argument("--config", help="YAML settings file, a key for every setting (default "
-                        f"{DEFAULT_CONFIG} when present); flags override it")
+                        f"{settings.DEFAULT_CONFIG} when present); flags override it")
     parser.add_argument("--check-config", action="store_true",
                         help="check the settings (file, flags) and exit: 0 when good, 2 with each problem")
     parser.add_argument("--factory", help="the Factory's name (GLIDEIN_Factory)")
@@ -54,13 +55,10 @@ def add_arguments(parser):
 
 
 def settings_of(args) -> dict:
-    """Every setting, from the flags, the config file and the defaults; UserError naming each
-    problem (with its line in the file) otherwise."""
-    from ..factory import settings
-    from .main import UserError
-
-    path, config = load_config(args.config)
-    entry_schedds = parse_entry_schedds(args.entry_schedd)
+    """Every setting, from the flags, the config file and the defaults; ConfigError naming
+    each problem (with its line in the file) otherwise."""
+    path, config = settings.load_config(args.config)
+    entry_schedds = settings.parse_entry_schedds(args.entry_schedd)
     flags = {"logs": args.logs, "factory": args.factory, "schedd": args.schedd,
              "factory_config": args.factory_config, "endpoint": args.endpoint, "store": args.store,
              "state": args.state, "query": args.query, "timeout": args.timeout,
@@ -69,44 +67,15 @@ def settings_of(args) -> dict:
     problems = [f"--{key.replace('_', '-')}: {problem}" for key, value in flags.items()
                 if (problem := settings.check(key, value))]
     if problems:
-        raise UserError("bad option:\n  " + "\n  ".join(problems))
+        raise ConfigError(problems, heading="bad option")
     out = settings.resolve(config, flags)
     out["entry_schedds"] = {**out["entry_schedds"], **entry_schedds}
-    if not out["factory"]:
-        raise UserError("no Factory name: give --factory or `factory:` in the config")
+    out["factory"] = settings.factory_of(out)
     if not out["logs"]:
-        raise UserError("no Factory log directory: give it on the command line or as `logs:` in the config")
+        raise ConfigError(["no Factory log directory: give it on the command line or as `logs:` in the config"],
+                          heading=None)
     out["config_file"] = str(path) if path else None
     return out
-
-
-def load_config(given: str | None) -> tuple:
-    """(path, settings) of the YAML file given, else of the default one when it exists, else
-    (None, {}); UserError naming each problem with its line."""
-    from ..factory import settings
-    from .main import UserError
-
-    path = given or (settings.DEFAULT_CONFIG if settings.DEFAULT_CONFIG.exists() else None)
-    try:
-        return path, (settings.load(path) if path else {})
-    except settings.ConfigError as exc:
-        raise UserError("bad configuration:\n  " + "\n  ".join(exc.problems)) from exc
-
-
-def sends_to_collector(conf: dict) -> bool:
-    """Spans go to an OTLP endpoint (the settings' or the standard variables'), not the store."""
-    from ..factory.settings import otel_endpoint_configured
-    return bool(conf["endpoint"]) or (otel_endpoint_configured() and not conf["store"])
-
-
-def ledger_path_of(conf: dict) -> Path:
-    """The forwarder's ledger: ``state``, else beside the store it writes or would write."""
-    from ..exporters.store import default_store_dir
-    if conf["state"]:
-        return Path(conf["state"])
-    if sends_to_collector(conf):
-        return default_store_dir().parent / "forwarder.sqlite"
-    return Path(conf["store"] or default_store_dir()) / "forwarder.sqlite"
 
 
 def failure_attribution_of(conf: dict):
@@ -124,38 +93,12 @@ def failure_attribution_of(conf: dict):
     return FailureAttribution(rules, downtimes)
 
 
-def parse_entry_schedds(items) -> dict:
-    """``--entry-schedd ENTRY=SCHEDD`` values -> {entry: schedd}."""
-    from .main import UserError
-    out = {}
-    for item in items:
-        entry, sep, schedd = item.partition("=")
-        if not sep:
-            raise UserError(f"--entry-schedd wants ENTRY=SCHEDD, not {item!r}")
-        out[entry] = schedd
-    return out
-
-
-def entry_schedds_of(conf: dict) -> dict:
-    """Each entry's schedd: glideinWMS.xml's (``factory_config``), then the settings' own."""
-    from .main import UserError
-    out = {}
-    if conf["factory_config"]:
-        from ..factory.config import entry_schedds as configured_schedds
-        try:
-            out.update(configured_schedds(conf["factory_config"]))
-        except ValueError as exc:
-            raise UserError(str(exc)) from exc
-    out.update(conf["entry_schedds"])
-    return out
-
-
 def run(args):
     from ..exporters.otlp import make_otlp_exporter
     from ..exporters.store import JsonLinesStoreExporter
-    from ..factory.forwarder import Forwarder, jaeger_span_ids, store_span_ids
+    from ..factory.delivery import jaeger_span_ids, store_span_ids
+    from ..factory.forwarder import Forwarder
     from ..factory.ledger import Ledger
-    from .main import UserError
 
     conf = settings_of(args)
     if args.check_config:
@@ -163,11 +106,11 @@ def run(args):
         return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s glidein-tracing forward: %(message)s",
                         stream=sys.stderr)
-    entry_schedds = entry_schedds_of(conf)
+    entry_schedds = settings.entry_schedds_of(conf)
     for path in conf["logs"]:
         if not Path(path).is_dir():
             raise UserError(f"{path} is not a directory")
-    if sends_to_collector(conf):
+    if settings.sends_to_collector(conf):
         exporter = make_otlp_exporter(conf["endpoint"], conf["timeout"], conf["max_request_bytes"],
                                       headers=conf["headers"], certificate=conf["certificate"],
                                       compression=conf["compression"])
@@ -175,7 +118,7 @@ def run(args):
     else:
         exporter = JsonLinesStoreExporter(conf["store"])
         reconcile = store_span_ids(exporter.directory)
-    ledger = Ledger(ledger_path_of(conf))
+    ledger = Ledger(settings.ledger_path_of(conf))
     if args.retry_quarantined:
         with ledger.transaction():
             released = ledger.release_quarantined()

@@ -1,4 +1,6 @@
-"""Entry point of ``glidein-tracing``: dispatches to one module per verb."""
+"""Entry point of ``glidein-tracing``: dispatches to one module per verb, and is the one place
+that turns errors into messages and exit codes (a ``UserError``, from glidein_tracing.core.errors,
+from anywhere: its message and 2)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import importlib
 import sys
 
 from .. import __version__
+from ..core.errors import UserError
 
 # verb -> module in glidein_tracing.cli; each module has add_arguments(parser) and run(args)
 VERBS = {
@@ -91,7 +94,3 @@ def parse_duration(text: str) -> float:
     if not match:
         raise ValueError(text)
     return float(match.group(1)) * DURATION_UNITS[match.group(2) or "s"]
-
-
-class UserError(Exception):
-    """A problem with what the user asked for: printed as one clear line, exit code 2."""

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import time
 
-from ..exporters.store import Store, StoreError
+from ..core.errors import UserError
+from ..exporters.store import Store
 from ..factory.tree import render
-from .main import UserError
 
 
 def add_arguments(parser):
@@ -27,8 +27,6 @@ def run(args):
 
     try:
         return _show(args, Store(args.store))
-    except StoreError as exc:
-        raise UserError(str(exc)) from exc
     except (OSError, sqlite3.Error) as exc:   # e.g. a store this user may not lock or index
         raise UserError(f"cannot read the store: {exc}") from exc
 

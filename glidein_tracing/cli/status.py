@@ -14,7 +14,8 @@ import json
 import sys
 import time
 
-from .main import UserError, parse_duration
+from ..core.errors import UserError
+from .main import parse_duration
 
 
 def add_arguments(parser):
@@ -49,25 +50,23 @@ def limits_of(items) -> dict:
 
 def run(args):
     from ..factory import settings
-    from ..factory.forwarder import Forwarder
     from ..factory.ledger import Ledger
+    from ..factory.returned import FactoryNames, identity
     from ..factory.status import crossed, glideins_now, summary
-    from .forward import entry_schedds_of, ledger_path_of, load_config, parse_entry_schedds
 
     limits = limits_of(args.older_than)
-    _, config = load_config(args.config)
+    _, config = settings.load_config(args.config)
     conf = settings.resolve(config, {"factory": args.factory, "schedd": args.schedd,
                                      "factory_config": args.factory_config, "state": args.state})
-    if not conf["factory"]:
-        raise UserError("no Factory name: give --factory or `factory:` in the config")
-    state = ledger_path_of(conf)
+    factory = settings.factory_of(conf)
+    state = settings.ledger_path_of(conf)
     if not state.exists():
         raise UserError(f"no forwarder ledger at {state}: give --state (or `state:` in the config)")
-    entry_schedds = {**entry_schedds_of(conf), **parse_entry_schedds(args.entry_schedd)}
+    entry_schedds = {**settings.entry_schedds_of(conf), **settings.parse_entry_schedds(args.entry_schedd)}
+    names = FactoryNames(factory, conf["schedd"], entry_schedds)
     ledger = Ledger(state)
-    naming = Forwarder([], None, ledger, conf["factory"], schedd=conf["schedd"], entry_schedds=entry_schedds)
     now = time.time()
-    table = summary(glideins_now(ledger, naming.identity), now, oldest=args.oldest)
+    table = summary(glideins_now(ledger, lambda row: identity(names, row)), now, oldest=args.oldest)
     alerts = crossed(table, limits)
     if args.json:
         json.dump({"now": now, "ledger": str(state), "entries": table, "over_limits": alerts}, sys.stdout, indent=1)

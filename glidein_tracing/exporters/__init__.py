@@ -1,2 +1,3 @@
-"""Span exporters. Each is an OTel SDK ``SpanExporter``: OTLP/HTTP (otlp.py) and the embedded
-store of OTLP JSON Lines files (store.py); otlp_json.py is the JSON encoding they share."""
+"""Span exporters. Each is an OTel SDK ``SpanExporter`` that also says what it delivered
+(result.py: ``Delivery``): OTLP/HTTP (otlp.py) and the embedded store of OTLP JSON Lines files
+(store.py); otlp_json.py is the JSON encoding they share."""

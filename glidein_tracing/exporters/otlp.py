@@ -17,13 +17,15 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from .result import DeliveringExporter, Delivery, deliver
+
 TRACES_PATH = "/v1/traces"
 # Jaeger refuses bodies above ~20 MiB and some Collector receivers take less: requests stay
 # under this many bytes (before compression), split by span count until they fit
 DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 
-class SizeLimitedExporter(SpanExporter):
+class SizeLimitedExporter(DeliveringExporter):
     """Export through ``inner`` (the SDK's OTLP/HTTP exporter: its transport, retries, TLS and
     OTEL_* handling, and its ``max_request_size``, which refuses to send a larger request) in
     requests that stay under ``max_request_bytes``.
@@ -31,35 +33,34 @@ class SizeLimitedExporter(SpanExporter):
     A batch goes as one request first (encoded once, by the SDK). Only when that fails and the
     batch is larger than the limit is it split: spans packed by trace (one glidein each), a
     trace too large for one request halved until its parts fit (a single span that does not
-    fit is not sent); sizes are the SDK encoder's own (``encode_spans``). After an export,
-    ``delivered`` holds the trace ids whose every span was accepted and ``partial`` those with
-    only some, so a caller can tell which glideins a failed export concerns."""
+    fit is not sent); sizes are the SDK encoder's own (``encode_spans``). Its ``Delivery``
+    says which traces (glideins) of a failed batch went through whole and which in part."""
 
     def __init__(self, inner: SpanExporter, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES):
         self.inner = inner
         self.max_request_bytes = max_request_bytes
-        self.delivered: set = set()
-        self.partial: set = set()
 
-    def export(self, spans) -> SpanExportResult:
-        self.delivered, self.partial = set(), set()
-        spans = list(spans)
-        total = Counter(span.context.trace_id for span in spans)
+    def deliver(self, spans) -> Delivery:
         if self.inner.export(spans) is SpanExportResult.SUCCESS:
-            self.delivered = set(total)
-            return SpanExportResult.SUCCESS
+            return Delivery.whole(spans)
         if len(spans) <= 1 or self.max_request_bytes <= 0 or self._size(spans) <= self.max_request_bytes:
-            return SpanExportResult.FAILURE     # refused, not too large: nothing to split
+            return Delivery.refused(spans, "the request was refused")  # not too large: nothing to split
+        total = Counter(span.context.trace_id for span in spans)
         accepted: Counter = Counter()
-        ok = True
+        refused = too_large = 0
         for part, fits in self._requests(spans):
-            if fits and self.inner.export(part) is SpanExportResult.SUCCESS:
+            if not fits:
+                too_large += 1
+            elif self.inner.export(part) is SpanExportResult.SUCCESS:
                 accepted.update(span.context.trace_id for span in part)
             else:
-                ok = False
-        self.delivered = {t for t, n in accepted.items() if n == total[t]}
-        self.partial = set(accepted) - self.delivered
-        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+                refused += 1
+        delivered = frozenset(t for t, n in accepted.items() if n == total[t])
+        reasons = ([f"{refused} requests refused"] if refused else []) + \
+                  ([f"{too_large} spans larger than {self.max_request_bytes} bytes alone"] if too_large else [])
+        return Delivery(delivered=delivered, partly=frozenset(accepted) - delivered,
+                        undelivered=frozenset(total) - frozenset(accepted),
+                        reason="; ".join(reasons) or None)
 
     def _size(self, spans) -> int:
         return encode_spans(spans).ByteSize()
@@ -125,42 +126,35 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-class BoundedExporter(SpanExporter):
-    """Wrap an exporter so that export() returns within ``timeout_s`` whatever happens.
+class BoundedExporter(DeliveringExporter):
+    """Wrap an exporter so that an export returns within ``timeout_s`` whatever happens.
 
-    ``timed_out`` says whether the last export ran out of time: its spans may have arrived
-    (the forwarder reconciles before any resend). The inner SDK exporter is given the same
+    An export that runs out of time is delivered ``timed_out``: its spans may have arrived
+    (the forwarder reconciles before any resend); ``timed_out`` also says so of the last
+    export, for callers of the SDK's ``export``. The inner SDK exporter is given the same
     timeout as its own deadline (retries included), so its thread ends by itself too."""
 
     def __init__(self, inner: SpanExporter, timeout_s: float):
         self.inner = inner
         self.timeout_s = timeout_s
         self.timed_out = False
-        self.delivered: set = set()
-        self.partial: set = set()
 
-    def export(self, spans) -> SpanExportResult:
-        return self._bounded(self.inner.export, spans)
-
-    def _bounded(self, export, spans) -> SpanExportResult:
-        result = [SpanExportResult.FAILURE]
+    def deliver(self, spans) -> Delivery:
+        outcome = [Delivery.refused(spans, "the exporter failed")]
 
         def run():
             try:
-                result[0] = export(spans)
-            except Exception:  # an exporter bug must not reach the glidein
-                result[0] = SpanExportResult.FAILURE
+                outcome[0] = deliver(self.inner, spans)
+            except Exception as exc:  # an exporter bug must not reach the glidein
+                outcome[0] = Delivery.refused(spans, f"the exporter failed: {exc}")
 
         worker = threading.Thread(target=run, name="glidein-tracing-export", daemon=True)
         worker.start()
         worker.join(self.timeout_s)
         self.timed_out = worker.is_alive()
         if self.timed_out:  # unknown: the caller treats every span as maybe sent
-            self.delivered, self.partial = set(), set()
-            return SpanExportResult.FAILURE
-        self.delivered = getattr(self.inner, "delivered", set())
-        self.partial = getattr(self.inner, "partial", set())
-        return result[0]
+            return Delivery.out_of_time(spans, self.timeout_s)
+        return outcome[0]
 
     def shutdown(self) -> None:
         try:

@@ -31,7 +31,9 @@ from pathlib import Path
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ..core import conventions as c
+from ..core.errors import UserError
 from .otlp_json import encode_request, flatten_request, request_from_span_dicts
+from .result import DeliveringExporter, Delivery
 
 FILE_PREFIX = "traces-"
 FILE_SUFFIX = ".jsonl"
@@ -101,7 +103,7 @@ def read_store(directory) -> dict:
     return {trace: list(spans.values()) for trace, spans in traces.items()}
 
 
-class StoreError(Exception):
+class StoreError(UserError):
     """A store that cannot be used (not a directory, not writable)."""
 
 
@@ -397,7 +399,7 @@ def _root_summary(span) -> dict | None:
             c.GLIDEIN_OUTCOME: attrs.get(c.GLIDEIN_OUTCOME, "")}}
 
 
-class JsonLinesStoreExporter(SpanExporter):
+class JsonLinesStoreExporter(DeliveringExporter):
     """An SDK span exporter into a store: spans it already holds are not written again."""
 
     def __init__(self, directory=None, rotate_bytes: int = ROTATE_BYTES):
@@ -407,16 +409,16 @@ class JsonLinesStoreExporter(SpanExporter):
         self.written = 0
         self.duplicates = 0
 
-    def export(self, spans) -> SpanExportResult:
+    def deliver(self, spans) -> Delivery:
         if self._shutdown:
-            return SpanExportResult.FAILURE
+            return Delivery.refused(spans, "the store exporter is shut down")
         try:
-            written, duplicates = self.store.append(list(spans))
-        except (OSError, sqlite3.Error):
-            return SpanExportResult.FAILURE
+            written, duplicates = self.store.append(spans)
+        except (OSError, sqlite3.Error) as exc:
+            return Delivery.refused(spans, f"cannot write the store {self.directory}: {exc}")
         self.written += written
         self.duplicates += duplicates
-        return SpanExportResult.SUCCESS
+        return Delivery.whole(spans)
 
     def shutdown(self) -> None:
         self._shutdown = True

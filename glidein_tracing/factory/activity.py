@@ -179,29 +179,35 @@ def apply_event(activity: GlideinActivity, event, identity: ids.GlideinIdentity 
     elif kind == EVICTED:
         activity.add(when, "attr", "glidein", {"factory.evicted:b": "true"})
     elif kind in ENDING:
-        activity.ended_at = when
-        held_key = f"factory.held/{activity.holds}"
-        if held_key in activity.open_keys:
-            activity.add(when, "end", held_key, {"@status": "ERROR", "@error.type": "removed_while_held"})
-        activity.close_open(when)
-        fields = {}
-        if kind == TERMINATED:
-            activity.outcome = "terminated"
-            fields["factory.terminated_normally:b"] = str(bool(event.get("TerminatedNormally", False))).lower()
-            if event.get("ReturnValue") is not None:
-                fields["factory.return_value:i"] = str(event.get("ReturnValue"))
-            if event.get("TerminatedBySignal") is not None:
-                fields["factory.signal:i"] = str(event.get("TerminatedBySignal"))
-        else:
-            activity.outcome = "removed"
-            fields["factory.removed:b"] = "true"
-            fields["factory.remove_reason"] = str(event.get("Reason", ""))
-        ending = abnormal_end(kind, event)
-        if ending and activity.executed:  # one that never ran keeps the forwarder's never_ran
-            fields["glidein.outcome"] = ending[0]
-        activity.add(when, "attr", "glidein", fields)
-        activity.events.append(Event(time=when, op="end", key="glidein", fields={} if not ending else {
-            "@status": "ERROR", "@error.type": ending[0], "@error.detail": ending[1]}))
+        _end(activity, kind, event, when)
+
+
+def _end(activity: GlideinActivity, kind: int, event, when: float) -> None:
+    """A glidein's termination or removal: every open stage closed, the root ended (in error
+    when the batch system removed or killed it)."""
+    activity.ended_at = when
+    held_key = f"factory.held/{activity.holds}"
+    if held_key in activity.open_keys:
+        activity.add(when, "end", held_key, {"@status": "ERROR", "@error.type": "removed_while_held"})
+    activity.close_open(when)
+    fields = {}
+    if kind == TERMINATED:
+        activity.outcome = "terminated"
+        fields["factory.terminated_normally:b"] = str(bool(event.get("TerminatedNormally", False))).lower()
+        if event.get("ReturnValue") is not None:
+            fields["factory.return_value:i"] = str(event.get("ReturnValue"))
+        if event.get("TerminatedBySignal") is not None:
+            fields["factory.signal:i"] = str(event.get("TerminatedBySignal"))
+    else:
+        activity.outcome = "removed"
+        fields["factory.removed:b"] = "true"
+        fields["factory.remove_reason"] = str(event.get("Reason", ""))
+    ending = abnormal_end(kind, event)
+    if ending and activity.executed:  # one that never ran keeps the forwarder's never_ran
+        fields["glidein.outcome"] = ending[0]
+    activity.add(when, "attr", "glidein", fields)
+    activity.events.append(Event(time=when, op="end", key="glidein", fields={} if not ending else {
+        "@status": "ERROR", "@error.type": ending[0], "@error.detail": ending[1]}))
 
 
 def abnormal_end(kind: int, event):

@@ -1,4 +1,6 @@
-"""The forwarder's settings: one YAML file (a key for every setting), checked line by line.
+"""The forwarder's settings: one YAML file (a key for every setting), checked line by line,
+and what follows from them (where the ledger is, each entry's schedd). Used by the
+``forward`` and ``status`` verbs; every problem is a ``ConfigError``.
 
 Precedence, highest first: a command-line flag, the config file, the standard
 ``OTEL_EXPORTER_OTLP_(TRACES_)*`` variables (read by the SDK's exporter for what the file
@@ -11,6 +13,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..core.errors import ConfigError
 
 DEFAULT_CONFIG = Path("/etc/glidein-tracing/forwarder.yaml")
 COMPRESSIONS = ("none", "gzip", "deflate")
@@ -56,14 +60,6 @@ SETTINGS = {
     "follow": Setting("bool", False, "keep running (a service)"),
     "interval": Setting("float", 60.0, "seconds between passes when following", minimum=1),
 }
-
-
-class ConfigError(Exception):
-    """A config file that cannot be used: ``problems`` names each, with its line."""
-
-    def __init__(self, problems: list[str]):
-        super().__init__("\n".join(problems))
-        self.problems = problems
 
 
 def load(path) -> dict:
@@ -155,3 +151,56 @@ def otel_endpoint_configured(environ=os.environ) -> bool:
     """Whether the standard variables name an OTLP endpoint (then spans go there, not to
     the store, when no endpoint is set)."""
     return bool(environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
+
+
+def load_config(given: str | None) -> tuple:
+    """(path, settings) of the YAML file given, else of the default one when it exists, else
+    (None, {}); ConfigError naming each problem with its line."""
+    path = given or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
+    return path, (load(path) if path else {})
+
+
+def sends_to_collector(conf: dict) -> bool:
+    """Spans go to an OTLP endpoint (the settings' or the standard variables'), not the store."""
+    return bool(conf["endpoint"]) or (otel_endpoint_configured() and not conf["store"])
+
+
+def ledger_path_of(conf: dict) -> Path:
+    """The forwarder's ledger: ``state``, else beside the store it writes or would write."""
+    from ..exporters.store import default_store_dir
+    if conf["state"]:
+        return Path(conf["state"])
+    if sends_to_collector(conf):
+        return default_store_dir().parent / "forwarder.sqlite"
+    return Path(conf["store"] or default_store_dir()) / "forwarder.sqlite"
+
+
+def parse_entry_schedds(items) -> dict:
+    """``ENTRY=SCHEDD`` values (``--entry-schedd``) -> {entry: schedd}."""
+    out = {}
+    for item in items:
+        entry, sep, schedd = item.partition("=")
+        if not sep:
+            raise ConfigError([f"--entry-schedd wants ENTRY=SCHEDD, not {item!r}"], heading=None)
+        out[entry] = schedd
+    return out
+
+
+def entry_schedds_of(conf: dict) -> dict:
+    """Each entry's schedd: glideinWMS.xml's (``factory_config``), then the settings' own."""
+    out = {}
+    if conf["factory_config"]:
+        from .config import entry_schedds as configured_schedds
+        try:
+            out.update(configured_schedds(conf["factory_config"]))
+        except ValueError as exc:
+            raise ConfigError([str(exc)], heading=None) from exc
+    out.update(conf["entry_schedds"])
+    return out
+
+
+def factory_of(conf: dict) -> str:
+    """The Factory's name (part of every trace id); ConfigError when it is not given."""
+    if not conf["factory"]:
+        raise ConfigError(["no Factory name: give --factory or `factory:` in the config"], heading=None)
+    return conf["factory"]

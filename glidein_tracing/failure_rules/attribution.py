@@ -48,7 +48,7 @@ class FailureAttribution:
     def apply(self, spans: list) -> list:
         """The glidein's spans, those of its failures re-decided by the rules and marked when
         inside a declared downtime; spans without a failure are returned as they are."""
-        root = next((s for s in spans if s.parent is None and (s.attributes or {}).get(c.GLIDEIN_STAGE) == c.STAGE_GLIDEIN),
+        root = next((s for s in spans if s.parent is None and (s.attributes or {}).get(c.STAGE) == c.STAGE_GLIDEIN),
                     None)
         if root is None:
             return spans
@@ -70,7 +70,7 @@ class FailureAttribution:
         return out
 
     def _decide(self, who: str, facts: Facts, ruleset, places: list, when: float) -> dict:
-        names, changes = FAILURE[who], {}
+        names, changes = FAILURE[who], {}   # attribute names of this kind of failure
         decision = ruleset.classify(facts) if ruleset is not None else None
         if decision is not None:
             changes = {names["domain"]: decision.domain, names["rule"]: decision.rule,
@@ -80,8 +80,8 @@ class FailureAttribution:
             if decision.advice:
                 changes[names["advice"]] = decision.advice
         if self.downtimes is not None and len(self.downtimes):
-            names = places + ([decision.service] if decision is not None and decision.service else [])
-            downtime = self.downtimes.find(names, when)
+            where = places + ([decision.service] if decision is not None and decision.service else [])
+            downtime = self.downtimes.find(where, when)
             if downtime is not None:
                 changes[names["downtime"]] = downtime.describe()
         return changes
@@ -108,10 +108,10 @@ def _glidein_facts(root, spans, client: str) -> Facts:
     """A failed glidein's facts: its root's type and outcome, its failed stages' messages and
     log tails, its last Condor-G hold, its exit code as the Factory saw it."""
     attrs = root.attributes or {}
-    own = [s for s in spans if (s.attributes or {}).get(c.GLIDEIN_STAGE) != c.STAGE_JOB]
+    own = [s for s in spans if (s.attributes or {}).get(c.STAGE) != c.STAGE_JOB]
     failed = [s for s in own if s is not root and _failed(s)]
     messages = [m for m in [_description(root)] + [_description(s) for s in failed] if m]
-    holds = [s for s in own if (s.attributes or {}).get(c.GLIDEIN_STAGE) == c.STAGE_FACTORY_HELD]
+    holds = [s for s in own if (s.attributes or {}).get(c.STAGE) == c.STAGE_FACTORY_HELD]
     hold = holds[-1].attributes if holds else {}
     return Facts(kind="glidein", domain=str(attrs.get(c.GLIDEIN_FAILURE_DOMAIN, "")),
                  error_type=str(attrs.get(c.ERROR_TYPE, "")), message="\n".join(dict.fromkeys(messages)),
@@ -131,6 +131,6 @@ def _job_facts(span, client: str) -> Facts:
 
 def _glidein_failed_at(root, spans) -> float:
     """When a glidein failed: the end of its first failed stage, else of the glidein."""
-    ends = [s.end_time for s in spans if s is not root and (s.attributes or {}).get(c.GLIDEIN_STAGE) != c.STAGE_JOB
+    ends = [s.end_time for s in spans if s is not root and (s.attributes or {}).get(c.STAGE) != c.STAGE_JOB
             and _failed(s) and s.end_time]
     return (min(ends) if ends else root.end_time or root.start_time) / 1e9

@@ -1,0 +1,241 @@
+"""Exactly-once delivery of the forwarder's spans: ledger marks around every export, the
+backend asked before any resend, one glidein's failure kept from stopping the others.
+
+Exactly once: the ledger records a batch as ``sending`` (with its span ids) before the
+export and ``done`` after it. Whatever may have arrived is asked of the backend before it is
+sent again (``Backend.held``, the one place that asks): a batch a killed forwarder left
+``sending``, an export that timed out or was only partly accepted, a glidein whose earlier
+export failed, the node's live exports that failed or were cut, and the Factory stages of
+running glideins (``sending``, then ``sent``). A backend that cannot say (no ``--query``) gets
+them again, counted as ``resent_without_reconcile``.
+
+Isolation: a batch that fails is retried glidein by glidein. A glidein that fails alone
+while the collector takes other requests (other glideins, or an empty request) is the
+glidein's fault: after ``MAX_ATTEMPTS`` such passes it is quarantined with its reason
+(``forward --retry-quarantined`` releases it). When the collector takes nothing it is down:
+the pass stops and no glidein is blamed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+
+from ..node import live
+from ..exporters.result import deliver
+from . import ledger as ledger_mod
+from .stats import ForwardStats
+
+log = logging.getLogger("glidein_tracing.forward")
+
+MAX_ATTEMPTS = 3  # passes a glidein may fail alone (others going through) before quarantine
+DOWN_AFTER = 3  # glideins refused alone with nothing accepted: the collector is down
+SENT, FAILED, MAYBE_SENT = "sent", "failed", "maybe sent"
+
+
+def span_hex(span) -> str:
+    return format(span.context.span_id, "016x")
+
+
+class Backend:
+    """Where spans went, asked which it already holds. ``span_ids(trace_id)`` (hex) gives
+    the span ids (hex) it holds, or None when it cannot tell; no function: it never can."""
+
+    def __init__(self, span_ids=None):
+        self.span_ids = span_ids
+
+    def held(self, trace_id: str | None, uncertain: set, stats: ForwardStats) -> set:
+        """Of ``uncertain`` span ids of one trace, those the backend holds; none when it
+        cannot tell (then they are sent again: ``resent_without_reconcile``)."""
+        if not uncertain:
+            return set()
+        present = self.span_ids(trace_id) if (self.span_ids and trace_id) else None
+        if present is None:
+            stats.problem("resent_without_reconcile")
+            return set()
+        return set(uncertain) & set(present)
+
+
+def jaeger_span_ids(query_url: str, timeout_s: float = 10.0):
+    """A reconcile function: the span ids Jaeger already holds for a trace (None if unknown)."""
+    from .jaeger_query import trace_span_ids
+    return lambda trace_id: trace_span_ids(query_url, trace_id, timeout_s)
+
+
+def store_span_ids(directory):
+    """A reconcile function for the embedded store (its index: no scan of the store)."""
+    from ..exporters.store import Store
+    return Store(directory).span_ids
+
+
+@dataclass
+class PassState:
+    accepted: bool = False  # the collector took at least one request in this pass
+    failed_alone: list = field(default_factory=list)
+
+
+class Sender:
+    """Sends glideins' spans through ``exporter`` exactly once, keeping ``ledger`` in step.
+
+    A batch entry is ``(glidein key, its spans, note)``; the spans of one glidein are one
+    trace, so the exporter's ``Delivery`` (by trace id) says which glideins went through."""
+
+    def __init__(self, exporter, ledger: ledger_mod.Ledger, backend: Backend):
+        self.exporter = exporter
+        self.ledger = ledger
+        self.backend = backend
+
+    # -- what the backend has already ------------------------------------------------------
+    def not_held(self, trace_id: str | None, spans, stats: ForwardStats) -> list:
+        """``spans`` (of one trace) less those the backend holds."""
+        held = self.backend.held(trace_id, {span_hex(s) for s in spans}, stats)
+        return [s for s in spans if span_hex(s) not in held]
+
+    def early_sent(self, gkey, trace_id: str, stats: ForwardStats) -> set:
+        """Ids of a glidein's Factory stages sent while it ran: those marked ``sent``, and of
+        those left ``sending`` the ones the backend holds (marked ``sent`` now)."""
+        early = self.ledger.early_spans(gkey)
+        sent = {s for s, state in early.items() if state == "sent"}
+        arrived = self.backend.held(trace_id, {s for s, state in early.items() if state == "sending"}, stats)
+        if arrived:
+            with self.ledger.transaction():
+                self.ledger.mark_early(gkey, arrived, "sent")
+        return sent | arrived
+
+    def not_sent_yet(self, gkey, trace_id: str, spans, journal, stats: ForwardStats) -> list:
+        """An ended glidein's spans less its Factory stages sent while it ran and less those
+        its node sent live (live.py, read from its ``journal`` events)."""
+        early = self.early_sent(gkey, trace_id, stats)
+        spans = [s for s in spans if span_hex(s) not in early]
+        exports = live.node_exports(journal, spans)
+        if not exports:
+            return spans
+        sent, maybe = set(), {}
+        for span in spans:
+            state = exports.state(span)
+            if state == live.SENT:
+                sent.add(span_hex(span))
+            elif state == live.SENDING:   # its export failed or was cut: may have arrived
+                maybe.setdefault(format(span.context.trace_id, "032x"), set()).add(span_hex(span))
+        for trace_id_of_group, uncertain in maybe.items():   # a job's span may be in its user's trace
+            sent |= self.backend.held(trace_id_of_group, uncertain, stats)
+        stats.spans_already_live += len(sent)
+        return [s for s in spans if span_hex(s) not in sent]
+
+    # -- the Factory stages of running glideins ---------------------------------------------
+    def send_early(self, batch, marks, stats: ForwardStats) -> bool:
+        """Send running glideins' Factory stages (``marks``: (glidein key, span ids) pairs),
+        ``sending`` in the ledger before and ``sent`` after; False when the export failed."""
+        with self.ledger.transaction():
+            for gkey, span_ids in marks:
+                self.ledger.mark_early(gkey, span_ids, "sending")
+        _crash_point("after_early_mark")
+        if not deliver(self.exporter, batch).ok:
+            stats.export_failures += 1
+            stats.problem("early_export_failed")  # stay "sending": reconciled before any resend
+            return False
+        _crash_point("after_early_export")
+        with self.ledger.transaction():
+            for gkey, span_ids in marks:
+                self.ledger.mark_early(gkey, span_ids, "sent")
+        stats.early_spans_sent += len(batch)
+        return True
+
+    # -- ended glideins --------------------------------------------------------------------
+    def send_isolating(self, batch_keys, stats: ForwardStats, pass_state: PassState) -> bool:
+        """Send a batch; the glideins of a failed one that were not delivered, each alone.
+        False: stop this pass (the collector is down, or hung and some are maybe sent)."""
+        outcome, failed = self._send(batch_keys, stats)
+        if outcome == MAYBE_SENT:
+            return False
+        if len(failed) < len(batch_keys):
+            pass_state.accepted = True
+        if len(batch_keys) == 1:
+            pass_state.failed_alone.extend(key for key, _, _ in failed)
+        else:
+            for one in failed:
+                outcome, still = self._send([one], stats)
+                if outcome == MAYBE_SENT:
+                    return False
+                if still:
+                    pass_state.failed_alone.append(one[0])
+                else:
+                    pass_state.accepted = True
+        return pass_state.accepted or len(pass_state.failed_alone) < DOWN_AFTER
+
+    def blame(self, pass_state: PassState, stats: ForwardStats):
+        """Glideins that failed alone in a pass where others went through: their own fault.
+        When nothing else was sent, an empty export asks whether the collector is up."""
+        if not pass_state.failed_alone:
+            return
+        if not pass_state.accepted and not deliver(self.exporter, []).ok:
+            return  # the collector is down: nobody's fault
+        with self.ledger.transaction():
+            for gkey in pass_state.failed_alone:
+                attempts = self.ledger.failed_alone(gkey, "export refused for this glidein alone")
+                if attempts >= MAX_ATTEMPTS:
+                    reason = f"export refused for this glidein alone in {attempts} passes"
+                    self.ledger.quarantine(gkey, reason)
+                    log.warning("%s quarantined: %s", gkey, reason)
+                    stats.quarantined += 1
+                    stats.problem("quarantined")
+
+    def resume(self, gkey, trace_id: str | None, spans, note: str, stats: ForwardStats) -> bool:
+        """A glidein left ``sending`` (a killed forwarder, a timed-out or partly accepted
+        export): send what the backend lacks of the spans marked. False: still hung."""
+        wanted = set(self.ledger.pending_spans(gkey))
+        spans = [s for s in spans if not wanted or span_hex(s) in wanted]
+        spans = self.not_held(trace_id, spans, stats)
+        return self._send([(gkey, spans, note)], stats)[0] != MAYBE_SENT
+
+    def _send(self, batch_keys, stats: ForwardStats):
+        """Export a batch: (outcome, the batch entries that failed and are back to "ended").
+        Of a failed export, glideins delivered whole are done, those delivered in part stay
+        "sending" (reconciled before any resend)."""
+        spans = [s for _, group, _ in batch_keys for s in group]
+        with self.ledger.transaction():
+            for gkey, group, _ in batch_keys:
+                if group:  # nothing to send (all present already, sampled out): no in-flight state
+                    self.ledger.mark_sending(gkey, format(group[0].context.trace_id, "032x"),
+                                             [span_hex(s) for s in group])
+        if spans:
+            _crash_point("after_mark_sending")
+        delivery = deliver(self.exporter, spans) if spans else None
+        if delivery is None or delivery.ok:
+            _crash_point("after_export")
+            self._done(batch_keys, stats)
+            return SENT, []
+        stats.export_failures += 1
+        if delivery.timed_out:   # it may have arrived: stay "sending", reconciled before any resend
+            stats.problem("export_timed_out")
+            log.warning("export of %d spans timed out; reconciled before any resend", len(spans))
+            return MAYBE_SENT, list(batch_keys)
+        trace_of = {gkey: group[0].context.trace_id for gkey, group, _ in batch_keys if group}
+        done = [k for k in batch_keys if trace_of.get(k[0]) in delivery.delivered]
+        maybe = [k for k in batch_keys if trace_of.get(k[0]) in delivery.partly]
+        failed = [k for k in batch_keys if k not in done and k not in maybe]
+        self._done(done, stats)
+        if maybe:
+            stats.problem("partly_sent")
+        with self.ledger.transaction():
+            for gkey, _, _ in failed:
+                self.ledger.back_to_ended(gkey)
+        log.warning("export of %d spans failed (%d glideins): %s; will retry", len(spans),
+                    len(failed) + len(maybe), delivery.reason)
+        return FAILED, failed
+
+    def _done(self, batch_keys, stats: ForwardStats):
+        with self.ledger.transaction():
+            for gkey, group, note in batch_keys:
+                self.ledger.mark_done(gkey, len(group), note)
+        stats.glideins_done += len(batch_keys)
+        stats.spans_sent += sum(len(group) for _, group, _ in batch_keys)
+
+
+def _crash_point(name: str):
+    """Test hook: GLIDEIN_TRACING_CRASH_AT=<name> kills the forwarder right there (SIGKILL),
+    so tests can prove a restart neither loses nor repeats spans."""
+    if os.environ.get("GLIDEIN_TRACING_CRASH_AT") == name:
+        os.kill(os.getpid(), 9)
+

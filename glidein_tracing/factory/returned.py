@@ -1,0 +1,145 @@
+"""One returned glidein as the Factory reads it: who it is, by the Factory's own records, and
+its journal, from the tail of its returned stderr.
+
+A worker node is untrusted. The glidein's identity (its trace id) comes from the Factory:
+the ledger row (entry, cluster, proc, glidein name) and the configuration (Factory name,
+each entry's schedd). A journal section whose root claims anything else is ignored
+(``forged_identity``). Memory is bounded whatever the node returned: the stderr is read up
+to ``MAX_STDERR_BYTES`` (its tail, where the journal is), its sections inflate to at most
+``DEFAULT_MAX_TOTAL_BYTES`` together, and at most ``MAX_JOURNAL_LINES`` lines are parsed;
+what was cut is returned, to be counted on the root.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core import ids
+from ..core.journal import parse_lines
+from ..core.sections import DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES, journal_sections
+from .stats import ForwardStats
+
+log = logging.getLogger("glidein_tracing.forward")
+
+MAX_STDERR_BYTES = 64 * 1024 * 1024
+MAX_JOURNAL_LINES = 100_000  # per glidein, all sections together
+
+
+@dataclass(frozen=True)
+class FactoryNames:
+    """What the Factory's configuration says of its glideins' names: the Factory's name and
+    the schedd of each entry (``entry_schedds``), else of every entry (``schedd``)."""
+
+    factory: str
+    schedd: str | None = None
+    entry_schedds: dict = field(default_factory=dict)
+
+    def schedd_of(self, row) -> str:
+        """The glidein's schedd as the Factory knows it, or ""."""
+        return self.entry_schedds.get(row["entry"]) or self.schedd or ""
+
+
+def identity(names: FactoryNames, row, journal_events=()) -> ids.GlideinIdentity:
+    """A ledger row's glidein identity. Everything but the multi-glidein index comes from the
+    Factory; a journal only fills in the schedd for its own glidein when the Factory was not
+    told it, and its claims were checked to agree (``disagreement``)."""
+    schedd, index = names.schedd_of(row), "0"
+    for event in journal_events:
+        if event.op == "start" and event.key == "glidein":
+            schedd = schedd or event.fields.get("glidein.schedd", "")
+            index = event.fields.get("glidein.multi_index:i", index)
+            break
+    return ids.GlideinIdentity(names.factory, row["instance"], row["entry"], schedd,
+                               str(row["cluster"]), str(row["proc"]), index)
+
+
+def disagreement(names: FactoryNames, row, events) -> str:
+    """What a section's root claims that the Factory knows otherwise ("" when it agrees):
+    cluster, proc, entry, factory, glidein name, the Factory's schedd, and the trace id
+    those give. A section without a root claims nothing (its spans land in this trace)."""
+    for event in events:
+        if event.op != "start" or event.key != "glidein":
+            continue
+        fields = event.fields
+        claims = {
+            "cluster": (fields.get("glidein.cluster:i", fields.get("glidein.cluster")), str(row["cluster"])),
+            "proc": (fields.get("glidein.proc:i", fields.get("glidein.proc")), str(row["proc"])),
+            "entry": (fields.get("glidein.entry"), row["entry"]),
+            "factory": (fields.get("glidein.factory"), names.factory),
+            "name": (fields.get("glidein.name"), row["instance"]),
+            "schedd": (fields.get("glidein.schedd"), names.schedd_of(row) or None),
+        }
+        for what, (claimed, known) in claims.items():
+            if claimed is not None and known is not None and str(claimed) != str(known):
+                return what
+        claimed_trace = (fields.get("@trace_id") or "").lower()
+        if claimed_trace and claimed_trace != identity(names, row, [event]).trace_id:
+            return "trace id"
+    return ""
+
+
+def stderr_path(row) -> Path:
+    """Where Condor-G put the glidein's returned stderr."""
+    return Path(row["entry_dir"]) / f"job.{row['cluster']}.{row['proc']}.err"
+
+
+def returned_journal(names: FactoryNames, row, stats: ForwardStats, max_section_bytes: int = DEFAULT_MAX_BYTES):
+    """Events of the glidein's returned journal, checked to be this glidein's, and what of it
+    was cut (``{"sections": n, "bytes": n, "lines": n}``)."""
+    path = stderr_path(row)
+    cut = {"sections": 0, "bytes": 0, "lines": 0}
+    text = _stderr_tail(path, cut)
+    if text is None:
+        return [], cut
+    events = []
+    lines_left = MAX_JOURNAL_LINES
+    for section in journal_sections(text, max_section_bytes, DEFAULT_MAX_TOTAL_BYTES):
+        if section.error:
+            log.warning("%s: journal section %s", path, section.error)
+            stats.problem("truncated_section" if section.truncated else "damaged_section")
+            cut["sections"] += 1
+            cut["bytes"] += section.cut_bytes
+        data, dropped = _first_lines(section.data, lines_left)
+        if dropped:
+            cut["lines"] += dropped
+            stats.problem("journal_lines_cut")
+        lines_left -= data.count(b"\n")
+        section_events, report = parse_lines(data)
+        if report.skipped_total:
+            log.warning("%s: %s", path, report.summary())
+            stats.problem("bad_journal_lines")
+        claimed = disagreement(names, row, section_events)
+        if claimed:
+            log.warning("%s: journal section claims another %s; ignored", path, claimed)
+            stats.problem("forged_identity")
+            continue
+        events.extend(section_events)
+    return events, cut
+
+
+def _stderr_tail(path: Path, cut: dict) -> str | None:
+    """The last ``MAX_STDERR_BYTES`` of a stderr (the journal is appended last), the bytes
+    before it counted in ``cut``; None when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_STDERR_BYTES:
+                handle.seek(size - MAX_STDERR_BYTES)
+                cut["bytes"] += size - MAX_STDERR_BYTES
+            return handle.read(MAX_STDERR_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _first_lines(data: bytes, keep: int) -> tuple[bytes, int]:
+    """(the first ``keep`` lines of ``data``, how many whole lines were dropped)."""
+    newlines = data.count(b"\n")
+    if newlines <= keep:
+        return data, 0
+    at = -1
+    for _ in range(keep):
+        at = data.find(b"\n", at + 1)
+    return data[:at + 1], newlines - keep

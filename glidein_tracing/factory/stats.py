@@ -1,0 +1,32 @@
+"""What one forwarder pass did: counts for its summary line and the ledger's problem tally."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ForwardStats:
+    log_events: int = 0
+    glideins_done: int = 0
+    glideins_skipped: int = 0
+    spans_sent: int = 0
+    early_spans_sent: int = 0         # Factory stages of glideins still running
+    spans_already_live: int = 0
+    spans_sampled_out: int = 0
+    export_failures: int = 0
+    quarantined: int = 0
+    problems: dict = field(default_factory=dict)
+
+    def problem(self, kind: str, count: int = 1):
+        self.problems[kind] = self.problems.get(kind, 0) + count
+
+    def summary(self) -> str:
+        text = (f"{self.log_events} log events read, {self.glideins_done} glideins forwarded "
+                f"({self.spans_sent} spans), {self.early_spans_sent} Factory stages of running glideins sent, "
+                f"{self.spans_already_live} spans already sent live, "
+                f"{self.spans_sampled_out} sampled out, {self.glideins_skipped} skipped, "
+                f"{self.export_failures} export failures, {self.quarantined} quarantined")
+        if self.problems:
+            text += "; problems: " + ", ".join(f"{k}={v}" for k, v in sorted(self.problems.items()))
+        return text
