@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..core.errors import UserError
 from ..exporters.result import DeliveringExporter, Delivery, deliver
+from ..core import conventions as c
 
 FACTORY = "gwms_demo_factory"
 SCHEDD = "schedd_glideins2@factory.demo.example.org"
@@ -94,7 +95,7 @@ class DemoSpans:
         self.providers = []
         self.tracers = {}
         for service in ("gwms-frontend", "jobsub_lite"):
-            provider = TracerProvider(resource=Resource({"service.name": service}))
+            provider = TracerProvider(resource=Resource({c.SERVICE_NAME: service}))
             provider.add_span_processor(SimpleSpanProcessor(exporter_for_providers))
             self.providers.append(provider)
             self.tracers[service] = provider.get_tracer("glidein_tracing.demo")

@@ -24,6 +24,7 @@ from datetime import datetime
 
 from ..core import ids
 from ..core.journal import Event
+from ..core import conventions as c
 
 SUBMIT, EXECUTE, EVICTED, TERMINATED, ABORTED, HELD, RELEASED, GRID_SUBMIT = 0, 1, 4, 5, 9, 12, 13, 27
 ENDING = (TERMINATED, ABORTED)
@@ -92,8 +93,8 @@ class GlideinActivity:
         if self.queue_key in self.open_keys:
             return
         self.queues += 1
-        self.queue_key = "factory.queue" if self.queues == 1 else f"factory.queue/{self.queues}"
-        self.add(time, "start", self.queue_key, {"@name": "factory.queue", "@stage": "factory.queue"})
+        self.queue_key = c.STAGE_FACTORY_QUEUE if self.queues == 1 else f"factory.queue/{self.queues}"
+        self.add(time, "start", self.queue_key, {"@name": c.STAGE_FACTORY_QUEUE, "@stage": c.STAGE_FACTORY_QUEUE})
 
     def close_open(self, time, status=""):
         for key in sorted(self.open_keys):
@@ -103,8 +104,8 @@ class GlideinActivity:
 
 def identity_fields(identity: ids.GlideinIdentity) -> dict:
     return {
-        "glidein.factory": identity.factory, "glidein.name": identity.name,
-        "glidein.entry": identity.entry, "glidein.schedd": identity.schedd,
+        c.GLIDEIN_FACTORY: identity.factory, c.GLIDEIN_NAME: identity.name,
+        c.GLIDEIN_ENTRY: identity.entry, c.GLIDEIN_SCHEDD: identity.schedd,
         "glidein.cluster:i": str(identity.cluster), "glidein.proc:i": str(identity.proc),
     }
 
@@ -133,32 +134,32 @@ def apply_event(activity: GlideinActivity, event, identity: ids.GlideinIdentity 
                                      fields={"@name": "glidein", "@stage": "glidein"}))
         if identity is not None:
             activity.events.extend(identity_events(identity, when))
-        activity.add(when, "start", "factory.submit", {
-            "@name": "factory.submit", "@stage": "factory.submit",
-            "factory.submit_host": str(event.get("SubmitHost", ""))})
+        activity.add(when, "start", c.STAGE_FACTORY_SUBMIT, {
+            "@name": c.STAGE_FACTORY_SUBMIT, "@stage": c.STAGE_FACTORY_SUBMIT,
+            c.FACTORY_SUBMIT_HOST: str(event.get("SubmitHost", ""))})
     elif kind == GRID_SUBMIT:
-        if "factory.submit" in activity.open_keys:
-            activity.add(when, "end", "factory.submit", {
-                "@status": "OK", "factory.grid_resource": str(event.get("GridResource", "")),
-                "factory.grid_job_id": str(event.get("GridJobId", ""))})
+        if c.STAGE_FACTORY_SUBMIT in activity.open_keys:
+            activity.add(when, "end", c.STAGE_FACTORY_SUBMIT, {
+                "@status": "OK", c.FACTORY_GRID_RESOURCE: str(event.get("GridResource", "")),
+                c.FACTORY_GRID_JOB_ID: str(event.get("GridJobId", ""))})
         if not activity.executed:   # logged after the execute (reordered): it waits no more
             activity.start_queue(when)
     elif kind == EXECUTE:
         activity.executed = True
-        if "factory.submit" in activity.open_keys:
-            activity.add(when, "end", "factory.submit", {"@status": "OK"})
+        if c.STAGE_FACTORY_SUBMIT in activity.open_keys:
+            activity.add(when, "end", c.STAGE_FACTORY_SUBMIT, {"@status": "OK"})
         if activity.queue_key not in activity.open_keys:
             # the wait began at the submission, when this log saw it (a rotated log may not have)
             first_wait = activity.queue_key is None and activity.submit_time is not None
             activity.start_queue(activity.submit_time if first_wait else when)
         activity.add(when, "end", activity.queue_key,
-                     {"factory.execute_host": str(event.get("ExecuteHost", ""))})
+                     {c.FACTORY_EXECUTE_HOST: str(event.get("ExecuteHost", ""))})
     elif kind == HELD:
         reason = str(event.get("HoldReason", ""))
         # Condor-G holds a glidein it could not hand to the site (or that the site lost):
         # the submission or the wait ends there, in error
-        if "factory.submit" in activity.open_keys:
-            activity.add(when, "end", "factory.submit", {
+        if c.STAGE_FACTORY_SUBMIT in activity.open_keys:
+            activity.add(when, "end", c.STAGE_FACTORY_SUBMIT, {
                 "@status": "ERROR", "@error.type": "held", "@error.detail": reason})
         if activity.queue_key in activity.open_keys:
             activity.add(when, "end", activity.queue_key, {
@@ -166,14 +167,14 @@ def apply_event(activity: GlideinActivity, event, identity: ids.GlideinIdentity 
         activity.holds += 1
         key = f"factory.held/{activity.holds}"
         activity.add(when, "start", key, {
-            "@name": "factory.held", "@stage": "factory.held",
-            "factory.hold_reason": reason,
+            "@name": c.STAGE_FACTORY_HELD, "@stage": c.STAGE_FACTORY_HELD,
+            c.FACTORY_HOLD_REASON: reason,
             "factory.hold_reason_code:i": str(event.get("HoldReasonCode", "")),
             "factory.hold_reason_subcode:i": str(event.get("HoldReasonSubCode", ""))})
     elif kind == RELEASED:
         key = f"factory.held/{activity.holds}"
         if key in activity.open_keys:
-            activity.add(when, "end", key, {"factory.release_reason": str(event.get("Reason", ""))})
+            activity.add(when, "end", key, {c.FACTORY_RELEASE_REASON: str(event.get("Reason", ""))})
         if not activity.executed:
             activity.start_queue(when)  # released: Condor-G hands it to the site again
     elif kind == EVICTED:
@@ -201,10 +202,10 @@ def _end(activity: GlideinActivity, kind: int, event, when: float) -> None:
     else:
         activity.outcome = "removed"
         fields["factory.removed:b"] = "true"
-        fields["factory.remove_reason"] = str(event.get("Reason", ""))
+        fields[c.FACTORY_REMOVE_REASON] = str(event.get("Reason", ""))
     ending = abnormal_end(kind, event)
     if ending and activity.executed:  # one that never ran keeps the forwarder's never_ran
-        fields["glidein.outcome"] = ending[0]
+        fields[c.GLIDEIN_OUTCOME] = ending[0]
     activity.add(when, "attr", "glidein", fields)
     activity.events.append(Event(time=when, op="end", key="glidein", fields={} if not ending else {
         "@status": "ERROR", "@error.type": ending[0], "@error.detail": ending[1]}))

@@ -16,6 +16,7 @@ from ..core import ids
 from ..core.converter import convert
 from ..core.journal import Event
 from .activity import identity_events
+from ..core import conventions as c
 
 MAX_SPANS = 20_000  # per glidein, whatever its journal's @max_spans (the knob allows more)
 
@@ -36,9 +37,9 @@ class SpanMaker:
             events.append(Event(time=when, op="attr", key="glidein", fields={
                 f"glidein_tracing.input.cut_{kind}:i": str(count) for kind, count in cut.items()}))
         if not journal:
-            ran = any(e.key.startswith("factory.queue") and e.op == "end" for e in activity)
+            ran = any(e.key.startswith(c.STAGE_FACTORY_QUEUE) and e.op == "end" for e in activity)
             events.append(Event(time=when, op="attr", key="glidein", fields={
-                "glidein.outcome": "no_glidein_output" if ran else "never_ran"}))
+                c.GLIDEIN_OUTCOME: "no_glidein_output" if ran else "never_ran"}))
         return self._convert(events, identity)
 
     def factory_stages(self, identity: ids.GlideinIdentity, activity) -> list:

@@ -28,6 +28,7 @@ from .delivery import Backend, PassState, Sender, span_hex
 from .returned import FactoryNames, identity, returned_journal, stderr_path
 from .scanning import scan_logs
 from .stats import ForwardStats
+from ..core import conventions as c
 
 log = logging.getLogger("glidein_tracing.forward")
 
@@ -52,7 +53,7 @@ class Forwarder:
         self.batch_spans = batch_spans
         self.max_section_bytes = max_section_bytes
         self.progress = progress
-        self.spans = SpanMaker({"service.name": service_name} if service_name else None, tuple(redact))
+        self.spans = SpanMaker({c.SERVICE_NAME: service_name} if service_name else None, tuple(redact))
         self.sender = Sender(exporter, ledger, Backend(reconcile))
         self.failure_attribution = failure_attribution   # failure_rules.attribution.FailureAttribution
 

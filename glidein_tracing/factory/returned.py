@@ -21,6 +21,7 @@ from ..core import ids
 from ..core.journal import parse_lines
 from ..core.sections import DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES, journal_sections
 from .stats import ForwardStats
+from ..core import conventions as c
 
 log = logging.getLogger("glidein_tracing.forward")
 
@@ -49,7 +50,7 @@ def identity(names: FactoryNames, row, journal_events=()) -> ids.GlideinIdentity
     schedd, index = names.schedd_of(row), "0"
     for event in journal_events:
         if event.op == "start" and event.key == "glidein":
-            schedd = schedd or event.fields.get("glidein.schedd", "")
+            schedd = schedd or event.fields.get(c.GLIDEIN_SCHEDD, "")
             index = event.fields.get("glidein.multi_index:i", index)
             break
     return ids.GlideinIdentity(names.factory, row["instance"], row["entry"], schedd,
@@ -65,12 +66,12 @@ def disagreement(names: FactoryNames, row, events) -> str:
             continue
         fields = event.fields
         claims = {
-            "cluster": (fields.get("glidein.cluster:i", fields.get("glidein.cluster")), str(row["cluster"])),
-            "proc": (fields.get("glidein.proc:i", fields.get("glidein.proc")), str(row["proc"])),
-            "entry": (fields.get("glidein.entry"), row["entry"]),
-            "factory": (fields.get("glidein.factory"), names.factory),
-            "name": (fields.get("glidein.name"), row["instance"]),
-            "schedd": (fields.get("glidein.schedd"), names.schedd_of(row) or None),
+            "cluster": (fields.get("glidein.cluster:i", fields.get(c.GLIDEIN_CLUSTER)), str(row["cluster"])),
+            "proc": (fields.get("glidein.proc:i", fields.get(c.GLIDEIN_PROC)), str(row["proc"])),
+            "entry": (fields.get(c.GLIDEIN_ENTRY), row["entry"]),
+            "factory": (fields.get(c.GLIDEIN_FACTORY), names.factory),
+            "name": (fields.get(c.GLIDEIN_NAME), row["instance"]),
+            "schedd": (fields.get(c.GLIDEIN_SCHEDD), names.schedd_of(row) or None),
         }
         for what, (claimed, known) in claims.items():
             if claimed is not None and known is not None and str(claimed) != str(known):

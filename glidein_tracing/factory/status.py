@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .ledger import OPEN, Ledger
+from ..core import conventions as c
 
 STATES = ("queued", "held", "running")
 
@@ -39,9 +40,9 @@ def state_of(events) -> tuple[str, float] | None:
                 submitted = event.time
         elif event.op == "end":
             opened.pop(event.key, None)
-            if event.key.startswith("factory.queue") and "factory.execute_host" in event.fields:
+            if event.key.startswith(c.STAGE_FACTORY_QUEUE) and c.FACTORY_EXECUTE_HOST in event.fields:
                 running_since = event.time
-    held = [t for key, t in opened.items() if key.startswith("factory.held")]
+    held = [t for key, t in opened.items() if key.startswith(c.STAGE_FACTORY_HELD)]
     if held:
         return "held", max(held)
     if running_since is not None:
