@@ -831,18 +831,7 @@ class _Builder:
         inside = self.timeline.over(span.start, span.end)
         if not span.key.startswith("job/"):
             return inside
-        # a job: CPU and memory only from its own ClassAd (the tree's readings cover every
-        # job and daemon of the glidein); disk and load are the node's, from the readings
-        out = {k: v for k, v in inside.items() if k in (resources.DISK_FREE, resources.LOAD1)}
-        fields = span.end_fields
-        for field_name, attr in (("r.utime", resources.CPU_USER), ("r.stime", resources.CPU_SYSTEM)):
-            try:
-                out[attr] = float(fields[field_name])
-            except (KeyError, ValueError):
-                pass
-        if "job.rss_bytes" in span.attrs:
-            out[resources.MAX_RSS] = int(span.attrs["job.rss_bytes"])
-        return out
+        return resources.job_figures(inside, span.end_fields, span.attrs.get("job.rss_bytes"))
 
 
 def _within_otlp(attrs: dict) -> dict:

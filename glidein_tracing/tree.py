@@ -8,7 +8,7 @@ KEY_ATTRIBUTES = (
     "glidein.entry", "glidein.site", "glidein.outcome", "error.type", "glidein.failure.domain",
     "job.failure.domain", "glidein.idle.kind",
     "job.global_id", "job.exit_code", "job.user_traceparent", "glidein.shutdown.reason",
-    "glidein.resource.cpu_user_s", "glidein.resource.max_rss_bytes",
+    "glidein.resource.cpu_user_s", "glidein.resource.max_rss_bytes", "glidein.resource.max_rss_source",
 )
 STATUS = {0: "", 1: "ok", 2: "ERROR"}
 MAX_INDENT = 32  # deeper spans say their depth instead of indenting further (output stays linear)

@@ -106,6 +106,7 @@ def test_jobs_links_idle_gaps_and_job_resources():
     assert format(linked[0].links[0].context.span_id, "016x") == "b7ad6b7169203331"
     assert linked[0].attributes["glidein.resource.cpu_user_s"] == 7.5
     assert linked[0].attributes["glidein.resource.max_rss_bytes"] == 104857600
+    assert linked[0].attributes["glidein.resource.max_rss_source"] == "job.ResidentSetSize"
     failed = [j for j in jobs if j.status.status_code == StatusCode.ERROR]
     assert len(failed) == 1 and failed[0].attributes["job.exit_code"] == 3
     kinds = sorted((s.start_time // 10**9, s.attributes["glidein.idle.kind"]) for s in by_stage(spans, "idle"))
@@ -163,9 +164,12 @@ def test_stage_resources_come_from_bracketing_samples():
     attrs = setup.attributes
     assert attrs["glidein.resource.cpu_user_s"] == pytest.approx(2.95)
     assert attrs["glidein.resource.cpu_system_s"] == pytest.approx(0.74)
-    assert attrs["glidein.resource.max_rss_bytes"] == 9000000
+    assert attrs["glidein.resource.rss_max_sampled_bytes"] == 9000000
+    assert "glidein.resource.max_rss_bytes" not in attrs    # raw readings: no kernel peak
     assert attrs["glidein.resource.disk_free_bytes"] == 3900000000
+    assert attrs["glidein.resource.disk_free_min_bytes"] == 3900000000
     assert attrs["glidein.resource.load1"] == 1.25
+    assert attrs["glidein.resource.load1_max"] == 1.5
 
 
 def test_conversion_is_deterministic_and_secrets_never_reach_spans():
@@ -244,7 +248,7 @@ def test_a_stage_carries_only_what_was_measured_inside_it():
     assert setup.attributes["glidein.resource.window_s"] == 10.0   # the part measured
     (root,) = by_stage(spans, "glidein")
     assert root.attributes["glidein.resource.cpu_user_s"] == pytest.approx(4.0)
-    assert root.attributes["glidein.resource.max_rss_bytes"] == 3000000    # the largest reading
+    assert root.attributes["glidein.resource.rss_max_sampled_bytes"] == 3000000    # the largest reading
 
 
 def _user_job_journal(qdate, job_start=1012.0, first_job_start=None):

@@ -137,7 +137,9 @@ gt_condor_phase() {
     gt_epoch "$te" && GT_CONDOR_END=$GT_V || GT_CONDOR_END=
     [ -n "$GT_CONDOR_START" ] && [ -n "$GT_CONDOR_END" ] || return 0
     case $dur in ''|*[!0-9]*) dur=$((GT_CONDOR_END - GT_CONDOR_START)) ;; esac
-    gt_emit "$GT_CONDOR_START" start condor "@name=condor" "@stage=condor.start" "@parent=glidein"
+    # the sampler wrote `start condor` when it closed setup early (live export): once is enough
+    [ -n "$GT_SETUP_CLOSED" ] \
+        || gt_emit "$GT_CONDOR_START" start condor "@name=condor" "@stage=condor.start" "@parent=glidein"
     local status=OK
     [ "$st" = OK ] || status=ERROR
     [ "$status" = ERROR ] || fail= det=
