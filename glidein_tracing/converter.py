@@ -28,7 +28,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags
 from opentelemetry.trace.status import Status, StatusCode
 
-from . import __version__, failure, ids, log_tail, redaction, sampling
+from . import __version__, failure, ids, job_nesting, log_tail, redaction, sampling
 from .log_tail import LOG_SOURCE, LOG_TAIL_EVENT
 from .journal import Event, JournalReport
 from . import resources
@@ -309,6 +309,7 @@ class _Builder:
         self._records_to_spans()
         self._history_to_job_ends()
         self._close_open_spans()
+        job_nesting.fit_jobs_in_condor(self.spans, ROOT)
         self._idle_spans()
         self._cap_jobs()
         self._cap_spans()

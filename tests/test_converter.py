@@ -9,6 +9,7 @@ from glidein_tracing.journal import format_line, parse_lines
 
 from fixtures import fixture_path
 from journal_builders import iso_epoch, parse_otr_records, record_lines, root_lines
+from span_nesting import outside_parent
 
 IDENTITY = ids.GlideinIdentity("gwms_test_factory", "gwms_test_instance", "TEST_ENTRY",
                                "schedd_glideins2@localhost", "1234", "0")
@@ -292,3 +293,49 @@ def test_a_job_that_took_an_idle_glidein_says_how_long_the_glidein_idled():
     assert wait.attributes["job.wait.glidein_idle_s"] == 7.0      # since the previous job ended
     # a QDate after the start (clocks disagree) or none: no job.wait span
     assert not [s for s in _user_job_journal(qdate=1100) if s.name == "job.wait"]
+
+
+def _sigterm_journal(job_end_after_condor_s: float, root_end_after_condor_s: float):
+    """The real SIGTERM glidein's records (../shared/fixtures/glidein-run/sigterm) with a job that
+    HTCondor killed after condor_startup.sh's record ended, as real glideins show it."""
+    records = fixture_records("sigterm")
+    condor = next(r for r in records if r["id"] == "condor_startup.sh")
+    c_start, c_end = iso_epoch(condor["tstart"]), iso_epoch(condor["tend"])
+    job = "job/schedd#4242.0#1"
+    lines = root_lines(iso_epoch(records[0]["tstart"]), IDENTITY.trace_id) + record_lines(records)
+    lines += [format_line(c_start, "end", "setup", {"@status": "OK"}),
+              format_line(c_start, "start", "condor", {"@name": "condor", "@stage": "condor.start"}),
+              format_line(c_start + 1, "start", job, {"@name": "job", "@stage": "job", "@parent": "condor"}),
+              format_line(c_end, "end", "condor", {"@status": "OK", "glidein.shutdown.reason": "sigterm"}),
+              format_line(c_end, "start", "teardown", {"@name": "teardown", "@stage": "teardown"}),
+              format_line(c_end + job_end_after_condor_s, "end", job,
+                          {"@status": "ERROR", "@error.type": "job.evict", "job.exit_by": "evict"}),
+              format_line(c_end + root_end_after_condor_s, "end", "teardown", {"@status": "OK"}),
+              format_line(c_end + root_end_after_condor_s, "end", "glidein",
+                          {"@status": "OK", "glidein.outcome": "terminated"})]
+    return c_end, sorted(lines, key=lambda line: float(line.split("\t")[1]))
+
+
+def test_sigterm_condor_ends_when_its_last_job_does():
+    condor_record_end, lines = _sigterm_journal(job_end_after_condor_s=1.19, root_end_after_condor_s=2.5)
+    _, spans = spans_of(lines)
+    (condor,) = by_stage(spans, "condor.start")
+    (job,) = [j for j in by_stage(spans, "job") if not j.attributes.get("glidein.user_view")]
+    (root,) = by_stage(spans, "glidein")
+    assert job.end_time == condor.end_time == round((condor_record_end + 1.19) * 1e6) * 1000
+    assert condor.attributes["condor.end_source"] == "last_job"
+    assert "job.end_cut_reason" not in job.attributes
+    assert condor.end_time <= root.end_time
+    assert outside_parent(spans, tolerance_s=0) == []
+
+
+def test_sigterm_job_ended_after_the_glidein_is_cut_at_condor_end_with_the_reason():
+    condor_record_end, lines = _sigterm_journal(job_end_after_condor_s=5.0, root_end_after_condor_s=2.5)
+    _, spans = spans_of(lines)
+    (condor,) = by_stage(spans, "condor.start")
+    (job,) = [j for j in by_stage(spans, "job") if not j.attributes.get("glidein.user_view")]
+    assert condor.end_time == condor_record_end * 10**9 and "condor.end_source" not in condor.attributes
+    assert job.end_time == condor.end_time
+    assert job.attributes["job.end_cut_reason"] == "sigterm"
+    assert job.attributes["job.recorded_end_s"] == pytest.approx(condor_record_end + 5.0)
+    assert outside_parent(spans, tolerance_s=0) == []

@@ -95,6 +95,16 @@ def test_sigterm_during_condor_phase(tmp_path):
     events = journal_from_stderr(result)
     assert find(events, "end", "condor")[0].fields["glidein.shutdown.reason"] == "sigterm"
     assert find(events, "end", "glidein")[0].fields["glidein.outcome"] == "terminated"
+    # HTCondor ends the job after condor_startup.sh's record (and here after the glidein's
+    # end): in the returned journal and in the one left on disk, the job ends within `condor`
+    on_disk, report = read_journal(result.journal_path)
+    for journal in (events, on_disk):
+        spans = {s.attributes["glidein.stage"]: s for s in convert(journal)
+                 if not s.attributes.get("glidein.user_view")}
+        job, condor, root = spans["job"], spans["condor.start"], spans["glidein"]
+        assert job.end_time <= condor.end_time <= root.end_time
+    assert job.attributes["job.end_cut_reason"] == "sigterm"
+    assert job.attributes["job.recorded_end_s"] > root.end_time / 1e9
 
 
 def test_sigkill_during_setup_leaves_the_journal_on_disk(tmp_path):
