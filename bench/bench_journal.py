@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import argparse
 import random
-import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from glidein_tracing.journal import format_line, read_journal
+from glidein_tracing.journal import read_journal
 from glidein_tracing.simulator import Job, Scenario, simulate_glidein
 
 HOOKS = Path(__file__).resolve().parents[1] / "glidein_tracing" / "hooks"
