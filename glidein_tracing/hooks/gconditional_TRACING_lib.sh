@@ -360,13 +360,19 @@ gt_tree_snap() {
 # boundaries and the sampler's `sample` lines) is taken with gt_tree_snap, so all of them
 # measure the same thing (docs/span-conventions.md, Per-stage resources).
 
+# gt_reading ROOT_PID: GT_R_* = a reading: the tree under ROOT_PID (gt_tree_snap), load1 and
+# the work dir's free disk.
+gt_reading() {
+    gt_tree_snap "$1"
+    gt_load1
+    gt_disk_free "${GT_WORK_DIR:-.}"
+}
+
 # gt_emit_snap TIME OP KEY ROOT_PID [NAME=VALUE]...: a line with a reading of the tree under
 # ROOT_PID (no r.* fields when the tree cannot be read).
 gt_emit_snap() {
     gt_es_t=$1 gt_es_op=$2 gt_es_key=$3
-    gt_tree_snap "$4"
-    gt_load1
-    gt_disk_free "${GT_WORK_DIR:-.}"
+    gt_reading "$4"
     shift 4
     gt_emit "$gt_es_t" "$gt_es_op" "$gt_es_key" "r.utime=$GT_R_UT" "r.stime=$GT_R_ST" \
         "r.rss=$GT_R_RSS" "r.procs:i=$GT_R_N" "r.load1=$GT_R_L1" "r.disk_free=$GT_R_DF" \

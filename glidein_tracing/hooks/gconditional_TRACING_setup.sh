@@ -163,9 +163,7 @@ gt_sampler_loop() {
         ! gt_fold_boundary || gt_fold_flush
         if [ "$GT_SAMPLE_PERIOD" -gt 0 ] && [ "$SECONDS" -ge "$next" ]; then
             gt_now
-            gt_tree_snap "$root"
-            gt_load1
-            gt_disk_free "$GT_WORK_DIR"
+            gt_reading "$root"
             gt_fold "$GT_NOW"
             next=$((SECONDS + GT_SAMPLE_PERIOD))
         fi
