@@ -9,6 +9,7 @@ from glidein_tracing.core.journal import format_line, parse_lines
 
 from tests.support.fixtures import fixture_path
 from tests.support.journal_builders import iso_epoch, parse_otr_records, record_lines, root_lines
+from tests.support.span_nesting import outside_parent
 
 IDENTITY = ids.GlideinIdentity("gwms_test_factory", "gwms_test_instance", "TEST_ENTRY",
                                "schedd_glideins2@localhost", "1234", "0")
@@ -106,6 +107,7 @@ def test_jobs_links_idle_gaps_and_job_resources():
     assert format(linked[0].links[0].context.span_id, "016x") == "b7ad6b7169203331"
     assert linked[0].attributes["glidein.resource.cpu_user_s"] == 7.5
     assert linked[0].attributes["glidein.resource.max_rss_bytes"] == 104857600
+    assert linked[0].attributes["glidein.resource.max_rss_source"] == "job.ResidentSetSize"
     failed = [j for j in jobs if j.status.status_code == StatusCode.ERROR]
     assert len(failed) == 1 and failed[0].attributes["job.exit_code"] == 3
     kinds = sorted((s.start_time // 10**9, s.attributes["glidein.idle.kind"]) for s in by_stage(spans, "idle"))
@@ -163,9 +165,12 @@ def test_stage_resources_come_from_bracketing_samples():
     attrs = setup.attributes
     assert attrs["glidein.resource.cpu_user_s"] == pytest.approx(2.95)
     assert attrs["glidein.resource.cpu_system_s"] == pytest.approx(0.74)
-    assert attrs["glidein.resource.max_rss_bytes"] == 9000000
+    assert attrs["glidein.resource.rss_max_sampled_bytes"] == 9000000
+    assert "glidein.resource.max_rss_bytes" not in attrs    # raw readings: no kernel peak
     assert attrs["glidein.resource.disk_free_bytes"] == 3900000000
+    assert attrs["glidein.resource.disk_free_min_bytes"] == 3900000000
     assert attrs["glidein.resource.load1"] == 1.25
+    assert attrs["glidein.resource.load1_max"] == 1.5
 
 
 def test_conversion_is_deterministic_and_secrets_never_reach_spans():
@@ -244,7 +249,7 @@ def test_a_stage_carries_only_what_was_measured_inside_it():
     assert setup.attributes["glidein.resource.window_s"] == 10.0   # the part measured
     (root,) = by_stage(spans, "glidein")
     assert root.attributes["glidein.resource.cpu_user_s"] == pytest.approx(4.0)
-    assert root.attributes["glidein.resource.max_rss_bytes"] == 3000000    # the largest reading
+    assert root.attributes["glidein.resource.rss_max_sampled_bytes"] == 3000000    # the largest reading
 
 
 def _user_job_journal(qdate, job_start=1012.0, first_job_start=None):
@@ -310,3 +315,49 @@ def test_each_link_says_its_kind():
     assert [(link.attributes["traceparent"], link.attributes["glidein.link.kind"]) for link in setup.links] \
         == [(other, "related")]
     assert not setup.links[0].context.trace_flags.sampled   # the link keeps its context's flags
+
+
+def _sigterm_journal(job_end_after_condor_s: float, root_end_after_condor_s: float):
+    """The real SIGTERM glidein's records (../shared/fixtures/glidein-run/sigterm) with a job that
+    HTCondor killed after condor_startup.sh's record ended, as real glideins show it."""
+    records = fixture_records("sigterm")
+    condor = next(r for r in records if r["id"] == "condor_startup.sh")
+    c_start, c_end = iso_epoch(condor["tstart"]), iso_epoch(condor["tend"])
+    job = "job/schedd#4242.0#1"
+    lines = root_lines(iso_epoch(records[0]["tstart"]), IDENTITY.trace_id) + record_lines(records)
+    lines += [format_line(c_start, "end", "setup", {"@status": "OK"}),
+              format_line(c_start, "start", "condor", {"@name": "condor", "@stage": "condor.start"}),
+              format_line(c_start + 1, "start", job, {"@name": "job", "@stage": "job", "@parent": "condor"}),
+              format_line(c_end, "end", "condor", {"@status": "OK", "glidein.shutdown.reason": "sigterm"}),
+              format_line(c_end, "start", "teardown", {"@name": "teardown", "@stage": "teardown"}),
+              format_line(c_end + job_end_after_condor_s, "end", job,
+                          {"@status": "ERROR", "@error.type": "job.evict", "job.exit_by": "evict"}),
+              format_line(c_end + root_end_after_condor_s, "end", "teardown", {"@status": "OK"}),
+              format_line(c_end + root_end_after_condor_s, "end", "glidein",
+                          {"@status": "OK", "glidein.outcome": "terminated"})]
+    return c_end, sorted(lines, key=lambda line: float(line.split("\t")[1]))
+
+
+def test_sigterm_condor_ends_when_its_last_job_does():
+    condor_record_end, lines = _sigterm_journal(job_end_after_condor_s=1.19, root_end_after_condor_s=2.5)
+    _, spans = spans_of(lines)
+    (condor,) = by_stage(spans, "condor.start")
+    (job,) = [j for j in by_stage(spans, "job") if not j.attributes.get("glidein.user_view")]
+    (root,) = by_stage(spans, "glidein")
+    assert job.end_time == condor.end_time == round((condor_record_end + 1.19) * 1e6) * 1000
+    assert condor.attributes["condor.end_source"] == "last_job"
+    assert "job.end_cut_reason" not in job.attributes
+    assert condor.end_time <= root.end_time
+    assert outside_parent(spans, tolerance_s=0) == []
+
+
+def test_sigterm_job_ended_after_the_glidein_is_cut_at_condor_end_with_the_reason():
+    condor_record_end, lines = _sigterm_journal(job_end_after_condor_s=5.0, root_end_after_condor_s=2.5)
+    _, spans = spans_of(lines)
+    (condor,) = by_stage(spans, "condor.start")
+    (job,) = [j for j in by_stage(spans, "job") if not j.attributes.get("glidein.user_view")]
+    assert condor.end_time == condor_record_end * 10**9 and "condor.end_source" not in condor.attributes
+    assert job.end_time == condor.end_time
+    assert job.attributes["job.end_cut_reason"] == "sigterm"
+    assert job.attributes["job.recorded_end_s"] == pytest.approx(condor_record_end + 5.0)
+    assert outside_parent(spans, tolerance_s=0) == []

@@ -163,6 +163,9 @@ def test_failures_carry_domain_log_tail_and_sleep_and_the_summary_names_them(dem
     assert "=== Validation error in" in err["log.lines"]
     out = next(v for k, v in tails.items() if k.endswith(".out"))
     assert "check_wn_drainstate.sh: checking the worker node" in out["log.lines"]
+    # stdout has only the failed script's own part, from glidein_startup.sh's announcement
+    assert out["log.lines"].splitlines()[0].startswith("Executing (flags:")
+    assert out["log.lines"].splitlines()[0].endswith("/check_wn_drainstate.sh")
     (sleep,) = stage(spans, "post_failure_sleep")
     assert sleep["attributes"]["glidein.sleep.reason"] == "validation_failed"
     (job_trace, job), = failed_jobs.items()

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from glidein_tracing.core.ids import GlideinIdentity
-from glidein_tracing.core.journal import read_journal
+from glidein_tracing.core.journal import format_line, read_journal
 from tests.support.hook_support import config_get, make_glidein, world_readable_tmp
 
 
@@ -173,17 +173,26 @@ def test_good_knobs_are_used(glidein_factory):
     assert out.returncode == 0 and "glidein_tracing:" not in out.stderr
     (root,) = _events(g, "start", "glidein")
     assert root.fields["res.service.name"] == "my glideins"
-    # the detached sampler appends samples of the process tree every second
+    # the detached sampler reads the process tree every second and folds its readings: a line
+    # per run of readings, written when a stage starts or ends (here a job's start line)
+    time.sleep(3.5)
+    before = len(_events(g, "sample"))
+    with open(g.journal, "a") as journal:
+        journal.write(format_line(time.time(), "start", "job/1.0", {"@parent": "condor"}) + "\n")
     deadline = time.time() + 10
-    while len(_events(g, "sample")) < 3 and time.time() < deadline:
+    while len(_events(g, "sample")) == before and time.time() < deadline:
         time.sleep(0.2)
-    samples = _events(g, "sample")
-    assert len(samples) >= 3
-    assert all(int(s.fields["r.procs:i"]) >= 1 for s in samples)
-    # the sampler leaves when the glidein's process is gone
+    folded = _events(g, "sample")[before:]
+    assert folded and int(folded[0].fields["a.n:i"]) >= 3      # three readings or more, one line
+    assert float(folded[0].fields["a.t0"]) < folded[0].time
+    assert int(folded[0].fields["r.procs:i"]) >= 1 and int(folded[0].fields["r.hwm"]) > 0
+    # the sampler leaves when the glidein's process is gone, writing the readings it holds
+    time.sleep(2.5)
     g.stop()
     pid = int((g.work / "glidein_tracing" / "sampler.pid").read_text().split()[0])
     deadline = time.time() + 15
     while os.path.exists(f"/proc/{pid}") and time.time() < deadline:
         time.sleep(0.2)
+    last = _events(g, "sample")[-1]
+    assert last.time > folded[0].time and int(last.fields.get("a.n:i", 1)) >= 1
     assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"

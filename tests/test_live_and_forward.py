@@ -70,16 +70,22 @@ def test_node_live_export_and_forwarder_deliver_each_span_once(tmp_path, collect
     got = {s for t, s in received}
     assert expected_glidein_spans <= got
     # from the forwarder: the root, the Factory's stages and the user's job.wait (it needs the
-    # glidein's queue time at the site), nothing the node sent
+    # glidein's queue time at the site), nothing the node sent; after a validation failure also
+    # the post-failure sleep when the Factory saw the glidein end later than its teardown (how
+    # much later depends on the machine's load, so it may or may not be there)
     from_forwarder = set(received) - set(live)
     factory_side = {(trace, ids.span_id(trace, key)) for key in ("glidein", "factory.submit", "factory.queue")}
+    sleep = {(trace, ids.span_id(trace, "post_failure_sleep"))} if fail else set()
     user_trace = USER.split("-")[1]
     waits = {(user_trace, ids.span_id(user_trace, f"glidein/{trace}/{e.key}/wait"))
              for e in events if e.op == "start" and e.key.startswith("job/")}
-    assert factory_side <= from_forwarder <= factory_side | waits
+    assert factory_side <= from_forwarder <= factory_side | sleep | waits
 
 
-def test_unreachable_endpoint_loses_nothing_and_changes_nothing(tmp_path):
+def test_unreachable_endpoint_loses_nothing_and_changes_nothing(tmp_path, collector):
+    """What the user relies on, whichever bound cuts the export first (the request's timeout or
+    GLIDEIN_TRACING_EXPORT_TIMEOUT: that depends on the machine's load): the glidein's exit
+    code is unchanged, and every span reaches the collector through the Factory forwarder."""
     import socket
     sink = socket.socket()
     sink.bind(("127.0.0.1", 0))
@@ -89,10 +95,16 @@ def test_unreachable_endpoint_loses_nothing_and_changes_nothing(tmp_path):
             "GLIDEIN_TRACING_EXPORT_MODE": "live", "GLIDEIN_TRACING_EXPORT_TIMEOUT": "2",
             "GLIDEIN_TRACING_ENDPOINT": f"http://127.0.0.1:{sink.getsockname()[1]}",
             "GLIDEIN_TRACING_PYTHON": sys.executable})
-        result = simulate_glidein(tmp_path / "glidein", scenario)
+        layout, result = run_through_factory(tmp_path, scenario)
     finally:
         sink.close()
     assert result.exit_code == 0
     journal = result.journal_from_stderr()
-    assert journal and b"failed (exit" in journal      # nothing lost: the journal went home
-    assert b"\texport\t-\t@state=sent" not in journal  # so the Factory will send all of it
+    assert journal and b"\texport\t-\t@state=sent" not in journal   # the node sent nothing for sure
+    stats = forward_once(tmp_path, layout, scenario, collector)
+    assert stats.export_failures == 0
+    events, _ = parse_lines(journal)
+    expected = {format(s.context.span_id, "016x") for s in convert(events)}
+    received = CountingCollector.received
+    assert len(received) == len(set(received)), "a span arrived twice"
+    assert expected <= {s for _, s in received}, "a span was lost"

@@ -170,6 +170,8 @@ def test_setup_and_jobs_arrive_while_the_glidein_runs_and_every_span_once(tmp_pa
     trace = events[0].fields["@trace_id"]
     condor_end = max(e.time for e in events if e.op == "end" and e.key == "condor")
     jobs = sorted((e.time, e.key) for e in events if e.op == "start" and e.key.startswith("job/"))
+    # the sampler closed setup and started condor; cleanup did not start it again
+    assert len([e for e in events if e.op == "start" and e.key == "condor"]) == 1
     # while the glidein ran: setup with every validation span, and the first job
     early = {key for key, (when, _) in CountingCollector.arrived.items() if when < condor_end}
     early_names = {CountingCollector.arrived[k][1].name for k in early if k[0] == trace}

@@ -64,6 +64,8 @@ def test_failed_validation_script_gets_its_own_output_from_the_real_glideins_log
     g, cleanup_dir = glidein_at_cleanup("fail")
     logs, uuid = glidein_logs(g)
     (logs / f"{uuid}.err").write_text(stderr_at_cleanup())
+    stdout = (fixture_dir("fail") / "glidein_stdout.txt").read_text()
+    (logs / f"{uuid}.out").write_text(stdout[:stdout.index("=== Glidein ending")])
     events, spans = cleanup_spans(g, cleanup_dir)
     (failed,) = [s for s in spans if s.name == "main/gwms_trace_setup.sh"]
     got = tails(failed)
@@ -74,9 +76,12 @@ def test_failed_validation_script_gets_its_own_output_from_the_real_glideins_log
     assert "validation OK in" not in text and "cvmfsexec_platform_select.sh (0)" not in text
     assert text.splitlines()[0].startswith("gwms_trace_cleanup")
     assert "log.note" not in err
-    # no .out copy here: a note saying why, not a failed hook
-    assert got[f"logs/{uuid}/{uuid}.out"] == {"log.source": f"logs/{uuid}/{uuid}.out",
-                                              "log.lines": "", "log.note": "absent"}
+    # stdout has no validation markers: its part starts where glidein_startup.sh announced the
+    # failed script (`Executing (flags:) <path>`), not 50 lines of other scripts' output
+    out = got[f"logs/{uuid}/{uuid}.out"]["log.lines"].splitlines()
+    assert out[0].startswith("Executing (flags:") and out[0].endswith("/main/gwms_trace_setup.sh")
+    assert not [line for line in out[1:] if line.startswith("Executing")]
+    assert "MACHINE_TOTAL_CPU" in stdout and "MACHINE_TOTAL_CPU" not in "\n".join(out)
     # only the failed stage carries a tail
     assert [s.name for s in spans if tails(s)] == ["main/gwms_trace_setup.sh"]
     # `show` prints it under the failed stage
@@ -183,6 +188,12 @@ def test_a_glidein_ended_by_sigterm_gets_the_tail_of_its_stderr(glidein_at_clean
     tail = tails(root)[f"logs/{uuid}/{uuid}.err"]["log.lines"].splitlines()
     assert 0 < len(tail) <= 50
     assert tail[-1] == (fixture_dir("sigterm") / "glidein_stderr.txt").read_text().rstrip("\n").splitlines()[-1]
+    # GlideinWMS's encoded sections (MasterLog, GlideinLog, the activity XML) are named, not
+    # shown: 44 of the 50 lines were base64 before; now the lines around them tell the story
+    assert not [line for line in tail if re.fullmatch(r"[A-Za-z0-9+/]{40,}=*", line)]
+    assert "MasterLog" in tail and "GlideinLog" in tail
+    assert [line for line in tail if line.startswith("[glidein_tracing: ") and "encoded data left out" in line]
+    assert "Received kill signal... shutting down child processes (forwarding SIGTERM signal)" in tail
 
 
 def test_a_hostile_journal_gets_at_most_four_bounded_tails_a_span():

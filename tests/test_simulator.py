@@ -95,6 +95,16 @@ def test_sigterm_during_condor_phase(tmp_path):
     events = journal_from_stderr(result)
     assert find(events, "end", "condor")[0].fields["glidein.shutdown.reason"] == "sigterm"
     assert find(events, "end", "glidein")[0].fields["glidein.outcome"] == "terminated"
+    # HTCondor ends the job after condor_startup.sh's record (and here after the glidein's
+    # end): in the returned journal and in the one left on disk, the job ends within `condor`
+    on_disk, report = read_journal(result.journal_path)
+    for journal in (events, on_disk):
+        spans = {s.attributes["glidein.stage"]: s for s in convert(journal)
+                 if not s.attributes.get("glidein.user_view")}
+        job, condor, root = spans["job"], spans["condor.start"], spans["glidein"]
+        assert job.end_time <= condor.end_time <= root.end_time
+    assert job.attributes["job.end_cut_reason"] == "sigterm"
+    assert job.attributes["job.recorded_end_s"] > root.end_time / 1e9
 
 
 def test_sigkill_during_setup_leaves_the_journal_on_disk(tmp_path):
@@ -192,3 +202,26 @@ def test_the_trace_id_is_published_in_the_startd_ad_and_every_jobs_environment(t
     assert f'GLIDEIN_TraceParent="00-{trace}-{span_id(trace, "glidein")}-01"' in config
     env = next(line for line in config.splitlines() if line.startswith("STARTER_JOB_ENVIRONMENT"))
     assert f"'GLIDEIN_TraceId={trace}'" in env
+
+
+@pytest.mark.parametrize("python,reason", [("/nonexistent/python3", "does not exist"),
+                                           ("NOT_EXECUTABLE", "is not executable by ")])
+def test_a_python_that_cannot_run_is_said_once_on_stderr_and_in_a_note(tmp_path, python, reason):
+    if python == "NOT_EXECUTABLE":
+        python = tmp_path / "python3"
+        python.write_text("#!/bin/sh\nexit 0\n")
+        python.chmod(0o644)
+    scenario = Scenario(jobs=[Job(duration_s=0.2)], knobs={
+        "GLIDEIN_TRACING_EXPORT_MODE": "live", "GLIDEIN_TRACING_ENDPOINT": "http://127.0.0.1:9",
+        "GLIDEIN_TRACING_PYTHON": str(python)})
+    result = simulate_glidein(tmp_path / "glidein", scenario)
+    assert result.exit_code == 0
+    # like GlideinWMS's own warnings (`WARN <date> ...`), once in the glidein's whole stderr
+    said = [line for line in result.stderr().splitlines() if "GLIDEIN_TRACING_PYTHON=" in line]
+    assert len(said) == 1 and said[0].startswith("WARN ") and reason in said[0]
+    assert "the Factory forwarder sends the spans" in said[0]
+    events, _ = parse_lines(result.journal_from_stderr())
+    notes = [e.fields["@msg"] for e in events if e.op == "note" and "@msg" in e.fields]
+    assert [n for n in notes if f"GLIDEIN_TRACING_PYTHON={python} {reason}" in n]
+    assert not [n for n in notes if n.startswith("live export")]       # said once: no repeat
+    assert not [e for e in events if e.op == "export"]                 # nothing was tried

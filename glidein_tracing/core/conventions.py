@@ -64,6 +64,10 @@ GLIDEIN_RESOURCE_CPU_USER_S = "glidein.resource.cpu_user_s"
 GLIDEIN_RESOURCE_CPU_SYSTEM_S = "glidein.resource.cpu_system_s"
 GLIDEIN_RESOURCE_WINDOW_S = "glidein.resource.window_s"
 GLIDEIN_RESOURCE_MAX_RSS_BYTES = "glidein.resource.max_rss_bytes"
+GLIDEIN_RESOURCE_MAX_RSS_SOURCE = "glidein.resource.max_rss_source"
+GLIDEIN_RESOURCE_RSS_MAX_SAMPLED_BYTES = "glidein.resource.rss_max_sampled_bytes"
+GLIDEIN_RESOURCE_DISK_FREE_MIN_BYTES = "glidein.resource.disk_free_min_bytes"
+GLIDEIN_RESOURCE_LOAD1_MAX = "glidein.resource.load1_max"
 GLIDEIN_RESOURCE_DISK_FREE_BYTES = "glidein.resource.disk_free_bytes"
 GLIDEIN_RESOURCE_LOAD1 = "glidein.resource.load1"
 
@@ -104,6 +108,7 @@ CONDOR_DURATION_S = "condor.duration_s"
 CONDOR_AUTO_SHUTDOWN = "condor.auto_shutdown"
 CONDOR_KILLED = "condor.killed"
 CONDOR_METRIC_PREFIX = "condor.metric."
+CONDOR_END_SOURCE = "condor.end_source"        # last_job: condor ends with its last job
 
 # -- job ------------------------------------------------------------------------------------
 JOB_GLOBAL_ID = "job.global_id"
@@ -116,6 +121,8 @@ JOB_REQUEST_MEMORY_MB = "job.request_memory_mb"
 JOB_REQUEST_DISK_KB = "job.request_disk_kb"
 JOB_SLOT = "job.slot"
 JOB_EXIT_CODE = "job.exit_code"
+JOB_END_CUT_REASON = "job.end_cut_reason"      # a job cut at condor's end (SIGTERM)
+JOB_RECORDED_END_S = "job.recorded_end_s"
 JOB_EXIT_SIGNAL = "job.exit_signal"
 JOB_EXIT_BY = "job.exit_by"                     # exit, remove, hold, evict
 JOB_USER_TRACEPARENT = "job.user_traceparent"

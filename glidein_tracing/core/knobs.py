@@ -104,7 +104,8 @@ KNOBS = (
          "background sampler makes while the glidein runs (it never delays a job).",
          minimum=1, maximum=30),
     Knob("GLIDEIN_TRACING_SAMPLE_PERIOD", "int", "30",
-         "Seconds between resource samples of the glidein process tree; 0 turns the "
+         "Seconds between readings of the glidein process tree, folded per stage in the "
+         "journal (a line per stage boundary and per 10 minutes, not per reading); 0 turns the "
          "sampler off (stage resources then come only from stage boundaries).",
          minimum=0, maximum=3600),
     Knob("GLIDEIN_TRACING_SAMPLING_RATIO", "float", "1.0",
@@ -120,7 +121,9 @@ KNOBS = (
          "Comma-separated extra attribute names whose values are replaced by 'REDACTED'."),
     Knob("GLIDEIN_TRACING_PYTHON", "string", "",
          "Python (>= 3.10, with opentelemetry-sdk) used for live export on the node; empty: "
-         "python3 from PATH, if it qualifies."),
+         "python3 from PATH, if it qualifies. One that does not exist or is not executable is "
+         "said once on the glidein's stderr (a WARN line) and in a note; the Factory "
+         "forwarder then sends every span."),
     Knob("GLIDEIN_TRACING_LOG_TAIL_LINES", "int", "50",
          "Lines of the log that explains a failure (the failed script's output, the HTCondor "
          "daemon logs, the glidein's stderr) the cleanup hook attaches to the failed stage, "

@@ -21,9 +21,9 @@ from __future__ import annotations
 from opentelemetry.sdk.trace import ReadableSpan
 
 from ..journal import JournalReport
-from . import bounds, build, glideinwms, outcome
+from . import bounds, build, glideinwms, job_nesting, outcome
 from .collect import collect
-from .draft import MAX_SPANS_CEILING
+from .draft import MAX_SPANS_CEILING, ROOT
 from .fields import parse_iso
 from .root import ConversionError, settle_root
 
@@ -41,6 +41,7 @@ def convert(events, report: JournalReport | None = None, *, resource_defaults: d
     glideinwms.records_to_spans(draft)
     glideinwms.history_to_job_ends(draft)
     bounds.close_open_spans(draft)
+    job_nesting.fit_jobs_in_condor(draft.spans, ROOT)
     glideinwms.idle_spans(draft)
     bounds.cap_jobs(draft)
     bounds.cap_spans(draft)

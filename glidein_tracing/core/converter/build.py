@@ -15,7 +15,7 @@ from opentelemetry.trace import Link
 from opentelemetry.trace.status import Status, StatusCode
 
 from .. import conventions as c
-from .. import ids, log_tail, redaction
+from .. import ids, log_tail, redaction, resources
 from .draft import ROOT, Draft, SpanDraft
 from .readable_span import local_parent, ns, readable_span, remote_context, within_otlp
 from .user_view import user_trace_spans
@@ -141,17 +141,4 @@ def _resources_for(draft: Draft, span: SpanDraft) -> dict:
     inside = draft.timeline.over(span.start, span.end)
     if not span.key.startswith("job/"):
         return inside
-    # a job: CPU and memory only from its own ClassAd (the tree's readings cover every
-    # job and daemon of the glidein); disk and load are the node's, from the readings
-    out = {k: v for k, v in inside.items()
-           if k in (c.GLIDEIN_RESOURCE_DISK_FREE_BYTES, c.GLIDEIN_RESOURCE_LOAD1)}
-    fields = span.end_fields
-    for field_name, attr in (("r.utime", c.GLIDEIN_RESOURCE_CPU_USER_S),
-                             ("r.stime", c.GLIDEIN_RESOURCE_CPU_SYSTEM_S)):
-        try:
-            out[attr] = float(fields[field_name])
-        except (KeyError, ValueError):
-            pass
-    if c.JOB_RSS_BYTES in span.attrs:
-        out[c.GLIDEIN_RESOURCE_MAX_RSS_BYTES] = int(span.attrs[c.JOB_RSS_BYTES])
-    return out
+    return resources.job_figures(inside, span.end_fields, span.attrs.get(c.JOB_RSS_BYTES))

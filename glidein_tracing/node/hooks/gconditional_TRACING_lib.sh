@@ -316,9 +316,15 @@ gt_disk_free() {
 }
 
 # gt_tree_snap ROOT_PID: resources of ROOT_PID and all its live descendants, one awk:
-# GT_R_UT/GT_R_ST (utime+cutime, stime+cstime summed), GT_R_RSS (sum), GT_R_N (count).
+# GT_R_UT/GT_R_ST (utime+cutime, stime+cstime summed), GT_R_RSS (sum), GT_R_N (count),
+# GT_R_HWM (sum of the processes' own peaks, VmHWM of /proc/PID/status: the kernel keeps each
+# process's largest RSS, so a spike between two readings still shows), and GT_R_MPEAK, the
+# cgroup v2 memory.peak of the glidein's own cgroup when the setup hook found the glidein alone
+# in it (GT_MPEAK_FILE; read with `read`, no fork).
 gt_tree_snap() {
-    GT_R_UT= GT_R_ST= GT_R_RSS= GT_R_N=
+    GT_R_UT= GT_R_ST= GT_R_RSS= GT_R_N= GT_R_HWM= GT_R_MPEAK=
+    [ -z "${GT_MPEAK_FILE:-}" ] || read -r GT_R_MPEAK < "$GT_MPEAK_FILE" 2>/dev/null || GT_R_MPEAK=
+    case $GT_R_MPEAK in *[!0-9]*) GT_R_MPEAK= ;; esac
     set -- "$1" /proc/[0-9]*/stat
     gt_ts=$(exec awk -v root="$1" -v hz="${GT_HZ:-100}" -v page="${GT_PAGE:-4096}" 'BEGIN {
         for (i = 2; i < ARGC; i++) {
@@ -335,13 +341,18 @@ gt_tree_snap() {
         for (p in ppid) {
             q = p; hops = 0
             while (q != root && q in ppid && hops < 64) { q = ppid[q]; hops++ }
-            if (q == root) { u += cpu_u[p]; s += cpu_s[p]; r += rss[p]; k++ }
+            if (q != root) continue
+            u += cpu_u[p]; s += cpu_s[p]; r += rss[p]; k++
+            st = "/proc/" p "/status"; peak = rss[p]
+            while ((getline line < st) > 0)
+                if (line ~ /^VmHWM:/) { split(line, w, " "); if (w[2] * 1024 > peak) peak = w[2] * 1024; break }
+            close(st); h += peak
         }
-        if (k) printf "%.2f %.2f %d %d\n", u / hz, s / hz, r, k
+        if (k) printf "%.2f %.2f %d %d %d\n", u / hz, s / hz, r, k, h
     }' "$@" 2>/dev/null)
     [ -n "$gt_ts" ] || return 1
     set -- $gt_ts
-    GT_R_UT=$1 GT_R_ST=$2 GT_R_RSS=$3 GT_R_N=$4
+    GT_R_UT=$1 GT_R_ST=$2 GT_R_RSS=$3 GT_R_N=$4 GT_R_HWM=$5
 }
 
 # The glidein's resources are those of its process tree: glidein_startup.sh (GLIDEIN_STARTUP_PID)
@@ -349,16 +360,23 @@ gt_tree_snap() {
 # boundaries and the sampler's `sample` lines) is taken with gt_tree_snap, so all of them
 # measure the same thing (docs/span-conventions.md, Per-stage resources).
 
+# gt_reading ROOT_PID: GT_R_* = a reading: the tree under ROOT_PID (gt_tree_snap), load1 and
+# the work dir's free disk.
+gt_reading() {
+    gt_tree_snap "$1"
+    gt_load1
+    gt_disk_free "${GT_WORK_DIR:-.}"
+}
+
 # gt_emit_snap TIME OP KEY ROOT_PID [NAME=VALUE]...: a line with a reading of the tree under
 # ROOT_PID (no r.* fields when the tree cannot be read).
 gt_emit_snap() {
     gt_es_t=$1 gt_es_op=$2 gt_es_key=$3
-    gt_tree_snap "$4"
-    gt_load1
-    gt_disk_free "${GT_WORK_DIR:-.}"
+    gt_reading "$4"
     shift 4
     gt_emit "$gt_es_t" "$gt_es_op" "$gt_es_key" "r.utime=$GT_R_UT" "r.stime=$GT_R_ST" \
-        "r.rss=$GT_R_RSS" "r.procs:i=$GT_R_N" "r.load1=$GT_R_L1" "r.disk_free=$GT_R_DF" "$@"
+        "r.rss=$GT_R_RSS" "r.procs:i=$GT_R_N" "r.load1=$GT_R_L1" "r.disk_free=$GT_R_DF" \
+        "r.hwm=$GT_R_HWM" "r.mpeak=$GT_R_MPEAK" "$@"
 }
 
 # gt_sample ROOT_PID: one `sample` line, now, for the tree under ROOT_PID.
@@ -399,6 +417,7 @@ gt_setup_env() {
     gt_get GLIDEIN_TRACING_PAGESIZE; GT_PAGE=${GT_V:-4096}
     gt_get GLIDEIN_STARTUP_PID; GT_STARTUP_PID=$GT_V
     gt_get GLIDEIN_WORKSPACE_ORIG; GT_WORK_DIR=$GT_V
+    gt_get GLIDEIN_TRACING_MEMORY_PEAK; GT_MPEAK_FILE=$GT_V
     [ -n "$GT_JOURNAL" ] && [ -n "$GT_TRACE_ID" ] || return 1
     GT_DIR=${GT_JOURNAL%/*}
     [ -d "$GT_DIR" ] && [ -w "$GT_JOURNAL" ]

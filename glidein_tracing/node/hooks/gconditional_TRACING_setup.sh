@@ -107,16 +107,19 @@ gt_host_facts() {
     fi
 }
 
-# gt_sampler_start: the background sampler, when there is work for it: resource samples of the
-# glidein process tree (knob SAMPLE_PERIOD > 0) and, with live export (EXPORT_MODE live or
-# both, and an ENDPOINT), sending the stages that end while the glidein runs (gt_live_tick).
+# gt_sampler_start: the background sampler, when there is work for it: readings of the
+# glidein process tree (knob SAMPLE_PERIOD > 0), folded per stage (gt_fold), and, with live
+# export (EXPORT_MODE live or both, and an ENDPOINT), sending the stages that end while the
+# glidein runs (gt_live_tick). Both need gconditional_TRACING_stages.sh.
 gt_sampler_start() {
     GT_LIVE=
     case $GT_EXPORT_MODE in live|both) [ -z "$GT_ENDPOINT" ] || GT_LIVE=live ;; esac
-    if [ -n "$GT_LIVE" ] && ! . "$GT_HERE/gconditional_TRACING_stages.sh" 2>/dev/null; then
-        gt_note - "no gconditional_TRACING_stages.sh beside the setup hook: stages go live at cleanup only"
-        GT_LIVE=
+    [ "${GT_SAMPLE_PERIOD:-0}" -gt 0 ] 2>/dev/null || [ -n "$GT_LIVE" ] || return 0
+    if [ -z "$GT_STAGES" ]; then
+        gt_note - "no gconditional_TRACING_stages.sh beside the setup hook: no sampler; stages go live at cleanup only"
+        return 0
     fi
+    [ -z "$GT_LIVE" ] || gt_python_usable || GT_LIVE=
     [ "${GT_SAMPLE_PERIOD:-0}" -gt 0 ] 2>/dev/null || [ -n "$GT_LIVE" ] || return 0
     case $GT_CONFIG in /*) ;; *) GT_CONFIG=$PWD/$GT_CONFIG ;; esac
     gt_sampler_loop </dev/null >/dev/null 2>&1 &
@@ -127,12 +130,25 @@ gt_sampler_start() {
     printf '%s %s %s\n' "$spid" "$GT_R_START" "${GT_LIVE:--}" > "$GT_DIR/sampler.pid" 2>/dev/null
 }
 
-# gt_sampler_loop: runs detached until the glidein is gone or cleanup stops it: a `sample`
-# line every SAMPLE_PERIOD seconds, and with live export a gt_live_tick at least every 10 s.
-# Its children are the `sleep` between steps and, with live export, the bounded export. TERM
-# (cleanup) ends the sleep and the loop after the step under way, so an export in progress
-# finishes within its bound and is recorded, and nothing of ours outlives the glidein; USR1
-# (the job-exit hook: a job ended) only ends the sleep.
+# gt_python_usable: whether GLIDEIN_TRACING_PYTHON, when set, can run here (gt_python_runnable);
+# when it cannot, said once on the glidein's stderr the way GlideinWMS warns, and in a note, with
+# the reason: the Factory forwarder then sends every span.
+gt_python_usable() {
+    [ -n "${GT_PYTHON:-}" ] || return 0
+    gt_python_runnable "$GT_PYTHON" && return 0
+    local msg="GLIDEIN_TRACING_PYTHON=$GT_PYTHON $GT_V: no live export, the Factory forwarder sends the spans"
+    printf 'WARN %s glidein_tracing: %s\n' "$(date 2>/dev/null)" "$msg" >&2
+    gt_note - "$msg"
+    return 1
+}
+
+# gt_sampler_loop: runs detached until the glidein is gone or cleanup stops it: a reading every
+# SAMPLE_PERIOD seconds, folded per stage (gt_fold; a run is written at each stage boundary, every
+# GT_FOLD_SPAN seconds and when the loop ends), and with live export a gt_live_tick at least
+# every 10 s. Its children are the `sleep` between steps and, with live export, the bounded
+# export. TERM (cleanup) ends the sleep and the loop after the step under way, so an export in
+# progress finishes within its bound and is recorded, and nothing of ours outlives the glidein;
+# USR1 (the job-exit hook: a job ended) only ends the sleep.
 gt_sampler_loop() {
     local root=$GT_STARTUP_PID root_start=$GT_ROOT_TICKS next=0 step
     GT_DF_MAX_AGE=0   # in the background, cost does not matter: always a fresh disk reading
@@ -140,11 +156,15 @@ gt_sampler_loop() {
     trap '' HUP
     trap 'GT_STOP=1; [ -z "$GT_SLEEP_PID" ] || kill "$GT_SLEEP_PID" 2>/dev/null' TERM
     trap '[ -z "$GT_SLEEP_PID" ] || kill "$GT_SLEEP_PID" 2>/dev/null' USR1
+    gt_fold_watch
     while [ -z "$GT_STOP" ]; do
         gt_alive "$root" "$root_start" || break
         [ -d "$GT_DIR" ] && [ -f "$GT_JOURNAL" ] || break
+        ! gt_fold_boundary || gt_fold_flush
         if [ "$GT_SAMPLE_PERIOD" -gt 0 ] && [ "$SECONDS" -ge "$next" ]; then
-            gt_sample "$root" || [ -f "$GT_JOURNAL" ] || break
+            gt_now
+            gt_reading "$root"
+            gt_fold "$GT_NOW"
             next=$((SECONDS + GT_SAMPLE_PERIOD))
         fi
         [ -z "$GT_LIVE" ] || gt_live_tick
@@ -160,6 +180,7 @@ gt_sampler_loop() {
         wait "$GT_SLEEP_PID"
         GT_SLEEP_PID=
     done
+    [ ! -f "$GT_JOURNAL" ] || gt_fold_flush
     exit 0
 }
 
@@ -235,6 +256,10 @@ gt_main() {
     # shellcheck disable=SC1091
     . "$GT_HERE/gconditional_TRACING_knobs.sh" 2>/dev/null && gt_knobs_load \
         || { gt_disable "cannot load the knobs"; return 1; }
+    # readings folded per stage, setup's end and live export (the sampler), the cgroup check
+    GT_STAGES=
+    # shellcheck disable=SC1091
+    . "$GT_HERE/gconditional_TRACING_stages.sh" 2>/dev/null && GT_STAGES=1
 
     gt_multi_index "$GT_STARTUP_PID"
     local f n e s c p
@@ -253,6 +278,11 @@ gt_main() {
         && gt_config_add GLIDEIN_TRACING_JOURNAL "$GT_JOURNAL" \
         || { gt_disable "cannot update $GT_CONFIG"; return 1; }
     gt_publish_trace
+    # the kernel's own memory peak of the glidein, when it has its cgroup to itself
+    GT_MPEAK_FILE=
+    if [ -n "$GT_STAGES" ] && gt_cgroup_peak "/proc/$GT_STARTUP_PID/cgroup" /sys/fs/cgroup "$GT_STARTUP_PID"; then
+        gt_config_add GLIDEIN_TRACING_MEMORY_PEAK "$GT_V" && GT_MPEAK_FILE=$GT_V
+    fi
 
     # root and setup spans start when glidein_startup.sh started
     gt_now

@@ -192,7 +192,11 @@ gt_export() {
     fi
     gt_url_public "$GT_ENDPOINT"
     where=$GT_V
-    command -v "$py" >/dev/null 2>&1 || { gt_note - "live export: no $py"; return 3; }
+    if ! gt_python_runnable "$py"; then
+        # a GLIDEIN_TRACING_PYTHON that cannot run was reported once by the setup hook
+        [ -n "${GT_PYTHON:-}" ] || gt_note - "live export: $py $GT_V"
+        return 3
+    fi
     gt_ms
     start=$GT_MS
     budget=$((GT_EXPORT_TIMEOUT * 1000))
@@ -237,6 +241,22 @@ gt_export() {
     return "$rc"
 }
 
+# gt_python_runnable PY: whether this user can run PY (a path, or a name looked up on PATH);
+# GT_V = why not.
+gt_python_runnable() {
+    local path
+    GT_V=
+    case $1 in
+        */*) path=$1 ;;
+        *) path=$(command -v "$1" 2>/dev/null) || { GT_V="is not on PATH"; return 1; } ;;
+    esac
+    if [ ! -e "$path" ]; then GT_V="does not exist"
+    elif [ -d "$path" ]; then GT_V="is a directory"
+    elif [ ! -x "$path" ]; then GT_V="is not executable by $(id -un 2>/dev/null || echo this user)"
+    fi
+    [ -z "$GT_V" ]
+}
+
 # gt_setup_ended: whether glidein_startup.sh has started its last script (condor_startup.sh):
 # it appends the marker line to glidein_config just before.
 gt_setup_ended() {
@@ -249,6 +269,7 @@ gt_setup_ended() {
 # count to setup_closed, so cleanup neither repeats the records nor moves setup's end.
 gt_close_setup_early() {
     local id st ts te t
+    gt_fold_flush      # the sampler's readings so far belong to setup
     gt_records 0
     IFS="$GT_US" read -r id st ts te _ <<< "$GT_LAST"
     [ "$st" = OK ] && gt_epoch "$te" || return 1
@@ -280,6 +301,7 @@ gt_live_tick() {
     fi
     [ -n "${GT_LIVE_DUE:-}" ] && [ "$SECONDS" -ge "${GT_LIVE_NEXT:-0}" ] && [ -z "${GT_STOP:-}" ] || return 0
     GT_LIVE_DUE= GT_LIVE_NEXT=$((SECONDS + GT_LIVE_GAP))
+    gt_fold_flush      # the readings of the stages that ended go with them
     gt_export ended
     case $? in
         0) GT_LIVE_FAILS=0 ;;
@@ -291,4 +313,129 @@ gt_live_tick() {
                 gt_note - "live export of ended stages stopped after $GT_LIVE_FAILS failures in a row; cleanup tries once more"
             fi ;;
     esac
+}
+
+# --- The sampler's readings, folded per stage -------------------------------------------
+# A `sample` line per reading would make the journal grow with the hours (a 48 h glidein at
+# the default 30 s: ~5800 lines). The sampler folds its readings instead and writes one line
+# per run of readings (docs/journal.md, Folded samples): the last reading as a plain `sample`,
+# with the first reading's time and CPU (`a.t0`, `a.utime0`, `a.stime0`), the count (`a.n:i`)
+# and the extremes in between (`a.rss_max`, `a.hwm_max`, `a.disk_free_min`, `a.load1_max`,
+# each only when it differs from the last reading). A run ends at every stage boundary (a
+# `start` or `end` line in the journal, the end of setup) and after GT_FOLD_SPAN seconds, so
+# the journal grows with stages and jobs, plus one line per GT_FOLD_SPAN: the coarse series.
+GT_FOLD_SPAN=600
+
+# gt_fold_keep VAR VALUE CMP: VAR = VALUE when VAR is empty or VALUE compares CMP (-gt, -lt)
+# to it; VALUE an integer, or a load with two decimals (compared without its dot).
+gt_fold_keep() {
+    local cur new=$2
+    eval "cur=\${$1:-}"
+    [ -n "$new" ] || return 0
+    if [ -n "$cur" ] && ! [ "$((10#${new/./}))" "$3" "$((10#${cur/./}))" ]; then
+        return 0
+    fi
+    eval "$1=\$new"
+}
+
+# gt_fold TIME: fold the reading in GT_R_* (gt_tree_snap, gt_load1, gt_disk_free) taken at
+# TIME into the open run; the run is written when it spans GT_FOLD_SPAN seconds.
+gt_fold() {
+    if [ "${GT_A_N:-0}" -eq 0 ]; then
+        GT_A_T0=$1 GT_A_U0=$GT_R_UT GT_A_S0=$GT_R_ST
+        GT_A_RSS= GT_A_HWM= GT_A_DF= GT_A_L1=
+    fi
+    gt_fold_keep GT_A_RSS "$GT_R_RSS" -gt
+    gt_fold_keep GT_A_HWM "$GT_R_HWM" -gt
+    gt_fold_keep GT_A_DF "$GT_R_DF" -lt
+    gt_fold_keep GT_A_L1 "$GT_R_L1" -gt
+    GT_A_N=$((${GT_A_N:-0} + 1))
+    GT_A_LAST=("$1" "r.utime=$GT_R_UT" "r.stime=$GT_R_ST" "r.rss=$GT_R_RSS" "r.procs:i=$GT_R_N"
+               "r.load1=$GT_R_L1" "r.disk_free=$GT_R_DF" "r.hwm=$GT_R_HWM" "r.mpeak=$GT_R_MPEAK")
+    GT_A_LAST_RSS=$GT_R_RSS GT_A_LAST_HWM=$GT_R_HWM GT_A_LAST_DF=$GT_R_DF GT_A_LAST_L1=$GT_R_L1
+    [ $(( ${1%.*} - ${GT_A_T0%.*} )) -lt "$GT_FOLD_SPAN" ] || gt_fold_flush
+}
+
+# gt_fold_flush: write the open run, if any: one plain `sample` for a single reading.
+gt_fold_flush() {
+    [ "${GT_A_N:-0}" -gt 0 ] || return 0
+    local n=$GT_A_N
+    GT_A_N=0
+    if [ "$n" -eq 1 ]; then
+        gt_emit "${GT_A_LAST[0]}" sample - "${GT_A_LAST[@]:1}"
+        return
+    fi
+    [ "$GT_A_RSS" != "$GT_A_LAST_RSS" ] || GT_A_RSS=
+    [ "$GT_A_HWM" != "$GT_A_LAST_HWM" ] || GT_A_HWM=
+    [ "$GT_A_DF" != "$GT_A_LAST_DF" ] || GT_A_DF=
+    [ "$GT_A_L1" != "$GT_A_LAST_L1" ] || GT_A_L1=
+    gt_emit "${GT_A_LAST[0]}" sample - "${GT_A_LAST[@]:1}" "a.n:i=$n" "a.t0=$GT_A_T0" \
+        "a.utime0=$GT_A_U0" "a.stime0=$GT_A_S0" "a.rss_max=$GT_A_RSS" "a.hwm_max=$GT_A_HWM" \
+        "a.disk_free_min=$GT_A_DF" "a.load1_max=$GT_A_L1"
+}
+
+# gt_fold_watch: open the journal for reading on fd 6 at its current end (the sampler reads
+# what other hooks append, builtins only).
+gt_fold_watch() {
+    local line
+    GT_JR_PART=
+    exec 6< "$GT_JOURNAL" || return 1
+    while IFS= read -r line <&6; do :; done
+}
+
+# gt_fold_boundary: whether a stage began or ended since the last call: a `start` or `end`
+# line appended to the journal (the job wrapper, the job-exit hook, ...), or glidein_startup.sh
+# marking glidein_config for its last script (the end of setup). A line still being written
+# is kept and completed next time.
+gt_fold_boundary() {
+    local line found=1
+    if [ -z "${GT_SETUP_SEEN:-}" ] && gt_setup_ended; then
+        GT_SETUP_SEEN=1 found=0
+    fi
+    while :; do
+        IFS= read -r line <&6 || { GT_JR_PART=$GT_JR_PART$line; break; }
+        line=$GT_JR_PART$line GT_JR_PART=
+        case $line in *"${GT_TAB}start${GT_TAB}"*|*"${GT_TAB}end${GT_TAB}"*) found=0 ;; esac
+    done
+    [ ${#GT_JR_PART} -le 8000 ] || GT_JR_PART=
+    return $found
+}
+
+# gt_cgroup_peak CGROUP_FILE CGROUP_ROOT PID: GT_V = the memory.peak file of PID's cgroup v2,
+# when the kernel keeps it (Linux >= 5.19) and the glidein is alone in that cgroup: every
+# process in it is PID (glidein_startup.sh), one of its descendants, or one of its ancestors
+# (the batch job that started it). A cgroup v1 or hybrid host, or a cgroup shared with other
+# work, gives nothing (non-zero): peaks then come from each process's VmHWM.
+gt_cgroup_peak() {
+    local line path= n=0
+    GT_V=
+    [ -r "$1" ] || return 1
+    while IFS= read -r line; do
+        n=$((n + 1))
+        case $line in 0::/*) path=${line#0::} ;; esac
+    done < "$1"
+    [ "$n" -eq 1 ] && [ -n "$path" ] || return 1
+    path=${2%/}${path%/}
+    [ -r "$path/memory.peak" ] && [ -r "$path/cgroup.procs" ] || return 1
+    read -r line < "$path/memory.peak" 2>/dev/null || return 1
+    case $line in ''|*[!0-9]*) return 1 ;; esac
+    gt_bounded 5 awk -v root="$3" 'BEGIN {
+        while ((getline p < ARGV[1]) > 0) procs[p]
+        for (i = 2; i < ARGC; i++) {
+            if ((getline line < ARGV[i]) <= 0) continue
+            close(ARGV[i])
+            pid = line; sub(/ .*/, "", pid); sub(/^.*\) /, "", line)
+            split(line, f, " "); ppid[pid] = f[2]
+        }
+        q = root; hops = 0
+        while (q in ppid && hops < 64) { mine[q]; q = ppid[q]; hops++ }
+        for (p in procs) {
+            if (!(p in ppid) || p in mine) continue      # gone, or the glidein or an ancestor
+            q = p; hops = 0
+            while (q != root && q in ppid && hops < 64) { q = ppid[q]; hops++ }
+            if (q != root) exit 1                        # someone else s process
+        }
+        exit 0
+    }' "$path/cgroup.procs" /proc/[0-9]*/stat </dev/null >/dev/null 2>&1 || return 1
+    GT_V=$path/memory.peak
 }
