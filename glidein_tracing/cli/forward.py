@@ -36,6 +36,8 @@ def add_arguments(parser):
     parser.add_argument("--endpoint", help="OTLP/HTTP base URL (else OTEL_EXPORTER_OTLP_ENDPOINT, else the store)")
     parser.add_argument("--store", help="store directory (when there is no endpoint)")
     parser.add_argument("--state", help="ledger file (default: <store or user data dir>/forwarder.sqlite)")
+    parser.add_argument("--table", help="glidein table directory (default: glidein-table beside the ledger; "
+                        "'none': write no table)")
     parser.add_argument("--query", help="Jaeger query API base URL, to reconcile after a crash")
     parser.add_argument("--timeout", type=float, help="export timeout, seconds (default: "
                         "OTEL_EXPORTER_OTLP_TIMEOUT, else 10)")
@@ -63,7 +65,7 @@ def settings_of(args) -> dict:
     entry_schedds = parse_entry_schedds(args.entry_schedd)
     flags = {"logs": args.logs, "factory": args.factory, "schedd": args.schedd,
              "factory_config": args.factory_config, "endpoint": args.endpoint, "store": args.store,
-             "state": args.state, "query": args.query, "timeout": args.timeout,
+             "state": args.state, "table": args.table, "query": args.query, "timeout": args.timeout,
              "max_request_bytes": args.max_request_bytes, "grace": args.grace,
              "sampling_ratio": args.sampling_ratio, "follow": args.follow, "interval": args.interval}
     problems = [f"--{key.replace('_', '-')}: {problem}" for key, value in flags.items()
@@ -140,6 +142,7 @@ def run(args):
     from ..exporters.store import JsonLinesStoreExporter
     from ..factory.forwarder import Forwarder, jaeger_span_ids, store_span_ids
     from ..factory.ledger import Ledger
+    from ..table.sink import table_sink
     from .main import UserError
 
     conf = settings_of(args)
@@ -161,6 +164,7 @@ def run(args):
         exporter = JsonLinesStoreExporter(conf["store"])
         reconcile = store_span_ids(exporter.directory)
     ledger = Ledger(ledger_path_of(conf))
+    table = table_sink(conf["table"], ledger_path_of(conf), ledger)
     if args.retry_quarantined:
         with ledger.transaction():
             released = ledger.release_quarantined()
@@ -170,7 +174,7 @@ def run(args):
         entry_schedds=entry_schedds, grace_s=conf["grace"], sampling_ratio=conf["sampling_ratio"],
         redact=[n for n in conf["redact"] if n.strip()], batch_spans=conf["batch_spans"],
         reconcile=reconcile, progress=not args.no_progress and sys.stderr.isatty(),
-        service_name=conf["service_name"])
+        service_name=conf["service_name"], table=table)
     if conf["follow"]:
         stopping = []
         signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))

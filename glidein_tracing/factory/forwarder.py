@@ -41,6 +41,7 @@ from .. import ids, live
 from ..converter import ConversionError, convert
 from ..journal import Event, parse_lines
 from ..sampling import keep_glidein
+from ..table.sink import NoTable
 from ..sections import DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES, journal_sections
 from . import ledger as ledger_mod
 from .activity import identity_events, read_activity_log
@@ -64,6 +65,7 @@ class ForwardStats:
     early_spans_sent: int = 0         # Factory stages of glideins still running
     spans_already_live: int = 0
     spans_sampled_out: int = 0
+    table_rows: int = 0   # glideins written to the glidein table
     export_failures: int = 0
     quarantined: int = 0
     problems: dict = field(default_factory=dict)
@@ -88,8 +90,9 @@ class Forwarder:
                  grace_s: float = 600.0, settle_s: float = 5.0, sampling_ratio: float | None = None,
                  redact=(), batch_spans: int = 2000, reconcile=None,
                  max_section_bytes: int = DEFAULT_MAX_BYTES, progress: bool = False,
-                 service_name: str | None = None):
+                 service_name: str | None = None, table=None):
         self.roots = [Path(r) for r in roots]
+        self.table = table or NoTable()   # the glidein table (table/sink.py)
         self.exporter = exporter
         self.ledger = ledger
         self.factory = factory
@@ -273,7 +276,9 @@ class Forwarder:
                             trace_id=identity.trace_id, span_ceiling=MAX_SPANS)
         except ConversionError as exc:
             return None, str(exc)
-        if not keep_glidein(spans, self.sampling_ratio):
+        kept = keep_glidein(spans, self.sampling_ratio)
+        self.table.add(gkey, spans, kept)
+        if not kept:
             stats.spans_sampled_out += len(spans)
             return [], "sampled out"
         spans = self._without_early(gkey, identity.trace_id, spans, stats)
@@ -504,6 +509,7 @@ class Forwarder:
         with self.ledger.transaction():
             for gkey, group, note in batch_keys:
                 self.ledger.mark_done(gkey, len(group), note)
+                self.table.claim(gkey)
         stats.glideins_done += len(batch_keys)
         stats.spans_sent += sum(len(group) for _, group, _ in batch_keys)
 
@@ -534,6 +540,7 @@ class Forwarder:
             self.scan(stats)
             self.export_early(stats)
             self.export_ready(stats)
+        stats.table_rows = self.table.flush()
         for kind, count in stats.problems.items():
             self.ledger.bump(kind, count)
         return stats

@@ -1,0 +1,112 @@
+"""The forwarder's side of the glidein table: a row for every glidein it finishes, written
+exactly once across crashes, reruns and concurrent forwarders.
+
+How: ``add`` computes a finished glidein's rows from its spans (before sampling drops them);
+``claim``, called in the transaction that marks the glidein done, records the rows in the
+ledger (``table_rows``, keyed by trace id: a second claim of one glidein is ignored);
+``flush``, under the table's lock, gives the claimed rows a file name in the ledger, writes
+the files (skipping any that a killed writer already wrote), then marks them written. A
+forwarder killed anywhere leaves rows claimed or named in the ledger, and the next flush
+finishes them: no row is lost, none is written twice."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from pathlib import Path
+
+from . import layout, writer
+from .rows import NoGlideinRoot, glidein_rows
+from .schema import GLIDEINS_DATASET, JOBS_DATASET
+
+log = logging.getLogger(__name__)
+
+
+def _crash_point(name: str):
+    """Test hook (as the forwarder's): GLIDEIN_TRACING_CRASH_AT=<name> kills the process here."""
+    import os
+    if os.environ.get("GLIDEIN_TRACING_CRASH_AT") == name:
+        os.kill(os.getpid(), 9)
+
+
+class TableSink:
+    def __init__(self, directory, ledger):
+        self.directory = Path(directory)
+        self.ledger = ledger
+        self._rows: dict = {}   # gkey -> (trace id, day, glidein row, job rows), until claimed
+
+    def add(self, gkey, spans, kept: bool):
+        """Rows of a glidein the forwarder converted (kept: its trace goes to the backend)."""
+        try:
+            row, jobs = glidein_rows(spans, trace_kept=kept)
+        except NoGlideinRoot:
+            return
+        self._rows[gkey] = (row["trace_id"], layout.day_of(row["ended_at"]), row, jobs)
+
+    def claim(self, gkey):
+        """In the ledger transaction that marks ``gkey`` done: its rows are now owed."""
+        item = self._rows.pop(gkey, None)
+        if item is not None:
+            trace_id, day, row, jobs = item
+            self.ledger.claim_table_rows(trace_id, gkey, day, json.dumps(row), json.dumps(jobs))
+
+    def flush(self) -> int:
+        """Write every claimed row (this pass's and any a killed forwarder left); the number
+        of glideins written."""
+        self._rows.clear()   # glideins not done this pass are converted again when they are
+        with layout.locked(self.directory):
+            writer.finish_compactions(self.directory)
+            pending = self.ledger.pending_table_rows()
+            if not pending:
+                return 0
+            unnamed = [item["trace_id"] for item in pending if not item["file"]]
+            if unnamed:
+                token = writer.new_token()
+                with self.ledger.transaction():
+                    self.ledger.name_table_file(unnamed, token)
+                for item in pending:
+                    item["file"] = item["file"] or token
+            _crash_point("table_before_write")
+            days = self._write(pending)
+            _crash_point("table_after_write")
+            with self.ledger.transaction():
+                self.ledger.table_rows_written([item["trace_id"] for item in pending])
+            for dataset in (GLIDEINS_DATASET, JOBS_DATASET):
+                for day in days:
+                    writer.compact(layout.day_dir(self.directory, dataset, day), dataset)
+        return len(pending)
+
+    def _write(self, pending) -> set:
+        by_file = defaultdict(lambda: (defaultdict(list), defaultdict(list)))
+        for item in pending:
+            glideins, jobs = by_file[item["file"]]
+            glideins[item["day"]].append(json.loads(item["glidein"]))
+            jobs[item["day"]].extend(json.loads(item["jobs"]))
+        days = set()
+        for token, (glideins, jobs) in by_file.items():
+            writer.write_days(self.directory, GLIDEINS_DATASET, glideins, token)
+            writer.write_days(self.directory, JOBS_DATASET, jobs, token)
+            days.update(glideins)
+        return days
+
+
+class NoTable:
+    """A forwarder configured without a table."""
+
+    def add(self, gkey, spans, kept: bool):
+        pass
+
+    def claim(self, gkey):
+        pass
+
+    def flush(self) -> int:
+        return 0
+
+
+def table_sink(setting: str | None, ledger_path, ledger):
+    """The forwarder's table from its ``table`` setting: a directory, 'none', or unset (the
+    directory ``glidein-table`` beside the ledger)."""
+    if setting is not None and setting.strip().lower() == "none":
+        return NoTable()
+    return TableSink(Path(setting) if setting else Path(ledger_path).parent / "glidein-table", ledger)
