@@ -165,6 +165,7 @@ def run(args):
     from ..factory.ledger import Ledger
     from ..ids import GlideinIdentity
     from ..simulator.condor_g import CondorGLog, FactoryLayout
+    from ..table.sink import TableSink
     from ..tree import render
     from .main import UserError
 
@@ -198,8 +199,9 @@ def run(args):
               file=sys.stderr)
     ledger = Ledger(root / "factory" / "forwarder.sqlite")
     summary = FailureSummary(exporter)
+    table = TableSink(root / "factory" / "glidein-table", ledger)
     forwarder = Forwarder([layout.logs], summary, ledger, FACTORY, schedd=SCHEDD, grace_s=0.0,
-                          settle_s=0.0, reconcile=reconcile)
+                          settle_s=0.0, reconcile=reconcile, table=table)
     stats = forwarder.run_once()
     demo.shutdown()
     exporter.shutdown()
@@ -221,4 +223,5 @@ def run(args):
         print()
         print(render(traces.get(failed, [])))
     print(f"\nshow any of them: glidein-tracing show TRACE_ID --store {exporter.directory}")
+    print(f"their rows (docs/glidein-table.md): {table.directory}/glideins/*/*.parquet")
     return 1 if stats.export_failures else 0

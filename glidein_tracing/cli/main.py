@@ -18,10 +18,12 @@ VERBS = {
     "status": "status",
     "factory-config": "factory_config",
     "analyze": "analyze",
+    "table": "table",
 }
 # a module missing at run time -> the extra that installs it (setup.cfg)
 EXTRA_OF_MODULE = {"htcondor2": "factory", "classad2": "factory", "htcondor": "factory", "tqdm": "factory",
                    "yaml": "factory", "numpy": "analysis", "matplotlib": "analysis", "msgspec": "analysis",
+                   "pyarrow": "factory", "duckdb": "analysis",
                    "wrapt": "frontend", "opentelemetry.instrumentation": "frontend"}
 
 

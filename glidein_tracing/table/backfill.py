@@ -1,0 +1,162 @@
+"""The glidein table built from traces that already exist: the embedded store (read once, in
+file order) or Jaeger's query API (a day at a time). Rows are the forwarder's (rows.py), from
+the same spans read back; glideins the table already holds are left out, so a backfill that
+was stopped can simply be run again."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanContext, Status, StatusCode, TraceFlags
+
+from . import layout, reader, writer
+from .rows import NoGlideinRoot, glidein_rows
+from .schema import GLIDEINS_DATASET, JOBS_DATASET
+
+_STATUS = {0: StatusCode.UNSET, 1: StatusCode.OK, 2: StatusCode.ERROR}
+#: rows held before they are written as one file per day
+CHUNK_GLIDEINS = 200_000
+
+
+@dataclass
+class BackfillReport:
+    glideins: int = 0          # rows written
+    already: int = 0           # glideins the table held
+    spans: int = 0             # spans read
+    not_glideins: int = 0      # traces without a glidein root (user traces, submit cycles)
+    problems: list = field(default_factory=list)
+
+
+def readable_spans(flat_spans) -> list:
+    """Flat span dicts (otlp_json.flatten_request, jaeger_query.flatten_trace) as SDK spans:
+    ids, parent, name, times, status, attributes and resource, what rows.py reads."""
+    resources: dict = {}
+    out = []
+    for span in flat_spans:
+        try:
+            context = SpanContext(int(span["trace_id"], 16), int(span["span_id"], 16), True,
+                                  TraceFlags(TraceFlags.SAMPLED))
+            parent = span.get("parent_span_id")
+            parent_context = SpanContext(context.trace_id, int(parent, 16), True) if parent else None
+        except (KeyError, ValueError, TypeError):
+            continue
+        resource_attrs = span.get("resource") or {}
+        resource = resources.get(id(resource_attrs))
+        if resource is None:
+            resource = resources[id(resource_attrs)] = Resource(resource_attrs)
+        out.append(ReadableSpan(name=span.get("name", ""), context=context, parent=parent_context,
+                                resource=resource, attributes=span.get("attributes") or {},
+                                start_time=int(span.get("start_ns") or 0), end_time=int(span.get("end_ns") or 0),
+                                status=Status(_STATUS.get(span.get("status_code"), StatusCode.UNSET),
+                                              span.get("status_message") or None)))
+    return out
+
+
+class _Rows:
+    """Rows waiting to be written, by day; written a chunk at a time under the table's lock,
+    leaving out glideins the table holds by then."""
+
+    def __init__(self, table_dir: Path, report: BackfillReport):
+        self.table_dir = Path(table_dir)
+        self.report = report
+        self.glideins: dict = defaultdict(list)
+        self.jobs: dict = defaultdict(list)
+        self.count = 0
+        self.seen: set = set()
+
+    def add(self, flat_spans):
+        try:
+            row, jobs = glidein_rows(readable_spans(flat_spans))
+        except NoGlideinRoot:
+            self.report.not_glideins += 1
+            return
+        if row["trace_id"] in self.seen:
+            return
+        self.seen.add(row["trace_id"])
+        day = layout.day_of(row["ended_at"])
+        self.glideins[day].append(row)
+        self.jobs[day].extend(jobs)
+        self.count += 1
+        if self.count >= CHUNK_GLIDEINS:
+            self.write()
+
+    def write(self):
+        if not self.count:
+            return
+        with layout.locked(self.table_dir):
+            writer.finish_compactions(self.table_dir)
+            held = reader.trace_ids(self.table_dir, set(self.glideins))
+            token = writer.new_token()
+            glideins = {d: [r for r in rows if r["trace_id"] not in held] for d, rows in self.glideins.items()}
+            jobs = {d: [r for r in rows if r["trace_id"] not in held] for d, rows in self.jobs.items()}
+            writer.write_days(self.table_dir, GLIDEINS_DATASET, glideins, token)
+            writer.write_days(self.table_dir, JOBS_DATASET, jobs, token)
+            for dataset in (GLIDEINS_DATASET, JOBS_DATASET):
+                for day in glideins:
+                    writer.compact(layout.day_dir(self.table_dir, dataset, day), dataset)
+        written = sum(len(rows) for rows in glideins.values())
+        self.report.glideins += written
+        self.report.already += self.count - written
+        self.glideins.clear()
+        self.jobs.clear()
+        self.count = 0
+
+
+def from_store(store_dir, table_dir) -> BackfillReport:
+    """Every glidein trace of the embedded store. The store is read once, in file order; a
+    trace is complete when it holds as many spans as the store's index counts for it."""
+    from ..exporters.otlp_json import flatten_request
+    from ..exporters.store import Store, store_files
+    report = BackfillReport()
+    expected = {trace: count for trace, count, name, _, _ in Store(store_dir).summaries() if name}
+    held = reader.trace_ids(table_dir)
+    report.already = sum(1 for trace in expected if trace in held)
+    wanted = {trace: count for trace, count in expected.items() if trace not in held}
+    rows = _Rows(table_dir, report)
+    open_traces: dict = defaultdict(dict)
+    for path in store_files(store_dir):
+        with open(path, "rb") as handle:
+            for raw in handle:
+                try:
+                    spans = list(flatten_request(json.loads(raw)))
+                except (ValueError, TypeError, AttributeError):
+                    report.problems.append(f"{path}: a line that is not OTLP JSON, skipped")
+                    continue
+                report.spans += len(spans)
+                for span in spans:
+                    trace = span["trace_id"]
+                    if trace in wanted:
+                        group = open_traces[trace]
+                        group.setdefault(span["span_id"], span)
+                        if len(group) >= wanted[trace]:
+                            rows.add(list(open_traces.pop(trace).values()))
+                            del wanted[trace]
+    for group in open_traces.values():   # fewer spans than the index counted: what there is
+        rows.add(list(group.values()))
+    rows.write()
+    return report
+
+
+def from_jaeger(base_url: str, table_dir, since: dt.date, until: dt.date, *, service: str = "glidein",
+                timeout: float = 30.0, fetch=None) -> BackfillReport:
+    """The glideins of ``service`` whose traces started from day ``since`` to day ``until``
+    (UTC, both included), asked of Jaeger's query API a day at a time."""
+    from .. import jaeger_query
+    report = BackfillReport()
+    rows = _Rows(table_dir, report)
+    day = since
+    while day <= until:
+        start = dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc).timestamp()
+        for spans in jaeger_query.iter_traces(base_url, service, start, start + 86400, report.problems,
+                                              timeout=timeout, fetch=fetch):
+            report.spans += len(spans)
+            rows.add(spans)
+        rows.write()
+        day += dt.timedelta(days=1)
+    return report
