@@ -72,10 +72,11 @@ class _Rows:
 
     def add(self, flat_spans):
         try:
-            row, jobs = glidein_rows(readable_spans(flat_spans))
+            self.add_rows(*glidein_rows(readable_spans(flat_spans)))
         except NoGlideinRoot:
             self.report.not_glideins += 1
-            return
+
+    def add_rows(self, row, jobs):
         if row["trace_id"] in self.seen:
             return
         self.seen.add(row["trace_id"])
@@ -108,36 +109,94 @@ class _Rows:
         self.count = 0
 
 
-def from_store(store_dir, table_dir) -> BackfillReport:
-    """Every glidein trace of the embedded store. The store is read once, in file order; a
-    trace is complete when it holds as many spans as the store's index counts for it."""
+#: bytes of store lines one worker reads at a time
+RANGE_BYTES = 8 * 1024 * 1024
+_WANTED: dict = {}   # trace id -> spans the store's index counts: set before the workers fork
+
+
+def _line_ranges(paths, size: int = RANGE_BYTES) -> list:
+    """(path, start, end) pieces of the files, each ending at a line's end."""
+    out = []
+    for path in paths:
+        total = path.stat().st_size
+        with open(path, "rb") as handle:
+            start = 0
+            while start < total:
+                handle.seek(min(total, start + size))
+                handle.readline()
+                end = min(total, handle.tell())
+                out.append((path, start, end))
+                start = end
+    return out
+
+
+def _read_range(piece):
+    """One piece of a store file: (rows of the glideins whose spans are all in it, the spans
+    of the others by trace, spans read, problems)."""
     from ..exporters.otlp_json import flatten_request
+    path, start, end = piece
+    rows, partial, spans_read, problems = [], defaultdict(dict), 0, []
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        for raw in handle.read(end - start).splitlines():
+            try:
+                spans = list(flatten_request(json.loads(raw)))
+            except (ValueError, TypeError, AttributeError):
+                problems.append(f"{path}: a line that is not OTLP JSON, skipped")
+                continue
+            spans_read += len(spans)
+            for span in spans:
+                trace = span["trace_id"]
+                wanted = _WANTED.get(trace)
+                if wanted is not None:
+                    group = partial[trace]
+                    group.setdefault(span["span_id"], span)
+                    if len(group) >= wanted:
+                        try:
+                            rows.append(glidein_rows(readable_spans(list(partial.pop(trace).values()))))
+                        except NoGlideinRoot:
+                            pass
+    return rows, {t: list(g.values()) for t, g in partial.items()}, spans_read, problems
+
+
+def from_store(store_dir, table_dir, *, workers: int | None = None) -> BackfillReport:
+    """Every glidein trace of the embedded store. The store is read once, in pieces (in
+    ``workers`` processes, default one per core); a trace is complete when it holds as many
+    spans as the store's index counts for it (the rare trace split across pieces is joined)."""
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
     from ..exporters.store import Store, store_files
     report = BackfillReport()
     expected = {trace: count for trace, count, name, _, _ in Store(store_dir).summaries() if name}
     held = reader.trace_ids(table_dir)
     report.already = sum(1 for trace in expected if trace in held)
-    wanted = {trace: count for trace, count in expected.items() if trace not in held}
+    _WANTED.clear()
+    _WANTED.update((trace, count) for trace, count in expected.items() if trace not in held)
     rows = _Rows(table_dir, report)
-    open_traces: dict = defaultdict(dict)
-    for path in store_files(store_dir):
-        with open(path, "rb") as handle:
-            for raw in handle:
-                try:
-                    spans = list(flatten_request(json.loads(raw)))
-                except (ValueError, TypeError, AttributeError):
-                    report.problems.append(f"{path}: a line that is not OTLP JSON, skipped")
-                    continue
-                report.spans += len(spans)
+    split: dict = defaultdict(dict)
+    pieces = _line_ranges(store_files(store_dir))
+    workers = min(workers or os.cpu_count() or 1, len(pieces))
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) if workers > 1 else None
+    try:
+        for done, partial, spans_read, problems in (pool.map(_read_range, pieces) if pool
+                                                    else map(_read_range, pieces)):
+            report.spans += spans_read
+            report.problems += problems
+            for row, jobs in done:
+                rows.add_rows(row, jobs)
+            for trace, spans in partial.items():
+                group = split[trace]
                 for span in spans:
-                    trace = span["trace_id"]
-                    if trace in wanted:
-                        group = open_traces[trace]
-                        group.setdefault(span["span_id"], span)
-                        if len(group) >= wanted[trace]:
-                            rows.add(list(open_traces.pop(trace).values()))
-                            del wanted[trace]
-    for group in open_traces.values():   # fewer spans than the index counted: what there is
+                    group.setdefault(span["span_id"], span)
+                if len(group) >= _WANTED[trace]:
+                    rows.add(list(split.pop(trace).values()))
+    finally:
+        if pool is not None:
+            pool.shutdown()
+        _WANTED.clear()
+    for group in split.values():   # fewer spans than the index counted: what there is
         rows.add(list(group.values()))
     rows.write()
     return report
