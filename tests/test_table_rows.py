@@ -14,7 +14,7 @@ from glidein_tracing.converter import convert
 from glidein_tracing.journal import format_line, parse_lines, read_journal
 from glidein_tracing.simulator import Job, Scenario, simulate_glidein
 from glidein_tracing.table import gwms, schema
-from glidein_tracing.table.backfill import readable_spans
+from glidein_tracing.table.readable import readable_spans
 from glidein_tracing.table.rows import glidein_rows
 
 from fixtures import fixture_path

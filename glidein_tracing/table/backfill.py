@@ -6,20 +6,15 @@ was stopped can simply be run again."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.trace import SpanContext, Status, StatusCode, TraceFlags
-
 from . import layout, reader, writer
+from .readable import decode_line, readable_spans
 from .rows import NoGlideinRoot, glidein_rows
 from .schema import GLIDEINS_DATASET, JOBS_DATASET
 
-_STATUS = {0: StatusCode.UNSET, 1: StatusCode.OK, 2: StatusCode.ERROR}
 #: rows held before they are written as one file per day
 CHUNK_GLIDEINS = 200_000
 
@@ -31,31 +26,6 @@ class BackfillReport:
     spans: int = 0             # spans read
     not_glideins: int = 0      # traces without a glidein root (user traces, submit cycles)
     problems: list = field(default_factory=list)
-
-
-def readable_spans(flat_spans) -> list:
-    """Flat span dicts (otlp_json.flatten_request, jaeger_query.flatten_trace) as SDK spans:
-    ids, parent, name, times, status, attributes and resource, what rows.py reads."""
-    resources: dict = {}
-    out = []
-    for span in flat_spans:
-        try:
-            context = SpanContext(int(span["trace_id"], 16), int(span["span_id"], 16), True,
-                                  TraceFlags(TraceFlags.SAMPLED))
-            parent = span.get("parent_span_id")
-            parent_context = SpanContext(context.trace_id, int(parent, 16), True) if parent else None
-        except (KeyError, ValueError, TypeError):
-            continue
-        resource_attrs = span.get("resource") or {}
-        resource = resources.get(id(resource_attrs))
-        if resource is None:
-            resource = resources[id(resource_attrs)] = Resource(resource_attrs)
-        out.append(ReadableSpan(name=span.get("name", ""), context=context, parent=parent_context,
-                                resource=resource, attributes=span.get("attributes") or {},
-                                start_time=int(span.get("start_ns") or 0), end_time=int(span.get("end_ns") or 0),
-                                status=Status(_STATUS.get(span.get("status_code"), StatusCode.UNSET),
-                                              span.get("status_message") or None)))
-    return out
 
 
 class _Rows:
@@ -70,9 +40,9 @@ class _Rows:
         self.count = 0
         self.seen: set = set()
 
-    def add(self, flat_spans):
+    def add_spans(self, spans):
         try:
-            self.add_rows(*glidein_rows(readable_spans(flat_spans)))
+            self.add_rows(*glidein_rows(spans))
         except NoGlideinRoot:
             self.report.not_glideins += 1
 
@@ -131,32 +101,35 @@ def _line_ranges(paths, size: int = RANGE_BYTES) -> list:
 
 
 def _read_range(piece):
-    """One piece of a store file: (rows of the glideins whose spans are all in it, the spans
-    of the others by trace, spans read, problems)."""
-    from ..exporters.otlp_json import flatten_request
+    """One piece of a store file: (rows of the glideins whose spans are all in it, the ids of
+    the other glideins it has spans of and the lines that hold them, spans read, problems)."""
     path, start, end = piece
-    rows, partial, spans_read, problems = [], defaultdict(dict), 0, []
+    rows, partial, lines_of, spans_read, problems = [], defaultdict(dict), defaultdict(set), 0, []
     with open(path, "rb") as handle:
         handle.seek(start)
-        for raw in handle.read(end - start).splitlines():
-            try:
-                spans = list(flatten_request(json.loads(raw)))
-            except (ValueError, TypeError, AttributeError):
-                problems.append(f"{path}: a line that is not OTLP JSON, skipped")
-                continue
-            spans_read += len(spans)
-            for span in spans:
-                trace = span["trace_id"]
-                wanted = _WANTED.get(trace)
-                if wanted is not None:
-                    group = partial[trace]
-                    group.setdefault(span["span_id"], span)
-                    if len(group) >= wanted:
-                        try:
-                            rows.append(glidein_rows(readable_spans(list(partial.pop(trace).values()))))
-                        except NoGlideinRoot:
-                            pass
-    return rows, {t: list(g.values()) for t, g in partial.items()}, spans_read, problems
+        lines = handle.read(end - start).splitlines()
+    for number, raw in enumerate(lines):
+        try:
+            spans = decode_line(raw)
+        except ValueError:
+            problems.append(f"{path}: a line that is not OTLP JSON, skipped")
+            continue
+        spans_read += len(spans)
+        for span in spans:
+            trace = span.context.trace_id
+            wanted = _WANTED.get(trace)
+            if wanted is not None:
+                group = partial[trace]
+                group.setdefault(span.context.span_id, span)
+                lines_of[trace].add(number)
+                if len(group) >= wanted:
+                    del partial[trace], lines_of[trace]
+                    try:
+                        rows.append(glidein_rows(list(group.values())))
+                    except NoGlideinRoot:
+                        pass
+    numbers = sorted(set().union(*lines_of.values())) if lines_of else []
+    return rows, set(partial), [lines[n] for n in numbers], spans_read, problems
 
 
 def from_store(store_dir, table_dir, *, workers: int | None = None) -> BackfillReport:
@@ -173,31 +146,33 @@ def from_store(store_dir, table_dir, *, workers: int | None = None) -> BackfillR
     held = reader.trace_ids(table_dir)
     report.already = sum(1 for trace in expected if trace in held)
     _WANTED.clear()
-    _WANTED.update((trace, count) for trace, count in expected.items() if trace not in held)
+    _WANTED.update((int(trace, 16), count) for trace, count in expected.items() if trace not in held)
     rows = _Rows(table_dir, report)
     split: dict = defaultdict(dict)
     pieces = _line_ranges(store_files(store_dir))
     workers = min(workers or os.cpu_count() or 1, len(pieces))
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) if workers > 1 else None
     try:
-        for done, partial, spans_read, problems in (pool.map(_read_range, pieces) if pool
-                                                    else map(_read_range, pieces)):
+        for done, partial, lines, spans_read, problems in (pool.map(_read_range, pieces) if pool
+                                                           else map(_read_range, pieces)):
             report.spans += spans_read
             report.problems += problems
             for row, jobs in done:
                 rows.add_rows(row, jobs)
-            for trace, spans in partial.items():
-                group = split[trace]
-                for span in spans:
-                    group.setdefault(span["span_id"], span)
-                if len(group) >= _WANTED[trace]:
-                    rows.add(list(split.pop(trace).values()))
+            for raw in lines:      # traces split across pieces: their spans joined here
+                for span in decode_line(raw):
+                    trace = span.context.trace_id
+                    if trace in partial:
+                        split[trace].setdefault(span.context.span_id, span)
+            for trace in partial:
+                if len(split[trace]) >= _WANTED[trace]:
+                    rows.add_spans(list(split.pop(trace).values()))
     finally:
         if pool is not None:
             pool.shutdown()
         _WANTED.clear()
     for group in split.values():   # fewer spans than the index counted: what there is
-        rows.add(list(group.values()))
+        rows.add_spans(list(group.values()))
     rows.write()
     return report
 
@@ -215,7 +190,7 @@ def from_jaeger(base_url: str, table_dir, since: dt.date, until: dt.date, *, ser
         for spans in jaeger_query.iter_traces(base_url, service, start, start + 86400, report.problems,
                                               timeout=timeout, fetch=fetch):
             report.spans += len(spans)
-            rows.add(spans)
+            rows.add_spans(readable_spans(spans))
         rows.write()
         day += dt.timedelta(days=1)
     return report
