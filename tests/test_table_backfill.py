@@ -164,3 +164,30 @@ def test_backfill_from_jaeger_a_day_at_a_time(jaeger, jaeger_query, tmp_path):
         assert_agrees_with_spans(row, jobs.get(row["trace_id"], []), by_trace[row["trace_id"]])
     bad = table_cli("--jaeger", jaeger.query_url, "--since", "yesterday", "--table", tmp_path / "t2")
     assert bad.returncode == 2 and "not a day" in bad.stderr
+
+
+def _fields(span):
+    return (span.name, span.context.trace_id, span.context.span_id, span.parent.span_id if span.parent else None,
+            span.start_time, span.end_time, span.status.status_code, span.status.description,
+            dict(span.attributes), dict(span.resource.attributes))
+
+
+def test_the_fast_store_reader_gives_the_reference_readers_spans(tmp_path):
+    import json as json_module
+
+    from glidein_tracing.exporters.otlp_json import flatten_request
+    from glidein_tracing.exporters.store import store_files
+    from glidein_tracing.table.readable import decode_line, readable_spans
+
+    synth.write_store(synth.SynthConfig(glideins=40, seed=9, fragment_rate=0.3), tmp_path / "store",
+                      fragment_delay_lines=3, batch_lines=5)
+    lines = [raw for path in store_files(tmp_path / "store") for raw in path.read_bytes().splitlines()]
+    odd = json_module.loads(lines[0])
+    odd["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"].append(
+        {"key": "list", "value": {"arrayValue": {"values": [{"intValue": "3"}]}}})
+    odd["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["startTimeUnixNano"] = "1767225600000000001"
+    for raw in lines + [json_module.dumps(odd).encode()]:
+        reference = readable_spans(list(flatten_request(json_module.loads(raw))))
+        assert [_fields(s) for s in decode_line(raw)] == [_fields(s) for s in reference]
+    with pytest.raises(ValueError):
+        decode_line(b"{not json")
