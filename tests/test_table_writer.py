@@ -104,13 +104,14 @@ def test_files_per_day_stay_bounded_by_compaction(factory, tmp_path):
     layout, log = factory
     forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite")
     forwarder.table = TableSink(tmp_path / "table", forwarder.ledger)
-    for cluster in range(400, 400 + 2 * writer.MAX_FILES_PER_DAY):   # one file per pass
+    passes = 3 * writer.MAX_FILES_PER_DAY
+    for cluster in range(400, 400 + passes):   # one file per pass
         glideins(layout, log, cluster, 2, start=T0 + (cluster - 400) * 10)
         assert forwarder.run_once().table_rows == 2
-    for day_dir in table_layout.day_dirs(tmp_path / "table", "glideins"):
-        assert len(table_layout.part_files(day_dir)) <= writer.MAX_FILES_PER_DAY
-    assert len(table_trace_ids(tmp_path / "table")) == 2 * 2 * writer.MAX_FILES_PER_DAY
-    assert len(set(table_trace_ids(tmp_path / "table"))) == 2 * 2 * writer.MAX_FILES_PER_DAY
+        for day_dir in table_layout.day_dirs(tmp_path / "table", "glideins"):
+            assert len(table_layout.part_files(day_dir)) <= 2 * writer.MAX_FILES_PER_DAY
+    assert sorted(table_trace_ids(tmp_path / "table")) == sorted(
+        identity(layout, c, p).trace_id for c in range(400, 400 + passes) for p in range(2))
 
 
 def _rows(n, day_offset=0):
@@ -188,3 +189,17 @@ def test_duckdb_reads_the_table_with_its_day_partitions(factory, tmp_path):
                       "GROUP BY date ORDER BY date").fetchall()
     assert [n for _, n in days] == [3, 2]
     assert str(days[0][0]) == table_layout.day_of(int((T0 + 30) * 1e6))
+
+
+def test_merged_files_are_merged_in_turn(tmp_path):
+    table = tmp_path / "table"
+    day = table_layout.day_of(_rows(1)[0]["ended_at"])
+    day_dir = table_layout.day_dir(table, "glideins", day)
+    n = writer.MAX_FILES_PER_DAY + 1
+    for k in range(n):      # merged files (part-c...), as earlier compactions left them
+        rows = [dict(r, trace_id=f"{k:08x}{i:024x}") for i, r in enumerate(_rows(2))]
+        writer.write_days(table, "glideins", {day: rows}, f"c{k}")
+    assert writer.compact(day_dir, "glideins")
+    assert len(table_layout.part_files(day_dir)) == 1
+    assert len(set(table_trace_ids(table))) == len(table_trace_ids(table)) == 2 * n
+    assert not writer.compact(day_dir, "glideins")

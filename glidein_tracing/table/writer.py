@@ -13,7 +13,7 @@ from . import layout
 from .schema import DATASETS, SCHEMA_VERSION
 
 VERSION_KEY = b"glidein_tracing.schema_version"
-#: a day with more files than this is compacted into one
+#: a day's files of passes (and, in turn, of merges) beyond this are merged into one
 MAX_FILES_PER_DAY = 8
 
 
@@ -98,25 +98,35 @@ def is_written(final: Path) -> bool:
 
 
 def compact(day_dir: Path, dataset: str, max_files: int = MAX_FILES_PER_DAY) -> bool:
-    """Merge a day's files into one when it holds more than ``max_files``. The log line that
-    names the output and its inputs is written before the output appears, so a crash at any
-    point is finished by ``finish_compactions`` and no row is ever in two files for long."""
+    """Keep a day's files few without rewriting the day at every pass: when more than
+    ``max_files`` files of passes (``part-<token>``) are there, they are merged into one
+    ``part-c<token>``; when more than ``max_files`` merged files are there, those are merged
+    in turn. So a day holds at most about 2 x ``max_files`` files and each row is rewritten a
+    few times at most. The log line naming the output and its inputs is written before the
+    output appears, so a crash at any point is finished by ``finish_compactions``."""
+    files = layout.part_files(day_dir)
+    merged = [p for p in files if p.name.startswith(layout.PART_PREFIX + "c")]
+    small = [p for p in files if p not in merged]
+    inputs = small if len(small) > max_files else merged if len(merged) > max_files else []
+    if not inputs:
+        return False
+    _merge(day_dir, dataset, inputs)
+    return True
+
+
+def _merge(day_dir: Path, dataset: str, inputs: list):
     import pyarrow as pa
     import pyarrow.parquet as pq
-    inputs = layout.part_files(day_dir)
-    if len(inputs) <= max_files:
-        return False
-    merged = pa.concat_tables([pq.read_table(p, schema=arrow_schema(dataset)) for p in inputs])
+    table = pa.concat_tables([pq.read_table(p, schema=arrow_schema(dataset)) for p in inputs])
     final = day_dir / f"{layout.PART_PREFIX}c{new_token()}{layout.PART_SUFFIX}"
     tmp = layout.tmp_path(final)
-    pq.write_table(merged, tmp)
+    pq.write_table(table, tmp)
     with open(tmp, "rb") as handle:
         os.fsync(handle.fileno())
     _append_log(day_dir, [final.name] + [p.name for p in inputs])
     os.replace(tmp, final)
     for path in inputs:
         path.unlink(missing_ok=True)
-    return True
 
 
 def _append_log(day_dir: Path, names: list[str]):
