@@ -132,9 +132,11 @@ def test_a_compaction_cut_short_is_finished_without_a_row_twice(tmp_path):
     final = day_dir / "part-cmerged.parquet"
     pq.write_table(merged, table_layout.tmp_path(final))
     (day_dir / table_layout.COMPACTED_LOG).write_text(" ".join([final.name] + [p.name for p in inputs]) + "\n")
+    (table / table_layout.COMPACTING_MARK).write_text(str(day_dir.relative_to(table)))
     with table_layout.locked(table):
         writer.finish_compactions(table)
     assert table_layout.part_files(day_dir) == [final]
+    assert not (table / table_layout.COMPACTING_MARK).exists()
     assert sorted(table_trace_ids(table)) == [f"{i:032x}" for i in range(6)]
     # a writer that had named a merged file still finds its rows written
     assert writer.is_written(table_layout.part_path(table, "glideins", day, "a"))

@@ -14,6 +14,7 @@ from .schema import PARTITION_COLUMN
 PART_PREFIX, PART_SUFFIX = "part-", ".parquet"
 COMPACTED_LOG = "_compacted.log"   # per day dir: "<output> <input> <input>..." per compaction
 LOCK_NAME = ".lock"
+COMPACTING_MARK = "_compacting"    # in the table dir: the day a compaction is under way in
 
 
 def day_of(ended_at_us: int | None) -> str:

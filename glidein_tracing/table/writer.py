@@ -123,10 +123,19 @@ def _merge(day_dir: Path, dataset: str, inputs: list):
     pq.write_table(table, tmp)
     with open(tmp, "rb") as handle:
         os.fsync(handle.fileno())
+    marker = _marker(day_dir)
+    marker.write_text(str(day_dir.relative_to(marker.parent)))
     _append_log(day_dir, [final.name] + [p.name for p in inputs])
     os.replace(tmp, final)
     for path in inputs:
         path.unlink(missing_ok=True)
+    marker.unlink()
+
+
+def _marker(day_dir: Path) -> Path:
+    """``<table>/_compacting``: names the day being compacted, so that finishing a compaction
+    a killed writer left looks at that one day, not at every day of the table."""
+    return day_dir.parent.parent / layout.COMPACTING_MARK
 
 
 def _append_log(day_dir: Path, names: list[str]):
@@ -137,18 +146,22 @@ def _append_log(day_dir: Path, names: list[str]):
 
 
 def finish_compactions(table_dir: Path):
-    """After a crash: a compaction whose log line is written is completed (its output renamed
-    into place, its inputs removed); leftover hidden files of a killed writer are removed."""
-    for dataset in DATASETS:
-        for day_dir in layout.day_dirs(table_dir, dataset):
-            log = day_dir / layout.COMPACTED_LOG
-            for line in (log.read_text().splitlines() if log.exists() else ()):
-                output, *inputs = line.split()
-                final = day_dir / output
-                if not final.exists() and layout.tmp_path(final).exists():
-                    os.replace(layout.tmp_path(final), final)
-                if final.exists():
-                    for name in inputs:
-                        (day_dir / name).unlink(missing_ok=True)
-            for stale in day_dir.glob(".*.tmp"):
-                stale.unlink(missing_ok=True)
+    """After a crash: the compaction a killed writer left is completed (its output renamed
+    into place when its log line was written, its inputs removed; else its hidden output
+    removed)."""
+    marker = Path(table_dir) / layout.COMPACTING_MARK
+    if not marker.exists():
+        return
+    day_dir = Path(table_dir) / marker.read_text().strip()
+    log = day_dir / layout.COMPACTED_LOG
+    for line in (log.read_text().splitlines() if log.exists() else ()):
+        output, *inputs = line.split()
+        final = day_dir / output
+        if not final.exists() and layout.tmp_path(final).exists():
+            os.replace(layout.tmp_path(final), final)
+        if final.exists():
+            for name in inputs:
+                (day_dir / name).unlink(missing_ok=True)
+    for stale in day_dir.glob(".*.tmp"):
+        stale.unlink(missing_ok=True)
+    marker.unlink()
