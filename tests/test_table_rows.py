@@ -196,3 +196,23 @@ def test_every_column_is_documented_with_its_type_and_unit():
         assert f"## `{dataset}`" in doc
         for column in columns:
             assert f"| `{column.name}` | {column.sql_type} | {column.unit} |" in doc, column.name
+
+
+def test_forged_values_make_nulls_not_a_failed_row(tmp_path):
+    """Everything from the node is untrusted: text where numbers belong, absurd numbers."""
+    from glidein_tracing.table import reader, writer
+    spans, *_ = synthetic_glidein()
+    spans[0]["attributes"].update({"glidein.cpus": "many", "glidein.setting.max_idle_s": "forever",
+                                   "glidein.cluster": 10**40, "glidein.site": "x" * 5000})
+    spans[8]["attributes"].update({"job.exit_code": "zero", "job.request_cpus": 10**30, "job.qdate": "now"})
+    row, jobs = glidein_rows(readable_spans(spans))
+    assert row["cpus"] is None and row["gwms_jobs_nr"] == 3
+    writer.write_days(tmp_path, "glideins", {"2026-11-22": [row]}, "t")
+    writer.write_days(tmp_path, "jobs", {"2026-11-22": jobs}, "t")
+    glideins, _ = reader.read_rows(tmp_path, "glideins")
+    (stored,) = glideins.to_pylist()
+    assert stored["max_idle_s"] is None and stored["cluster"] is None and stored["setup_s"] == row["setup_s"]
+    assert len(stored["site"]) == 5000
+    stored_jobs = reader.read_rows(tmp_path, "jobs")[0].to_pylist()
+    assert stored_jobs[0]["exit_code"] is None and stored_jobs[0]["request_cpus"] is None
+    assert stored_jobs[0]["wait_s"] is None and stored_jobs[0]["gwms_class"] == "goodNZ"

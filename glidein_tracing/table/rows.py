@@ -91,7 +91,9 @@ def glidein_rows(spans, *, trace_kept: bool = True) -> tuple[dict, list[dict]]:
     row.update({column: attrs.get(name) for column, name in _IDENTITY})
     row.update(_times(root, by_stage))
     row.update(_outcome(root, by_stage))
-    row.update({"cpus": attrs.get("glidein.cpus"), "gatekeeper": attrs.get("glidein.gatekeeper")})
+    cpus = attrs.get("glidein.cpus")   # from the node: untrusted, maybe text or absurd
+    row.update({"cpus": cpus if isinstance(cpus, int) and 0 < cpus < 1 << 31 else None,
+                "gatekeeper": attrs.get("glidein.gatekeeper")})
     row.update(gwms.quantities(_gwms_run(row, root, by_stage)))
     row.update({column: attrs.get(SETTING_PREFIX + column) for column in SETTINGS.values()})
     resource = root.resource.attributes if root.resource is not None else {}
@@ -173,7 +175,7 @@ def _gwms_run(row, root, by_stage) -> gwms.GlideinRun:
     return gwms.GlideinRun(glidein_s=glidein_s, factory_s=factory_s, condor_started=condor is not None,
                            validation_s=_whole(setup) if setup and condor else None,
                            condor_s=_condor_seconds(condor) if condor else None,
-                           summary=gwms.starter_summary(jobs, row.get("cpus")))
+                           summary=gwms.starter_summary(jobs, row["cpus"]))
 
 
 def _condor_seconds(condor) -> int:
