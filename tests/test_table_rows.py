@@ -168,9 +168,11 @@ def test_real_glideins_quantities_equal_the_factorys_reading_of_their_stdout(run
 
 def test_simulated_glidein_quantities_equal_the_factorys_reading_of_its_stdout(tmp_path):
     """A glidein run by the simulator with the real hooks, 2 cores, jobs that succeed and
-    fail: the Factory's reading of its stdout (banners, StarterLog summary) and our row agree
-    to the second on the glidein's times; job times (our spans vs the starter's clock) within
-    a second per job."""
+    fail: the Factory's reading of its stdout (banners, StarterLog summary) and our row agree.
+    HTCondor's time is condor_startup.sh's own count in both; the node's start and end are
+    read by our hooks and by glidein_startup.sh at slightly different moments, so they may
+    fall a second apart (a busy machine), and each job's seconds (our spans vs the
+    starter's clock) likewise."""
     result = simulate_glidein(tmp_path, Scenario(
         jobs=[Job(duration_s=2.2), Job(duration_s=1.4, exit_code=2), Job(duration_s=1.2)],
         params={"GLIDEIN_CPUS": "2"}, max_tail_s=1.0))
@@ -178,11 +180,14 @@ def test_simulated_glidein_quantities_equal_the_factorys_reading_of_its_stdout(t
     row, jobs = glidein_rows(spans)
     expected = gwms.quantities(factory_view(result.stdout()))
     assert expected["gwms_condor_lasted_s"] >= 5, "the condor phase must be long enough to count"
-    for key in ("gwms_condor_started", "gwms_lasted_s", "gwms_validation_s", "gwms_condor_lasted_s",
-                "gwms_jobs_nr", "waste_validation_mill"):
-        assert row[key] == expected[key], key
+    for key in ("gwms_condor_started", "gwms_condor_lasted_s", "gwms_jobs_nr"):
+        assert row[key] == expected[key], (key, row[key], expected[key])
+    for key in ("gwms_lasted_s", "gwms_validation_s"):
+        assert abs(row[key] - expected[key]) <= 1, (key, row[key], expected[key])
     for key in ("gwms_jobs_lasted_s", "gwms_jobs_goodput_s", "gwms_jobs_terminated_s"):
-        assert abs(row[key] - expected[key]) <= len(jobs), key
+        assert abs(row[key] - expected[key]) <= len(jobs), (key, row[key], expected[key])
+    # the formulas on the Factory's own inputs, and on ours, differ only by those seconds
+    assert row["waste_idle_mill"] == pytest.approx(expected["waste_idle_mill"], abs=1000 * len(jobs) / 5)
     assert row["cpus"] == 2 and row["max_tail_s"] == 1.0 and row["max_idle_s"] == 1.0
     assert [j["gwms_class"] for j in jobs] == ["goodZ", "goodNZ", "goodZ"]
 

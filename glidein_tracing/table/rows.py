@@ -94,12 +94,14 @@ def glidein_rows(spans, *, trace_kept: bool = True) -> tuple[dict, list[dict]]:
     cpus = attrs.get("glidein.cpus")   # from the node: untrusted, maybe text or absurd
     row.update({"cpus": cpus if isinstance(cpus, int) and 0 < cpus < 1 << 31 else None,
                 "gatekeeper": attrs.get("glidein.gatekeeper")})
-    row.update(gwms.quantities(_gwms_run(row, root, by_stage)))
+    jobs = sorted(by_stage.get("job", ()), key=lambda s: s.start_time)
+    classes = [_job_class(span) for span in jobs]
+    row.update(gwms.quantities(_gwms_run(row, root, by_stage, jobs, classes)))
     row.update({column: attrs.get(SETTING_PREFIX + column) for column in SETTINGS.values()})
     resource = root.resource.attributes if root.resource is not None else {}
     row.update({column: resource.get(name, attrs.get(name)) for column, name in _HOST})
     row.update({"sampling_ratio": attrs.get(RATIO_ATTRIBUTE), "trace_kept": trace_kept})
-    return row, _job_rows(row, by_stage)
+    return row, _job_rows(row, by_stage, jobs, classes)
 
 
 def _one(by_stage, stage):
@@ -161,21 +163,18 @@ def _outcome(root, by_stage) -> dict:
             "incomplete": bool(attrs.get("glidein.incomplete", False))}
 
 
-def _gwms_run(row, root, by_stage) -> gwms.GlideinRun:
+def _gwms_run(row, root, by_stage, jobs, classes) -> gwms.GlideinRun:
     """What GlideinWMS's parser reads, from the spans (docs/glidein-table.md, the table)."""
     setup, condor = _one(by_stage, "setup"), _one(by_stage, "condor.start")
     node_end = _one(by_stage, "post_failure_sleep") or _one(by_stage, "teardown")
     glidein_s = (node_end or root).end_time // NS - setup.start_time // NS if setup else None
     queues = by_stage.get("factory.queue")
     factory_s = root.end_time // NS - max(q.end_time for q in queues) // NS if queues else None
-    jobs = [(max(0, _whole(span)), gwms.job_class(span.attributes.get("job.exit_code"),
-                                                   span.attributes.get("job.exit_signal"),
-                                                   span.attributes.get("job.exit_by")))
-            for span in by_stage.get("job", ())]
+    runs = [(max(0, _whole(span)), kind) for span, kind in zip(jobs, classes)]
     return gwms.GlideinRun(glidein_s=glidein_s, factory_s=factory_s, condor_started=condor is not None,
                            validation_s=_whole(setup) if setup and condor else None,
                            condor_s=_condor_seconds(condor) if condor else None,
-                           summary=gwms.starter_summary(jobs, row["cpus"]))
+                           summary=gwms.starter_summary(runs, row["cpus"]))
 
 
 def _condor_seconds(condor) -> int:
@@ -187,10 +186,15 @@ def _condor_seconds(condor) -> int:
         return _whole(condor)
 
 
-def _job_rows(glidein: dict, by_stage) -> list[dict]:
+def _job_class(span) -> str:
+    attrs = span.attributes
+    return gwms.job_class(attrs.get("job.exit_code"), attrs.get("job.exit_signal"), attrs.get("job.exit_by"))
+
+
+def _job_rows(glidein: dict, by_stage, jobs, classes) -> list[dict]:
     idle_before = {span.end_time: _seconds(span) for span in by_stage.get("idle", ())}
     out = []
-    for span in sorted(by_stage.get("job", ()), key=lambda s: s.start_time):
+    for span, kind in zip(jobs, classes):
         attrs = span.attributes
         qdate = attrs.get("job.qdate")
         row = {"schema_version": SCHEMA_VERSION, "trace_id": glidein["trace_id"],
@@ -201,7 +205,6 @@ def _job_rows(glidein: dict, by_stage) -> list[dict]:
                "wait_s": (span.start_time - qdate * NS) / NS
                if isinstance(qdate, int) and 0 < qdate * NS <= span.start_time else None,
                "idle_before_s": idle_before.get(span.start_time),
-               "gwms_class": gwms.job_class(attrs.get("job.exit_code"), attrs.get("job.exit_signal"),
-                                            attrs.get("job.exit_by"))}
+               "gwms_class": kind}
         out.append(row)
     return out

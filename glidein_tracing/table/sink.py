@@ -11,16 +11,14 @@ finishes them: no row is lost, none is written twice."""
 
 from __future__ import annotations
 
-import json
-import logging
 from collections import defaultdict
 from pathlib import Path
+
+import msgspec
 
 from . import layout, writer
 from .rows import NoGlideinRoot, glidein_rows
 from .schema import GLIDEINS_DATASET, JOBS_DATASET
-
-log = logging.getLogger(__name__)
 
 
 def _crash_point(name: str):
@@ -49,7 +47,8 @@ class TableSink:
         item = self._rows.pop(gkey, None)
         if item is not None:
             trace_id, day, row, jobs = item
-            self.ledger.claim_table_rows(trace_id, gkey, day, json.dumps(row), json.dumps(jobs))
+            self.ledger.claim_table_rows(trace_id, gkey, day, msgspec.json.encode(row).decode(),
+                                         msgspec.json.encode(jobs).decode())
 
     def flush(self) -> int:
         """Write every claimed row (this pass's and any a killed forwarder left); the number
@@ -81,8 +80,8 @@ class TableSink:
         by_file = defaultdict(lambda: (defaultdict(list), defaultdict(list)))
         for item in pending:
             glideins, jobs = by_file[item["file"]]
-            glideins[item["day"]].append(json.loads(item["glidein"]))
-            jobs[item["day"]].extend(json.loads(item["jobs"]))
+            glideins[item["day"]].append(msgspec.json.decode(item["glidein"]))
+            jobs[item["day"]].extend(msgspec.json.decode(item["jobs"]))
         days = set()
         for token, (glideins, jobs) in by_file.items():
             writer.write_days(self.directory, GLIDEINS_DATASET, glideins, token)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from operator import itemgetter
 from pathlib import Path
 
 from . import layout
@@ -40,13 +41,17 @@ def new_token() -> str:
 
 
 def to_table(dataset: str, rows: list[dict]):
-    """Rows (dicts of schema columns) as an Arrow table; a value of the wrong type (a forged
-    attribute: text where a number belongs) becomes NULL, never a failed write."""
+    """Rows (dicts of schema columns; a missing one is NULL) as an Arrow table; a value of the
+    wrong type (a forged attribute: text where a number belongs) becomes NULL, never a
+    failed write."""
     import pyarrow as pa
     schema = arrow_schema(dataset)
+    try:
+        columns = list(zip(*map(itemgetter(*schema.names), rows))) or [()] * len(schema)
+    except KeyError:
+        columns = [[row.get(name) for row in rows] for name in schema.names]
     arrays = []
-    for field in schema:
-        values = [row.get(field.name) for row in rows]
+    for field, values in zip(schema, columns):
         try:
             arrays.append(pa.array(values, type=field.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
