@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER);
 CREATE TABLE IF NOT EXISTS early_spans (gkey TEXT, span_id TEXT, state TEXT, PRIMARY KEY (gkey, span_id));
 CREATE TABLE IF NOT EXISTS table_rows (trace_id TEXT PRIMARY KEY, gkey TEXT, day TEXT, file TEXT,
     state TEXT, glidein TEXT, jobs TEXT);
-CREATE INDEX IF NOT EXISTS table_rows_state ON table_rows(state);
+CREATE INDEX IF NOT EXISTS table_rows_state ON table_rows(state, file);
 """
 
 OPEN, ENDED, SENDING, DONE, SKIPPED = "open", "ended", "sending", "done", "skipped"
@@ -180,13 +180,13 @@ class Ledger:
         cur = self.db.execute("SELECT trace_id, day, file, glidein, jobs FROM table_rows WHERE state='pending'")
         return [dict(zip(("trace_id", "day", "file", "glidein", "jobs"), row)) for row in cur]
 
-    def name_table_file(self, trace_ids, token):
-        self.db.executemany("UPDATE table_rows SET file=? WHERE trace_id=? AND file IS NULL",
-                            [(token, t) for t in trace_ids])
+    def name_table_files(self, token):
+        """The owed rows not yet given a file go to file ``token``."""
+        self.db.execute("UPDATE table_rows SET file=? WHERE state='pending' AND file IS NULL", (token,))
 
-    def table_rows_written(self, trace_ids):
-        self.db.executemany("UPDATE table_rows SET state='written', glidein=NULL, jobs=NULL WHERE trace_id=?",
-                            [(t,) for t in trace_ids])
+    def table_files_written(self, tokens):
+        self.db.executemany("UPDATE table_rows SET state='written', glidein=NULL, jobs=NULL "
+                            "WHERE file=? AND state='pending'", [(t,) for t in tokens])
 
     # -- counters ----------------------------------------------------------------------
     def bump(self, name, by=1):

@@ -32,7 +32,8 @@ class TableSink:
     def __init__(self, directory, ledger):
         self.directory = Path(directory)
         self.ledger = ledger
-        self._rows: dict = {}   # gkey -> (trace id, day, glidein row, job rows), until claimed
+        self._rows: dict = {}      # gkey -> (trace id, day, glidein row, job rows), until claimed
+        self._claimed: dict = {}   # trace id -> (glidein row, job rows) claimed in this pass
 
     def add(self, gkey, spans, kept: bool):
         """Rows of a glidein the forwarder converted (kept: its trace goes to the backend)."""
@@ -49,39 +50,47 @@ class TableSink:
             trace_id, day, row, jobs = item
             self.ledger.claim_table_rows(trace_id, gkey, day, msgspec.json.encode(row).decode(),
                                          msgspec.json.encode(jobs).decode())
+            self._claimed[trace_id] = (row, jobs)
 
     def flush(self) -> int:
         """Write every claimed row (this pass's and any a killed forwarder left); the number
         of glideins written."""
         self._rows.clear()   # glideins not done this pass are converted again when they are
-        with layout.locked(self.directory):
-            writer.finish_compactions(self.directory)
+        try:
+            with layout.locked(self.directory):
+                return self._flush()
+        finally:
+            self._claimed.clear()
+
+    def _flush(self) -> int:
+        writer.finish_compactions(self.directory)
+        with self.ledger.transaction():   # no claim comes in between: all that is named is here
             pending = self.ledger.pending_table_rows()
-            if not pending:
-                return 0
-            unnamed = [item["trace_id"] for item in pending if not item["file"]]
-            if unnamed:
+            if any(not item["file"] for item in pending):
                 token = writer.new_token()
-                with self.ledger.transaction():
-                    self.ledger.name_table_file(unnamed, token)
+                self.ledger.name_table_files(token)
                 for item in pending:
                     item["file"] = item["file"] or token
-            _crash_point("table_before_write")
-            days = self._write(pending)
-            _crash_point("table_after_write")
-            with self.ledger.transaction():
-                self.ledger.table_rows_written([item["trace_id"] for item in pending])
-            for dataset in (GLIDEINS_DATASET, JOBS_DATASET):
-                for day in days:
-                    writer.compact(layout.day_dir(self.directory, dataset, day), dataset)
+        if not pending:
+            return 0
+        _crash_point("table_before_write")
+        days = self._write(pending)
+        _crash_point("table_after_write")
+        with self.ledger.transaction():
+            self.ledger.table_files_written({item["file"] for item in pending})
+        for dataset in (GLIDEINS_DATASET, JOBS_DATASET):
+            for day in days:
+                writer.compact(layout.day_dir(self.directory, dataset, day), dataset)
         return len(pending)
 
     def _write(self, pending) -> set:
         by_file = defaultdict(lambda: (defaultdict(list), defaultdict(list)))
         for item in pending:
             glideins, jobs = by_file[item["file"]]
-            glideins[item["day"]].append(msgspec.json.decode(item["glidein"]))
-            jobs[item["day"]].extend(msgspec.json.decode(item["jobs"]))
+            row, job_rows = self._claimed.get(item["trace_id"]) or (
+                msgspec.json.decode(item["glidein"]), msgspec.json.decode(item["jobs"]))
+            glideins[item["day"]].append(row)
+            jobs[item["day"]].extend(job_rows)
         days = set()
         for token, (glideins, jobs) in by_file.items():
             writer.write_days(self.directory, GLIDEINS_DATASET, glideins, token)
