@@ -46,6 +46,10 @@ _JOB_ATTRS = (("job_global_id", "job.global_id"), ("job_cluster", "job.cluster_i
               ("user_traceparent", "job.user_traceparent"))
 
 
+_IDENTITY_COLUMNS = tuple(column for column, _ in _IDENTITY)
+_IDENTITY_NAMES = tuple(name for _, name in _IDENTITY)
+
+
 class NoGlideinRoot(ValueError):
     """The spans hold no glidein root span: nothing to make a row of."""
 
@@ -88,7 +92,7 @@ def glidein_rows(spans, *, trace_kept: bool = True) -> tuple[dict, list[dict]]:
             by_stage.setdefault(_stage(span), []).append(span)
     attrs = root.attributes or {}
     row = {"schema_version": SCHEMA_VERSION, "trace_id": format(trace, "032x")}
-    row.update({column: attrs.get(name) for column, name in _IDENTITY})
+    row.update(zip(_IDENTITY_COLUMNS, map(attrs.get, _IDENTITY_NAMES)))
     row.update(_times(root, by_stage))
     row.update(_outcome(root, by_stage))
     cpus = attrs.get("glidein.cpus")   # from the node: untrusted, maybe text or absurd
@@ -191,20 +195,24 @@ def _job_class(span) -> str:
     return gwms.job_class(attrs.get("job.exit_code"), attrs.get("job.exit_signal"), attrs.get("job.exit_by"))
 
 
+_JOB_COLUMNS = tuple(column for column, _ in _JOB_ATTRS)
+_JOB_NAMES = tuple(name for _, name in _JOB_ATTRS)
+
+
 def _job_rows(glidein: dict, by_stage, jobs, classes) -> list[dict]:
     idle_before = {span.end_time: _seconds(span) for span in by_stage.get("idle", ())}
+    common = {"schema_version": SCHEMA_VERSION, "trace_id": glidein["trace_id"],
+              **{k: glidein[k] for k in ("factory", "entry", "site", "glidein_name")}}
     out = []
     for span, kind in zip(jobs, classes):
-        attrs = span.attributes
+        attrs = dict(span.attributes)
         qdate = attrs.get("job.qdate")
-        row = {"schema_version": SCHEMA_VERSION, "trace_id": glidein["trace_id"],
-               "span_id": format(span.context.span_id, "016x"),
-               **{k: glidein[k] for k in ("factory", "entry", "site", "glidein_name")},
-               **{column: attrs.get(name) for column, name in _JOB_ATTRS},
-               "started_at": _us(span.start_time), "ended_at": _us(span.end_time), "wall_s": _seconds(span),
-               "wait_s": (span.start_time - qdate * NS) / NS
-               if isinstance(qdate, int) and 0 < qdate * NS <= span.start_time else None,
-               "idle_before_s": idle_before.get(span.start_time),
-               "gwms_class": kind}
+        start, end = span.start_time, span.end_time
+        row = dict(common)
+        row.update(zip(_JOB_COLUMNS, map(attrs.get, _JOB_NAMES)))
+        row.update({"span_id": format(span.context.span_id, "016x"), "started_at": start // 1000,
+                    "ended_at": end // 1000, "wall_s": (end - start) / NS,
+                    "wait_s": (start - qdate * NS) / NS if isinstance(qdate, int) and 0 < qdate * NS <= start else None,
+                    "idle_before_s": idle_before.get(start), "gwms_class": kind})
         out.append(row)
     return out
