@@ -13,7 +13,6 @@ from pathlib import Path
 from . import layout, reader, writer
 from .readable import decode_line, readable_spans
 from .rows import NoGlideinRoot, glidein_rows
-from .schema import GLIDEINS_DATASET, JOBS_DATASET
 
 #: rows held before they are written as one file per day
 CHUNK_GLIDEINS = 200_000
@@ -66,11 +65,7 @@ class _Rows:
             token = writer.new_token()
             glideins = {d: [r for r in rows if r["trace_id"] not in held] for d, rows in self.glideins.items()}
             jobs = {d: [r for r in rows if r["trace_id"] not in held] for d, rows in self.jobs.items()}
-            writer.write_days(self.table_dir, GLIDEINS_DATASET, glideins, token)
-            writer.write_days(self.table_dir, JOBS_DATASET, jobs, token)
-            for dataset in (GLIDEINS_DATASET, JOBS_DATASET):
-                for day in glideins:
-                    writer.compact(layout.day_dir(self.table_dir, dataset, day), dataset)
+            writer.append(self.table_dir, glideins, jobs, token)
         written = sum(len(rows) for rows in glideins.values())
         self.report.glideins += written
         self.report.already += self.count - written

@@ -18,7 +18,6 @@ import msgspec
 
 from . import layout, writer
 from .rows import NoGlideinRoot, glidein_rows
-from .schema import GLIDEINS_DATASET, JOBS_DATASET
 
 
 def _crash_point(name: str):
@@ -74,16 +73,13 @@ class TableSink:
         if not pending:
             return 0
         _crash_point("table_before_write")
-        days = self._write(pending)
+        self._write(pending)
         _crash_point("table_after_write")
         with self.ledger.transaction():
             self.ledger.table_files_written({item["file"] for item in pending})
-        for dataset in (GLIDEINS_DATASET, JOBS_DATASET):
-            for day in days:
-                writer.compact(layout.day_dir(self.directory, dataset, day), dataset)
         return len(pending)
 
-    def _write(self, pending) -> set:
+    def _write(self, pending):
         by_file = defaultdict(lambda: (defaultdict(list), defaultdict(list)))
         for item in pending:
             glideins, jobs = by_file[item["file"]]
@@ -91,12 +87,8 @@ class TableSink:
                 msgspec.json.decode(item["glidein"]), msgspec.json.decode(item["jobs"]))
             glideins[item["day"]].append(row)
             jobs[item["day"]].extend(job_rows)
-        days = set()
         for token, (glideins, jobs) in by_file.items():
-            writer.write_days(self.directory, GLIDEINS_DATASET, glideins, token)
-            writer.write_days(self.directory, JOBS_DATASET, jobs, token)
-            days.update(glideins)
-        return days
+            writer.append(self.directory, glideins, jobs, token)
 
 
 class NoTable:

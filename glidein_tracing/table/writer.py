@@ -11,7 +11,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from . import layout
-from .schema import DATASETS, SCHEMA_VERSION
+from .schema import DATASETS, GLIDEINS_DATASET, JOBS_DATASET, SCHEMA_VERSION
 
 VERSION_KEY = b"glidein_tracing.schema_version"
 #: a day's files of passes (and, in turn, of merges) beyond this are merged into one
@@ -89,6 +89,16 @@ def write_days(table_dir: Path, dataset: str, rows_by_day: dict, token: str) -> 
             write_file(to_table(dataset, rows), final)
         written.append(final)
     return written
+
+
+def append(table_dir: Path, glideins_by_day: dict, jobs_by_day: dict, token: str):
+    """A batch of glidein rows and their jobs' rows, by day, as the files named ``token``
+    (those already written are kept), then each day's files kept few (``compact``)."""
+    write_days(table_dir, GLIDEINS_DATASET, glideins_by_day, token)
+    write_days(table_dir, JOBS_DATASET, jobs_by_day, token)
+    for dataset in (GLIDEINS_DATASET, JOBS_DATASET):
+        for day in glideins_by_day:
+            compact(layout.day_dir(table_dir, dataset, day), dataset)
 
 
 def is_written(final: Path) -> bool:
