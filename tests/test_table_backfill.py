@@ -191,3 +191,15 @@ def test_the_fast_store_reader_gives_the_reference_readers_spans(tmp_path):
         assert [_fields(s) for s in decode_line(raw)] == [_fields(s) for s in reference]
     with pytest.raises(ValueError):
         decode_line(b"{not json")
+
+
+def test_a_bad_store_line_is_named_and_the_rest_backfilled(tmp_path):
+    from glidein_tracing.exporters.store import store_files
+    store = tmp_path / "store"
+    synth.write_store(synth.SynthConfig(glideins=12, seed=4), store, batch_lines=3)
+    path = store_files(store)[-1]
+    with open(path, "ab") as handle:
+        handle.write(b'{"resourceSpans": [{"scopeSpans": [{"spans": "not a list"}]}]}\n')
+    done = table_cli("--store", store, "--table", tmp_path / "table")
+    assert done.returncode == 1 and f"{path}: a line that is not OTLP JSON, skipped" in done.stderr
+    assert len(rows_by_trace(tmp_path / "table")) == 12
