@@ -58,6 +58,7 @@ def test_every_finished_glidein_gets_one_row_also_when_sampled_out(factory, tmp_
     glideins(layout, log, 100, 6, fail_every=3)
     done = forward_cli(layout, tmp_path, "--sampling-ratio", "0")
     assert done.returncode == 0, done.stderr
+    assert "6 glideins written to the table" in done.stderr
     rows, _ = reader.read_rows(tmp_path / "table", "glideins")
     expected = {identity(layout, 100, p).trace_id for p in range(6)}
     assert sorted(rows.column("trace_id").to_pylist()) == sorted(expected)

@@ -41,8 +41,8 @@ from .. import ids, live
 from ..converter import ConversionError, convert
 from ..journal import Event, parse_lines
 from ..sampling import keep_glidein
-from ..table.sink import NoTable
 from ..sections import DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES, journal_sections
+from ..table.sink import NoTable
 from . import ledger as ledger_mod
 from .activity import identity_events, read_activity_log
 from .outputs import EntryDir, activity_logs, find_entry_dirs, returned_outputs
@@ -78,7 +78,8 @@ class ForwardStats:
                 f"({self.spans_sent} spans), {self.early_spans_sent} Factory stages of running glideins sent, "
                 f"{self.spans_already_live} spans already sent live, "
                 f"{self.spans_sampled_out} sampled out, {self.glideins_skipped} skipped, "
-                f"{self.export_failures} export failures, {self.quarantined} quarantined")
+                f"{self.export_failures} export failures, {self.quarantined} quarantined, "
+                f"{self.table_rows} glideins written to the table")
         if self.problems:
             text += "; problems: " + ", ".join(f"{k}={v}" for k, v in sorted(self.problems.items()))
         return text
