@@ -192,6 +192,11 @@ def test_duckdb_reads_the_table_with_its_day_partitions(factory, tmp_path):
                       "GROUP BY date ORDER BY date").fetchall()
     assert [n for _, n in days] == [3, 2]
     assert str(days[0][0]) == table_layout.day_of(int((T0 + 30) * 1e6))
+    # as docs/glidein-table.md says to read it: the usable files, by name, with their days
+    files = [str(p) for p in reader.usable_files(tmp_path / "table", "glideins").files]
+    joined = duckdb.sql(f"SELECT count(*), count(DISTINCT date), sum(setup_s) FROM read_parquet({files}, "
+                        "hive_partitioning = true, union_by_name = true)").fetchall()[0]
+    assert joined == (5, 2, 100.0)
 
 
 def test_merged_files_are_merged_in_turn(tmp_path):
