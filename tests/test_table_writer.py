@@ -211,3 +211,13 @@ def test_merged_files_are_merged_in_turn(tmp_path):
     assert len(table_layout.part_files(day_dir)) == 1
     assert len(set(table_trace_ids(table))) == len(table_trace_ids(table)) == 2 * n
     assert not writer.compact(day_dir, "glideins")
+
+
+def test_the_table_setting(tmp_path):
+    from glidein_tracing.factory.ledger import Ledger
+    from glidein_tracing.table.sink import NoTable, table_sink
+    ledger = Ledger(tmp_path / "state" / "forwarder.sqlite")
+    assert isinstance(table_sink("none", tmp_path / "state" / "forwarder.sqlite", ledger), NoTable)
+    assert table_sink(None, tmp_path / "state" / "forwarder.sqlite", ledger).directory == \
+        tmp_path / "state" / "glidein-table"
+    assert table_sink(str(tmp_path / "t"), tmp_path / "state" / "forwarder.sqlite", ledger).directory == tmp_path / "t"
