@@ -184,6 +184,7 @@ def run(args):
     from ..failure_rules.files import RuleBook
     from ..simulator.condor_g import CondorGLog, FactoryLayout
     from ..factory.tree import render
+    from ..table.sink import TableSink
 
     if args.glideins < 1:
         raise UserError("--glideins must be at least 1")
@@ -215,8 +216,9 @@ def run(args):
               file=sys.stderr)
     ledger = Ledger(root / "factory" / "forwarder.sqlite")
     summary = FailureSummary(exporter)
+    table = TableSink(root / "factory" / "glidein-table", ledger)
     forwarder = Forwarder([layout.logs], summary, ledger, FACTORY, schedd=SCHEDD, grace_s=0.0,
-                          settle_s=0.0, reconcile=reconcile,
+                          settle_s=0.0, reconcile=reconcile, table=table,
                           failure_attribution=FailureAttribution(RuleBook(RULES, classifiers=False)))
     stats = forwarder.run_once()
     demo.shutdown()
@@ -239,4 +241,5 @@ def run(args):
         print()
         print(render(traces.get(failed, [])))
     print(f"\nshow any of them: glidein-tracing show TRACE_ID --store {exporter.directory}")
+    print(f"their rows (docs/glidein-table.md): {table.directory}/glideins/*/*.parquet")
     return 1 if stats.export_failures else 0

@@ -37,6 +37,8 @@ def add_arguments(parser):
     parser.add_argument("--endpoint", help="OTLP/HTTP base URL (else OTEL_EXPORTER_OTLP_ENDPOINT, else the store)")
     parser.add_argument("--store", help="store directory (when there is no endpoint)")
     parser.add_argument("--state", help="ledger file (default: <store or user data dir>/forwarder.sqlite)")
+    parser.add_argument("--table", help="glidein table directory (default: glidein-table beside the ledger; "
+                        "'none': write no table)")
     parser.add_argument("--query", help="Jaeger query API base URL, to reconcile after a crash")
     parser.add_argument("--timeout", type=float, help="export timeout, seconds (default: "
                         "OTEL_EXPORTER_OTLP_TIMEOUT, else 10)")
@@ -61,7 +63,7 @@ def settings_of(args) -> dict:
     entry_schedds = settings.parse_entry_schedds(args.entry_schedd)
     flags = {"logs": args.logs, "factory": args.factory, "schedd": args.schedd,
              "factory_config": args.factory_config, "endpoint": args.endpoint, "store": args.store,
-             "state": args.state, "query": args.query, "timeout": args.timeout,
+             "state": args.state, "table": args.table, "query": args.query, "timeout": args.timeout,
              "max_request_bytes": args.max_request_bytes, "grace": args.grace,
              "sampling_ratio": args.sampling_ratio, "follow": args.follow, "interval": args.interval}
     problems = [f"--{key.replace('_', '-')}: {problem}" for key, value in flags.items()
@@ -99,6 +101,7 @@ def run(args):
     from ..factory.delivery import jaeger_span_ids, store_span_ids
     from ..factory.forwarder import Forwarder
     from ..factory.ledger import Ledger
+    from ..table.sink import table_sink
 
     conf = settings_of(args)
     if args.check_config:
@@ -119,6 +122,7 @@ def run(args):
         exporter = JsonLinesStoreExporter(conf["store"])
         reconcile = store_span_ids(exporter.directory)
     ledger = Ledger(settings.ledger_path_of(conf))
+    table = table_sink(conf["table"], settings.ledger_path_of(conf), ledger)
     if args.retry_quarantined:
         with ledger.transaction():
             released = ledger.release_quarantined()
@@ -128,7 +132,8 @@ def run(args):
         entry_schedds=entry_schedds, grace_s=conf["grace"], sampling_ratio=conf["sampling_ratio"],
         redact=[n for n in conf["redact"] if n.strip()], batch_spans=conf["batch_spans"],
         reconcile=reconcile, progress=not args.no_progress and sys.stderr.isatty(),
-        service_name=conf["service_name"], failure_attribution=failure_attribution_of(conf))
+        service_name=conf["service_name"], failure_attribution=failure_attribution_of(conf),
+        table=table)
     if conf["follow"]:
         stopping = []
         signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))

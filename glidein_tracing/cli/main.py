@@ -22,10 +22,12 @@ VERBS = {
     "factory-config": "factory_config",
     "analyze": "analyze",
     "rules": "rules",
+    "table": "table",
 }
 # a module missing at run time -> the extra that installs it (setup.cfg)
 EXTRA_OF_MODULE = {"htcondor2": "factory", "classad2": "factory", "htcondor": "factory", "tqdm": "factory",
                    "yaml": "factory", "re2": "factory", "numpy": "analysis", "matplotlib": "analysis", "msgspec": "analysis",
+                   "pyarrow": "factory", "duckdb": "analysis",
                    "wrapt": "frontend", "opentelemetry.instrumentation": "frontend"}
 
 

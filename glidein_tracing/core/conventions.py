@@ -59,6 +59,15 @@ OS_DESCRIPTION = "os.description"
 OS_VERSION = "os.version"
 
 # -- Per-stage resources (resources.py): only what the readings inside the stage measured ----
+# the lifetime timeouts in force when setup ended (the glidein table's columns of the same names)
+GLIDEIN_SETTING_PREFIX = "glidein.setting."
+GLIDEIN_SETTING_MAX_IDLE_S = "glidein.setting.max_idle_s"
+GLIDEIN_SETTING_MAX_TAIL_S = "glidein.setting.max_tail_s"
+GLIDEIN_SETTING_RETIRE_TIME_S = "glidein.setting.retire_time_s"
+GLIDEIN_SETTING_RETIRE_TIME_SPREAD_S = "glidein.setting.retire_time_spread_s"
+GLIDEIN_SETTING_MAX_WALLTIME_S = "glidein.setting.max_walltime_s"
+GLIDEIN_SETTING_JOB_MAX_TIME_S = "glidein.setting.job_max_time_s"
+GLIDEIN_SETTING_GRACEFUL_SHUTDOWN_S = "glidein.setting.graceful_shutdown_s"
 GLIDEIN_RESOURCE_PREFIX = "glidein.resource."
 GLIDEIN_RESOURCE_CPU_USER_S = "glidein.resource.cpu_user_s"
 GLIDEIN_RESOURCE_CPU_SYSTEM_S = "glidein.resource.cpu_system_s"

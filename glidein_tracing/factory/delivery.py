@@ -81,10 +81,11 @@ class Sender:
     A batch entry is ``(glidein key, its spans, note)``; the spans of one glidein are one
     trace, so the exporter's ``Delivery`` (by trace id) says which glideins went through."""
 
-    def __init__(self, exporter, ledger: ledger_mod.Ledger, backend: Backend):
+    def __init__(self, exporter, ledger: ledger_mod.Ledger, backend: Backend, table):
         self.exporter = exporter
         self.ledger = ledger
         self.backend = backend
+        self.table = table   # the glidein table (table/sink.py): its rows claimed with "done"
 
     # -- what the backend has already ------------------------------------------------------
     def not_held(self, trace_id: str | None, spans, stats: ForwardStats) -> list:
@@ -130,12 +131,12 @@ class Sender:
         with self.ledger.transaction():
             for gkey, span_ids in marks:
                 self.ledger.mark_early(gkey, span_ids, "sending")
-        _crash_point("after_early_mark")
+        crash_point("after_early_mark")
         if not deliver(self.exporter, batch).ok:
             stats.export_failures += 1
             stats.problem("early_export_failed")  # stay "sending": reconciled before any resend
             return False
-        _crash_point("after_early_export")
+        crash_point("after_early_export")
         with self.ledger.transaction():
             for gkey, span_ids in marks:
                 self.ledger.mark_early(gkey, span_ids, "sent")
@@ -200,10 +201,10 @@ class Sender:
                     self.ledger.mark_sending(gkey, format(group[0].context.trace_id, "032x"),
                                              [span_hex(s) for s in group])
         if spans:
-            _crash_point("after_mark_sending")
+            crash_point("after_mark_sending")
         delivery = deliver(self.exporter, spans) if spans else None
         if delivery is None or delivery.ok:
-            _crash_point("after_export")
+            crash_point("after_export")
             self._done(batch_keys, stats)
             return SENT, []
         stats.export_failures += 1
@@ -229,11 +230,12 @@ class Sender:
         with self.ledger.transaction():
             for gkey, group, note in batch_keys:
                 self.ledger.mark_done(gkey, len(group), note)
+                self.table.claim(gkey)
         stats.glideins_done += len(batch_keys)
         stats.spans_sent += sum(len(group) for _, group, _ in batch_keys)
 
 
-def _crash_point(name: str):
+def crash_point(name: str):
     """Test hook: GLIDEIN_TRACING_CRASH_AT=<name> kills the forwarder right there (SIGKILL),
     so tests can prove a restart neither loses nor repeats spans."""
     if os.environ.get("GLIDEIN_TRACING_CRASH_AT") == name:

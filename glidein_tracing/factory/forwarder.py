@@ -27,6 +27,7 @@ from .assembly import SpanMaker, closed_factory_stages
 from .delivery import Backend, PassState, Sender, span_hex
 from .returned import FactoryNames, identity, returned_journal, stderr_path
 from .scanning import scan_logs
+from ..table.sink import NoTable
 from .stats import ForwardStats
 from ..core import conventions as c
 
@@ -43,7 +44,7 @@ class Forwarder:
                  grace_s: float = 600.0, settle_s: float = 5.0, sampling_ratio: float | None = None,
                  redact=(), batch_spans: int = 2000, reconcile=None,
                  max_section_bytes: int = DEFAULT_MAX_BYTES, progress: bool = False,
-                 service_name: str | None = None, failure_attribution=None):
+                 service_name: str | None = None, failure_attribution=None, table=None):
         self.roots = [Path(r) for r in roots]
         self.ledger = ledger
         self.names = FactoryNames(factory, schedd, dict(entry_schedds or {}))
@@ -54,7 +55,8 @@ class Forwarder:
         self.max_section_bytes = max_section_bytes
         self.progress = progress
         self.spans = SpanMaker({c.SERVICE_NAME: service_name} if service_name else None, tuple(redact))
-        self.sender = Sender(exporter, ledger, Backend(reconcile))
+        self.table = table or NoTable()   # the glidein table (table/sink.py)
+        self.sender = Sender(exporter, ledger, Backend(reconcile), self.table)
         self.failure_attribution = failure_attribution   # failure_rules.attribution.FailureAttribution
 
     def run_once(self) -> ForwardStats:
@@ -63,6 +65,7 @@ class Forwarder:
             self.scan(stats)
             self.export_early(stats)
             self.export_ready(stats)
+        stats.table_rows = self.table.flush()
         for kind, count in stats.problems.items():
             self.ledger.bump(kind, count)
         return stats
@@ -185,7 +188,9 @@ class Forwarder:
             return None, str(exc)
         if self.failure_attribution is not None:
             spans = self.failure_attribution.apply(spans)
-        if not keep_glidein(spans, self.sampling_ratio):
+        kept = keep_glidein(spans, self.sampling_ratio)
+        self.table.add(gkey, spans, kept)   # every glidein gets its row, sampled out or not
+        if not kept:
             stats.spans_sampled_out += len(spans)
             return [], "sampled out"
         return self.sender.not_sent_yet(gkey, glidein.trace_id, spans, journal, stats), ""

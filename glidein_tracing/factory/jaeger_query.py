@@ -117,3 +117,30 @@ def flatten_trace(trace: dict) -> list:
             "links": links,
         })
     return out
+
+
+def iter_traces(base_url: str, service: str, start_s: float, end_s: float, errors: list, *,
+                limit: int = 500, min_window_s: float = 1.0, timeout: float = 30.0, fetch=None):
+    """Each trace of ``service`` that started between two times, once, as flat span dicts.
+    A window whose answer is full (``limit`` traces) is split in two and asked again, so no
+    trace is silently cut off; a window that cannot be read is named in ``errors``."""
+    fetch = fetch or (lambda url: get_json(url, timeout))
+    seen: set[str] = set()
+    windows = [(float(start_s), float(end_s))]
+    while windows:
+        start, end = windows.pop()
+        try:
+            answer = fetch(search_url(base_url, service, start, end, limit))
+        except (OSError, ValueError) as exc:
+            errors.append(f"jaeger query {start:.0f}-{end:.0f}: {exc}")
+            continue
+        traces = (answer or {}).get("data") or []
+        if len(traces) >= limit and end - start > min_window_s:
+            middle = (start + end) / 2
+            windows += [(middle, end), (start, middle)]
+            continue
+        for trace in traces:
+            trace_id = str(trace.get("traceID", "")).lower().zfill(32)
+            if trace_id not in seen:
+                seen.add(trace_id)
+                yield flatten_trace(trace)

@@ -26,6 +26,9 @@ CREATE INDEX IF NOT EXISTS glideins_status ON glideins(status);
 CREATE TABLE IF NOT EXISTS factory_events (gkey TEXT, seq INTEGER, event TEXT, PRIMARY KEY (gkey, seq));
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER);
 CREATE TABLE IF NOT EXISTS early_spans (gkey TEXT, span_id TEXT, state TEXT, PRIMARY KEY (gkey, span_id));
+CREATE TABLE IF NOT EXISTS table_rows (trace_id TEXT PRIMARY KEY, gkey TEXT, day TEXT, file TEXT,
+    state TEXT, glidein TEXT, jobs TEXT);
+CREATE INDEX IF NOT EXISTS table_rows_state ON table_rows(state, file);
 """
 
 OPEN, ENDED, SENDING, DONE, SKIPPED = "open", "ended", "sending", "done", "skipped"
@@ -166,6 +169,24 @@ class Ledger:
 
     def quarantined(self) -> dict:
         return dict(self.db.execute("SELECT gkey, note FROM glideins WHERE status=?", (QUARANTINED,)))
+
+    # -- the glidein table (table/sink.py): rows owed, then the file named, then written ---
+    def claim_table_rows(self, trace_id, gkey, day, glidein_json, jobs_json):
+        """A glidein's rows are owed to the table; a glidein claimed before keeps its claim."""
+        self.db.execute("INSERT OR IGNORE INTO table_rows(trace_id, gkey, day, state, glidein, jobs) "
+                        "VALUES (?,?,?,'pending',?,?)", (trace_id, gkey, day, glidein_json, jobs_json))
+
+    def pending_table_rows(self) -> list[dict]:
+        cur = self.db.execute("SELECT trace_id, day, file, glidein, jobs FROM table_rows WHERE state='pending'")
+        return [dict(zip(("trace_id", "day", "file", "glidein", "jobs"), row)) for row in cur]
+
+    def name_table_files(self, token):
+        """The owed rows not yet given a file go to file ``token``."""
+        self.db.execute("UPDATE table_rows SET file=? WHERE state='pending' AND file IS NULL", (token,))
+
+    def table_files_written(self, tokens):
+        self.db.executemany("UPDATE table_rows SET state='written', glidein=NULL, jobs=NULL "
+                            "WHERE file=? AND state='pending'", [(t,) for t in tokens])
 
     # -- counters ----------------------------------------------------------------------
     def bump(self, name, by=1):

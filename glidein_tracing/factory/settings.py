@@ -49,6 +49,8 @@ SETTINGS = {
     "query": Setting("str", None, "Jaeger query API base URL, to reconcile after a crash"),
     "store": Setting("str", None, "store directory (when spans go to no endpoint)"),
     "state": Setting("str", None, "ledger file (default: <store or user data dir>/forwarder.sqlite)"),
+    "table": Setting("str", None, "glidein table directory (default: glidein-table beside the ledger; "
+                     "'none': write no table)"),
     "grace": Setting("float", 600.0, "seconds to wait for a glidein's output after it ended", minimum=0),
     "sampling_ratio": Setting("float", None, "override the sampling ratio each glidein ran with",
                               minimum=0.0, maximum=1.0),

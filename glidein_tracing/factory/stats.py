@@ -14,6 +14,7 @@ class ForwardStats:
     early_spans_sent: int = 0         # Factory stages of glideins still running
     spans_already_live: int = 0
     spans_sampled_out: int = 0
+    table_rows: int = 0               # glideins written to the glidein table
     export_failures: int = 0
     quarantined: int = 0
     problems: dict = field(default_factory=dict)
@@ -26,7 +27,8 @@ class ForwardStats:
                 f"({self.spans_sent} spans), {self.early_spans_sent} Factory stages of running glideins sent, "
                 f"{self.spans_already_live} spans already sent live, "
                 f"{self.spans_sampled_out} sampled out, {self.glideins_skipped} skipped, "
-                f"{self.export_failures} export failures, {self.quarantined} quarantined")
+                f"{self.export_failures} export failures, {self.quarantined} quarantined, "
+                f"{self.table_rows} glideins written to the table")
         if self.problems:
             text += "; problems: " + ", ".join(f"{k}={v}" for k, v in sorted(self.problems.items()))
         return text

@@ -143,17 +143,33 @@ gt_records() {
 # gt_setup_values: GT_SITE, GT_CPUS, GT_GK as glidein_config held them when setup ended:
 # the lines before the marker glidein_startup.sh writes when it starts the last script.
 # (GLIDEIN_CPUS is set by glidein_cpus_setup.sh, one of GlideinWMS's after-list scripts,
-# which run after every user file: only now are they all known.)
+# which run after every user file: only now are they all known.) GT_SETTINGS: the lifetime
+# timeouts in force, as root fields glidein.setting.<column>:f (the glidein table's columns).
 gt_setup_values() {
-    local line
-    GT_SITE= GT_CPUS= GT_GK=
+    local line value name
+    GT_SITE= GT_CPUS= GT_GK= GT_SETTINGS=()
     while IFS= read -r line; do
+        name=
         case $line in
             "$GT_SETUP_MARK"*) break ;;
             "GLIDEIN_Site "*) GT_SITE=${line#* } ;;
             "GLIDEIN_CPUS "*) GT_CPUS=${line#* } ;;
             "GLIDEIN_Gatekeeper "*) GT_GK=${line#* } ;;
+            "GLIDEIN_Max_Idle "*) name=max_idle_s ;;
+            "GLIDEIN_Max_Tail "*) name=max_tail_s ;;
+            "GLIDEIN_Retire_Time "*) name=retire_time_s ;;
+            "GLIDEIN_Retire_Time_Spread "*) name=retire_time_spread_s ;;
+            "GLIDEIN_Max_Walltime "*) name=max_walltime_s ;;
+            "GLIDEIN_Job_Max_Time "*) name=job_max_time_s ;;
+            "GLIDEIN_Graceful_Shutdown "*) name=graceful_shutdown_s ;;
         esac
+        if [ -n "$name" ]; then
+            value=${line#* }
+            case $value in
+                ''|*[!0-9.]*|*.*.*) ;;
+                *) GT_SETTINGS+=("glidein.setting.$name:f=$value") ;;
+            esac
+        fi
     done < "$GT_CONFIG"
     case $GT_CPUS in ''|*[!0-9]*) GT_CPUS= ;; esac
 }
@@ -165,7 +181,7 @@ gt_end_setup() {
     shift
     gt_setup_values
     gt_emit "$t" attr glidein "glidein.site=$GT_SITE" "glidein.cpus:i=$GT_CPUS" \
-        "glidein.gatekeeper=$GT_GK"
+        "glidein.gatekeeper=$GT_GK" "${GT_SETTINGS[@]}"
     gt_emit "$t" end setup "$@"
 }
 

@@ -160,6 +160,7 @@ starter() {
       echo "CompletionDate = $end"; echo "JobStatus = 4"; echo "EnteredCurrentStatus = $end"
       echo "RemoteWallClockTime = $((end - start))"; } > "$scratch/.final.ad"
     log StartdLog "Job $(job_id "$jobdir") exited with status $rc"
+    echo "$start $end $code $sig" >> "$work_dir/log/.sim_starter_stats"   # the StarterLog's facts
     if [ -n "$hook" ]; then
         ( cd "$scratch" && timeout 30 "$hook" exit < "$scratch/.final.ad" >/dev/null 2>&1 )
     fi
@@ -252,6 +253,24 @@ ret=$?
 end_time=$(date +%s)
 echo "=== Condor ended $(date) (${end_time}) after $((end_time - start_time)) ==="
 echo
+# condor_startup.sh's StarterLog summary (the lines GlideinWMS's Factory reads): the real
+# total, then the totals normalised to one core (divided by GLIDEIN_CPUS)
+cpus=$(gconfig_get GLIDEIN_CPUS "$config_file"); case $cpus in ''|*[!0-9]*|0) cpus=1 ;; esac
+echo "Total jobs/goodZ jobs/goodNZ jobs/badSignal jobs/badOther jobs below are normalized to 1 Core"
+echo "=== Stats of main ==="
+if [ -f "$work_dir/log/.sim_starter_stats" ]; then
+    awk -v p="$cpus" '{ d = $2 - $1; n++; t += d
+        if ($4 != 0) { bs += d; nbs++ } else if ($3 == "0") { gz += d; ngz++ } else if ($3 != "") { gnz += d; ngnz++ } else { bo += d; nbo++ } }
+        END { print "================="
+              print "(Real) Total jobs", n + 0, "utilization", t + 0
+              print "(Normalized) Total jobs", int((n + p - 1) / p), "utilization", int(t / p)
+              print "(Normalized) Total goodZ jobs", int((ngz + p - 1) / p), " (-%)", "utilization", int(gz / p), " (-%)"
+              print "(Normalized) Total goodNZ jobs", int((ngnz + p - 1) / p), " (-%)", "utilization", int(gnz / p), " (-%)"
+              print "(Normalized) Total badSignal jobs", int((nbs + p - 1) / p), " (-%)", "utilization", int(bs / p), " (-%)"
+              print "(Normalized) Total badOther jobs", int((nbo + p - 1) / p), " (-%)", "utilization", int(bo / p), " (-%)" }' \
+        "$work_dir/log/.sim_starter_stats"
+fi
+echo "=== End Stats of main ==="
 
 cond_print_log MasterLog "$work_dir/log/MasterLog"
 cond_print_log StartdLog "$work_dir/log/StartdLog"

@@ -1,0 +1,136 @@
+"""Benchmark: the glidein table's cost, against baselines measured in the same run.
+
+1. Writing the table in a forwarder pass: `Forwarder.run_once()` over the same Factory log
+   tree as bench_forwarder.py (OTLP/HTTP to a loopback sink in its own process), once with
+   the table and once without; the rounds alternate the order, the least CPU of each is the
+   figure. Target: the table adds at most 5 % to the pass.
+2. Backfill from the embedded store: `glidein-tracing table --store` (table.backfill.from_store)
+   over a synthetic store (glidein_tracing.analysis.synth), spans read per second (wall and
+   CPU of this process). Target: at least 100,000 spans/s.
+
+    python -m bench.bench_table [--glideins 400] [--jobs 10] [--rounds 3] [--store-glideins 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+from bench.bench_forwarder import FACTORY, build_tree, measure, run_sink  # noqa: E402
+from bench.calibration import calibrate  # noqa: E402
+
+from glidein_tracing.analysis import synth  # noqa: E402
+from glidein_tracing.exporters.otlp import make_otlp_exporter  # noqa: E402
+from glidein_tracing.factory.forwarder import Forwarder  # noqa: E402
+from glidein_tracing.factory.ledger import Ledger  # noqa: E402
+from glidein_tracing.table import backfill  # noqa: E402
+from glidein_tracing.table.sink import TableSink  # noqa: E402
+
+
+class _Timed:
+    """A table sink whose add, claim and flush add their CPU time to ``spent``."""
+
+    def __init__(self, sink, spent: dict):
+        self.sink, self.spent = sink, spent
+
+    def __getattr__(self, name):
+        method = getattr(self.sink, name)
+
+        def timed(*args):
+            start = time.process_time()
+            try:
+                return method(*args)
+            finally:
+                self.spent[name] = self.spent.get(name, 0.0) + time.process_time() - start
+        return timed
+
+
+def forwarder_pass(work: Path, glideins: int, jobs: int, endpoint: str, with_table: bool, spent: dict):
+    """(stats, wall, cpu) of one pass over a fresh tree; the table's own CPU in ``spent``."""
+    layout = build_tree(work, glideins, jobs)
+    ledger = Ledger(work / "ledger.sqlite")
+    table = _Timed(TableSink(work / "table", ledger), spent) if with_table else None
+    forwarder = Forwarder([layout.logs], make_otlp_exporter(endpoint, 30), ledger, FACTORY, grace_s=1,
+                          batch_spans=2000, table=table)
+    return measure(forwarder.run_once)
+
+
+def table_overhead(args, endpoint) -> None:
+    best = {True: None, False: None}
+    for index in range(args.rounds):
+        for with_table in ((True, False) if index % 2 else (False, True)):
+            work = Path(tempfile.mkdtemp(prefix="gt-bench-table-"))
+            spent: dict = {}
+            try:
+                stats, wall, cpu = forwarder_pass(work, args.glideins, args.jobs, endpoint, with_table, spent)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            if with_table:
+                assert stats.table_rows == args.glideins, stats.table_rows
+            if best[with_table] is None or cpu < best[with_table][2]:
+                best[with_table] = (stats.spans_sent, wall, cpu, spent)
+    for with_table, (spans, wall, cpu, _) in best.items():
+        print(f"forwarder pass {'with the table   ' if with_table else 'without the table'}: {spans} spans, "
+              f"{wall:.2f} s wall, {cpu:.2f} s CPU")
+    ratio = best[True][2] / best[False][2] - 1
+    print(f"the table adds {100 * ratio:+.1f} % CPU to a pass (wall {100 * (best[True][1] / best[False][1] - 1):+.1f} %); "
+          f"target at most 5 %: {'met' if ratio <= 0.05 else 'NOT met'}")
+    spent = best[True][3]
+    own = sum(spent.values())
+    print("the table's own CPU in that pass: " + ", ".join(
+        f"{name} {1000 * seconds / args.glideins:.2f} ms" for name, seconds in sorted(spent.items()))
+        + f" per glidein; {1000 * own / args.glideins:.2f} ms in all, {100 * own / (best[True][2] - own):.1f} % "
+        f"of the rest of the pass")
+
+
+def backfill_rate(args) -> None:
+    work = Path(tempfile.mkdtemp(prefix="gt-bench-backfill-"))
+    try:
+        cfg = synth.SynthConfig(glideins=args.store_glideins, seed=3, period_s=7 * 86400)
+        counts = synth.write_store(cfg, work / "store")
+        print(f"store: {counts}")
+        for workers in (1, os.cpu_count() or 1):
+            target = work / f"table-{workers}"
+            report, wall, cpu = measure(lambda: backfill.from_store(work / "store", target, workers=workers))
+            rate = report.spans / wall
+            print(f"backfill from the store, {workers} process(es): {report.spans} spans, {report.glideins} rows, "
+                  f"{wall:.2f} s wall ({cpu:.2f} s CPU in the main process): {rate:,.0f} spans/s; "
+                  f"target at least 100,000 spans/s: {'met' if rate >= 100_000 else 'NOT met'}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--glideins", type=int, default=400)
+    parser.add_argument("--jobs", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--store-glideins", type=int, default=20000)
+    args = parser.parse_args()
+    counter = multiprocessing.Value("q", 0)
+    port = multiprocessing.Value("i", 0)
+    ready = multiprocessing.Event()
+    sink = multiprocessing.Process(target=run_sink, args=(counter, port, ready), daemon=True)
+    sink.start()
+    ready.wait(10)
+    before = calibrate()
+    try:
+        print(f"glideins per pass: {args.glideins}, jobs each: {args.jobs}, rounds: {args.rounds}, "
+              f"cores: {os.cpu_count()}")
+        table_overhead(args, f"http://127.0.0.1:{port.value}")
+    finally:
+        sink.terminate()
+    backfill_rate(args)
+    print(f"machine speed (bench/calibration.py, lower is faster): {before:.0f} ms before, {calibrate():.0f} ms after")
+
+
+if __name__ == "__main__":
+    main()

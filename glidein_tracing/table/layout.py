@@ -1,0 +1,58 @@
+"""Where the glidein table's files are: ``<table>/<dataset>/date=YYYY-MM-DD/part-<token>.parquet``
+(hive partitions by the UTC day a glidein ended), written under one lock per table so that
+writers on one host never interleave."""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+from contextlib import contextmanager
+from pathlib import Path
+
+from .schema import PARTITION_COLUMN
+
+PART_PREFIX, PART_SUFFIX = "part-", ".parquet"
+COMPACTED_LOG = "_compacted.log"   # per day dir: "<output> <input> <input>..." per compaction
+LOCK_NAME = ".lock"
+COMPACTING_MARK = "_compacting"    # in the table dir: the day a compaction is under way in
+
+
+def day_of(ended_at_us: int | None) -> str:
+    """The partition of a row: the UTC day of its glidein's end (1970-01-01 when unknown)."""
+    seconds = (ended_at_us or 0) / 1e6
+    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime("%Y-%m-%d")
+
+
+def day_dir(table: Path, dataset: str, day: str) -> Path:
+    return Path(table) / dataset / f"{PARTITION_COLUMN}={day}"
+
+
+def part_path(table: Path, dataset: str, day: str, token: str) -> Path:
+    return day_dir(table, dataset, day) / f"{PART_PREFIX}{token}{PART_SUFFIX}"
+
+
+def tmp_path(final: Path) -> Path:
+    """Where a file is written before its rename: hidden and not ``*.parquet``, so no reader's
+    glob ever sees a half-written file."""
+    return final.with_name(f".{final.name}.tmp")
+
+
+def part_files(directory: Path) -> list[Path]:
+    return sorted(p for p in Path(directory).glob(f"{PART_PREFIX}*{PART_SUFFIX}") if p.is_file())
+
+
+def day_dirs(table: Path, dataset: str) -> list[Path]:
+    return sorted(p for p in (Path(table) / dataset).glob(f"{PARTITION_COLUMN}=*") if p.is_dir())
+
+
+@contextmanager
+def locked(table: Path):
+    """The table's write lock (flock: released when the holder dies, so a killed writer never
+    leaves it held)."""
+    Path(table).mkdir(parents=True, exist_ok=True)
+    with open(Path(table) / LOCK_NAME, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,219 @@
+"""One glidein's spans -> its row in the glidein table and one row per user job
+(schema.GLIDEINS, schema.JOBS). Durations are the spans' own (end - start, in seconds), so the
+table agrees with the traces; GlideinWMS's quantities come from gwms.py. The spans are those
+the converter makes for one glidein (root first or not: the root is found by its stage);
+spans of other traces (the user's view of a job) are ignored."""
+
+from __future__ import annotations
+
+from opentelemetry.trace import StatusCode
+
+from ..core import conventions as c
+from ..core.sampling import RATIO_ATTRIBUTE
+from . import gwms
+from .schema import SCHEMA_VERSION
+
+NS = 1_000_000_000
+MESSAGE_CHARS = 1000
+
+#: glidein_config key -> column; the cleanup hook puts each on the root as glidein.setting.<column>
+SETTINGS = {"GLIDEIN_Max_Idle": "max_idle_s", "GLIDEIN_Max_Tail": "max_tail_s",
+            "GLIDEIN_Retire_Time": "retire_time_s", "GLIDEIN_Retire_Time_Spread": "retire_time_spread_s",
+            "GLIDEIN_Max_Walltime": "max_walltime_s", "GLIDEIN_Job_Max_Time": "job_max_time_s",
+            "GLIDEIN_Graceful_Shutdown": "graceful_shutdown_s"}
+SETTING_PREFIX = c.GLIDEIN_SETTING_PREFIX
+
+_IDENTITY = (("factory", c.GLIDEIN_FACTORY), ("entry", c.GLIDEIN_ENTRY), ("site", c.GLIDEIN_SITE),
+             ("client", c.GLIDEIN_CLIENT), ("client_group", c.GLIDEIN_CLIENT_GROUP),
+             ("schedd", c.GLIDEIN_SCHEDD), ("cluster", c.GLIDEIN_CLUSTER), ("proc", c.GLIDEIN_PROC),
+             ("multi_index", c.GLIDEIN_MULTI_INDEX), ("glidein_name", c.GLIDEIN_NAME),
+             ("uuid", c.GLIDEIN_UUID))
+_HOST = (("host_name", c.HOST_NAME), ("cpu_model", c.HOST_CPU_MODEL_NAME),
+         ("cpu_logical_count", c.HOST_CPU_LOGICAL_COUNT), ("memory_bytes", c.HOST_MEMORY_TOTAL_BYTES),
+         ("os_description", c.OS_DESCRIPTION), ("os_version", c.OS_VERSION))
+_VALIDATION_LISTS = {"main": "validation_main_s", "entry": "validation_entry_s",
+                     "client": "validation_client_s", "client_group": "validation_client_group_s"}
+_IDLE_KINDS = {"before_first_job": "idle_before_first_job_s", "between_jobs": "idle_between_jobs_s",
+               "tail": "idle_tail_s", "no_job": "idle_no_job_s"}
+_JOB_ATTRS = (("job_global_id", c.JOB_GLOBAL_ID), ("job_cluster", c.JOB_CLUSTER_ID),
+              ("job_proc", c.JOB_PROC_ID), ("owner", c.JOB_OWNER),
+              ("accounting_group", c.JOB_ACCOUNTING_GROUP), ("request_cpus", c.JOB_REQUEST_CPUS),
+              ("request_memory_mb", c.JOB_REQUEST_MEMORY_MB), ("slot", c.JOB_SLOT),
+              ("remote_wall_s", c.JOB_WALL_S), ("exit_code", c.JOB_EXIT_CODE),
+              ("exit_signal", c.JOB_EXIT_SIGNAL), ("exit_by", c.JOB_EXIT_BY),
+              ("failure_domain", c.JOB_FAILURE_DOMAIN), ("hold_reason", c.JOB_HOLD_REASON),
+              ("num_job_starts", c.JOB_NUM_JOB_STARTS), ("cpu_user_s", c.GLIDEIN_RESOURCE_CPU_USER_S),
+              ("cpu_system_s", c.GLIDEIN_RESOURCE_CPU_SYSTEM_S), ("rss_bytes", c.JOB_RSS_BYTES),
+              ("user_traceparent", c.JOB_USER_TRACEPARENT))
+
+
+_IDENTITY_COLUMNS = tuple(column for column, _ in _IDENTITY)
+_IDENTITY_NAMES = tuple(name for _, name in _IDENTITY)
+
+
+class NoGlideinRoot(ValueError):
+    """The spans hold no glidein root span: nothing to make a row of."""
+
+
+def _stage(span) -> str:
+    return (span.attributes or {}).get(c.STAGE, "")
+
+
+def _seconds(span) -> float:
+    return (span.end_time - span.start_time) / NS
+
+
+def _sum(spans) -> float | None:
+    return sum(s.end_time - s.start_time for s in spans) / NS if spans else None
+
+
+def _us(ns) -> int | None:
+    return None if ns is None else ns // 1000
+
+
+def _whole(span) -> int:
+    """A span's length in GlideinWMS's integer seconds (both ends truncated to the second)."""
+    return span.end_time // NS - span.start_time // NS
+
+
+def find_root(spans):
+    for span in spans:
+        if _stage(span) == "glidein" and span.parent is None:
+            return span
+    raise NoGlideinRoot("no glidein root span")
+
+
+def glidein_rows(spans, *, trace_kept: bool = True) -> tuple[dict, list[dict]]:
+    """(the glidein's row, its jobs' rows) from one glidein's spans."""
+    root = find_root(spans)
+    trace = root.context.trace_id
+    by_stage: dict[str, list] = {}
+    for span in spans:
+        if span.context.trace_id == trace and span is not root:
+            by_stage.setdefault(_stage(span), []).append(span)
+    attrs = root.attributes or {}
+    row = {"schema_version": SCHEMA_VERSION, "trace_id": format(trace, "032x")}
+    row.update(zip(_IDENTITY_COLUMNS, map(attrs.get, _IDENTITY_NAMES)))
+    row.update(_times(root, by_stage))
+    row.update(_outcome(root, by_stage))
+    cpus = attrs.get(c.GLIDEIN_CPUS)   # from the node: untrusted, maybe text or absurd
+    row.update({"cpus": cpus if isinstance(cpus, int) and 0 < cpus < 1 << 31 else None,
+                "gatekeeper": attrs.get(c.GLIDEIN_GATEKEEPER)})
+    jobs = sorted(by_stage.get("job", ()), key=lambda s: s.start_time)
+    classes = [_job_class(span) for span in jobs]
+    row.update(gwms.quantities(_gwms_run(row, root, by_stage, jobs, classes)))
+    row.update({column: attrs.get(SETTING_PREFIX + column) for column in SETTINGS.values()})
+    resource = root.resource.attributes if root.resource is not None else {}
+    row.update({column: resource.get(name, attrs.get(name)) for column, name in _HOST})
+    row.update({"sampling_ratio": attrs.get(RATIO_ATTRIBUTE), "trace_kept": trace_kept})
+    return row, _job_rows(row, by_stage, jobs, classes)
+
+
+def _one(by_stage, stage):
+    spans = by_stage.get(stage)
+    return min(spans, key=lambda s: s.start_time) if spans else None
+
+
+def _times(root, by_stage) -> dict:
+    setup, condor = _one(by_stage, "setup"), _one(by_stage, c.STAGE_CONDOR)
+    submit = _one(by_stage, c.STAGE_FACTORY_SUBMIT)
+    out = {"submitted_at": _us(submit.start_time) if submit else None,
+           "queue_wait_s": _sum(by_stage.get(c.STAGE_FACTORY_QUEUE)), "held_s": _sum(by_stage.get(c.STAGE_FACTORY_HELD)),
+           "node_start_at": _us(setup.start_time) if setup else None,
+           "setup_s": _seconds(setup) if setup else None,
+           "validation_scripts": len(by_stage.get("validation", ())),
+           "condor_start_at": _us(condor.start_time) if condor else None,
+           "condor_s": _seconds(condor) if condor else None,
+           "jobs": len(by_stage.get("job", ())), "jobs_wall_s": _sum(by_stage.get("job")),
+           "teardown_s": _sum(by_stage.get("teardown")),
+           "post_failure_sleep_s": _sum(by_stage.get("post_failure_sleep")),
+           "started_at": _us(root.start_time), "ended_at": _us(root.end_time), "glidein_s": _seconds(root)}
+    lists: dict[str, list] = {}
+    for span in by_stage.get("validation", ()):
+        lists.setdefault(_VALIDATION_LISTS.get(span.attributes.get(c.GLIDEIN_SCRIPT_LIST)), []).append(span)
+    out.update({column: _sum(lists.get(column)) for column in _VALIDATION_LISTS.values()})
+    kinds: dict[str, list] = {}
+    for span in by_stage.get("idle", ()):
+        kinds.setdefault(_IDLE_KINDS.get(span.attributes.get(c.GLIDEIN_IDLE_KIND)), []).append(span)
+    out.update({column: _sum(kinds.get(column)) for column in _IDLE_KINDS.values()})
+    return out
+
+
+def _failed_stage(root, by_stage):
+    """The span that says why a failed glidein failed: the earliest stage in error other than
+    setup (which only repeats its script's error) and jobs (the user's), else setup, else the root."""
+    candidates = [s for stage, group in by_stage.items() if stage not in ("setup", "job") for s in group
+                  if s.status.status_code is StatusCode.ERROR]
+    if candidates:
+        return min(candidates, key=lambda s: s.start_time)
+    setup = _one(by_stage, "setup")
+    return setup if setup is not None and setup.status.status_code is StatusCode.ERROR else root
+
+
+def _outcome(root, by_stage) -> dict:
+    attrs = root.attributes or {}
+    glidein_failed = root.status.status_code is StatusCode.ERROR or attrs.get(c.GLIDEIN_OUTCOME) not in ("ok", None)
+    failed = _failed_stage(root, by_stage) if glidein_failed else None
+    condor = _one(by_stage, c.STAGE_CONDOR)
+    teardown = _one(by_stage, "teardown")
+    return {"outcome": attrs.get(c.GLIDEIN_OUTCOME),
+            "failed": glidein_failed,
+            "failure_domain": attrs.get(c.GLIDEIN_FAILURE_DOMAIN),
+            "failure_evidence": attrs.get(c.GLIDEIN_FAILURE_EVIDENCE),
+            "failure_stage": failed.name if failed else None,
+            "failure_type": failed.attributes.get(c.ERROR_TYPE) if failed else None,
+            "failure_message": (failed.status.description or "")[:MESSAGE_CHARS] or None if failed else None,
+            "shutdown_reason": condor.attributes.get(c.GLIDEIN_SHUTDOWN_REASON) if condor else None,
+            "exit_code": teardown.attributes.get(c.GLIDEIN_EXIT_CODE) if teardown else None,
+            "incomplete": bool(attrs.get(c.GLIDEIN_INCOMPLETE, False))}
+
+
+def _gwms_run(row, root, by_stage, jobs, classes) -> gwms.GlideinRun:
+    """What GlideinWMS's parser reads, from the spans (docs/glidein-table.md, the table)."""
+    setup, condor = _one(by_stage, "setup"), _one(by_stage, c.STAGE_CONDOR)
+    node_end = _one(by_stage, "post_failure_sleep") or _one(by_stage, "teardown")
+    glidein_s = (node_end or root).end_time // NS - setup.start_time // NS if setup else None
+    queues = by_stage.get(c.STAGE_FACTORY_QUEUE)
+    factory_s = root.end_time // NS - max(q.end_time for q in queues) // NS if queues else None
+    runs = [(max(0, _whole(span)), kind) for span, kind in zip(jobs, classes)]
+    return gwms.GlideinRun(glidein_s=glidein_s, factory_s=factory_s, condor_started=condor is not None,
+                           validation_s=_whole(setup) if setup and condor else None,
+                           condor_s=_condor_seconds(condor) if condor else None,
+                           summary=gwms.starter_summary(runs, row["cpus"]))
+
+
+def _condor_seconds(condor) -> int:
+    """condor_startup.sh's own count (its record's CondorDuration metric, the "Condor ended
+    ... after N" banner), else the span truncated to seconds."""
+    try:
+        return int(condor.attributes.get("condor.metric.CondorDuration"))
+    except (TypeError, ValueError):
+        return _whole(condor)
+
+
+def _job_class(span) -> str:
+    attrs = span.attributes
+    return gwms.job_class(attrs.get(c.JOB_EXIT_CODE), attrs.get(c.JOB_EXIT_SIGNAL), attrs.get(c.JOB_EXIT_BY))
+
+
+_JOB_COLUMNS = tuple(column for column, _ in _JOB_ATTRS)
+_JOB_NAMES = tuple(name for _, name in _JOB_ATTRS)
+
+
+def _job_rows(glidein: dict, by_stage, jobs, classes) -> list[dict]:
+    idle_before = {span.end_time: _seconds(span) for span in by_stage.get("idle", ())}
+    common = {"schema_version": SCHEMA_VERSION, "trace_id": glidein["trace_id"],
+              **{k: glidein[k] for k in ("factory", "entry", "site", "glidein_name")}}
+    out = []
+    for span, kind in zip(jobs, classes):
+        attrs = dict(span.attributes)
+        qdate = attrs.get(c.JOB_QDATE)
+        start, end = span.start_time, span.end_time
+        row = dict(common)
+        row.update(zip(_JOB_COLUMNS, map(attrs.get, _JOB_NAMES)))
+        row.update({"span_id": format(span.context.span_id, "016x"), "started_at": start // 1000,
+                    "ended_at": end // 1000, "wall_s": (end - start) / NS,
+                    "wait_s": (start - qdate * NS) / NS if isinstance(qdate, int) and 0 < qdate * NS <= start else None,
+                    "idle_before_s": idle_before.get(start), "gwms_class": kind})
+        out.append(row)
+    return out

@@ -1,0 +1,182 @@
+"""The one writer of the glidein table's Parquet files (pyarrow): rows -> one file per day and
+dataset, written to a hidden name and renamed (a reader never sees half a file), and a day's
+files merged into one when there are too many (compaction, crash-safe through the day's
+``_compacted.log``). Callers hold ``layout.locked``."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from operator import itemgetter
+from pathlib import Path
+
+from . import layout
+from .schema import DATASETS, GLIDEINS_DATASET, JOBS_DATASET, SCHEMA_VERSION
+
+VERSION_KEY = b"glidein_tracing.schema_version"
+#: a day's files of passes (and, in turn, of merges) beyond this are merged into one
+MAX_FILES_PER_DAY = 8
+
+
+def _arrow_type(sql_type: str):
+    import pyarrow as pa
+    return {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "DOUBLE": pa.float64(),
+            "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us")}[sql_type]
+
+
+_SCHEMAS: dict = {}
+
+
+def arrow_schema(dataset: str):
+    """The dataset's Arrow schema, the schema version in its metadata."""
+    if dataset not in _SCHEMAS:
+        import pyarrow as pa
+        _SCHEMAS[dataset] = pa.schema([(c.name, _arrow_type(c.sql_type)) for c in DATASETS[dataset]],
+                                      metadata={VERSION_KEY: str(SCHEMA_VERSION).encode()})
+    return _SCHEMAS[dataset]
+
+
+def new_token() -> str:
+    return uuid.uuid4().hex
+
+
+def to_table(dataset: str, rows: list[dict]):
+    """Rows (dicts of schema columns; a missing one is NULL) as an Arrow table; a value of the
+    wrong type (a forged attribute: text where a number belongs) becomes NULL, never a
+    failed write."""
+    import pyarrow as pa
+    schema = arrow_schema(dataset)
+    try:
+        columns = list(zip(*map(itemgetter(*schema.names), rows))) or [()] * len(schema)
+    except KeyError:
+        columns = [[row.get(name) for row in rows] for name in schema.names]
+    arrays = []
+    for field, values in zip(schema, columns):
+        try:
+            arrays.append(pa.array(values, type=field.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            arrays.append(pa.array([_coerce(v, field.type) for v in values], type=field.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _coerce(value, arrow_type):
+    import pyarrow as pa
+    try:
+        return pa.scalar(value, type=arrow_type).as_py()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+        return None
+
+
+def write_file(table, final: Path):
+    """``table`` (Arrow) as ``final``, atomically: written and synced under a hidden name, then
+    renamed."""
+    import pyarrow.parquet as pq
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = layout.tmp_path(final)
+    pq.write_table(table, tmp)
+    with open(tmp, "rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(tmp, final)
+
+
+def write_days(table_dir: Path, dataset: str, rows_by_day: dict, token: str) -> list[Path]:
+    """Each day's rows as one file named by ``token``; a file already written (also one a
+    compaction merged since) is kept: its rows are there. Returns the days' files."""
+    written = []
+    for day, rows in rows_by_day.items():
+        final = layout.part_path(table_dir, dataset, day, token)
+        if rows and not is_written(final):
+            write_file(to_table(dataset, rows), final)
+        written.append(final)
+    return written
+
+
+def append(table_dir: Path, glideins_by_day: dict, jobs_by_day: dict, token: str):
+    """A batch of glidein rows and their jobs' rows, by day, as the files named ``token``
+    (those already written are kept), then each day's files kept few (``compact``)."""
+    write_days(table_dir, GLIDEINS_DATASET, glideins_by_day, token)
+    write_days(table_dir, JOBS_DATASET, jobs_by_day, token)
+    for dataset in (GLIDEINS_DATASET, JOBS_DATASET):
+        for day in glideins_by_day:
+            compact(layout.day_dir(table_dir, dataset, day), dataset)
+
+
+def is_written(final: Path) -> bool:
+    """The file is there, or a compaction merged it (its day's log names it as an input)."""
+    if final.exists():
+        return True
+    log = final.parent / layout.COMPACTED_LOG
+    if not log.exists():
+        return False
+    name = final.name
+    return any(name in line.split()[1:] for line in log.read_text().splitlines())
+
+
+def compact(day_dir: Path, dataset: str, max_files: int = MAX_FILES_PER_DAY) -> bool:
+    """Keep a day's files few without rewriting the day at every pass: when more than
+    ``max_files`` files of passes (``part-<token>``) are there, they are merged into one
+    ``part-c<token>``; when more than ``max_files`` merged files are there, those are merged
+    in turn. So a day holds at most about 2 x ``max_files`` files and each row is rewritten a
+    few times at most. The log line naming the output and its inputs is written before the
+    output appears, so a crash at any point is finished by ``finish_compactions``."""
+    files = layout.part_files(day_dir)
+    merged = [p for p in files if p.name.startswith(layout.PART_PREFIX + "c")]
+    small = [p for p in files if p not in merged]
+    inputs = small if len(small) > max_files else merged if len(merged) > max_files else []
+    if not inputs:
+        return False
+    _merge(day_dir, dataset, inputs)
+    return True
+
+
+def _merge(day_dir: Path, dataset: str, inputs: list):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    table = pa.concat_tables([pq.read_table(p, schema=arrow_schema(dataset)) for p in inputs])
+    final = day_dir / f"{layout.PART_PREFIX}c{new_token()}{layout.PART_SUFFIX}"
+    tmp = layout.tmp_path(final)
+    pq.write_table(table, tmp)
+    with open(tmp, "rb") as handle:
+        os.fsync(handle.fileno())
+    marker = _marker(day_dir)
+    marker.write_text(str(day_dir.relative_to(marker.parent)))
+    _append_log(day_dir, [final.name] + [p.name for p in inputs])
+    os.replace(tmp, final)
+    for path in inputs:
+        path.unlink(missing_ok=True)
+    marker.unlink()
+
+
+def _marker(day_dir: Path) -> Path:
+    """``<table>/_compacting``: names the day being compacted, so that finishing a compaction
+    a killed writer left looks at that one day, not at every day of the table."""
+    return day_dir.parent.parent / layout.COMPACTING_MARK
+
+
+def _append_log(day_dir: Path, names: list[str]):
+    with open(day_dir / layout.COMPACTED_LOG, "a") as handle:
+        handle.write(" ".join(names) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def finish_compactions(table_dir: Path):
+    """After a crash: the compaction a killed writer left is completed (its output renamed
+    into place when its log line was written, its inputs removed; else its hidden output
+    removed)."""
+    marker = Path(table_dir) / layout.COMPACTING_MARK
+    if not marker.exists():
+        return
+    day_dir = Path(table_dir) / marker.read_text().strip()
+    log = day_dir / layout.COMPACTED_LOG
+    for line in (log.read_text().splitlines() if log.exists() else ()):
+        output, *inputs = line.split()
+        final = day_dir / output
+        if not final.exists() and layout.tmp_path(final).exists():
+            os.replace(layout.tmp_path(final), final)
+        if final.exists():
+            for name in inputs:
+                (day_dir / name).unlink(missing_ok=True)
+    for stale in day_dir.glob(".*.tmp"):
+        stale.unlink(missing_ok=True)
+    marker.unlink()

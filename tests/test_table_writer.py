@@ -1,0 +1,228 @@
+"""The glidein table as the forwarder writes it: a row for every glidein it finishes, sampled
+out or not, exactly once across crashes, reruns and two forwarders at once; bounded files per
+day; damaged files named and skipped; schema versions checked; DuckDB reads it as it is."""
+
+import os
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from glidein_tracing.exporters.store import JsonLinesStoreExporter
+from glidein_tracing.factory.delivery import store_span_ids
+from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.ledger import Ledger
+from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
+from glidein_tracing.table import layout as table_layout
+from glidein_tracing.table import reader, writer
+from glidein_tracing.table.sink import TableSink
+
+from tests.support.factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
+
+
+@pytest.fixture
+def factory(tmp_path):
+    layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_demo_instance", entry="DEMO_ENTRY")
+    return layout, CondorGLog(layout)
+
+
+def glideins(layout, log, cluster, count, start=T0, fail_every=0):
+    """``count`` glideins of one cluster; every ``fail_every``-th never ran (held, removed)."""
+    for proc in range(count):
+        if fail_every and proc % fail_every == 0:
+            log.submit(cluster, proc, when=start + proc - 120)
+            log.held(cluster, proc, "Error connecting to schedd", code=0, when=start + proc - 100)
+            log.aborted(cluster, proc, when=start + proc - 10)
+        else:
+            run_glidein(log, layout, cluster, proc, start + proc,
+                        returned_stderr(journal_text(layout, cluster, proc, start + proc)))
+
+
+def forward_cli(layout, tmp_path, *extra, env_extra=None, wait=True):
+    args = [sys.executable, "-m", "glidein_tracing", "forward", str(layout.logs), "--factory", FACTORY,
+            "--schedd", SCHEDD, "--store", str(tmp_path / "store"), "--state", str(tmp_path / "ledger.sqlite"),
+            "--table", str(tmp_path / "table"), "--grace", "5", "--no-progress", *extra]
+    env = dict(os.environ, **(env_extra or {}))
+    if not wait:
+        return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+
+
+def table_trace_ids(table_dir, dataset="glideins"):
+    rows, scan = reader.read_rows(table_dir, dataset, ["trace_id"])
+    assert not scan.problems, scan.problems
+    return rows.column("trace_id").to_pylist()
+
+
+def test_every_finished_glidein_gets_one_row_also_when_sampled_out(factory, tmp_path):
+    layout, log = factory
+    glideins(layout, log, 100, 6, fail_every=3)
+    done = forward_cli(layout, tmp_path, "--sampling-ratio", "0")
+    assert done.returncode == 0, done.stderr
+    assert "6 glideins written to the table" in done.stderr
+    rows, _ = reader.read_rows(tmp_path / "table", "glideins")
+    expected = {identity(layout, 100, p).trace_id for p in range(6)}
+    assert sorted(rows.column("trace_id").to_pylist()) == sorted(expected)
+    by_trace = {r["trace_id"]: r for r in rows.to_pylist()}
+    # ratio 0: the glideins that ran fine are kept out of the store, their rows are not
+    ran = by_trace[identity(layout, 100, 1).trace_id]
+    assert ran["trace_kept"] is False and ran["outcome"] == "ok" and ran["setup_s"] == 20
+    never = by_trace[identity(layout, 100, 0).trace_id]
+    assert never["trace_kept"] is True and never["outcome"] == "never_ran" and never["held_s"] == 90
+    assert never["setup_s"] is None and never["gwms_condor_started"] is False
+    assert ran["date"] == ran["ended_at"].strftime("%Y-%m-%d")     # partitioned by the day it ended
+    # a second pass writes nothing more
+    assert forward_cli(layout, tmp_path).returncode == 0
+    assert sorted(table_trace_ids(tmp_path / "table")) == sorted(expected)
+
+
+@pytest.mark.parametrize("point", ["after_export", "table_before_write", "table_after_write"])
+def test_a_forwarder_killed_around_the_write_neither_loses_nor_repeats_a_row(factory, tmp_path, point):
+    layout, log = factory
+    glideins(layout, log, 200, 4)
+    crashed = forward_cli(layout, tmp_path, env_extra={"GLIDEIN_TRACING_CRASH_AT": point})
+    assert crashed.returncode == -9, crashed.stderr
+    glideins(layout, log, 201, 3, start=T0 + 100)     # more glideins end meanwhile
+    for _ in range(2):
+        assert forward_cli(layout, tmp_path).returncode == 0
+    written = table_trace_ids(tmp_path / "table")
+    expected = {identity(layout, c, p).trace_id for c, n in ((200, 4), (201, 3)) for p in range(n)}
+    assert sorted(written) == sorted(expected), "a row lost or written twice"
+    assert len(table_trace_ids(tmp_path / "table", "jobs")) == 0   # these glideins ran no job
+    assert not list((tmp_path / "table").rglob(".*.tmp")), "a half-written file was left behind"
+
+
+def test_two_forwarders_at_once_write_each_glidein_once(factory, tmp_path):
+    layout, log = factory
+    glideins(layout, log, 300, 30)
+    procs = [forward_cli(layout, tmp_path, wait=False) for _ in range(2)]
+    for proc in procs:
+        proc.wait(timeout=120)
+    written = table_trace_ids(tmp_path / "table")
+    assert sorted(written) == sorted(identity(layout, 300, p).trace_id for p in range(30))
+
+
+def test_files_per_day_stay_bounded_by_compaction(factory, tmp_path):
+    layout, log = factory
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    store = tmp_path / "store"
+    forwarder = Forwarder([layout.logs], JsonLinesStoreExporter(store), ledger, FACTORY, grace_s=5,
+                          reconcile=store_span_ids(store), table=TableSink(tmp_path / "table", ledger))
+    passes = 3 * writer.MAX_FILES_PER_DAY
+    for cluster in range(400, 400 + passes):   # one file per pass
+        glideins(layout, log, cluster, 2, start=T0 + (cluster - 400) * 10)
+        assert forwarder.run_once().table_rows == 2
+        for day_dir in table_layout.day_dirs(tmp_path / "table", "glideins"):
+            assert len(table_layout.part_files(day_dir)) <= 2 * writer.MAX_FILES_PER_DAY
+    assert sorted(table_trace_ids(tmp_path / "table")) == sorted(
+        identity(layout, c, p).trace_id for c in range(400, 400 + passes) for p in range(2))
+
+
+def _rows(n, day_offset=0):
+    base = int((T0 + day_offset * 86400) * 1e6)
+    return [{"schema_version": 1, "trace_id": f"{i:032x}", "ended_at": base + i, "glidein_s": float(i)}
+            for i in range(n)]
+
+
+def test_a_compaction_cut_short_is_finished_without_a_row_twice(tmp_path):
+    table = tmp_path / "table"
+    day = table_layout.day_of(_rows(1)[0]["ended_at"])
+    for token in ("a", "b"):
+        writer.write_days(table, "glideins", {day: _rows(3) if token == "a" else _rows(6)[3:]}, token)
+    day_dir = table_layout.day_dir(table, "glideins", day)
+    inputs = table_layout.part_files(day_dir)
+    # killed after the log line and the merged file, before the inputs went
+    merged = pa.concat_tables([pq.read_table(p) for p in inputs])
+    final = day_dir / "part-cmerged.parquet"
+    pq.write_table(merged, table_layout.tmp_path(final))
+    (day_dir / table_layout.COMPACTED_LOG).write_text(" ".join([final.name] + [p.name for p in inputs]) + "\n")
+    (table / table_layout.COMPACTING_MARK).write_text(str(day_dir.relative_to(table)))
+    with table_layout.locked(table):
+        writer.finish_compactions(table)
+    assert table_layout.part_files(day_dir) == [final]
+    assert not (table / table_layout.COMPACTING_MARK).exists()
+    assert sorted(table_trace_ids(table)) == [f"{i:032x}" for i in range(6)]
+    # a writer that had named a merged file still finds its rows written
+    assert writer.is_written(table_layout.part_path(table, "glideins", day, "a"))
+
+
+def test_a_damaged_file_is_named_and_skipped_and_the_rest_read(tmp_path):
+    table = tmp_path / "table"
+    day1, day2 = (table_layout.day_of(_rows(1, d)[0]["ended_at"]) for d in (0, 1))
+    writer.write_days(table, "glideins", {day1: _rows(3)}, "good")
+    writer.write_days(table, "glideins", {day2: _rows(4, 1)}, "bad")
+    damaged = table_layout.part_path(table, "glideins", day2, "bad")
+    damaged.write_bytes(damaged.read_bytes()[:-30])
+    rows, scan = reader.read_rows(table, "glideins")
+    assert rows.num_rows == 3
+    assert len(scan.problems) == 1 and str(damaged) in scan.problems[0] and "damaged" in scan.problems[0]
+    check = subprocess.run([sys.executable, "-m", "glidein_tracing", "table", "--check", "--table", str(table)],
+                           capture_output=True, text=True, timeout=60)
+    assert check.returncode == 1 and str(damaged) in check.stderr
+    assert "glideins: 3 rows in 1 files, 1 days" in check.stdout
+    # a day with no rows (an empty dataset) is fine
+    assert "jobs: 0 rows in 0 files" in check.stdout
+
+
+def test_a_newer_schema_is_refused_clearly_and_an_older_one_read(tmp_path):
+    table = tmp_path / "table"
+    day = table_layout.day_of(_rows(1)[0]["ended_at"])
+    old = pa.table({"schema_version": pa.array([0], pa.int32()), "trace_id": ["0" * 31 + "1"],
+                    "glidein_s": [5.0]}).replace_schema_metadata({writer.VERSION_KEY: b"0"})
+    path = table_layout.part_path(table, "glideins", day, "old")
+    path.parent.mkdir(parents=True)
+    pq.write_table(old, path)
+    rows, scan = reader.read_rows(table, "glideins")
+    assert rows.num_rows == 1 and scan.versions[path] == 0
+    assert rows.column("glidein_s").to_pylist() == [5.0] and rows.column("setup_s").to_pylist() == [None]
+    newer = old.replace_schema_metadata({writer.VERSION_KEY: b"99"})
+    pq.write_table(newer, table_layout.part_path(table, "glideins", day, "new"))
+    with pytest.raises(reader.TableError, match="schema version 99, newer than this glidein_tracing reads"):
+        reader.read_rows(table, "glideins")
+    check = subprocess.run([sys.executable, "-m", "glidein_tracing", "table", "--check", "--table", str(table)],
+                           capture_output=True, text=True, timeout=60)
+    assert check.returncode == 2 and "schema version 99" in check.stderr
+
+
+def test_duckdb_reads_the_table_with_its_day_partitions(factory, tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    layout, log = factory
+    glideins(layout, log, 500, 3)
+    glideins(layout, log, 501, 2, start=T0 + 86400)
+    assert forward_cli(layout, tmp_path).returncode == 0
+    pattern = str(tmp_path / "table" / "glideins" / "*" / "*.parquet")
+    days = duckdb.sql(f"SELECT date, count(*) FROM read_parquet('{pattern}', hive_partitioning = true) "
+                      "GROUP BY date ORDER BY date").fetchall()
+    assert [n for _, n in days] == [3, 2]
+    assert str(days[0][0]) == table_layout.day_of(int((T0 + 30) * 1e6))
+    # as docs/glidein-table.md says to read it: the usable files, by name, with their days
+    files = [str(p) for p in reader.usable_files(tmp_path / "table", "glideins").files]
+    joined = duckdb.sql(f"SELECT count(*), count(DISTINCT date), sum(setup_s) FROM read_parquet({files}, "
+                        "hive_partitioning = true, union_by_name = true)").fetchall()[0]
+    assert joined == (5, 2, 100.0)
+
+
+def test_merged_files_are_merged_in_turn(tmp_path):
+    table = tmp_path / "table"
+    day = table_layout.day_of(_rows(1)[0]["ended_at"])
+    day_dir = table_layout.day_dir(table, "glideins", day)
+    n = writer.MAX_FILES_PER_DAY + 1
+    for k in range(n):      # merged files (part-c...), as earlier compactions left them
+        rows = [dict(r, trace_id=f"{k:08x}{i:024x}") for i, r in enumerate(_rows(2))]
+        writer.write_days(table, "glideins", {day: rows}, f"c{k}")
+    assert writer.compact(day_dir, "glideins")
+    assert len(table_layout.part_files(day_dir)) == 1
+    assert len(set(table_trace_ids(table))) == len(table_trace_ids(table)) == 2 * n
+    assert not writer.compact(day_dir, "glideins")
+
+
+def test_the_table_setting(tmp_path):
+    from glidein_tracing.factory.ledger import Ledger
+    from glidein_tracing.table.sink import NoTable, table_sink
+    ledger = Ledger(tmp_path / "state" / "forwarder.sqlite")
+    assert isinstance(table_sink("none", tmp_path / "state" / "forwarder.sqlite", ledger), NoTable)
+    assert table_sink(None, tmp_path / "state" / "forwarder.sqlite", ledger).directory == \
+        tmp_path / "state" / "glidein-table"
+    assert table_sink(str(tmp_path / "t"), tmp_path / "state" / "forwarder.sqlite", ledger).directory == tmp_path / "t"
