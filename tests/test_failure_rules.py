@@ -17,6 +17,7 @@ from glidein_tracing.cli.main import main as cli_main
 from glidein_tracing.core.converter import convert
 from glidein_tracing.failure_rules.downtimes import Downtime, Downtimes
 from glidein_tracing.failure_rules.attribution import FailureAttribution
+from glidein_tracing.table.rows import glidein_rows
 from glidein_tracing.failure_rules.rules import Facts, RuleSet
 from glidein_tracing.core.journal import format_line, parse_lines
 from glidein_tracing.failure_rules.files import RuleBook, check, load_classifiers, parse_file
@@ -296,6 +297,11 @@ def test_the_forwarders_step_re_decides_a_glidein_by_its_log_tail_and_marks_its_
     later = FailureAttribution(examples, Downtimes([dataclasses.replace(downtime, start=1500.0)]))
     root = next(s for s in later.apply(spans) if s.attributes.get("glidein.stage") == "glidein")
     assert "glidein.failure.downtime" not in root.attributes and root.attributes["glidein.failure.rule"]
+    # the glidein table carries the decision (the analysis reads it from there)
+    row, _ = glidein_rows(out)
+    assert (row["failure_domain"], row["failure_service"], row["failure_rule"]) == \
+        ("service", "cvmfs", "cvmfs-repository-unavailable")
+    assert row["failure_downtime"] == "osg:1 (scheduled): CVMFS upgrade" and row["failure_label"]
 
 
 def test_the_forwarders_step_re_decides_a_held_job_and_leaves_its_glidein_alone():
@@ -321,6 +327,8 @@ def test_the_forwarders_step_re_decides_a_held_job_and_leaves_its_glidein_alone(
     assert "job.failure.service" not in job_span.attributes
     root = next(s for s in out if s.attributes.get("glidein.stage") == "glidein")
     assert "glidein.failure.domain" not in root.attributes
+    _, (job_row,) = glidein_rows(out)
+    assert (job_row["failure_rule"], job_row["failure_domain"]) == ("oom-hold", job_span.attributes["job.failure.domain"])
 
 
 def test_the_forwarder_configured_with_rules_and_a_downtime_feed_decides_a_held_glidein(tmp_path, caplog):

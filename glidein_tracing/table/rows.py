@@ -41,7 +41,9 @@ _JOB_ATTRS = (("job_global_id", c.JOB_GLOBAL_ID), ("job_cluster", c.JOB_CLUSTER_
               ("request_memory_mb", c.JOB_REQUEST_MEMORY_MB), ("slot", c.JOB_SLOT),
               ("remote_wall_s", c.JOB_WALL_S), ("exit_code", c.JOB_EXIT_CODE),
               ("exit_signal", c.JOB_EXIT_SIGNAL), ("exit_by", c.JOB_EXIT_BY),
-              ("failure_domain", c.JOB_FAILURE_DOMAIN), ("hold_reason", c.JOB_HOLD_REASON),
+              ("failure_domain", c.JOB_FAILURE_DOMAIN), ("failure_rule", c.JOB_FAILURE_RULE),
+              ("failure_label", c.JOB_FAILURE_LABEL), ("failure_service", c.JOB_FAILURE_SERVICE),
+              ("failure_downtime", c.JOB_FAILURE_DOWNTIME), ("hold_reason", c.JOB_HOLD_REASON),
               ("num_job_starts", c.JOB_NUM_JOB_STARTS), ("cpu_user_s", c.GLIDEIN_RESOURCE_CPU_USER_S),
               ("cpu_system_s", c.GLIDEIN_RESOURCE_CPU_SYSTEM_S), ("rss_bytes", c.JOB_RSS_BYTES),
               ("user_traceparent", c.JOB_USER_TRACEPARENT))
@@ -163,6 +165,10 @@ def _outcome(root, by_stage) -> dict:
             "failure_stage": failed.name if failed else None,
             "failure_type": failed.attributes.get(c.ERROR_TYPE) if failed else None,
             "failure_message": (failed.status.description or "")[:MESSAGE_CHARS] or None if failed else None,
+            "failure_rule": attrs.get(c.GLIDEIN_FAILURE_RULE),
+            "failure_label": attrs.get(c.GLIDEIN_FAILURE_LABEL),
+            "failure_service": attrs.get(c.GLIDEIN_FAILURE_SERVICE),
+            "failure_downtime": attrs.get(c.GLIDEIN_FAILURE_DOWNTIME),
             "shutdown_reason": condor.attributes.get(c.GLIDEIN_SHUTDOWN_REASON) if condor else None,
             "exit_code": teardown.attributes.get(c.GLIDEIN_EXIT_CODE) if teardown else None,
             "incomplete": bool(attrs.get(c.GLIDEIN_INCOMPLETE, False))}
