@@ -131,7 +131,9 @@ def post_otlp_json(endpoint: str, request: dict) -> None:
 @pytest.mark.jaeger
 def test_backfill_from_jaeger_a_day_at_a_time(jaeger, jaeger_query, tmp_path):
     service = f"glidein-table-{uuid.uuid4().hex[:8]}"
-    cfg = synth.SynthConfig(glideins=30, seed=23, start=time.time() - 3 * 86400, period_s=2 * 86400.0)
+    # a factory of its own: its trace ids are nobody else's in the session's shared Jaeger
+    cfg = synth.SynthConfig(glideins=30, seed=23, start=time.time() - 3 * 86400, period_s=2 * 86400.0,
+                            factory=service)
     glideins = list(synth.generate(cfg))
     by_trace = {}
     for glidein in glideins:
