@@ -28,7 +28,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags
 from opentelemetry.trace.status import Status, StatusCode
 
-from . import __version__, failure, ids, log_tail, redaction, sampling
+from . import __version__, failure, ids, log_tail, phases, redaction, sampling
 from .log_tail import LOG_SOURCE, LOG_TAIL_EVENT
 from .journal import Event, JournalReport
 from . import resources
@@ -181,6 +181,7 @@ class _Builder:
         self.histories: list[Event] = []
         self.notes: list[Event] = []
         self.log_tails: list[Event] = []
+        self.phases = phases.PhaseCollector()   # a user job's phases (phases.py)
         self.resource_attrs: dict = {}
         self.trace_id: str | None = None
         self.fixed_trace_id: str | None = None
@@ -209,6 +210,8 @@ class _Builder:
                     ("start", "end", "attr", "record", "history", "note")}
         add_sample = self.timeline.add
         for event in self.events:
+            if event.key.startswith(phases.PREFIX) and self.phases.take(event):
+                continue
             op = event.op
             if op in _SAMPLED_OPS and not event.key.startswith("job/"):
                 add_sample(event.time, event.fields)
@@ -642,6 +645,9 @@ class _Builder:
             if count:  # what the limits cut, counted where a reader looks first
                 self.spans[ROOT].attrs[f"glidein_tracing.dropped_{kind}"] = count
         tails_by_key = log_tail.group(self.log_tails) if self.log_tails else {}
+        if self.phases.jobs:
+            self.phases.prepare(self.trace_id, {k: (span_ids[k], self.spans[k].links) for k in self.spans
+                                                if k.startswith("job/")}, span_ids.values())
         for key in self.order:
             if key not in self.spans:
                 continue
@@ -671,6 +677,8 @@ class _Builder:
                       for n in notes.get(key, ())]
             if key in tails_by_key:
                 events = list(events) + self._log_tail_events(tails_by_key[key], span)
+            if self.phases.jobs and key.startswith("job/"):
+                events = list(events) + self.phases.events_for(key, _ns(span.end), self._scrub)
             if span.status == "ERROR":
                 description = span.error_detail or span.error_type or None
                 status = Status(StatusCode.ERROR, redaction.redact_text(description) if description else None)
@@ -685,6 +693,7 @@ class _Builder:
                 start_time=_ns(span.start), end_time=_ns(max(span.end, span.start)),
                 attributes=_within_otlp(attrs), events=events, links=links)
             out.append(built[key])
+        out.extend(self.phases.spans(built, resource, SCOPE, self._scrub, self.max_events))
         out.extend(self._user_trace_spans(built, resource))
         return out
 
@@ -706,10 +715,11 @@ class _Builder:
         """The ``glidein.log_tail`` events of one span (``tails``: source -> its chunks),
         bounded again (the node is untrusted) and scrubbed like every other value."""
         out = []
+        name = phases.JOB_LOG_TAIL_EVENT if span.key.startswith("job/") else LOG_TAIL_EVENT
         for source, chunks in tails.items():
             attrs = {"log.source": source}
             attrs.update(log_tail.assemble(chunks))
-            out.append(SpanEvent(LOG_TAIL_EVENT, self._scrub(attrs), timestamp=_ns(span.end)))
+            out.append(SpanEvent(name, self._scrub(attrs), timestamp=_ns(span.end)))
         return out
 
     def _link_kind(self, span: _Span, value: str) -> str:
@@ -755,7 +765,8 @@ class _Builder:
                 parent=SpanContext(user_trace_int, int(user_span, 16), is_remote=True,
                                    trace_flags=TraceFlags(flags & 1)),
                 kind=SpanKind.INTERNAL, status=job.status, start_time=job.start_time,
-                end_time=job.end_time, attributes=_within_otlp(self._scrub(attrs)), links=[back]))
+                end_time=job.end_time, attributes=_within_otlp(self._scrub(attrs)), links=[back],
+                events=[e for e in job.events if e.name in phases.USER_VIEW_EVENTS]))
             if glidein_facts is None:
                 glidein_facts = self._wait_facts()
             wait = self._job_wait(key_span, job, where, glidein_facts, user_trace_int, int(user_span, 16), flags,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import ids, journal
+from . import ids, journal, phases
 from .failure import SHUTDOWN_SIGNALS
 
 EXPORT_OP = "export"
@@ -119,6 +119,9 @@ def ended_stages(spans, events) -> list:
         if span.context.trace_id != glidein_trace and span.name == "job on glidein" \
                 and any(link.context.span_id in jobs for link in span.links):
             out.append(span)
+        elif span.attributes.get("glidein.stage") == phases.STAGE \
+                and int(str(span.attributes.get("glidein.job_span_id", "0")), 16) in jobs:
+            out.append(span)   # the job's phases go with it
     return out
 
 

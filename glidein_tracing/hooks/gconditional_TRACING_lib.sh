@@ -403,3 +403,55 @@ gt_setup_env() {
     GT_DIR=${GT_JOURNAL%/*}
     [ -d "$GT_DIR" ] && [ -w "$GT_JOURNAL" ]
 }
+
+# Log tails (hooks.md, Log tails on failure; the job-exit hook's job.log_tail): the last lines
+# of a log as `note` lines on a span with @log.source, @log.part/@log.parts and @log.data
+# (base64 chunks of GT_LOG_TAIL_CHUNK characters: any byte survives, every value stays under
+# the journal's limits). Only the last GT_LOG_TAIL_READ bytes are read (`tail -c` seeks: a
+# huge log costs the same) and at most GT_LOG_TAIL_BYTES are kept.
+GT_LOG_TAIL_BYTES=8192
+GT_LOG_TAIL_READ=65536
+GT_LOG_TAIL_CHUNK=1000
+GT_AWK_AFTER_MARK='
+index($0, mark) == 1 && mark != "" { n = 0; next }
+{ line[++n] = $0 }
+END { for (i = 1; i <= n; i++) print line[i] }
+'
+
+# gt_log_tail KEY SOURCE FILE LINES [MARK]: the tail of FILE (after the last line starting
+# with MARK, when given): at most LINES lines. A file that cannot or must not be read (a
+# symbolic link, not ours: a job may have planted it) gets a note saying why (@log.note).
+gt_log_tail() {
+    gt_lt_why=
+    if [ -L "$3" ]; then gt_lt_why="a symbolic link: not read"
+    elif [ ! -e "$3" ]; then gt_lt_why="absent"
+    elif [ ! -f "$3" ]; then gt_lt_why="not a regular file"
+    elif [ ! -O "$3" ]; then gt_lt_why="owned by another user: not read"
+    elif [ ! -r "$3" ]; then gt_lt_why="not readable"
+    elif ! command -v base64 >/dev/null 2>&1; then gt_lt_why="no base64 on this node"
+    fi
+    gt_lt_data=
+    if [ -z "$gt_lt_why" ]; then
+        gt_lt_data=$(tail -c "$GT_LOG_TAIL_READ" "$3" 2>/dev/null \
+            | LC_ALL=C awk -v mark="${5:-}" "$GT_AWK_AFTER_MARK" 2>/dev/null \
+            | tail -n "$4" | tail -c "$GT_LOG_TAIL_BYTES" | base64 -w "$GT_LOG_TAIL_CHUNK" 2>/dev/null)
+        [ -n "$gt_lt_data" ] || gt_lt_why="empty"
+    fi
+    gt_now
+    if [ -n "$gt_lt_why" ]; then
+        gt_emit "$GT_NOW" note "$1" "@log.source=$2" "@log.note=$gt_lt_why"
+        return 0
+    fi
+    gt_lt_parts=0
+    while IFS= read -r gt_lt_chunk; do gt_lt_parts=$((gt_lt_parts + 1)); done <<EOF_TAIL
+$gt_lt_data
+EOF_TAIL
+    gt_lt_part=0
+    while IFS= read -r gt_lt_chunk; do
+        gt_emit "$GT_NOW" note "$1" "@log.source=$2" "@log.part=$gt_lt_part" "@log.parts=$gt_lt_parts" \
+            "@log.data=$gt_lt_chunk"
+        gt_lt_part=$((gt_lt_part + 1))
+    done <<EOF_TAIL
+$gt_lt_data
+EOF_TAIL
+}

@@ -1,0 +1,261 @@
+"""A user job's phases (docs/user-phases.md): the journal's phase lines -> ``job.phase`` spans.
+
+The phase command (hooks/gconditional_TRACING_phase.sh) spools phases in the job's scratch
+dir; the job-exit hook copies them into the journal on keys ``phase/<span id>/<job key>``
+(docs/journal.md). Each phase becomes a span twice: under the glidein's ``job`` span in the
+glidein's trace, and under the user's own span in the user's trace (the job's
+``TRACEPARENT``), with the very span id the phase command gave the command in its
+TRACEPARENT, so that a phase inside it, or the user's own OpenTelemetry program, parents
+correctly. A job with no context of its own ran under the glidein's job span: its phases
+are one span each, in the glidein's trace, with those ids.
+
+Everything here comes from a user job, which may forge anything: a phase counts only when
+its trace is its job's context trace and its parents lead to its job's context span; its
+times are kept inside its job's span; at most ``MAX_PHASES`` a job. What is left out is
+counted in a note on the job span.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from opentelemetry.sdk.trace import Event as SpanEvent
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags
+from opentelemetry.trace.status import Status, StatusCode
+
+from . import ids, redaction, resources
+
+STAGE = "job.phase"
+MARK_EVENT = "job.phase.mark"
+JOB_LOG_TAIL_EVENT = "job.log_tail"
+NOTE_EVENT = "glidein_tracing.note"
+PREFIX = "phase/"
+MAX_PHASES = 500            # a job (the exit hook keeps as many)
+# events of the job's own span that its span in the user's trace carries too
+USER_VIEW_EVENTS = frozenset({MARK_EVENT, JOB_LOG_TAIL_EVENT})
+_HEX = frozenset("0123456789abcdef")
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+
+
+def _hex(text: str, digits: int) -> bool:
+    return len(text) == digits and set(text) <= _HEX and text.strip("0") != ""
+
+
+@dataclass
+class _Phase:
+    span_id: str
+    name: str = ""
+    trace: str = ""
+    parent: str = ""
+    start: float | None = None
+    end: float | None = None
+    fields: dict = field(default_factory=dict)
+    marks: list = field(default_factory=list)
+
+
+@dataclass
+class _Job:
+    """One job's phases as the journal gave them, and what was left out (reason -> count)."""
+
+    phases: dict = field(default_factory=dict)     # span id -> _Phase, in journal order
+    marks: list = field(default_factory=list)      # (time, span id, trace, text)
+    left_out: dict = field(default_factory=dict)
+
+    def leave_out(self, reason: str, count: int = 1) -> None:
+        self.left_out[reason] = self.left_out.get(reason, 0) + count
+
+
+@dataclass
+class _Context:
+    """Where a job's phases hang: the trace and span its TRACEPARENT named, and the job span."""
+
+    trace: str
+    span: str
+    flags: int
+    job_span: int            # the glidein's job span id
+    user: bool               # the job came with its user's own context
+
+
+class PhaseCollector:
+    """Takes the phase lines of a glidein's journal (``take``), then, once the job spans are
+    known (``prepare``), gives their events (``events_for``) and the phase spans (``spans``)."""
+
+    def __init__(self, max_phases: int = MAX_PHASES):
+        self.max_phases = max_phases
+        self.jobs: dict[str, _Job] = {}
+        self.contexts: dict[str, _Context] = {}
+        self.trace_id = ""
+
+    # -- reading ---------------------------------------------------------------------
+    def take(self, event) -> bool:
+        """Keep ``event`` when it is a phase line (True); other lines are not ours."""
+        if not event.key.startswith(PREFIX):
+            return False
+        rest = event.key[len(PREFIX):]
+        span_id, job_key = rest[:16], rest[17:]
+        if rest[16:17] != "/" or not job_key.startswith("job/") or not _hex(span_id, 16):
+            return True           # not a key the exit hook writes: nothing to hang it on
+        job = self.jobs.setdefault(job_key, _Job())
+        fields = event.fields
+        if event.op == "note" and "@phase.mark" in fields:
+            job.marks.append((event.time, span_id, fields.get("@phase.trace", ""), fields["@phase.mark"]))
+            return True
+        phase = job.phases.get(span_id)
+        if phase is None:
+            if event.op != "start":
+                return True
+            if len(job.phases) >= self.max_phases:
+                job.leave_out("beyond the phases a job may have")
+                return True
+            phase = job.phases[span_id] = _Phase(span_id)
+        if event.op == "start" and phase.start is None:
+            phase.start, phase.name = event.time, fields.get("@name", "")
+            phase.trace, phase.parent = fields.get("@phase.trace", ""), fields.get("@phase.parent", "")
+        elif event.op == "end" and phase.end is None:
+            phase.end, phase.fields = event.time, dict(fields)
+        return True
+
+    # -- checking --------------------------------------------------------------------
+    def prepare(self, trace_id: str, jobs: dict, taken_ids) -> None:
+        """``jobs``: job key -> (its span id in the glidein's trace, its links: the user's
+        TRACEPARENT first); ``taken_ids``: every span id of the glidein's trace. Keeps the
+        phases that belong where they claim to."""
+        self.trace_id = trace_id
+        taken = set(taken_ids)
+        for key, job in self.jobs.items():
+            if key not in jobs:
+                continue
+            job_span, links = jobs[key]
+            user = next((p for p in map(ids.parse_traceparent, links) if p), None)
+            context = (_Context(user[0], user[1], user[2], job_span, True) if user else
+                       _Context(trace_id, format(job_span, "016x"), 1, job_span, False))
+            self.contexts[key] = context
+            self._check(job, context, taken)
+
+    def _check(self, job: _Job, context: _Context, taken: set) -> None:
+        good = {}
+        for sid, phase in job.phases.items():
+            if phase.start is None or phase.trace != context.trace:
+                job.leave_out("trace id not the job's")
+            elif not context.user and int(sid, 16) in taken:
+                job.leave_out("span id of another span")
+            else:
+                good[sid] = phase
+        kept = {}
+        for sid, phase in good.items():
+            seen, at = {sid}, phase.parent
+            while at in good and at not in seen:     # up to the job's context, never in circles
+                seen.add(at)
+                at = good[at].parent
+            if at == context.span:
+                kept[sid] = phase
+            else:
+                job.leave_out("parent not in the job")
+        job.phases = kept
+        marks, job.marks = job.marks, []
+        for time, sid, trace, text in marks:
+            if trace != context.trace or (sid not in kept and sid != context.span):
+                job.leave_out("mark not in the job")
+            elif sid in kept:
+                kept[sid].marks.append((time, text))
+            else:
+                job.marks.append((time, sid, trace, text))   # on the job itself
+
+    # -- building ----------------------------------------------------------------------
+    def events_for(self, job_key: str, end_ns: int, scrub) -> list:
+        """Events of the job span itself: marks made outside any phase, and a note counting
+        what was left out (at the job's end)."""
+        job = self.jobs.get(job_key)
+        if job is None or job_key not in self.contexts:
+            return []
+        out = [SpanEvent(MARK_EVENT, scrub({"message": text}), timestamp=_ns(time))
+               for time, _sid, _trace, text in job.marks]
+        if job.left_out:
+            text = "job phases left out: " + ", ".join(f"{n} {why}" for why, n in sorted(job.left_out.items()))
+            out.append(SpanEvent(NOTE_EVENT, {"message": text}, timestamp=end_ns))
+        return out
+
+    def spans(self, built: dict, resource, scope, scrub, max_events: int) -> list[ReadableSpan]:
+        """Every kept phase as a span under its job span, and again in its user's trace."""
+        out = []
+        for key, job in self.jobs.items():
+            context, job_span = self.contexts.get(key), built.get(key)
+            if context is None or job_span is None:
+                continue
+            for phase in job.phases.values():
+                out.extend(self._phase_spans(key, phase, context, job_span, resource, scope, scrub, max_events))
+        return out
+
+    def _phase_spans(self, key, phase, context, job_span, resource, scope, scrub, max_events) -> list:
+        glidein = int(self.trace_id, 16)
+        start = min(max(_ns(phase.start), job_span.start_time), job_span.end_time)
+        closed = phase.end is None
+        end = job_span.end_time if closed else min(max(_ns(phase.end), start), job_span.end_time)
+        attrs = {"glidein.stage": STAGE, "job.phase.name": phase.name,
+                 "glidein.job_span_id": format(context.job_span, "016x")}
+        for name in ("job.global_id", "job.slot"):
+            if name in job_span.attributes:
+                attrs[name] = job_span.attributes[name]
+        attrs.update(_outcome_attributes(phase.fields))
+        if closed:
+            attrs["glidein.closed_by"] = "converter"
+        attrs = scrub(attrs)
+        status = _status(phase.fields, closed)
+        events = [SpanEvent(MARK_EVENT, scrub({"message": text}), timestamp=min(max(_ns(t), start), end))
+                  for t, text in phase.marks[:max_events]]
+
+        def make(trace: int, span_id: int, parent: SpanContext, extra: dict, links=()):
+            return ReadableSpan(
+                name=phase.name or "phase", resource=resource, instrumentation_scope=scope,
+                context=SpanContext(trace, span_id, is_remote=False, trace_flags=_SAMPLED),
+                parent=parent, kind=SpanKind.INTERNAL, status=status, start_time=start, end_time=end,
+                attributes={**attrs, **extra}, events=events, links=list(links))
+
+        def in_glidein(sid: str) -> int:
+            if not context.user:
+                return int(sid, 16)
+            return ids.span_id_int(self.trace_id, f"{key}/phase/{sid}")
+
+        parent_id = context.job_span if phase.parent == context.span else in_glidein(phase.parent)
+        glidein_parent = SpanContext(glidein, parent_id, is_remote=False, trace_flags=_SAMPLED)
+        if not context.user:
+            return [make(glidein, int(phase.span_id, 16), glidein_parent, {})]
+        user_trace = int(context.trace, 16)
+        user_parent = SpanContext(user_trace, int(phase.parent, 16), is_remote=phase.parent == context.span,
+                                  trace_flags=TraceFlags(context.flags & 1) if phase.parent == context.span
+                                  else _SAMPLED)
+        to_user = Link(SpanContext(user_trace, int(phase.span_id, 16), is_remote=True, trace_flags=_SAMPLED),
+                       {"glidein.link.kind": "user_phase",
+                        "traceparent": ids.format_traceparent(context.trace, phase.span_id)})
+        return [make(glidein, in_glidein(phase.span_id), glidein_parent, {}, [to_user]),
+                make(user_trace, int(phase.span_id, 16), user_parent,
+                     {"glidein.user_view": True, "glidein.trace_id": self.trace_id})]
+
+
+def _outcome_attributes(fields: dict) -> dict:
+    """Exit code or signal, and the phase's resources (``glidein.resource.*``)."""
+    out = {}
+    for name in ("job.phase.exit_code", "job.phase.signal"):
+        value = fields.get(name + ":i", "")
+        if value.isdigit():
+            out[name] = int(value)
+    for field_name, attr, kind in (("r.utime", resources.CPU_USER, float), ("r.stime", resources.CPU_SYSTEM, float),
+                                   ("r.rss_peak", resources.MAX_RSS, int)):
+        try:
+            out[attr] = kind(fields[field_name])
+        except (KeyError, ValueError):
+            pass
+    return out
+
+
+def _status(fields: dict, closed: bool) -> Status:
+    if closed:
+        return Status(StatusCode.ERROR, "the phase did not end before its job")
+    if fields.get("@status") == "ERROR":
+        return Status(StatusCode.ERROR, redaction.redact_text(fields.get("@error.detail") or "failed"))
+    return Status(StatusCode.OK) if fields.get("@status") == "OK" else Status(StatusCode.UNSET)
+
+
+def _ns(seconds: float) -> int:
+    return int(round(seconds * 1e6)) * 1000
