@@ -210,11 +210,11 @@ gt_main() {
     fi
     [ "$bysig" = true ] || sig=
     # the job's own phases and, when it failed, its log tail: before the end line, so that
-    # live export (woken by the end) finds them
+    # live export (woken by the end) finds them; the job ended when this hook started
+    local ended=$GT_NOW
     gt_phases "$key"
     gt_job_log_tail "$key" "$status" "$out" "$err"
-    gt_now
-    gt_emit "$GT_NOW" end "$key" "@status=$status" "@error.type=$etype" "@error.detail=$edetail" \
+    gt_emit "$ended" end "$key" "@status=$status" "@error.type=$etype" "@error.detail=$edetail" \
         "job.exit_code:i=$code" "job.exit_signal:i=$sig" "job.exit_by=$GT_EXIT_BY" \
         "r.utime=$ucpu" "r.stime=$scpu" "job.rss_bytes:i=$rss" \
         "job.hold_reason=$hold" "job.hold_reason_code:i=$hcode" "job.hold_reason_subcode:i=$hsub" \

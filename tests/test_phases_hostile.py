@@ -1,0 +1,110 @@
+"""Hostile jobs against the phase spool and the log tail (issue 23, Bounds and bad input): a
+spool or log symlinked to /etc/shadow, binary junk, forged trace and span ids, a huge name, a
+million phases, a spool of another Unix user. Real jobs, the real wrapper and exit hook (the
+simulator); each is bounded, rejected or ignored with a note, and the glidein, the job and the
+converter carry on."""
+
+import os
+import shutil
+
+import pytest
+
+from glidein_tracing.converter import convert
+from glidein_tracing.journal import read_journal
+from glidein_tracing.simulator import Job, Scenario, simulate_glidein
+
+from span_nesting import outside_parent
+
+DASH = shutil.which("dash") or "/bin/sh"
+OTHER_TRACE = "cccccccccccccccccccccccccccccccc"
+
+# the spool and the _condor_stderr replaced by links to a file the job must not read
+SYMLINKS = '''D="${GLIDEIN_TRACING_PHASE%/*}"
+ln -s /etc/shadow "$D/phases.gtp"
+rm -f _condor_stderr; ln -s /etc/shadow _condor_stderr
+echo "linked"; exit 1
+'''
+
+# junk, forged ids, a huge name, then a million phases, written straight into the spool
+FORGED = r'''D="${GLIDEIN_TRACING_PHASE%/*}"; S="$D/phases.gtp"
+tp=${TRACEPARENT#00-}; T=${tp%%-*}; ctx=${tp#*-}; ctx=${ctx%%-*}
+root=${GLIDEIN_TraceParent#00-*-}; root=${root%%-*}
+"$GLIDEIN_TRACING_PHASE" real -- true
+printf 'gtp1\tstart\t\001\377junk\n\000\000garbage\n' >> "$S"
+printf 'gtp1\tstart\t%s\t%s\t1111111111111111\t%s\tforged-trace\n' "$(date +%s)" "''' + OTHER_TRACE + r'''" "$ctx" >> "$S"
+printf 'gtp1\tstart\t%s\t%s\t2222222222222222\tdddddddddddddddd\tforged-parent\n' "$(date +%s)" "$T" >> "$S"
+printf 'gtp1\tstart\t%s\t%s\t%s\t%s\tforged-root\n' "$(date +%s)" "$T" "$root" "$ctx" >> "$S"
+awk -v t="$(date +%s)" -v T="$T" -v c="$ctx" 'BEGIN {
+    name = "n"; while (length(name) < 200000) name = name name
+    print "gtp1\tstart\t" t "\t" T "\t3333333333333333\t" c "\t" name
+    for (i = 1; i <= 1000000; i++)
+        printf "gtp1\tstart\t%s\t%s\t%016x\t%s\tp%d\ngtp1\tend\t%s\t%s\t%016x\t0\t\t0\t0\t0\n", t, T, 65536 + i, c, i, t, T, 65536 + i
+}' >> "$S"
+exit 0
+'''
+
+OTHER_USER = '''"$GLIDEIN_TRACING_PHASE" mine -- true
+chown 65534 "${GLIDEIN_TRACING_PHASE%/*}/phases.gtp"
+'''
+
+
+def _notes(span):
+    return [e.attributes["message"] for e in span.events if e.name == "glidein_tracing.note"]
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hostile_phases")
+    jobs = [Job(script=SYMLINKS, shell=DASH), Job(script=FORGED, shell=DASH)]
+    if os.geteuid() == 0:
+        jobs.append(Job(script=OTHER_USER, shell=DASH))
+    result = simulate_glidein(root, Scenario(jobs=jobs, knobs={"GLIDEIN_TRACING_JOB_LOG_TAIL_LINES": "20"},
+                                             timeout_s=300))
+    events, report = read_journal(result.journal_path)
+    spans = convert(events, report)
+    jobs = sorted((s for s in spans if s.name == "job"), key=lambda s: s.start_time)
+    return result, result.journal_path.read_bytes(), spans, jobs
+
+
+def test_the_glidein_and_every_job_carry_on(hostile):
+    _result, _journal, spans, jobs = hostile
+    root = spans[0]
+    assert root.attributes["glidein.outcome"] == "ok"
+    assert len(jobs) == (3 if os.geteuid() == 0 else 2)
+    assert outside_parent(spans) == []
+
+
+def test_a_spool_or_log_linked_to_etc_shadow_is_not_read(hostile):
+    _result, journal, _spans, jobs = hostile
+    assert "job phases ignored: the spool is a symbolic link" in _notes(jobs[0])
+    tails = {e.attributes["log.source"]: e.attributes for e in jobs[0].events if e.name == "job.log_tail"}
+    assert tails["_condor_stderr"]["log.note"] == "a symbolic link: not read"
+    assert tails["_condor_stdout"]["log.lines"] == "linked"
+    if os.access("/etc/shadow", os.R_OK):
+        first = open("/etc/shadow", "rb").readline().split(b":")[0]
+        assert first and b"\t" + first + b":" not in journal and first + b":" not in journal
+
+
+def test_forged_ids_junk_and_a_million_phases_are_bounded_and_counted(hostile):
+    _result, _journal, spans, jobs = hostile
+    job = jobs[1]
+    attrs = job.attributes
+    assert attrs["job.phases"] == 500
+    assert attrs["job.phases.cut"] > 10000                 # counted within what was read
+    assert attrs["job.phases.spool_cut_bytes"] == 4000000
+    assert attrs["job.phases.rejected_lines"] >= 2         # the junk
+    assert attrs["job.phases.names_cut"] == 1
+    assert any(n.startswith("job phases left out: ") and "1 parent not in the job" in n
+               and "1 span id of another span" in n and "1 trace id not the job's" in n for n in _notes(job))
+    mine = [s for s in spans if s.attributes.get("glidein.stage") == "job.phase"]
+    assert len(mine) == 500 - 3
+    assert all(format(s.context.trace_id, "032x") != OTHER_TRACE for s in spans)
+    assert all(len(s.name) <= 128 for s in mine)
+    assert len({(s.context.trace_id, s.context.span_id) for s in spans}) == len(spans)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a file of another user needs root")
+def test_a_spool_of_another_user_is_ignored_with_a_note(hostile):
+    _result, _journal, spans, jobs = hostile
+    assert "job phases ignored: the spool belongs to another user" in _notes(jobs[2])
+    assert "job.phases" not in jobs[2].attributes
