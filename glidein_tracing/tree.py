@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from .log_tail import LOG_TAIL_EVENT
+from .phases import JOB_LOG_TAIL_EVENT, MARK_EVENT
 
 KEY_ATTRIBUTES = (
     "glidein.entry", "glidein.site", "glidein.outcome", "error.type", "glidein.failure.domain",
     "job.failure.domain", "glidein.idle.kind",
-    "job.global_id", "job.exit_code", "job.user_traceparent", "glidein.shutdown.reason",
+    "job.global_id", "job.exit_code", "job.phase.exit_code", "job.phase.signal", "job.user_traceparent", "glidein.shutdown.reason",
     "glidein.resource.cpu_user_s", "glidein.resource.max_rss_bytes",
 )
 STATUS = {0: "", 1: "ok", 2: "ERROR"}
@@ -67,8 +68,10 @@ def render(spans: list[dict], attributes=KEY_ATTRIBUTES) -> str:
         span, depth = stack.pop()
         lines.append(line(span, depth))
         for event in span.get("events") or ():
-            if event["name"] == LOG_TAIL_EVENT:
+            if event["name"] in (LOG_TAIL_EVENT, JOB_LOG_TAIL_EVENT):
                 lines.extend(_log_tail(event["attributes"], "  " * min(depth + 1, MAX_INDENT)))
+            elif event["name"] == MARK_EVENT:
+                lines.append(f"{'  ' * min(depth + 1, MAX_INDENT)}mark: {event['attributes'].get('message', '')}")
         # equal start times (per-script records have 1 s resolution): keep the recorded order
         kids = sorted(children.get(span["span_id"], []), key=lambda s: (s["start_ns"], order[s["span_id"]]))
         stack.extend((child, depth + 1) for child in reversed(kids))
