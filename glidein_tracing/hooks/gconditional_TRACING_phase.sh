@@ -32,10 +32,11 @@ gtp_now() {
     case $GTP_NOW in *N*|'') GTP_NOW=$(exec date +%s) ;; esac
 }
 
-# gtp_clean TEXT MAX: GTP_V = TEXT with TAB/CR/LF as spaces, at most MAX characters.
+# gtp_clean TEXT MAX: GTP_V = TEXT with TAB/LF as spaces (what would break a spool line; the
+# exit hook makes every other control byte a '?'), at most MAX characters.
 gtp_clean() {
     GTP_V=$1
-    for gtp_c in "$GTP_TAB" "$GTP_NL" "$(printf '\r')"; do
+    for gtp_c in "$GTP_TAB" "$GTP_NL"; do
         while :; do
             case $GTP_V in
                 *"$gtp_c"*) GTP_V="${GTP_V%%"$gtp_c"*} ${GTP_V#*"$gtp_c"}" ;;
@@ -44,6 +45,16 @@ gtp_clean() {
         done
     done
     [ ${#GTP_V} -le "$2" ] || GTP_V=$(printf '%s' "$GTP_V" | cut -c "1-$2")
+}
+
+# gtp_hex8 N: GTP_V = the low 32 bits of N as 8 hex digits (builtins only).
+gtp_hex8() {
+    GTP_V= gtp_h=$(( $1 % 4294967296 )) gtp_i=0
+    while [ $gtp_i -lt 8 ]; do
+        gtp_d=$(( gtp_h % 16 ))
+        case $gtp_d in 10) gtp_d=a ;; 11) gtp_d=b ;; 12) gtp_d=c ;; 13) gtp_d=d ;; 14) gtp_d=e ;; 15) gtp_d=f ;; esac
+        GTP_V=$gtp_d$GTP_V gtp_h=$(( gtp_h / 16 )) gtp_i=$((gtp_i + 1))
+    done
 }
 
 # gtp_context: GTP_TRACE and GTP_SPAN from TRACEPARENT (the current phase, or the job's
@@ -139,10 +150,15 @@ gtp_run() {
     gtp_name=$GTP_V
     gtp_now
     gtp_t0=$GTP_NOW
-    # the phase's span id: this process's pid and the start time (unique within a trace)
+    # the phase's span id: this process's pid and the start time in microseconds (unique
+    # within a trace), 8 hex digits each, with builtins
     gtp_us=${gtp_t0#*.}
-    gtp_id=$(printf '%08x%08x' "$$" "$(( (${gtp_t0%.*} * 1000000 + ${gtp_us#0}) % 4294967296 ))" 2>/dev/null)
-    case $gtp_id in ????????????????) ;; *) exec "$@" ;; esac
+    while :; do case $gtp_us in 0?*) gtp_us=${gtp_us#0} ;; *) break ;; esac; done
+    case ${gtp_t0%.*}$gtp_us in ''|*[!0-9]*) exec "$@" ;; esac
+    gtp_hex8 "$$"
+    gtp_id=$GTP_V
+    gtp_hex8 "$(( (${gtp_t0%.*} * 1000000 + gtp_us) % 4294967296 ))"
+    gtp_id=$gtp_id$GTP_V
     gtp_write "start$GTP_TAB$gtp_t0$GTP_TAB$GTP_TRACE$GTP_TAB$gtp_id$GTP_TAB$GTP_SPAN$GTP_TAB$gtp_name" \
         || exec "$@"
     gtp_got= gtp_child=
