@@ -52,11 +52,14 @@ function clean(v, max,   c) {
     if (length(v) > max) { v = substr(v, 1, max); cut_names++ }
     return v
 }
-function num(v) { return v ~ /^[0-9]+(\.[0-9]+)?$/ && length(v) < 24 }
+function num(v) { return v ~ /^u?[0-9]+(\.[0-9]+)?$/ && length(v) < 24 }
+# a time: epoch seconds, or u<seconds since boot> (the phase command under shells with no
+# clock builtin), made epoch with the offset the hook read (boot = epoch now - uptime now)
+function when(v) { return v ~ /^u/ ? sprintf("%.2f", substr(v, 2) + boot) : v }
 function hex(v, n) { return length(v) == n && v !~ /[^0-9a-f]/ }
 function digits(v, n) { return v != "" && length(v) <= n && v !~ /[^0-9]/ }
 function int_or_empty(v) { return v == "" || digits(v, 15) }
-BEGIN { job = ENVIRON["GT_P_JOB"] }
+BEGIN { job = ENVIRON["GT_P_JOB"]; boot = now - up }
 function out(line) { print line >> journal; fflush(journal) }
 { bytes += length($0) + 1 }
 $1 != "gtp1" { rejected++; next }
@@ -64,7 +67,7 @@ $2 == "start" && NF == 7 && num($3) && hex($4, 32) && hex($5, 16) && hex($6, 16)
     if ($5 in started) { rejected++; next }
     if (kept >= maxphases) { cut++; next }
     started[$5] = 1; kept++
-    out("gtj1\t" $3 "\tstart\tphase/" $5 "/" job "\t@name=" clean($7, maxname) "\t@stage=job.phase\t@phase.trace=" $4 "\t@phase.parent=" $6)
+    out("gtj1\t" when($3) "\tstart\tphase/" $5 "/" job "\t@name=" clean($7, maxname) "\t@stage=job.phase\t@phase.trace=" $4 "\t@phase.parent=" $6)
     next
 }
 $2 == "end" && NF == 10 && num($3) && hex($4, 32) && ($5 in started) && !($5 in ended) && digits($6, 3) \
@@ -73,7 +76,7 @@ $2 == "end" && NF == 10 && num($3) && hex($4, 32) && ($5 in started) && !($5 in 
     st = "OK"; et = ""; ed = ""
     if ($7 != "") { st = "ERROR"; et = "job.phase.signal"; ed = "killed by signal " $7 }
     else if ($6 != 0) { st = "ERROR"; et = "job.phase.exit_code"; ed = "exited with code " $6 }
-    line = "gtj1\t" $3 "\tend\tphase/" $5 "/" job "\t@status=" st
+    line = "gtj1\t" when($3) "\tend\tphase/" $5 "/" job "\t@status=" st
     if (et != "") line = line "\t@error.type=" et "\t@error.detail=" ed
     if ($7 != "") line = line "\tjob.phase.signal:i=" $7; else line = line "\tjob.phase.exit_code:i=" $6
     if ($8 != "") line = line sprintf("\tr.utime=%.2f\tr.stime=%.2f", $8 / hz, $9 / hz)
@@ -84,7 +87,7 @@ $2 == "end" && NF == 10 && num($3) && hex($4, 32) && ($5 in started) && !($5 in 
 $2 == "mark" && NF == 6 && num($3) && hex($4, 32) && hex($5, 16) {
     if (marks >= maxmarks) { cut_marks++; next }
     marks++
-    out("gtj1\t" $3 "\tnote\tphase/" $5 "/" job "\t@phase.trace=" $4 "\t@phase.mark=" clean($6, 512))
+    out("gtj1\t" when($3) "\tnote\tphase/" $5 "/" job "\t@phase.trace=" $4 "\t@phase.mark=" clean($6, 512))
     next
 }
 { rejected++ }
@@ -114,9 +117,11 @@ gt_phases() {
         gt_note "$1" "job phases ignored: $why"
         return 0
     fi
+    local up rest
     gt_now
+    read -r up rest < /proc/uptime 2>/dev/null || up=0
     head -c "$GT_PHASE_READ" < "$spool" 2>/dev/null | GT_P_JOB=$1 LC_ALL=C awk -F '\t' \
-        -v journal="$GT_JOURNAL" -v now="$GT_NOW" -v hz="${GT_HZ:-100}" -v maxphases="$GT_PHASE_MAX" \
+        -v journal="$GT_JOURNAL" -v now="$GT_NOW" -v up="$up" -v hz="${GT_HZ:-100}" -v maxphases="$GT_PHASE_MAX" \
         -v maxmarks="$GT_PHASE_MARKS" -v maxname="$GT_PHASE_NAME" -v maxread="$GT_PHASE_READ" \
         "$GT_AWK_PHASES" 2>/dev/null
 }

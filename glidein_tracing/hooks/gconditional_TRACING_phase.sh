@@ -22,14 +22,20 @@ GTP_TAB='	'
 GTP_NL='
 '
 
-# gtp_now: GTP_NOW = epoch seconds with microseconds (bash 5: no fork).
+# gtp_now: GTP_NOW = the time, without a fork where the shell allows: epoch seconds with
+# microseconds (bash 5's EPOCHREALTIME), else `u` and the seconds since boot (/proc/uptime,
+# 10 ms; the exit hook turns it into epoch time), else epoch seconds from date(1).
 gtp_now() {
     GTP_NOW=${EPOCHREALTIME:-}
     case $GTP_NOW in
-        '') GTP_NOW=$(exec date +%s.%N 2>/dev/null); GTP_NOW=${GTP_NOW%???} ;;
         *,*) GTP_NOW="${GTP_NOW%,*}.${GTP_NOW#*,}" ;;
+        '') read -r GTP_NOW gtp_rest < /proc/uptime 2>/dev/null && GTP_NOW=u$GTP_NOW ;;
     esac
-    case $GTP_NOW in *N*|'') GTP_NOW=$(exec date +%s) ;; esac
+    case $GTP_NOW in
+        u*.??|*.*) ;;
+        *) GTP_NOW=$(exec date +%s.%N 2>/dev/null); GTP_NOW=${GTP_NOW%???}
+           case $GTP_NOW in *N*|'') GTP_NOW=$(exec date +%s) ;; esac ;;
+    esac
 }
 
 # gtp_clean TEXT MAX: GTP_V = TEXT with TAB/LF as spaces (what would break a spool line; the
@@ -152,12 +158,13 @@ gtp_run() {
     gtp_t0=$GTP_NOW
     # the phase's span id: this process's pid and the start time in microseconds (unique
     # within a trace), 8 hex digits each, with builtins
-    gtp_us=${gtp_t0#*.}
+    gtp_us=${gtp_t0#*.} gtp_s=${gtp_t0%.*}
+    gtp_s=${gtp_s#u}
     while :; do case $gtp_us in 0?*) gtp_us=${gtp_us#0} ;; *) break ;; esac; done
-    case ${gtp_t0%.*}$gtp_us in ''|*[!0-9]*) exec "$@" ;; esac
+    case $gtp_s$gtp_us in ''|*[!0-9]*) exec "$@" ;; esac
     gtp_hex8 "$$"
     gtp_id=$GTP_V
-    gtp_hex8 "$(( (${gtp_t0%.*} * 1000000 + gtp_us) % 4294967296 ))"
+    gtp_hex8 "$(( (gtp_s * 1000000 + gtp_us) % 4294967296 ))"
     gtp_id=$gtp_id$GTP_V
     gtp_write "start$GTP_TAB$gtp_t0$GTP_TAB$GTP_TRACE$GTP_TAB$gtp_id$GTP_TAB$GTP_SPAN$GTP_TAB$gtp_name" \
         || exec "$@"
