@@ -9,7 +9,8 @@
    once (real hooks, work dir kept), then its installed exit hook runs again and again as
    the starter runs it (final ad on stdin, `exit`, in the job's scratch dir), with the journal
    restored before every run (target: at most 50 ms added). The 1 GB log is sparse but for
-   its last lines: `tail -c` seeks, so what it costs is the same for a dense one.
+   its last lines: `tail -c` seeks, so what it costs is the same for a dense one. Then the
+   same hook with a hostile spool of a million phases against none (it reads 4 MB, keeps 500).
 
     python bench/bench_phase.py [--phases 200] [--runs 20]
 """
@@ -99,7 +100,26 @@ def tail_cost(runs: int) -> tuple:
         assert b"job.log_tail" not in journal.read_bytes()   # the converter names the event
         assert b"@log.source=_condor_stdout" in journal.read_bytes()
         on, off = statistics.median(times[50]), statistics.median(times[0])
-        return on, off, on - off, log.stat().st_size
+        hostile = hostile_spool_ms(hook, scratch, ad, journal, saved, runs)
+        return on, off, on - off, log.stat().st_size, hostile
+
+
+def hostile_spool_ms(hook, scratch, ad, journal, saved, runs) -> tuple:
+    """The exit hook with no spool, and with a hostile one: a million phases (~90 MB), of
+    which it reads 4 MB and keeps 500."""
+    spool_dir = scratch / ".glidein_tracing"
+    spool_dir.mkdir(exist_ok=True)
+    spool = spool_dir / "phases.gtp"
+    spool.unlink(missing_ok=True)
+    none = statistics.median(hook_ms(hook, scratch, ad, journal, saved) for _ in range(runs))
+    trace = "a" * 32
+    with open(spool, "w") as f:
+        for i in range(1_000_000):
+            f.write(f"gtp1\tstart\t1.5\t{trace}\t{i + 1:016x}\tbbbbbbbbbbbbbbbb\tp{i}\n")
+    size = spool.stat().st_size
+    full = statistics.median(hook_ms(hook, scratch, ad, journal, saved) for _ in range(runs))
+    spool.unlink()
+    return none, full, size
 
 
 def main(argv=None) -> int:
@@ -117,11 +137,15 @@ def main(argv=None) -> int:
             continue
         bare, phased, added = phase_cost(shell, args.phases, args.rounds)
         print(f"| {name} | {bare:.2f} | {phased:.2f} | {added:.2f} |")
-    on, off, added, size = tail_cost(args.runs)
+    on, off, added, size, (none, full, spool) = tail_cost(args.runs)
     print()
     print("| job log | exit hook, tail on | tail off | added |")
     print("|---|---|---|---|")
     print(f"| {size / 2**30:.0f} GB | {on:.1f} ms | {off:.1f} ms | {added:.1f} ms |")
+    print()
+    print("| phase spool | exit hook (tail on) | without a spool | added |")
+    print("|---|---|---|---|")
+    print(f"| 1,000,000 phases ({spool / 2**20:.0f} MB) | {full:.1f} ms | {none:.1f} ms | {full - none:.1f} ms |")
     return 0
 
 

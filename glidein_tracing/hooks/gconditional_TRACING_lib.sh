@@ -412,10 +412,20 @@ gt_setup_env() {
 GT_LOG_TAIL_BYTES=8192
 GT_LOG_TAIL_READ=65536
 GT_LOG_TAIL_CHUNK=1000
-GT_AWK_AFTER_MARK='
+# the lines after the last one starting with mark (all without a mark), then at most `lines`
+# of them and their last `bytes` bytes (as `tail -n | tail -c`, in the same process)
+GT_AWK_TAIL='
 index($0, mark) == 1 && mark != "" { n = 0; next }
 { line[++n] = $0 }
-END { for (i = 1; i <= n; i++) print line[i] }
+END {
+    first = n - lines + 1; if (first < 1) first = 1
+    size = 0
+    for (i = n; i >= first; i--) {
+        size += length(line[i]) + 1
+        if (size > bytes) { line[i] = substr(line[i], size - bytes + 1); first = i; break }
+    }
+    for (i = first; i <= n; i++) print line[i]
+}
 '
 
 # gt_log_tail KEY SOURCE FILE LINES [MARK]: the tail of FILE (after the last line starting
@@ -432,9 +442,9 @@ gt_log_tail() {
     fi
     gt_lt_data=
     if [ -z "$gt_lt_why" ]; then
-        gt_lt_data=$(tail -c "$GT_LOG_TAIL_READ" "$3" 2>/dev/null \
-            | LC_ALL=C awk -v mark="${5:-}" "$GT_AWK_AFTER_MARK" 2>/dev/null \
-            | tail -n "$4" | tail -c "$GT_LOG_TAIL_BYTES" | base64 -w "$GT_LOG_TAIL_CHUNK" 2>/dev/null)
+        gt_lt_data=$(tail -c "$GT_LOG_TAIL_READ" "$3" 2>/dev/null | LC_ALL=C awk -v mark="${5:-}" \
+            -v lines="$4" -v bytes="$GT_LOG_TAIL_BYTES" "$GT_AWK_TAIL" 2>/dev/null \
+            | base64 -w "$GT_LOG_TAIL_CHUNK" 2>/dev/null)
         [ -n "$gt_lt_data" ] || gt_lt_why="empty"
     fi
     gt_now
