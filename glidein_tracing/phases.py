@@ -131,14 +131,20 @@ class PhaseCollector:
             context = (_Context(user[0], user[1], user[2], job_span, True) if user else
                        _Context(trace_id, format(job_span, "016x"), 1, job_span, False))
             self.contexts[key] = context
-            self._check(job, context, taken)
+            self._check(job, context, taken if not user else self._user_view_ids(key, context.trace))
+
+    def _user_view_ids(self, job_key: str, user_trace: str) -> set:
+        """Span ids the converter gives the job's own spans in its user's trace (``job on
+        glidein``, ``job.wait``), and the user's span: a phase must not take one."""
+        base = f"glidein/{self.trace_id}/{job_key}"
+        return {ids.span_id_int(user_trace, base), ids.span_id_int(user_trace, base + "/wait")}
 
     def _check(self, job: _Job, context: _Context, taken: set) -> None:
         good = {}
         for sid, phase in job.phases.items():
             if phase.start is None or phase.trace != context.trace:
                 job.leave_out("trace id not the job's")
-            elif not context.user and int(sid, 16) in taken:
+            elif int(sid, 16) in taken or sid == context.span:
                 job.leave_out("span id of another span")
             else:
                 good[sid] = phase

@@ -240,3 +240,20 @@ def test_the_command_gives_each_phase_its_traceparent(shell, job_copy):
     start = (job_copy.parent / "phases.gtp").read_text().splitlines()[0].split("\t")
     assert done.stdout.strip() == f"00-{USER_TRACE}-{start[4]}-01"
     assert start[5] == USER_SPAN
+
+
+def test_an_evicted_job_that_exited_0_still_gets_its_log_tail(phased_glidein):
+    """The starter runs the exit hook with `evict` (or `hold`, `remove`): a job that did not end
+    by itself failed, whatever its exit code says."""
+    result, _events_, _spans, _ = phased_glidein
+    scratch = next((result.work_dir / "execute").glob("dir_*_2"))
+    journal = result.journal_path
+    before = journal.read_bytes()
+    try:
+        subprocess.run([str(result.work_dir / "glidein_tracing" / "job_exit_hook"), "evict"],
+                       input=(scratch / ".final.ad").read_bytes(), cwd=scratch, check=True, timeout=30,
+                       env=dict(os.environ, _CONDOR_SCRATCH_DIR=str(scratch)))
+        added = journal.read_bytes()[len(before):].decode()
+    finally:
+        journal.write_bytes(before)
+    assert "@log.source=_condor_stdout" in added and "job.exit_by=evict" in added

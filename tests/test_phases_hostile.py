@@ -43,6 +43,15 @@ awk -v t="$(date +%s)" -v T="$T" -v c="$ctx" 'BEGIN {
 exit 0
 '''
 
+# a job with its user's context forging the id the glidein gives its "job on glidein" span
+FORGED_VIEW = r'''D="${GLIDEIN_TRACING_PHASE%/*}"; S="$D/phases.gtp"
+tp=${TRACEPARENT#00-}; U=${tp%%-*}; ctx=${tp#*-}; ctx=${ctx%%-*}
+gid=$(sed -n 's/^GlobalJobId = "\(.*\)"$/\1/p' "$_CONDOR_JOB_AD")
+X=$(printf '%s\n%s\n' "$U" "glidein/$GLIDEIN_TraceId/job/$gid" | sha256sum | cut -c1-16)
+"$GLIDEIN_TRACING_PHASE" real -- true
+printf 'gtp1\tstart\t%s\t%s\t%s\t%s\tforged-view\n' "$(date +%s)" "$U" "$X" "$ctx" >> "$S"
+'''
+
 OTHER_USER = '''"$GLIDEIN_TRACING_PHASE" mine -- true
 chown 65534 "${GLIDEIN_TRACING_PHASE%/*}/phases.gtp"
 '''
@@ -55,7 +64,8 @@ def _notes(span):
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile_phases")
-    jobs = [Job(script=SYMLINKS, shell=DASH), Job(script=FORGED, shell=DASH)]
+    jobs = [Job(script=SYMLINKS, shell=DASH), Job(script=FORGED, shell=DASH),
+            Job(script=FORGED_VIEW, shell=DASH, traceparent="00-" + "e" * 32 + "-" + "f" * 16 + "-01")]
     if os.geteuid() == 0:
         jobs.append(Job(script=OTHER_USER, shell=DASH))
     result = simulate_glidein(root, Scenario(jobs=jobs, knobs={"GLIDEIN_TRACING_JOB_LOG_TAIL_LINES": "20"},
@@ -70,7 +80,7 @@ def test_the_glidein_and_every_job_carry_on(hostile):
     _result, _journal, spans, jobs = hostile
     root = spans[0]
     assert root.attributes["glidein.outcome"] == "ok"
-    assert len(jobs) == (3 if os.geteuid() == 0 else 2)
+    assert len(jobs) == (4 if os.geteuid() == 0 else 3)
     assert outside_parent(spans) == []
 
 
@@ -96,7 +106,8 @@ def test_forged_ids_junk_and_a_million_phases_are_bounded_and_counted(hostile):
     assert attrs["job.phases.names_cut"] == 1
     assert any(n.startswith("job phases left out: ") and "1 parent not in the job" in n
                and "1 span id of another span" in n and "1 trace id not the job's" in n for n in _notes(job))
-    mine = [s for s in spans if s.attributes.get("glidein.stage") == "job.phase"]
+    mine = [s for s in spans if s.attributes.get("glidein.stage") == "job.phase"
+            and s.attributes.get("glidein.job_span_id") == format(job.context.span_id, "016x")]
     assert len(mine) == 500 - 3
     assert all(format(s.context.trace_id, "032x") != OTHER_TRACE for s in spans)
     assert all(len(s.name) <= 128 for s in mine)
@@ -106,5 +117,14 @@ def test_forged_ids_junk_and_a_million_phases_are_bounded_and_counted(hostile):
 @pytest.mark.skipif(os.geteuid() != 0, reason="making a file of another user needs root")
 def test_a_spool_of_another_user_is_ignored_with_a_note(hostile):
     _result, _journal, spans, jobs = hostile
-    assert "job phases ignored: the spool belongs to another user" in _notes(jobs[2])
-    assert "job.phases" not in jobs[2].attributes
+    assert "job phases ignored: the spool belongs to another user" in _notes(jobs[3])
+    assert "job.phases" not in jobs[3].attributes
+
+
+def test_a_phase_cannot_take_the_id_of_the_jobs_span_in_the_users_trace(hostile):
+    _result, _journal, spans, jobs = hostile
+    assert "job phases left out: 1 span id of another span" in _notes(jobs[2])
+    view = [s for s in spans if s.name == "job on glidein" and format(s.context.trace_id, "032x") == "e" * 32]
+    assert len(view) == 1
+    assert sorted(s.name for s in spans if format(s.context.trace_id, "032x") == "e" * 32
+                  and s.attributes.get("glidein.stage") == "job.phase") == ["real"]
