@@ -32,6 +32,8 @@ JOB_LOG_TAIL_EVENT = "job.log_tail"
 NOTE_EVENT = "glidein_tracing.note"
 PREFIX = "phase/"
 MAX_PHASES = 500            # a job (the exit hook keeps as many)
+MAX_MARKS = 500             # a job (likewise)
+MAX_TOTAL = 100_000         # phases of a glidein, all jobs together (a forged journal may name many jobs)
 # events of the job's own span that its span in the user's trace carries too
 USER_VIEW_EVENTS = frozenset({MARK_EVENT, JOB_LOG_TAIL_EVENT})
 _HEX = frozenset("0123456789abcdef")
@@ -83,6 +85,7 @@ class PhaseCollector:
 
     def __init__(self, max_phases: int = MAX_PHASES):
         self.max_phases = max_phases
+        self.total = 0
         self.jobs: dict[str, _Job] = {}
         self.contexts: dict[str, _Context] = {}
         self.trace_id = ""
@@ -96,19 +99,27 @@ class PhaseCollector:
         span_id, job_key = rest[:16], rest[17:]
         if rest[16:17] != "/" or not job_key.startswith("job/") or not _hex(span_id, 16):
             return True           # not a key the exit hook writes: nothing to hang it on
-        job = self.jobs.setdefault(job_key, _Job())
+        job = self.jobs.get(job_key)
+        if job is None:
+            if self.total >= MAX_TOTAL:
+                return True
+            job = self.jobs[job_key] = _Job()
         fields = event.fields
         if event.op == "note" and "@phase.mark" in fields:
-            job.marks.append((event.time, span_id, fields.get("@phase.trace", ""), fields["@phase.mark"]))
+            if len(job.marks) < MAX_MARKS:
+                job.marks.append((event.time, span_id, fields.get("@phase.trace", ""), fields["@phase.mark"]))
+            else:
+                job.leave_out("marks beyond the marks a job may have")
             return True
         phase = job.phases.get(span_id)
         if phase is None:
             if event.op != "start":
                 return True
-            if len(job.phases) >= self.max_phases:
+            if len(job.phases) >= self.max_phases or self.total >= MAX_TOTAL:
                 job.leave_out("beyond the phases a job may have")
                 return True
             phase = job.phases[span_id] = _Phase(span_id)
+            self.total += 1
         if event.op == "start" and phase.start is None:
             phase.start, phase.name = event.time, fields.get("@name", "")
             phase.trace, phase.parent = fields.get("@phase.trace", ""), fields.get("@phase.parent", "")
@@ -128,6 +139,8 @@ class PhaseCollector:
                 continue
             job_span, links = jobs[key]
             user = next((p for p in map(ids.parse_traceparent, links) if p), None)
+            if user is not None and user[0] == trace_id:
+                user = None   # a "user" context in the glidein's own trace: the job span is the context
             context = (_Context(user[0], user[1], user[2], job_span, True) if user else
                        _Context(trace_id, format(job_span, "016x"), 1, job_span, False))
             self.contexts[key] = context

@@ -128,3 +128,34 @@ def test_a_phase_cannot_take_the_id_of_the_jobs_span_in_the_users_trace(hostile)
     assert len(view) == 1
     assert sorted(s.name for s in spans if format(s.context.trace_id, "032x") == "e" * 32
                   and s.attributes.get("glidein.stage") == "job.phase") == ["real"]
+
+
+def test_a_forged_journal_cannot_make_phases_without_bound(tmp_path):
+    """What reaches the Factory is untrusted too: a journal naming 300 jobs' worth of phases
+    and marks for one real job, and phases of jobs that never ran, gives a bounded span set."""
+    from glidein_tracing.journal import format_line, parse_line, JournalReport
+    from journal_builders import root_lines
+    trace = "d" * 32
+    job = "job/schedd#1.0#1"
+    lines = root_lines(100.0, trace)
+    lines.append(format_line(101.0, "start", job, {"@name": "job", "@stage": "job", "@parent": "setup"}))
+    from glidein_tracing import ids
+    ctx = ids.span_id(trace, job)
+    for i in range(1, 1200):
+        key = f"phase/{i:016x}/{job}"
+        lines.append(format_line(101.5, "start", key, {"@name": f"p{i}", "@phase.trace": trace,
+                                                        "@phase.parent": ctx}))
+        lines.append(format_line(101.6, "note", key, {"@phase.trace": trace, "@phase.mark": "m"}))
+    for n in range(200):   # phases of jobs that never ran
+        lines.append(format_line(101.5, "start", f"phase/{n + 1:016x}/job/ghost{n}",
+                                 {"@name": "ghost", "@phase.trace": trace, "@phase.parent": ctx}))
+    lines.append(format_line(102.0, "end", job, {"@status": "OK"}))
+    report = JournalReport()
+    events = [e for n, line in enumerate(lines) if (e := parse_line(line.rstrip("\n").encode(), n, report))]
+    spans = convert(events, report)
+    phases = [s for s in spans if s.attributes.get("glidein.stage") == "job.phase"]
+    assert len(phases) == 500
+    assert all(s.attributes["glidein.job_span_id"] == ctx for s in phases)
+    (job_span,) = [s for s in spans if s.name == "job"]
+    assert any("699 beyond the phases a job may have" in n and "699 marks beyond" in n for n in _notes(job_span))
+    assert sum(len(s.events) for s in phases) == 500
