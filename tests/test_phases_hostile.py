@@ -52,6 +52,11 @@ X=$(printf '%s\n%s\n' "$U" "glidein/$GLIDEIN_TraceId/job/$gid" | sha256sum | cut
 printf 'gtp1\tstart\t%s\t%s\t%s\t%s\tforged-view\n' "$(date +%s)" "$U" "$X" "$ctx" >> "$S"
 '''
 
+# a job whose ad names, as its stderr, a path through a link it made to the glidein's work dir
+LINKED_ERR = '''ln -s ../.. workdir
+echo "to stderr" >&2; exit 1
+'''
+
 OTHER_USER = '''"$GLIDEIN_TRACING_PHASE" mine -- true
 chown 65534 "${GLIDEIN_TRACING_PHASE%/*}/phases.gtp"
 '''
@@ -65,7 +70,8 @@ def _notes(span):
 def hostile(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile_phases")
     jobs = [Job(script=SYMLINKS, shell=DASH), Job(script=FORGED, shell=DASH),
-            Job(script=FORGED_VIEW, shell=DASH, traceparent="00-" + "e" * 32 + "-" + "f" * 16 + "-01")]
+            Job(script=FORGED_VIEW, shell=DASH, traceparent="00-" + "e" * 32 + "-" + "f" * 16 + "-01"),
+            Job(script=LINKED_ERR, shell=DASH, extra_ad={"Err": '"workdir/glidein_config"'})]
     if os.geteuid() == 0:
         jobs.append(Job(script=OTHER_USER, shell=DASH))
     result = simulate_glidein(root, Scenario(jobs=jobs, knobs={"GLIDEIN_TRACING_JOB_LOG_TAIL_LINES": "20"},
@@ -80,7 +86,7 @@ def test_the_glidein_and_every_job_carry_on(hostile):
     _result, _journal, spans, jobs = hostile
     root = spans[0]
     assert root.attributes["glidein.outcome"] == "ok"
-    assert len(jobs) == (4 if os.geteuid() == 0 else 3)
+    assert len(jobs) == (5 if os.geteuid() == 0 else 4)
     assert outside_parent(spans) == []
 
 
@@ -117,8 +123,16 @@ def test_forged_ids_junk_and_a_million_phases_are_bounded_and_counted(hostile):
 @pytest.mark.skipif(os.geteuid() != 0, reason="making a file of another user needs root")
 def test_a_spool_of_another_user_is_ignored_with_a_note(hostile):
     _result, _journal, spans, jobs = hostile
-    assert "job phases ignored: the spool belongs to another user" in _notes(jobs[3])
-    assert "job.phases" not in jobs[3].attributes
+    assert "job phases ignored: the spool belongs to another user" in _notes(jobs[4])
+    assert "job.phases" not in jobs[4].attributes
+
+
+def test_a_log_named_through_a_link_out_of_the_scratch_dir_is_not_read(hostile):
+    _result, journal, _spans, jobs = hostile
+    tails = {e.attributes["log.source"]: e.attributes for e in jobs[3].events if e.name == "job.log_tail"}
+    assert tails["_condor_stderr"]["log.lines"] == "to stderr"
+    assert not any("workdir" in source for source in tails)
+    assert b"GLIDEIN_Factory" not in journal
 
 
 def test_a_phase_cannot_take_the_id_of_the_jobs_span_in_the_users_trace(hostile):

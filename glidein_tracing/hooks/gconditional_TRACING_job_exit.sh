@@ -128,7 +128,8 @@ gt_phases() {
 
 # gt_job_log_tail KEY FAILED OUT ERR: when the job failed and GLIDEIN_TRACING_JOB_LOG_TAIL_LINES
 # is not 0, the last lines of its stdout and stderr (the ad's Out/Err when they name a file
-# in the scratch dir, else _condor_stdout/_condor_stderr) as log-tail notes on the job span.
+# directly in the scratch dir, else _condor_stdout/_condor_stderr) as log-tail notes on the
+# job span.
 gt_job_log_tail() {
     [ "$2" = ERROR ] || return 0
     local lines=0 scratch="${_CONDOR_SCRATCH_DIR:-$PWD}" name file which
@@ -140,12 +141,10 @@ gt_job_log_tail() {
     case $lines in ''|0|*[!0-9]*) return 0 ;; esac
     for which in "stdout:$3" "stderr:$4"; do
         name=${which#*:}
-        case $name in
-            ""|*/../*|../*|*/..) name= ;;
-            "$scratch"/*) name=${name#"$scratch"/} ;;
-            /*) name= ;;      # outside the scratch dir: not the job's to show
-        esac
-        [ -n "$name" ] || name="_condor_${which%%:*}"
+        case $name in "$scratch"/*) name=${name#"$scratch"/} ;; esac
+        # a plain file name in the scratch dir only: a path could lead through a directory
+        # the job linked elsewhere (gt_log_tail refuses a file that is itself a link)
+        case $name in ""|*/*|.|..) name="_condor_${which%%:*}" ;; esac
         file="$scratch/$name"
         gt_log_tail "$1" "$name" "$file" "$lines"
     done
