@@ -257,3 +257,27 @@ def test_an_evicted_job_that_exited_0_still_gets_its_log_tail(phased_glidein):
     finally:
         journal.write_bytes(before)
     assert "@log.source=_condor_stdout" in added and "job.exit_by=evict" in added
+
+
+def test_the_command_keeps_a_closed_stdin_and_the_callers_fd_9(shell, job_copy, tmp_path):
+    given = tmp_path / "given.txt"
+    given.write_text("through fd 9\n")
+    closed = _run(shell, job_copy, '"$GLIDEIN_TRACING_PHASE" closed -- sh -c "read x || echo no stdin" <&-')
+    fd9 = _run(shell, job_copy, f'"$GLIDEIN_TRACING_PHASE" fd9 -- sh -c "cat <&9" 9<"{given}"')
+    assert (closed.returncode, closed.stdout) == (0, "no stdin\n")
+    assert (fd9.returncode, fd9.stdout) == (0, "through fd 9\n")
+    ends = [line for line in (job_copy.parent / "phases.gtp").read_text().splitlines() if "\tend\t" in line]
+    assert len(ends) == 2
+
+
+def test_an_unsampled_context_stays_unsampled(shell, job_copy):
+    env = {"PATH": os.environ["PATH"], "TRACEPARENT": USER_TP[:-2] + "00"}
+    done = subprocess.run([shell, str(job_copy), "p", "--", "sh", "-c", 'echo "$TRACEPARENT"'], env=env,
+                          capture_output=True, text=True, timeout=30)
+    assert done.stdout.strip().endswith("-00")
+
+
+def test_the_command_keeps_stderr_when_it_succeeds_or_fails(shell, job_copy):
+    done = _run(shell, job_copy, '"$GLIDEIN_TRACING_PHASE" a -- sh -c "echo one >&2"; '
+                                 '"$GLIDEIN_TRACING_PHASE" b -- sh -c "echo two >&2; exit 1"; echo after >&2')
+    assert done.stderr == "one\ntwo\nafter\n"

@@ -63,7 +63,7 @@ gtp_hex8() {
     done
 }
 
-# gtp_context: GTP_TRACE and GTP_SPAN from TRACEPARENT (the current phase, or the job's
+# gtp_context: GTP_TRACE, GTP_SPAN and GTP_FLAGS from TRACEPARENT (the current phase, or the job's
 # context); non-zero when there is none usable.
 gtp_context() {
     case ${TRACEPARENT:-} in
@@ -74,6 +74,7 @@ gtp_context() {
     GTP_TRACE=${TRACEPARENT#00-}
     GTP_SPAN=${GTP_TRACE#*-}
     GTP_TRACE=${GTP_TRACE%%-*}
+    GTP_FLAGS=${GTP_SPAN#*-}
     GTP_SPAN=${GTP_SPAN%%-*}
 }
 
@@ -139,10 +140,51 @@ gtp_mark() {
     gtp_write "mark$GTP_TAB$GTP_NOW$GTP_TAB$GTP_TRACE$GTP_TAB$GTP_SPAN$GTP_TAB$GTP_V"
 }
 
-# gtp_forward SIGNAL: pass SIGNAL on to the command; remember it.
+# gtp_forward SIGNAL: pass SIGNAL on to the command.
 gtp_forward() {
-    gtp_got=$1
     [ -z "${gtp_child:-}" ] || kill -s "$1" "$gtp_child" 2>/dev/null
+}
+
+# gtp_new_id: GTP_ID = the phase's span id: this process's pid and the start time GTP_NOW in
+# microseconds (unique within a trace), 8 hex digits each, with builtins; non-zero if none.
+gtp_new_id() {
+    gtp_us=${GTP_NOW#*.} gtp_s=${GTP_NOW%.*}
+    gtp_s=${gtp_s#u}
+    while :; do case $gtp_us in 0?*) gtp_us=${gtp_us#0} ;; *) break ;; esac; done
+    case $gtp_s$gtp_us in ''|*[!0-9]*) return 1 ;; esac
+    gtp_hex8 "$$"
+    GTP_ID=$GTP_V
+    gtp_hex8 "$(( (gtp_s * 1000000 + gtp_us) % 4294967296 ))"
+    GTP_ID=$GTP_ID$GTP_V
+}
+
+# gtp_launch CMD...: start the command; gtp_rc = its exit status. Asynchronous, so that the
+# signals this shell gets can be passed on (gtp_child), with the caller's stdin (an
+# asynchronous command would get /dev/null): through fd 9, unless the caller uses fd 9 (the
+# command must get it unchanged): then in the foreground, without passing signals on.
+gtp_launch() {
+    if [ ! -e "/proc/$$/fd/0" ]; then
+        "$@" <&- &
+    elif [ ! -e "/proc/$$/fd/9" ] && { command exec 9<&0; } 2>/dev/null; then
+        "$@" 0<&9 9<&- &
+        { command exec 9<&-; } 2>/dev/null
+    else
+        "$@"
+        gtp_rc=$?
+        return 0
+    fi
+    gtp_child=$!
+    gtp_peakfile=$gtp_dir/.peak.$$
+    gtp_watch "$gtp_child" "$gtp_peakfile" </dev/null >/dev/null 2>&1 &
+    gtp_watcher=$!
+    # wait returns early (> 128) when a trapped signal arrives: wait again until it is gone
+    while :; do
+        wait "$gtp_child"
+        gtp_rc=$?
+        [ "$gtp_rc" -gt 128 ] && kill -0 "$gtp_child" 2>/dev/null || break
+    done
+    gtp_child=
+    kill "$gtp_watcher" 2>/dev/null
 }
 
 # gtp_run NAME CMD...: the phase. Its exit status is the command's.
@@ -156,51 +198,27 @@ gtp_run() {
     gtp_name=$GTP_V
     gtp_now
     gtp_t0=$GTP_NOW
-    # the phase's span id: this process's pid and the start time in microseconds (unique
-    # within a trace), 8 hex digits each, with builtins
-    gtp_us=${gtp_t0#*.} gtp_s=${gtp_t0%.*}
-    gtp_s=${gtp_s#u}
-    while :; do case $gtp_us in 0?*) gtp_us=${gtp_us#0} ;; *) break ;; esac; done
-    case $gtp_s$gtp_us in ''|*[!0-9]*) exec "$@" ;; esac
-    gtp_hex8 "$$"
-    gtp_id=$GTP_V
-    gtp_hex8 "$(( (gtp_s * 1000000 + gtp_us) % 4294967296 ))"
-    gtp_id=$gtp_id$GTP_V
-    gtp_write "start$GTP_TAB$gtp_t0$GTP_TAB$GTP_TRACE$GTP_TAB$gtp_id$GTP_TAB$GTP_SPAN$GTP_TAB$gtp_name" \
+    gtp_new_id || exec "$@"
+    gtp_write "start$GTP_TAB$gtp_t0$GTP_TAB$GTP_TRACE$GTP_TAB$GTP_ID$GTP_TAB$GTP_SPAN$GTP_TAB$gtp_name" \
         || exec "$@"
-    gtp_got= gtp_child=
+    gtp_child= gtp_watcher= gtp_peakfile=
     for gtp_s in TERM HUP INT QUIT USR1 USR2 ALRM; do
         trap "gtp_forward $gtp_s" "$gtp_s"
     done
     gtp_children_cpu
     gtp_cu0=$GTP_CU gtp_cs0=$GTP_CS
-    # the command, asynchronous so that signals can be passed on; stdin restored (an
-    # asynchronous command would get /dev/null)
-    exec 3<&0
-    TRACEPARENT="00-$GTP_TRACE-$gtp_id-01" "$@" 0<&3 3<&- &
-    gtp_child=$!
-    exec 3<&-
-    gtp_peakfile=$gtp_dir/.peak.$$
-    gtp_watch "$gtp_child" "$gtp_peakfile" </dev/null >/dev/null 2>&1 &
-    gtp_watcher=$!
-    # wait returns early (> 128) when a trapped signal arrives: wait again until it is gone
-    while :; do
-        wait "$gtp_child"
-        gtp_rc=$?
-        [ "$gtp_rc" -gt 128 ] && kill -0 "$gtp_child" 2>/dev/null || break
-    done
-    gtp_child=
+    TRACEPARENT="00-$GTP_TRACE-$GTP_ID-$GTP_FLAGS" gtp_launch "$@"
     gtp_now
     gtp_t1=$GTP_NOW
-    kill "$gtp_watcher" 2>/dev/null
     gtp_children_cpu
     gtp_peak=
-    [ ! -f "$gtp_peakfile" ] || { read -r gtp_peak < "$gtp_peakfile"; rm -f "$gtp_peakfile"; } 2>/dev/null
+    [ -z "$gtp_peakfile" ] || [ ! -f "$gtp_peakfile" ] \
+        || { read -r gtp_peak < "$gtp_peakfile"; rm -f "$gtp_peakfile"; } 2>/dev/null
     gtp_ut= gtp_st=
     [ -z "$GTP_CU" ] || [ -z "$gtp_cu0" ] || { gtp_ut=$((GTP_CU - gtp_cu0)); gtp_st=$((GTP_CS - gtp_cs0)); }
     gtp_sig=
     [ "$gtp_rc" -le 128 ] || gtp_sig=$((gtp_rc - 128))
-    gtp_write "end$GTP_TAB$gtp_t1$GTP_TAB$GTP_TRACE$GTP_TAB$gtp_id$GTP_TAB$gtp_rc$GTP_TAB$gtp_sig$GTP_TAB$gtp_ut$GTP_TAB$gtp_st$GTP_TAB$gtp_peak"
+    gtp_write "end$GTP_TAB$gtp_t1$GTP_TAB$GTP_TRACE$GTP_TAB$GTP_ID$GTP_TAB$gtp_rc$GTP_TAB$gtp_sig$GTP_TAB$gtp_ut$GTP_TAB$gtp_st$GTP_TAB$gtp_peak"
     for gtp_s in TERM HUP INT QUIT USR1 USR2 ALRM; do trap - "$gtp_s"; done
     if [ -n "$gtp_sig" ] && [ "$gtp_sig" -lt 64 ]; then
         # killed by a signal: die of the same signal, so the caller sees what happened
