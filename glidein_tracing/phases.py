@@ -37,6 +37,8 @@ MAX_TOTAL = 100_000         # phases of a glidein, all jobs together (a forged j
 # events of the job's own span that its span in the user's trace carries too
 USER_VIEW_EVENTS = frozenset({MARK_EVENT, JOB_LOG_TAIL_EVENT})
 _HEX = frozenset("0123456789abcdef")
+MAX_FIGURE = 1 << 62        # CPU seconds, bytes: anything larger is forged
+MAX_NAME = 128              # characters of a phase's name (the exit hook cuts at 128 bytes)
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 
 
@@ -211,11 +213,12 @@ class PhaseCollector:
         start = min(max(_ns(phase.start), job_span.start_time), job_span.end_time)
         closed = phase.end is None
         end = job_span.end_time if closed else min(max(_ns(phase.end), start), job_span.end_time)
-        attrs = {"glidein.stage": STAGE, "job.phase.name": phase.name,
+        name = redaction.redact_text(phase.name[:MAX_NAME]) or "phase"
+        attrs = {"glidein.stage": STAGE, "job.phase.name": name,
                  "glidein.job_span_id": format(context.job_span, "016x")}
-        for name in ("job.global_id", "job.slot"):
-            if name in job_span.attributes:
-                attrs[name] = job_span.attributes[name]
+        for copied in ("job.global_id", "job.slot"):
+            if copied in job_span.attributes:
+                attrs[copied] = job_span.attributes[copied]
         attrs.update(_outcome_attributes(phase.fields))
         if closed:
             attrs["glidein.closed_by"] = "converter"
@@ -226,7 +229,7 @@ class PhaseCollector:
 
         def make(trace: int, span_id: int, parent: SpanContext, extra: dict, links=()):
             return ReadableSpan(
-                name=phase.name or "phase", resource=resource, instrumentation_scope=scope,
+                name=name, resource=resource, instrumentation_scope=scope,
                 context=SpanContext(trace, span_id, is_remote=False, trace_flags=_SAMPLED),
                 parent=parent, kind=SpanKind.INTERNAL, status=status, start_time=start, end_time=end,
                 attributes={**attrs, **extra}, events=events, links=list(links))
@@ -257,14 +260,16 @@ def _outcome_attributes(fields: dict) -> dict:
     out = {}
     for name in ("job.phase.exit_code", "job.phase.signal"):
         value = fields.get(name + ":i", "")
-        if value.isdigit():
+        if value.isdigit() and len(value) <= 3:
             out[name] = int(value)
     for field_name, attr, kind in (("r.utime", resources.CPU_USER, float), ("r.stime", resources.CPU_SYSTEM, float),
                                    ("r.rss_peak", resources.MAX_RSS, int)):
         try:
-            out[attr] = kind(fields[field_name])
-        except (KeyError, ValueError):
-            pass
+            value = kind(fields[field_name])
+        except (KeyError, ValueError, OverflowError):
+            continue
+        if 0 <= value < MAX_FIGURE:    # a forged figure must not fail the export (OTLP int64)
+            out[attr] = value
     return out
 
 

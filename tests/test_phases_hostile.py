@@ -173,3 +173,25 @@ def test_a_forged_journal_cannot_make_phases_without_bound(tmp_path):
     (job_span,) = [s for s in spans if s.name == "job"]
     assert any("699 beyond the phases a job may have" in n and "699 marks beyond" in n for n in _notes(job_span))
     assert sum(len(s.events) for s in phases) == 500
+
+
+def test_forged_figures_and_secret_names_do_not_reach_a_span_as_they_are():
+    from glidein_tracing.journal import format_line, parse_line, JournalReport
+    from journal_builders import root_lines
+    from glidein_tracing import ids
+    trace, job = "d" * 32, "job/schedd#1.0#1"
+    ctx = ids.span_id(trace, job)
+    key = f"phase/{7:016x}/{job}"
+    lines = root_lines(100.0, trace) + [
+        format_line(101.0, "start", job, {"@name": "job", "@stage": "job", "@parent": "setup"}),
+        format_line(101.5, "start", key, {"@name": "fetch token=abcdef123456", "@phase.trace": trace,
+                                          "@phase.parent": ctx}),
+        format_line(101.7, "end", key, {"@status": "OK", "job.phase.exit_code:i": "9" * 30,
+                                        "r.utime": "1e300", "r.rss_peak": "9" * 40}),
+        format_line(102.0, "end", job, {"@status": "OK"})]
+    report = JournalReport()
+    events = [e for n, line in enumerate(lines) if (e := parse_line(line.rstrip("\n").encode(), n, report))]
+    (phase,) = [s for s in convert(events, report) if s.attributes.get("glidein.stage") == "job.phase"]
+    assert phase.name == "fetch token=REDACTED" == phase.attributes["job.phase.name"]
+    assert not {"job.phase.exit_code", "glidein.resource.cpu_user_s", "glidein.resource.max_rss_bytes"} \
+        & set(phase.attributes)
