@@ -281,3 +281,18 @@ def test_the_command_keeps_stderr_when_it_succeeds_or_fails(shell, job_copy):
     done = _run(shell, job_copy, '"$GLIDEIN_TRACING_PHASE" a -- sh -c "echo one >&2"; '
                                  '"$GLIDEIN_TRACING_PHASE" b -- sh -c "echo two >&2; exit 1"; echo after >&2')
     assert done.stderr == "one\ntwo\nafter\n"
+
+
+def test_each_job_gets_its_own_copy_of_the_command_in_its_scratch_dir(phased_glidein):
+    result, _events_, _spans, _ = phased_glidein
+    copies = set()
+    for index in range(3):
+        env = result.job_env(index)
+        path = env["GLIDEIN_TRACING_PHASE"]
+        assert path == env["_CONDOR_SCRATCH_DIR"] + "/.glidein_tracing/phase"
+        copies.add(path)
+    assert len(copies) == 3
+    # the glidein's own copy is what condor_vars published (startd ad and job environment)
+    config = (result.work_dir / "condor_config").read_text()
+    assert f'GLIDEIN_TRACING_PHASE="{result.work_dir}/glidein_tracing/phase"' in config
+    assert os.access(result.work_dir / "glidein_tracing" / "phase", os.X_OK)
