@@ -3,7 +3,8 @@
 1. The phase command against the bare command, in the same run: one shell (dash and bash)
    runs N times `"$P" p -- /bin/true` and N times `/bin/true`; the cost of a phase is the
    difference divided by N (target: at most 5 ms). The command runs from a job's copy, with a
-   TRACEPARENT, spooling as in a job.
+   TRACEPARENT, spooling as in a job. For scale, the same loop through a `#!/bin/sh` script
+   that only execs the command: what any shell-script wrapper costs before doing anything.
 2. The job-exit hook of a failed job with a 1 GB stdout, with the log tail on
    (GLIDEIN_TRACING_JOB_LOG_TAIL_LINES=50) and off (0), alternated: a glidein is simulated
    once (real hooks, work dir kept), then its installed exit hook runs again and again as
@@ -49,14 +50,18 @@ def phase_cost(shell: str, n: int, rounds: int) -> tuple:
         d.mkdir()
         shutil.copy(PHASE, d / "phase")
         (d / "phase").chmod(0o755)
-        env = {"PATH": os.environ["PATH"], "TRACEPARENT": TP, "P": str(d / "phase")}
-        bare, phased = [], []
+        passthrough = Path(tmp) / "exec_only"
+        passthrough.write_text('#!/bin/sh\nexec "$@"\n')
+        passthrough.chmod(0o755)
+        env = {"PATH": os.environ["PATH"], "TRACEPARENT": TP, "P": str(d / "phase"), "X": str(passthrough)}
+        bare, phased, script = [], [], []
         for _ in range(rounds):
             bare.append(loop_ms(shell, "/bin/true", n, env))
+            script.append(loop_ms(shell, '"$X" /bin/true', n, env))
             phased.append(loop_ms(shell, '"$P" p -- /bin/true', n, env))
             (d / "phases.gtp").unlink(missing_ok=True)
-        b, p = statistics.median(bare), statistics.median(phased)
-        return b / n, p / n, (p - b) / n
+        b, x, p = statistics.median(bare), statistics.median(script), statistics.median(phased)
+        return b / n, x / n, p / n, (p - b) / n
 
 
 def failed_job_glidein(root: Path):
@@ -128,15 +133,15 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="loops of each kind (default 5)")
     parser.add_argument("--runs", type=int, default=20, help="exit-hook runs of each kind (default 20)")
     args = parser.parse_args(argv)
-    print("| shell | bare ms/command | with phase ms/command | added ms/phase |")
-    print("|---|---|---|---|")
+    print("| shell | bare ms/command | through a script that only execs it | with phase ms/command | added ms/phase |")
+    print("|---|---|---|---|---|")
     for name in ("dash", "bash"):
         shell = shutil.which(name)
         if shell is None:
-            print(f"| {name} | not installed | | |")
+            print(f"| {name} | not installed | | | |")
             continue
-        bare, phased, added = phase_cost(shell, args.phases, args.rounds)
-        print(f"| {name} | {bare:.2f} | {phased:.2f} | {added:.2f} |")
+        bare, script, phased, added = phase_cost(shell, args.phases, args.rounds)
+        print(f"| {name} | {bare:.2f} | {script:.2f} | {phased:.2f} | {added:.2f} |")
     on, off, added, size, (none, full, spool) = tail_cost(args.runs)
     print()
     print("| job log | exit hook, tail on | tail off | added |")

@@ -33,7 +33,8 @@ gtp_now() {
     esac
     case $GTP_NOW in
         u*.??|*.*) ;;
-        *) GTP_NOW=$(exec date +%s.%N 2>/dev/null); GTP_NOW=${GTP_NOW%???}
+        *) GTP_FORKED=1
+           GTP_NOW=$(exec date +%s.%N 2>/dev/null); GTP_NOW=${GTP_NOW%???}
            case $GTP_NOW in *N*|'') GTP_NOW=$(exec date +%s) ;; esac ;;
     esac
 }
@@ -50,7 +51,7 @@ gtp_clean() {
             esac
         done
     done
-    [ ${#GTP_V} -le "$2" ] || GTP_V=$(printf '%s' "$GTP_V" | cut -c "1-$2")
+    [ ${#GTP_V} -le "$2" ] || { GTP_V=$(printf '%s' "$GTP_V" | cut -c "1-$2"); GTP_FORKED=1; }
 }
 
 # gtp_hex8 N: GTP_V = the low 32 bits of N as 8 hex digits (builtins only).
@@ -205,7 +206,10 @@ gtp_run() {
     for gtp_s in TERM HUP INT QUIT USR1 USR2 ALRM; do
         trap "gtp_forward $gtp_s" "$gtp_s"
     done
-    gtp_children_cpu
+    # this shell has reaped no child yet (its clock and ids are builtins): CPU 0 without
+    # reading it, unless cutting a long name forked
+    GTP_CU=0 GTP_CS=0
+    [ -z "${GTP_FORKED:-}" ] || gtp_children_cpu
     gtp_cu0=$GTP_CU gtp_cs0=$GTP_CS
     TRACEPARENT="00-$GTP_TRACE-$GTP_ID-$GTP_FLAGS" gtp_launch "$@"
     gtp_now
