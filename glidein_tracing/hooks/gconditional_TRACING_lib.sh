@@ -452,16 +452,19 @@ gt_log_tail() {
         gt_emit "$GT_NOW" note "$1" "@log.source=$2" "@log.note=$gt_lt_why"
         return 0
     fi
-    gt_lt_parts=0
-    while IFS= read -r gt_lt_chunk; do gt_lt_parts=$((gt_lt_parts + 1)); done <<EOF_TAIL
-$gt_lt_data
-EOF_TAIL
-    gt_lt_part=0
-    while IFS= read -r gt_lt_chunk; do
+    # lines of GT_LOG_TAIL_CHUNK characters and a last one of 1..GT_LOG_TAIL_CHUNK: the count
+    # follows from the length; split on newlines with the words of a loop (no here-document:
+    # bash writes those to a temporary file)
+    gt_lt_parts=$(( (${#gt_lt_data} + GT_LOG_TAIL_CHUNK) / (GT_LOG_TAIL_CHUNK + 1) ))
+    gt_lt_part=0 gt_lt_ifs=$IFS gt_lt_glob=
+    case $- in *f*) gt_lt_glob=1 ;; esac
+    IFS=$GT_NL
+    set -f
+    for gt_lt_chunk in $gt_lt_data; do
         gt_emit "$GT_NOW" note "$1" "@log.source=$2" "@log.part=$gt_lt_part" "@log.parts=$gt_lt_parts" \
             "@log.data=$gt_lt_chunk"
         gt_lt_part=$((gt_lt_part + 1))
-    done <<EOF_TAIL
-$gt_lt_data
-EOF_TAIL
+    done
+    IFS=$gt_lt_ifs
+    [ -n "$gt_lt_glob" ] || set +f
 }
