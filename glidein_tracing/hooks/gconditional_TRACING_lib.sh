@@ -438,6 +438,7 @@ gt_log_tail() {
     elif [ ! -f "$3" ]; then gt_lt_why="not a regular file"
     elif [ ! -O "$3" ]; then gt_lt_why="owned by another user: not read"
     elif [ ! -r "$3" ]; then gt_lt_why="not readable"
+    elif [ ! -s "$3" ]; then gt_lt_why="empty"
     elif ! command -v base64 >/dev/null 2>&1; then gt_lt_why="no base64 on this node"
     fi
     gt_lt_data=
