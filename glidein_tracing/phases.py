@@ -135,26 +135,32 @@ class PhaseCollector:
         TRACEPARENT first); ``taken_ids``: every span id of the glidein's trace. Keeps the
         phases that belong where they claim to."""
         self.trace_id = trace_id
-        taken = set(taken_ids)
-        for key, job in self.jobs.items():
-            if key not in jobs:
+        # span ids already taken in each trace a phase may land in: the glidein's spans, and in
+        # a user's trace the spans the converter gives its jobs there; then each kept phase's
+        taken = {trace_id: set(taken_ids)}
+        for key, (job_span, links) in jobs.items():
+            if key not in self.jobs:
                 continue
-            job_span, links = jobs[key]
             user = next((p for p in map(ids.parse_traceparent, links) if p), None)
             if user is not None and user[0] == trace_id:
                 user = None   # a "user" context in the glidein's own trace: the job span is the context
             context = (_Context(user[0], user[1], user[2], job_span, True) if user else
                        _Context(trace_id, format(job_span, "016x"), 1, job_span, False))
             self.contexts[key] = context
-            self._check(job, context, taken if not user else self._user_view_ids(key, context.trace))
+            if user:
+                taken.setdefault(context.trace, set()).update(self._user_view_ids(key, context.trace))
+        for key, context in self.contexts.items():
+            self._check(self.jobs[key], context, taken[context.trace])
 
     def _user_view_ids(self, job_key: str, user_trace: str) -> set:
-        """Span ids the converter gives the job's own spans in its user's trace (``job on
-        glidein``, ``job.wait``), and the user's span: a phase must not take one."""
+        """Span ids the converter gives a job's own spans in its user's trace (``job on
+        glidein``, ``job.wait``): a phase must not take one."""
         base = f"glidein/{self.trace_id}/{job_key}"
         return {ids.span_id_int(user_trace, base), ids.span_id_int(user_trace, base + "/wait")}
 
     def _check(self, job: _Job, context: _Context, taken: set) -> None:
+        """Keep the phases in the job's context trace, with an id of their own, whose parents
+        lead to the job's context span; ``taken`` (the trace's ids) gets the kept ones."""
         good = {}
         for sid, phase in job.phases.items():
             if phase.start is None or phase.trace != context.trace:
@@ -173,6 +179,7 @@ class PhaseCollector:
                 kept[sid] = phase
             else:
                 job.leave_out("parent not in the job")
+        taken.update(int(sid, 16) for sid in kept)
         job.phases = kept
         marks, job.marks = job.marks, []
         for time, sid, trace, text in marks:

@@ -195,3 +195,25 @@ def test_forged_figures_and_secret_names_do_not_reach_a_span_as_they_are():
     assert phase.name == "fetch token=REDACTED" == phase.attributes["job.phase.name"]
     assert not {"job.phase.exit_code", "glidein.resource.cpu_user_s", "glidein.resource.max_rss_bytes"} \
         & set(phase.attributes)
+
+
+def test_two_jobs_cannot_give_two_phases_one_span_id():
+    """Jobs of one glidein share a user trace (jobsub gives a cluster's jobs one context): a
+    span id one job forged after another's phase is left out, so no span id is used twice."""
+    from glidein_tracing.journal import format_line, parse_line, JournalReport
+    from journal_builders import root_lines
+    trace, user_trace, user_span = "d" * 32, "e" * 32, "f" * 16
+    context = f"00-{user_trace}-{user_span}-01"
+    lines = root_lines(100.0, trace)
+    for n in (0, 1):
+        job = f"job/schedd#1.{n}#1"
+        lines += [format_line(101.0, "start", job, {"@name": "job", "@stage": "job", "@parent": "setup"},
+                              links=[context]),
+                  format_line(101.5 + n, "start", f"phase/{7:016x}/{job}",
+                              {"@name": f"p{n}", "@phase.trace": user_trace, "@phase.parent": user_span}),
+                  format_line(103.0, "end", job, {"@status": "OK"})]
+    report = JournalReport()
+    events = [e for n, line in enumerate(lines) if (e := parse_line(line.rstrip("\n").encode(), n, report))]
+    spans = convert(events, report)
+    assert len({(s.context.trace_id, s.context.span_id) for s in spans}) == len(spans)
+    assert sorted(s.name for s in spans if s.attributes.get("glidein.stage") == "job.phase") == ["p0", "p0"]
