@@ -184,3 +184,21 @@ def test_failures_carry_domain_log_tail_and_sleep_and_the_summary_names_them(dem
     shown = subprocess.run([sys.executable, "-m", "glidein_tracing", "show", "--store", str(store), trace],
                            capture_output=True, text=True, check=True).stdout
     assert "log tail of logs/" in shown and "| check_wn_drainstate.sh: ERROR: the check failed" in shown
+
+
+def test_a_failed_job_shows_its_phases_and_its_log_tail(demo_store):
+    store, stdout, traces = demo_store
+    (trace, spans), = [(t, s) for t, s in glidein_traces(traces).items() if stage(s, "job.phase")]
+    phases = {s["name"]: s for s in stage(spans, "job.phase")}
+    assert phases["reco"]["status_code"] == 1 and phases["merge"]["status_code"] == 2
+    assert phases["merge"]["attributes"]["job.phase.exit_code"] == 3
+    (job,) = stage(spans, "job")
+    tails = {e["attributes"]["log.source"]: e["attributes"]["log.lines"] for e in job["events"]
+             if e["name"] == "job.log_tail"}
+    assert tails["_condor_stderr"] == "merge: input file 2 is corrupt"
+    shown = subprocess.run([sys.executable, "-m", "glidein_tracing", "show", "--store", str(store), trace],
+                           capture_output=True, text=True, check=True).stdout
+    merge_line = next(line for line in shown.splitlines() if "merge [job.phase]" in line)
+    assert " ERROR " in merge_line
+    assert "mark: phase 1 complete" in shown and "| merge: input file 2 is corrupt" in shown
+    assert "| merge: input file 2 is corrupt" in stdout
