@@ -17,11 +17,11 @@ from glidein_tracing.core.converter import convert
 from glidein_tracing.core.journal import read_journal
 from glidein_tracing.simulator import Job, Scenario, simulate_glidein
 
+from tests.support.hook_support import HOOKS
 from tests.support.otlp_receiver import CountingCollector, counting_collector
 from tests.support.span_nesting import outside_parent
 
-HOOKS = os.path.join(os.path.dirname(__file__), "..", "glidein_tracing", "hooks")
-PHASE = os.path.abspath(os.path.join(HOOKS, "gconditional_TRACING_phase.sh"))
+PHASE = str(HOOKS / "gconditional_TRACING_phase.sh")
 USER_TRACE = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 USER_SPAN = "bbbbbbbbbbbbbbbb"
 USER_TP = f"00-{USER_TRACE}-{USER_SPAN}-01"
