@@ -53,6 +53,14 @@ echo "merge said $?"
 exit {code}
 '''
 
+# a job that never calls the phase command; its stdout has an encoded block (as a job that
+# prints a file base64-encoded): its log tail shows one line for it
+PLAIN_JOB = '''echo "begin-base64 644 result.tgz"
+i=0; while [ $i -lt 20 ]; do echo "{line}"; i=$((i + 1)); done
+echo "===="
+echo "no phases"; exit 5
+'''.replace("{line}", "QUJD" * 19)
+
 
 def _phase_spans(spans, trace=None):
     return [s for s in spans if s.attributes.get("glidein.stage") == "job.phase"
@@ -76,7 +84,7 @@ def phased_glidein(tmp_path_factory):
         fit = f'"$P" fit -- {sys.executable} {user_otel} {url}'
         jobs = [Job(script=PHASES_JOB.format(extra=fit, code=3), shell="/bin/bash", traceparent=USER_TP),
                 Job(script=PHASES_JOB.format(extra="", code=0), shell=DASH),
-                Job(script='echo "no phases"; exit 5\n', shell=DASH)]
+                Job(script=PLAIN_JOB, shell=DASH)]
         result = simulate_glidein(root, Scenario(jobs=jobs, knobs={"GLIDEIN_TRACING_JOB_LOG_TAIL_LINES": "5"}))
         received = dict(CountingCollector.arrived)
     events, report = read_journal(result.journal_path)
@@ -164,7 +172,8 @@ def test_failed_jobs_carry_their_log_tail_redacted_on_both_spans(phased_glidein)
     assert _events(user_view, "job.log_tail") == _events(bash_job, "job.log_tail")
     assert _events(dash_job, "job.log_tail") == []          # it exited 0
     plain = {t["log.source"]: t for t in _events(plain_job, "job.log_tail")}
-    assert plain["_condor_stdout"]["log.lines"] == "no phases"
+    assert plain["_condor_stdout"]["log.lines"] == \
+        "[glidein_tracing: 22 lines of encoded data left out]\nno phases"
     assert plain["_condor_stderr"]["log.note"] == "empty"
 
 
