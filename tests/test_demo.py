@@ -172,8 +172,9 @@ def test_failures_carry_domain_log_tail_and_sleep_and_the_summary_names_them(dem
     # the failing job failed as a missing CVMFS file does: the demo's example rules say service
     assert job["attributes"]["job.failure.domain"] == "service"
     assert job["attributes"]["job.failure.service"] == "cvmfs"
-    # its exit code decides today; the common CVMFS rule on its log tail, where one is taken
-    assert job["attributes"]["job.failure.rule"] in ("demo-cvmfs-input-missing", "cvmfs-file-missing")
+    # its log tail (on in the demo) shows the CVMFS error: the common rule on it decides, before
+    # the demo VO's exit-code rule (files in name order, the first match decides)
+    assert job["attributes"]["job.failure.rule"] == "cvmfs-file-missing"
     assert job["attributes"]["job.failure.evidence"] == "job.failure.rule=" + job["attributes"]["job.failure.rule"]
     # the summary names each failure's domain; the demo prints the failed glidein's tail
     lines = {line.split()[0]: line for line in stdout.splitlines() if line.startswith("  ")
@@ -184,3 +185,27 @@ def test_failures_carry_domain_log_tail_and_sleep_and_the_summary_names_them(dem
     shown = subprocess.run([sys.executable, "-m", "glidein_tracing", "show", "--store", str(store), trace],
                            capture_output=True, text=True, check=True).stdout
     assert "log tail of logs/" in shown and "| check_wn_drainstate.sh: ERROR: the check failed" in shown
+
+
+def test_a_failed_job_shows_its_phases_and_its_log_tail(demo_store):
+    store, stdout, traces = demo_store
+    (trace, spans), = [(t, s) for t, s in glidein_traces(traces).items() if stage(s, "job.phase")]
+    phases = {s["name"]: s for s in stage(spans, "job.phase")}
+    assert phases["reco"]["status_code"] == 1 and phases["merge"]["status_code"] == 2
+    # the merge phase fails as a missing CVMFS file does (the VO wrapper's exit code 66)
+    assert phases["merge"]["attributes"]["job.phase.exit_code"] == 66
+    (job,) = stage(spans, "job")
+    assert job["attributes"]["job.exit_code"] == 66
+    tails = {e["attributes"]["log.source"]: e["attributes"]["log.lines"] for e in job["events"]
+             if e["name"] == "job.log_tail"}
+    # the job's own stderr: the CVMFS error a rule can match (cvmfs-file-missing)
+    assert tails["_condor_stderr"].splitlines() == [
+        "ls: cannot access '/cvmfs/demo.example.org/conditions/v42/calib.db': No such file or directory",
+        "ERROR: input file missing, exiting 66"]
+    assert "merging 3 files" in tails["_condor_stdout"]
+    shown = subprocess.run([sys.executable, "-m", "glidein_tracing", "show", "--store", str(store), trace],
+                           capture_output=True, text=True, check=True).stdout
+    merge_line = next(line for line in shown.splitlines() if "merge [job.phase]" in line)
+    assert " ERROR " in merge_line
+    assert "mark: phase 1 complete" in shown and "| ERROR: input file missing, exiting 66" in shown
+    assert "| ERROR: input file missing, exiting 66" in stdout

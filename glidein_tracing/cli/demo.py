@@ -5,16 +5,18 @@ activity log, its returned outputs); each glidein runs in the simulator with the
 setup scripts, HTCondor phase, user jobs submitted by a jobsub-like user who traces them,
 cleanup. Then the real forwarder sends every span, once, to --endpoint (OTLP/HTTP, e.g. a
 Jaeger) or to the embedded store (default under your data dir). Outcomes vary: several jobs,
-no job until the idle timeout, a failing validation script, a failing user job, a job with
-its own TRACEPARENT. The forwarder applies the example failure rules shipped in
-glidein_tracing/failure_rules/examples/: the failing user job fails as a missing CVMFS file does, and a rule
-classifies it as a `service` failure. Finally it prints each trace with the failure domains it
-carries (and the rule that decided), and the tree of one trace and of a failed glidein (with
-the log tail of its failed script).
+no job until the idle timeout, a failing validation script, a user job whose last phase fails
+(with its log tail), a job with its own TRACEPARENT. The forwarder applies the example failure
+rules shipped in glidein_tracing/failure_rules/examples/: the failing user job's last phase fails
+as a missing CVMFS file does, and a rule classifies it as a `service` failure. Finally it prints
+each trace with the failure domains it carries (and the rule that decided), and the tree of one
+trace, of the failed job's glidein (its phases and log tail) and of a failed glidein (with the
+log tail of its failed script).
 """
 
 from __future__ import annotations
 
+import shlex
 import sys
 import tempfile
 import time
@@ -36,6 +38,17 @@ RULES = Path(__file__).resolve().parents[1] / "failure_rules" / "examples"    # 
 CVMFS_MISSING_EXIT = 66
 CVMFS_MISSING_STDERR = ("ls: cannot access '/cvmfs/demo.example.org/conditions/v42/calib.db': "
                         "No such file or directory\nERROR: input file missing, exiting 66")
+# a user job's script (POSIX sh) with phases (docs/user-phases.md): the last one fails, as a
+# missing CVMFS file makes it fail
+_MERGE = ('echo "merging 3 files"; '
+          + "".join(f"echo {shlex.quote(line)} >&2; " for line in CVMFS_MISSING_STDERR.splitlines())
+          + f"exit {CVMFS_MISSING_EXIT}")
+PHASED_JOB = f'''P="$GLIDEIN_TRACING_PHASE"
+echo "reconstructing run 42"
+"$P" reco -- sh -c 'i=0; while [ $i -lt 30000 ]; do i=$((i + 1)); done; sleep 0.2'
+"$P" mark "phase 1 complete"
+"$P" merge -- sh -c {shlex.quote(_MERGE)}
+'''
 
 
 def add_arguments(parser):
@@ -65,9 +78,10 @@ def scenarios(count: int, user_contexts, first_cluster: int = 1000):
         elif kind == 2:  # a validation script fails
             out.append(("validation failure", Scenario(fail_script=("check_wn_drainstate.sh", "WN_Resource"),
                                                        fail_sleep_s=1.5, **common)))
-        elif kind == 3:  # a user job fails: an input file on CVMFS is missing (a service failure)
-            job = Job(duration_s=0.4, exit_code=CVMFS_MISSING_EXIT, stderr=CVMFS_MISSING_STDERR)
-            out.append(("user job fails (CVMFS file missing)", Scenario(jobs=[job], **common)))
+        elif kind == 3:  # a user job with phases fails in its last phase (a missing CVMFS file: a
+            # service failure); its log tail is on
+            out.append(("user job fails in a phase (CVMFS file missing)", Scenario(
+                jobs=[Job(script=PHASED_JOB)], knobs={"GLIDEIN_TRACING_JOB_LOG_TAIL_LINES": "10"}, **common)))
         else:            # a job that brought its own context
             out.append(("job with its own TRACEPARENT",
                         Scenario(jobs=[Job(duration_s=0.5, traceparent=user_contexts(index, 0))], **common)))
@@ -236,6 +250,10 @@ def run(args):
     traces = read_store(exporter.directory)
     print()
     print(render(traces.get(ids[0], [])))
+    phased = next((t for (label, _, _), t in zip(results, ids) if "phase" in label), None)
+    if phased:   # a failed job: its phases, the failing one, and the job's own log tail
+        print()
+        print(render(traces.get(phased, [])))
     failed = next((t for t in ids if any("glidein failure" in f for f in summary.failures.get(t, ()))), None)
     if failed:   # a failed glidein: its domain, and the log tail of the stage that failed
         print()

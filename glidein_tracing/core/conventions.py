@@ -19,6 +19,7 @@ STAGE_CONDOR = "condor.start"
 STAGE_IDLE = "idle"
 STAGE_JOB = "job"                               # also the user's view, "job on glidein"
 STAGE_JOB_WAIT = "job.wait"                     # the user's view only
+STAGE_JOB_PHASE = "job.phase"                   # a user job's phase (docs/user-phases.md); also in the user's view
 STAGE_TEARDOWN = "teardown"
 STAGE_POST_FAILURE_SLEEP = "post_failure_sleep"
 STAGE_FRONTEND_CYCLE = "frontend.cycle"         # spelled for the Frontend in frontend_hooks/conventions.py
@@ -145,6 +146,19 @@ JOB_HOLD_REASON_SUBCODE = "job.hold_reason_subcode"
 JOB_WALL_S = "job.wall_s"
 JOB_REMOTE_HOST = "job.remote_host"
 
+# -- job.phase: a user job's phases (docs/user-phases.md) ------------------------------------
+JOB_PHASE_NAME = "job.phase.name"
+JOB_PHASE_EXIT_CODE = "job.phase.exit_code"
+JOB_PHASE_SIGNAL = "job.phase.signal"
+GLIDEIN_JOB_SPAN_ID = "glidein.job_span_id"     # the glidein's job span a phase belongs to
+# on the job span: the phase spool as the job-exit hook found it
+JOB_PHASES = "job.phases"
+JOB_PHASES_CUT = "job.phases.cut"
+JOB_PHASES_MARKS_CUT = "job.phases.marks_cut"
+JOB_PHASES_REJECTED_LINES = "job.phases.rejected_lines"
+JOB_PHASES_NAMES_CUT = "job.phases.names_cut"
+JOB_PHASES_SPOOL_CUT_BYTES = "job.phases.spool_cut_bytes"
+
 # -- The user's view: spans in the user's own trace ------------------------------------------
 GLIDEIN_USER_VIEW = "glidein.user_view"
 GLIDEIN_TRACE_ID = "glidein.trace_id"
@@ -196,6 +210,8 @@ GLIDEIN_LOG_TAIL = "glidein.log_tail"           # the failed stage's log tail
 LOG_SOURCE = "log.source"
 LOG_LINES = "log.lines"
 LOG_NOTE = "log.note"
+JOB_LOG_TAIL = "job.log_tail"                   # a failed job's own stdout/stderr tail
+JOB_PHASE_MARK = "job.phase.mark"               # a phase command's mark; attribute "message"
 
 # -- Links --------------------------------------------------------------------------------------
 GLIDEIN_LINK_KIND = "glidein.link.kind"
@@ -204,6 +220,7 @@ LINK_SUBMIT_CYCLE = "submit_cycle"
 LINK_FRONTEND_REQUEST = "frontend_request"
 LINK_USER_JOB = "user_job"
 LINK_GLIDEIN_JOB = "glidein_job"
+LINK_USER_PHASE = "user_phase"                  # a phase in the glidein's trace -> the same in the user's
 LINK_RELATED = "related"
 
 # -- What glidein_tracing itself did to the trace (limits, input, sampling) ---------------------

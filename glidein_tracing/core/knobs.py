@@ -128,6 +128,12 @@ KNOBS = (
          "Lines of the log that explains a failure (the failed script's output, the HTCondor "
          "daemon logs, the glidein's stderr) the cleanup hook attaches to the failed stage, "
          "at most 8 KB each; only on failure; 0 turns it off.", minimum=0, maximum=500),
+    Knob("GLIDEIN_TRACING_JOB_LOG_TAIL_LINES", "int", "0",
+         "Lines of a failed user job's own stdout and stderr (non-zero exit, signal, hold, "
+         "evict) the job-exit hook attaches to its job span and its span in the user's trace "
+         "as the event job.log_tail, at most 8 KB each, redacted. These lines are the VO's "
+         "data: 0 (the default) turns it off; set it per entry, or per Frontend group.",
+         minimum=0, maximum=500),
 )
 
 BY_NAME = {knob.name: knob for knob in KNOBS}

@@ -38,6 +38,7 @@ HOOK_FILES = (
              doc="setup's end from GlideinWMS's records, live export (sourced by cleanup and the sampler)"),
     HookFile("gconditional_TRACING_knobs.sh", doc="knob reader, generated from the knob table"),
     HookFile("gconditional_TRACING_job_exit.sh", doc="HTCondor job-exit hook (installed by setup)"),
+    HookFile("gconditional_TRACING_phase.sh", doc="phase command for user jobs (installed by setup)"),
     HookFile("gconditional_TRACING_setup.sh", executable=True, doc="early setup: ids, root span, sampler"),
     HookFile("gconditional_TRACING_wrapper.sh", wrapper=True, doc="job wrapper fragment: job spans"),
 )

@@ -8,7 +8,8 @@ from ..core.log_tail import LOG_TAIL_EVENT
 KEY_ATTRIBUTES = (
     c.GLIDEIN_ENTRY, c.GLIDEIN_SITE, c.GLIDEIN_OUTCOME, c.ERROR_TYPE, c.GLIDEIN_FAILURE_DOMAIN,
     c.JOB_FAILURE_DOMAIN, c.GLIDEIN_IDLE_KIND,
-    c.JOB_GLOBAL_ID, c.JOB_EXIT_CODE, c.JOB_USER_TRACEPARENT, c.GLIDEIN_SHUTDOWN_REASON,
+    c.JOB_GLOBAL_ID, c.JOB_EXIT_CODE, c.JOB_PHASE_EXIT_CODE, c.JOB_PHASE_SIGNAL, c.JOB_USER_TRACEPARENT,
+    c.GLIDEIN_SHUTDOWN_REASON,
     c.GLIDEIN_RESOURCE_CPU_USER_S, c.GLIDEIN_RESOURCE_MAX_RSS_BYTES, c.GLIDEIN_RESOURCE_MAX_RSS_SOURCE,
 )
 STATUS = {0: "", 1: "ok", 2: "ERROR"}
@@ -68,8 +69,10 @@ def render(spans: list[dict], attributes=KEY_ATTRIBUTES) -> str:
         span, depth = stack.pop()
         lines.append(line(span, depth))
         for event in span.get("events") or ():
-            if event["name"] == LOG_TAIL_EVENT:
+            if event["name"] in (LOG_TAIL_EVENT, c.JOB_LOG_TAIL):
                 lines.extend(_log_tail(event["attributes"], "  " * min(depth + 1, MAX_INDENT)))
+            elif event["name"] == c.JOB_PHASE_MARK:
+                lines.append(f"{'  ' * min(depth + 1, MAX_INDENT)}mark: {event['attributes'].get('message', '')}")
         # equal start times (per-script records have 1 s resolution): keep the recorded order
         kids = sorted(children.get(span["span_id"], []), key=lambda s: (s["start_ns"], order[s["span_id"]]))
         stack.extend((child, depth + 1) for child in reversed(kids))

@@ -19,8 +19,7 @@ from .rules import SERVICE, Facts, RuleSet
 from ..core import conventions as c
 from ..core.converter.readable_span import with_attributes
 
-JOB_LOG_TAIL_EVENT = "job.log_tail"
-TAIL_EVENTS = (c.GLIDEIN_LOG_TAIL, JOB_LOG_TAIL_EVENT)
+TAIL_EVENTS = (c.GLIDEIN_LOG_TAIL, c.JOB_LOG_TAIL)
 # the attributes a decision sets, on the glidein's root and on a job span
 FAILURE = {
     "glidein": {"domain": c.GLIDEIN_FAILURE_DOMAIN, "evidence": c.GLIDEIN_FAILURE_EVIDENCE,

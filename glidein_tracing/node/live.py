@@ -120,6 +120,9 @@ def ended_stages(spans, events) -> list:
         if span.context.trace_id != glidein_trace and span.name == c.SPAN_JOB_ON_GLIDEIN \
                 and any(link.context.span_id in jobs for link in span.links):
             out.append(span)
+        elif span.attributes.get(c.STAGE) == c.STAGE_JOB_PHASE \
+                and int(str(span.attributes.get(c.GLIDEIN_JOB_SPAN_ID, "0")), 16) in jobs:
+            out.append(span)   # the job's phases go with it
     return out
 
 

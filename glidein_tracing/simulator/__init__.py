@@ -63,6 +63,8 @@ class Job:
     idle_before_s: float = 0.2           # idle time of the slot before this job starts
     owner: str = "fakeuser"
     global_id: str | None = None         # default: fake-submit.example.org#C.P#QDATE
+    script: str | None = None            # the job's own shell code (replaces the CPU burn and sleep)
+    shell: str = "/bin/sh"               # what runs job.sh (the job's executable is a script)
 
 
 @dataclass
@@ -241,14 +243,16 @@ def _write_queue(queue: Path, scenario: Scenario) -> None:
         (jobdir / "job.ad").write_text("".join(f"{k} = {v}\n" for k, v in ad.items()))
         (jobdir / "job.env").write_text("".join(line + "\n" for line in env_lines))
         (jobdir / "idle_before").write_text(f"{job.idle_before_s}\n")
-        (jobdir / "job.sh").write_text(
-            "#!/bin/sh\n# a simulated user job\n"
-            f'env | sort > "{jobdir}/job_env.txt"\n'
+        (jobdir / "job.shell").write_text(job.shell + "\n")
+        body = job.script if job.script is not None else (
             f'end=$(( $(date +%s) + {int(round(job.burn_cpu_s))} ))\n'
             'i=0; while [ "$(date +%s)" -lt "$end" ]; do i=$((i + 1)); done\n'
             f"sleep {job.duration_s}\n"
             + "".join(f"echo {shlex.quote(line)} >&2\n" for line in job.stderr.splitlines())
             + f"exit {int(job.exit_code)}\n")
+        (jobdir / "job.sh").write_text(
+            "# a simulated user job\n"
+            f'env | sort > "{jobdir}/job_env.txt"\n' + body)
 
 
 def _glidein_args(scenario: Scenario, stage: Path) -> list:

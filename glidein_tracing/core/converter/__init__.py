@@ -5,7 +5,8 @@ deterministic (glidein_tracing.core.ids), so the same journal converted twice, a
 the same spans. Nothing here knows where spans go.
 
 ``convert`` runs the phases in order, each a module, all sharing one draft trace (draft.py):
-1. collect.py: the journal's events into spans in progress;
+1. collect.py: the journal's events into spans in progress (a user job's phase lines go to
+   phases.py's collector, which checks them and makes their ``job.phase`` spans in build.py);
 2. root.py: the root and the trace id;
 3. glideinwms.py: GlideinWMS's records as ``validation``/``condor``/``setup`` spans, job ends
    from StartdHistoryLog records, ``idle`` spans;

@@ -18,7 +18,7 @@ from .. import conventions as c
 from .. import ids, log_tail, redaction, resources
 from .draft import ROOT, Draft, SpanDraft
 from .readable_span import local_parent, ns, readable_span, remote_context, within_otlp
-from .user_view import user_trace_spans
+from .user_view import job_view_span_ids, user_trace_spans
 
 _STATUS = {"OK": Status(StatusCode.OK), "UNSET": Status(StatusCode.UNSET)}   # immutable, shared
 
@@ -34,18 +34,25 @@ def build(draft: Draft, resource_defaults: dict) -> list[ReadableSpan]:
         if count:  # what the limits cut, counted where a reader looks first
             draft.root.attrs[c.GLIDEIN_TRACING_DROPPED_PREFIX + kind] = count
     tails_by_key = log_tail.group(draft.log_tails) if draft.log_tails else {}
+    phases = draft.phases
+    if phases.jobs:
+        phases.prepare(draft.trace_id, {k: (span_ids[k], draft.spans[k].links) for k in draft.keys_starting("job/")},
+                       span_ids.values(), job_view_span_ids)
     built = {}
     for key, span in draft.spans.items():
         parent_key = span.parent if span.parent in draft.spans else (None if key == ROOT else ROOT)
         events = _note_events(draft, notes.get(key, ()))
         if key in tails_by_key:
             events += _log_tail_events(draft, tails_by_key[key], span)
+        if phases.jobs and key.startswith("job/"):
+            events += phases.events_for(key, ns(max(span.end, span.start)), draft.scrub)
         built[key] = readable_span(
             name=span.name or key, resource=resource, trace_id=trace_int, span_id=span_ids[key],
             parent=local_parent(trace_int, span_ids[parent_key]) if parent_key else None,
             status=_status(span), start_ns=ns(span.start), end_ns=ns(max(span.end, span.start)),
             attributes=_attributes(draft, span, all_clean), events=events, links=_links(draft, span))
-    return list(built.values()) + user_trace_spans(draft, built, resource)
+    return (list(built.values()) + phases.spans(built, resource, draft.scrub, draft.limits.max_events)
+            + user_trace_spans(draft, built, resource))
 
 
 def _resource(draft: Draft, resource_defaults: dict) -> Resource:
@@ -122,13 +129,15 @@ def _note_events(draft: Draft, notes) -> list:
 
 
 def _log_tail_events(draft: Draft, tails: dict, span: SpanDraft) -> list:
-    """The ``glidein.log_tail`` events of one span (``tails``: source -> its chunks),
-    bounded again (the node is untrusted) and scrubbed like every other value."""
+    """The ``glidein.log_tail`` events of one span (``job.log_tail`` on a job's: its own
+    stdout and stderr) (``tails``: source -> its chunks), bounded again (the node is
+    untrusted) and scrubbed like every other value."""
     out = []
+    name = c.JOB_LOG_TAIL if span.key.startswith("job/") else c.GLIDEIN_LOG_TAIL
     for source, chunks in tails.items():
         attrs = {c.LOG_SOURCE: source}
         attrs.update(log_tail.assemble(chunks))
-        out.append(SpanEvent(c.GLIDEIN_LOG_TAIL, draft.scrub(attrs), timestamp=ns(span.end)))
+        out.append(SpanEvent(name, draft.scrub(attrs), timestamp=ns(span.end)))
     return out
 
 

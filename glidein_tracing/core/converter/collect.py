@@ -15,6 +15,7 @@ from .. import sampling
 from ..journal import Event, JournalReport
 from ..log_tail import LOG_SOURCE
 from .draft import ROOT, Draft, Limits, SpanDraft
+from .phases import PREFIX as PHASE_PREFIX
 from .fields import resource_attributes, span_attributes
 
 _EVENT_ORDER = operator.attrgetter("time", "line_no")
@@ -29,6 +30,8 @@ def collect(events, report: JournalReport | None, redact, span_ceiling: int) -> 
                   last_time=max((e.time for e in events), default=None))
     add_sample = draft.timeline.add
     for event in events:
+        if event.key.startswith(PHASE_PREFIX) and draft.phases.take(event):
+            continue    # a user job's phase line (phases.py)
         op = event.op
         if op in _SAMPLED_OPS and not event.key.startswith("job/"):
             add_sample(event.time, event.fields)

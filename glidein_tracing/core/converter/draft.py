@@ -14,6 +14,7 @@ from opentelemetry.sdk.trace import SpanLimits
 from .. import redaction
 from ..journal import JournalReport
 from ..resources import ResourceTimeline
+from .phases import PhaseCollector
 
 ROOT = "glidein"   # the root's journal key
 DEFAULT_MAX_SPANS = 2000  # knob GLIDEIN_TRACING_MAX_SPANS
@@ -83,6 +84,7 @@ class Draft:
     histories: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     log_tails: list = field(default_factory=list)
+    phases: PhaseCollector = field(default_factory=PhaseCollector)   # a user job's phases (phases.py)
     dropped: dict = field(default_factory=lambda: {"attributes": 0, "links": 0, "events": 0, "spans": 0})
 
     def span(self, key: str) -> SpanDraft:

@@ -23,6 +23,24 @@ from .readable_span import ns, readable_span, remote_context
 
 _WHERE = (c.GLIDEIN_SITE, c.GLIDEIN_ENTRY, c.GLIDEIN_NAME, c.GLIDEIN_FACTORY)
 _UNSET = Status(StatusCode.UNSET)
+# events of the job's own span that its span in the user's trace carries too
+USER_VIEW_EVENTS = frozenset({c.JOB_PHASE_MARK, c.JOB_LOG_TAIL})
+
+
+def _on_glidein_id(glidein_trace: str, job_key: str, user_trace: str) -> int:
+    """The span id of a job's ``job on glidein`` in its user's trace."""
+    return ids.span_id_int(user_trace, f"glidein/{glidein_trace}/{job_key}")
+
+
+def _wait_id(glidein_trace: str, job_key: str, user_trace: str) -> int:
+    """The span id of a job's ``job.wait`` in its user's trace."""
+    return ids.span_id_int(user_trace, f"glidein/{glidein_trace}/{job_key}/wait")
+
+
+def job_view_span_ids(glidein_trace: str, job_key: str, user_trace: str) -> set:
+    """The span ids this module gives a job's own spans in its user's trace (the job's
+    phases must not take one: phases.py)."""
+    return {_on_glidein_id(glidein_trace, job_key, user_trace), _wait_id(glidein_trace, job_key, user_trace)}
 
 
 def user_trace_spans(draft: Draft, built: dict, resource: Resource) -> list[ReadableSpan]:
@@ -66,9 +84,10 @@ def _job_on_glidein(draft: Draft, key_span: SpanDraft, job: ReadableSpan, where:
     user_trace = format(parent.trace_id, "032x")
     return readable_span(
         name=c.SPAN_JOB_ON_GLIDEIN, resource=resource, trace_id=parent.trace_id,
-        span_id=int(ids.span_id(user_trace, f"glidein/{draft.trace_id}/{key_span.key}"), 16),
+        span_id=_on_glidein_id(draft.trace_id, key_span.key, user_trace),
         parent=parent, status=job.status, start_ns=job.start_time, end_ns=job.end_time,
-        attributes=draft.scrub(attrs), links=[back])
+        attributes=draft.scrub(attrs), links=[back],
+        events=[e for e in job.events if e.name in USER_VIEW_EVENTS])
 
 
 def _wait_facts(draft: Draft) -> dict:
@@ -124,6 +143,6 @@ def _job_wait(draft: Draft, key_span: SpanDraft, job: ReadableSpan, where: dict,
     user_trace = format(parent.trace_id, "032x")
     return readable_span(
         name=c.STAGE_JOB_WAIT, resource=resource, trace_id=parent.trace_id,
-        span_id=int(ids.span_id(user_trace, f"glidein/{draft.trace_id}/{key_span.key}/wait"), 16),
+        span_id=_wait_id(draft.trace_id, key_span.key, user_trace),
         parent=parent, status=_UNSET, start_ns=ns(qdate), end_ns=job.start_time,
         attributes=draft.scrub(attrs), links=[back])

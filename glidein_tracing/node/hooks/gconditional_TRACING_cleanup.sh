@@ -184,62 +184,10 @@ gt_close_setup() {
     fi
 }
 
-# Log tails on failure: the lines that explain it, as `note` lines on the failed span with
-# @log.source (path under the work dir), @log.part/@log.parts and @log.data (base64 chunks
-# of the tail: any bytes survive, one value stays under the journal's limits).
-GT_LOG_TAIL_BYTES=8192     # per tail, whatever GLIDEIN_TRACING_LOG_TAIL_LINES says
-GT_LOG_TAIL_READ=65536     # bytes read from a log's end before picking lines (huge logs)
-GT_LOG_TAIL_CHUNK=1000
+# Log tails on failure (gt_log_tail, in the library): the lines that explain it, as `note`
+# lines on the failed span.
 GT_LOG_MARK_OK='=== validation OK in '   # glidein_startup.sh, on stderr after each script that passed
 GT_LOG_MARK_RUN='Executing (flags:'       # glidein_startup.sh, on stdout before each script
-# The lines after the last MARK line, or from the last line that starts with START and ends
-# with NAME (the failed script's own part of the log); encoded blocks (`begin-base64` ...
-# `====`, GlideinWMS's sections of logs and XML, or a run of base64 lines whose start was cut
-# off) become one line saying how many lines were left out.
-GT_AWK_LOG_PART='
-function keep(s) { if (enc) line[++n] = "[glidein_tracing: " enc " lines of encoded data left out]"; enc = 0
-                   if (s != "") line[++n] = s }
-function restart() { n = 0; enc = 0; inblock = 0 }
-mark != "" && index($0, mark) == 1 { restart(); next }
-start != "" && index($0, start) == 1 && length($0) >= length(name) && substr($0, length($0) - length(name) + 1) == name {
-    restart(); line[++n] = $0; next }
-inblock { enc++; if ($0 == "====") { inblock = 0; keep("") } ; next }
-/^begin-base64 [0-7]+ / || /^begin [0-7]+ / { inblock = 1; enc++; next }
-/^[A-Za-z0-9+\/]+=*$/ && (length($0) >= 60 || enc) { enc++; next }
-$0 == "====" && enc { enc++; keep(""); next }
-{ keep($0) }
-END { keep(""); for (i = 1; i <= n; i++) print line[i] }
-'
-
-# gt_log_tail KEY SOURCE FILE [MARK [START NAME]]: the tail of FILE's part that explains the
-# failure (GT_AWK_LOG_PART): at most GT_LOG_TAIL_LINES lines and GT_LOG_TAIL_BYTES bytes. A file
-# that cannot be read gets a note saying why instead (@log.note).
-gt_log_tail() {
-    local key=$1 source=$2 file=$3 mark=${4:-} start=${5:-} name=${6:-} why= data part=0 parts
-    if [ ! -e "$file" ]; then why="absent"
-    elif [ ! -f "$file" ]; then why="not a regular file"
-    elif [ ! -r "$file" ]; then why="not readable"
-    elif ! command -v base64 >/dev/null 2>&1; then why="no base64 on this node"
-    fi
-    if [ -z "$why" ]; then
-        data=$(tail -c "$GT_LOG_TAIL_READ" "$file" 2>/dev/null \
-            | gt_bounded 5 env LC_ALL=C awk -v mark="$mark" -v start="$start" -v name="$name" \
-                "$GT_AWK_LOG_PART" 2>/dev/null \
-            | tail -n "$GT_LOG_TAIL_LINES" | tail -c "$GT_LOG_TAIL_BYTES" | base64 -w 0 2>/dev/null)
-        [ -n "$data" ] || why="empty"
-    fi
-    gt_now
-    if [ -n "$why" ]; then
-        gt_emit "$GT_NOW" note "$key" "@log.source=$source" "@log.note=$why"
-        return 0
-    fi
-    parts=$(( (${#data} + GT_LOG_TAIL_CHUNK - 1) / GT_LOG_TAIL_CHUNK ))
-    while [ "$part" -lt "$parts" ]; do
-        gt_emit "$GT_NOW" note "$key" "@log.source=$source" "@log.part=$part" "@log.parts=$parts" \
-            "@log.data=${data:$((part * GT_LOG_TAIL_CHUNK)):$GT_LOG_TAIL_CHUNK}"
-        part=$((part + 1))
-    done
-}
 
 # gt_log_tails: only for a glidein that did not end ok, the log that explains it: a failed
 # validation script's own output (GlideinWMS's copies logs/<uuid>/<uuid>.err|.out, from the
@@ -257,15 +205,15 @@ gt_log_tails() {
     IFS="$GT_US" read -r id st _ <<< "$GT_LAST"
     IFS="$GT_US" read -r _ cst _ <<< "$GT_CONDOR"
     if [ "$GT_OUTCOME" = validation_failed ] && [ "$st" = ERROR ]; then
-        gt_log_tail "validation/$id" "${rel#"$GT_WORK_DIR"/}.err" "$rel.err" "$GT_LOG_MARK_OK"
-        gt_log_tail "validation/$id" "${rel#"$GT_WORK_DIR"/}.out" "$rel.out" "" "$GT_LOG_MARK_RUN" "/${id##*/}"
+        gt_log_tail "validation/$id" "${rel#"$GT_WORK_DIR"/}.err" "$rel.err" "$GT_LOG_TAIL_LINES" "$GT_LOG_MARK_OK"
+        gt_log_tail "validation/$id" "${rel#"$GT_WORK_DIR"/}.out" "$rel.out" "$GT_LOG_TAIL_LINES" "" "$GT_LOG_MARK_RUN" "/${id##*/}"
     elif [ -n "$GT_CONDOR" ] && [ "$cst" = ERROR ]; then
         starter=$(ls -t "$GT_WORK_DIR"/log/StarterLog* 2>/dev/null | head -n 1)
         for f in "$GT_WORK_DIR/log/MasterLog" "$GT_WORK_DIR/log/StartdLog" "${starter:-$GT_WORK_DIR/log/StarterLog}"; do
-            gt_log_tail condor "${f#"$GT_WORK_DIR"/}" "$f"
+            gt_log_tail condor "${f#"$GT_WORK_DIR"/}" "$f" "$GT_LOG_TAIL_LINES"
         done
     else
-        gt_log_tail glidein "${rel#"$GT_WORK_DIR"/}.err" "$rel.err"
+        gt_log_tail glidein "${rel#"$GT_WORK_DIR"/}.err" "$rel.err" "$GT_LOG_TAIL_LINES"
     fi
 }
 

@@ -13,4 +13,5 @@ gt_knobs_load() {
     gt_knob GT_REDACT GLIDEIN_TRACING_REDACT string '' '' '' ''
     gt_knob GT_PYTHON GLIDEIN_TRACING_PYTHON string '' '' '' ''
     gt_knob GT_LOG_TAIL_LINES GLIDEIN_TRACING_LOG_TAIL_LINES int '50' '0' '500' ''
+    gt_knob GT_JOB_LOG_TAIL_LINES GLIDEIN_TRACING_JOB_LOG_TAIL_LINES int '0' '0' '500' ''
 }

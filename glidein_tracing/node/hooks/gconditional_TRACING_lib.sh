@@ -422,3 +422,84 @@ gt_setup_env() {
     GT_DIR=${GT_JOURNAL%/*}
     [ -d "$GT_DIR" ] && [ -w "$GT_JOURNAL" ]
 }
+
+# Log tails (hooks.md, Log tails on failure; the job-exit hook's job.log_tail): the last lines
+# of a log as `note` lines on a span with @log.source, @log.part/@log.parts and @log.data
+# (base64 chunks of GT_LOG_TAIL_CHUNK characters: any byte survives, every value stays under
+# the journal's limits). Only the last GT_LOG_TAIL_READ bytes are read (`tail -c` seeks: a
+# huge log costs the same) and at most GT_LOG_TAIL_BYTES are kept.
+GT_LOG_TAIL_BYTES=8192
+GT_LOG_TAIL_READ=65536
+GT_LOG_TAIL_CHUNK=1000
+# GT_AWK_TAIL: the part of the log that explains the failure, then at most `lines` of it and
+# their last `bytes` bytes (as `tail -n | tail -c`, in the same process). The part: the lines
+# after the last one starting with mark, or from the last line that starts with start and
+# ends with name (a failed validation script's own part of glidein_startup.sh's stdout); all
+# without either. Encoded blocks (`begin-base64` ... `====`, GlideinWMS's sections of logs and
+# XML, or a run of base64 lines whose start was cut off) become one line saying how many lines
+# were left out.
+GT_AWK_TAIL='
+function keep(s) { if (enc) line[++n] = "[glidein_tracing: " enc " lines of encoded data left out]"; enc = 0
+                   if (s != "") line[++n] = s }
+function restart() { n = 0; enc = 0; inblock = 0 }
+mark != "" && index($0, mark) == 1 { restart(); next }
+start != "" && index($0, start) == 1 && length($0) >= length(name) && substr($0, length($0) - length(name) + 1) == name {
+    restart(); line[++n] = $0; next }
+inblock { enc++; if ($0 == "====") { inblock = 0; keep("") } ; next }
+/^begin-base64 [0-7]+ / || /^begin [0-7]+ / { inblock = 1; enc++; next }
+/^[A-Za-z0-9+\/]+=*$/ && (length($0) >= 60 || enc) { enc++; next }
+$0 == "====" && enc { enc++; keep(""); next }
+{ keep($0) }
+END {
+    keep("")
+    first = n - lines + 1; if (first < 1) first = 1
+    size = 0
+    for (i = n; i >= first; i--) {
+        size += length(line[i]) + 1
+        if (size > bytes) { line[i] = substr(line[i], size - bytes + 1); first = i; break }
+    }
+    for (i = first; i <= n; i++) print line[i]
+}
+'
+
+# gt_log_tail KEY SOURCE FILE LINES [MARK [START NAME]]: the tail of FILE's part that explains
+# the failure (GT_AWK_TAIL): at most LINES lines. A file that cannot or must not be read (a
+# symbolic link, not ours: a job may have planted it) gets a note saying why (@log.note).
+gt_log_tail() {
+    gt_lt_why=
+    if [ -L "$3" ]; then gt_lt_why="a symbolic link: not read"
+    elif [ ! -e "$3" ]; then gt_lt_why="absent"
+    elif [ ! -f "$3" ]; then gt_lt_why="not a regular file"
+    elif [ ! -O "$3" ]; then gt_lt_why="owned by another user: not read"
+    elif [ ! -r "$3" ]; then gt_lt_why="not readable"
+    elif [ ! -s "$3" ]; then gt_lt_why="empty"
+    elif ! command -v base64 >/dev/null 2>&1; then gt_lt_why="no base64 on this node"
+    fi
+    gt_lt_data=
+    if [ -z "$gt_lt_why" ]; then
+        gt_lt_data=$(tail -c "$GT_LOG_TAIL_READ" "$3" 2>/dev/null | LC_ALL=C awk -v mark="${5:-}" \
+            -v start="${6:-}" -v name="${7:-}" -v lines="$4" -v bytes="$GT_LOG_TAIL_BYTES" "$GT_AWK_TAIL" 2>/dev/null \
+            | base64 -w "$GT_LOG_TAIL_CHUNK" 2>/dev/null)
+        [ -n "$gt_lt_data" ] || gt_lt_why="empty"
+    fi
+    gt_now
+    if [ -n "$gt_lt_why" ]; then
+        gt_emit "$GT_NOW" note "$1" "@log.source=$2" "@log.note=$gt_lt_why"
+        return 0
+    fi
+    # lines of GT_LOG_TAIL_CHUNK characters and a last one of 1..GT_LOG_TAIL_CHUNK: the count
+    # follows from the length; split on newlines with the words of a loop (no here-document:
+    # bash writes those to a temporary file)
+    gt_lt_parts=$(( (${#gt_lt_data} + GT_LOG_TAIL_CHUNK) / (GT_LOG_TAIL_CHUNK + 1) ))
+    gt_lt_part=0 gt_lt_ifs=$IFS gt_lt_glob=
+    case $- in *f*) gt_lt_glob=1 ;; esac
+    IFS=$GT_NL
+    set -f
+    for gt_lt_chunk in $gt_lt_data; do
+        gt_emit "$GT_NOW" note "$1" "@log.source=$2" "@log.part=$gt_lt_part" "@log.parts=$gt_lt_parts" \
+            "@log.data=$gt_lt_chunk"
+        gt_lt_part=$((gt_lt_part + 1))
+    done
+    IFS=$gt_lt_ifs
+    [ -n "$gt_lt_glob" ] || set +f
+}

@@ -209,6 +209,20 @@ gt_install_exit_hook() {
         || gt_note - "could not configure the job exit hook: job ends come from StartdHistoryLog"
 }
 
+# gt_install_phase: the phase command for user jobs (gconditional_TRACING_phase.sh), copied to
+# <journal dir>/phase, mode 755, and published as GLIDEIN_TRACING_PHASE in the startd ad (a
+# job may require it) and every job's environment; the job wrapper copies it into each
+# job's scratch dir and points the variable at that copy (docs/user-phases.md).
+gt_install_phase() {
+    local src="$GT_HERE/gconditional_TRACING_phase.sh" dst="$GT_DIR/phase"
+    [ -f "$src" ] || { gt_note - "no phase command file: jobs get no GLIDEIN_TRACING_PHASE"; return 0; }
+    cp "$src" "$dst" 2>/dev/null && chmod 0755 "$dst" 2>/dev/null || {
+        gt_note - "cannot install the phase command"; return 0; }
+    gt_config_add GLIDEIN_TRACING_PHASE "$dst" \
+        && gt_condor_var GLIDEIN_TRACING_PHASE S - + N Y + \
+        || gt_note - "could not publish GLIDEIN_TRACING_PHASE"
+}
+
 # gt_publish_trace: the trace id and the root span's traceparent in the startd ad and in every
 # job's environment (condor_vars: published Y, user env +), so `condor_status -af
 # GLIDEIN_TraceId`, the Frontend and the user's job can name this glidein's trace.
@@ -312,6 +326,7 @@ gt_main() {
 
     gt_sampler_start
     gt_install_exit_hook
+    gt_install_phase
     GT_STATUS="enabled"
     return 0
 }

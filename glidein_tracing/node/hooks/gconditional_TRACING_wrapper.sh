@@ -1,11 +1,25 @@
 # glidein_tracing job wrapper fragment (wrapper="True"): concatenated by condor_startup.sh
 # into condor_job_wrapper.sh (#!/bin/sh, possibly dash, ends in `exec "$@"`).
-# Starts the `job` span and gives the job a TRACEPARENT when it has none of its own.
+# Starts the `job` span, gives the job a TRACEPARENT when it has none of its own, and
+# copies the phase command into the job's scratch dir (GLIDEIN_TRACING_PHASE, in the job's
+# container too: GlideinWMS binds the scratch dir into it).
 # All the work runs in a command substitution (a subshell): nothing it defines, no
-# exit, no error can reach the job. Only TRACEPARENT may be set here, and the two
-# names below are unset again. The job runs unchanged whatever happens.
+# exit, no error can reach the job. Only TRACEPARENT and GLIDEIN_TRACING_PHASE may be set
+# here, and the names below are unset again. The job runs unchanged whatever happens.
 
-# gt_wrapper_run WRAPPER_PATH: record the job start; print the TRACEPARENT for the job.
+# gt_wrapper_phase: copy the glidein's phase command to <scratch>/.glidein_tracing/phase
+# (a directory of our own: not an existing file or link of the job); print its path.
+gt_wrapper_phase() {
+    gt_w_src="$GT_DIR/phase"
+    gt_w_sd=${_CONDOR_SCRATCH_DIR:-$PWD}/.glidein_tracing
+    [ -f "$gt_w_src" ] && [ -x "$gt_w_src" ] || return 0
+    [ ! -e "$gt_w_sd" ] && [ ! -L "$gt_w_sd" ] || return 0
+    mkdir "$gt_w_sd" 2>/dev/null && cp "$gt_w_src" "$gt_w_sd/phase" 2>/dev/null || return 0
+    printf '%s' "$gt_w_sd/phase"
+}
+
+# gt_wrapper_run WRAPPER_PATH: record the job start; print the TRACEPARENT for the job and,
+# on a second line, the phase command's path.
 gt_wrapper_run() {
     # glidein_config is beside condor_job_wrapper.sh, in the glidein's work dir
     gt_w_cfg="${1%/*}/glidein_config"
@@ -78,12 +92,23 @@ EOF
         || return 0
     [ -z "$gt_w_note" ] || gt_note "$gt_w_key" "$gt_w_note"
     gt_span_id "$GT_TRACE_ID" "$gt_w_key" || return 0
-    printf '00-%s-%s-01' "$GT_TRACE_ID" "$GT_SPAN_ID"
+    printf '00-%s-%s-01\n' "$GT_TRACE_ID" "$GT_SPAN_ID"
+    gt_wrapper_phase
 }
 
 gt_wrapper_tp=$(gt_wrapper_run "$0" </dev/null 2>/dev/null) || gt_wrapper_tp=
+gt_wrapper_ph=
+case $gt_wrapper_tp in
+    *'
+'*) gt_wrapper_ph=${gt_wrapper_tp#*'
+'}; gt_wrapper_tp=${gt_wrapper_tp%%'
+'*} ;;
+esac
 case $gt_wrapper_tp in
     00-*) [ -n "${TRACEPARENT:-}" ] || { TRACEPARENT=$gt_wrapper_tp; export TRACEPARENT; } ;;
 esac
-unset gt_wrapper_tp
-unset -f gt_wrapper_run
+case $gt_wrapper_ph in
+    /*/.glidein_tracing/phase) GLIDEIN_TRACING_PHASE=$gt_wrapper_ph; export GLIDEIN_TRACING_PHASE ;;
+esac
+unset gt_wrapper_tp gt_wrapper_ph
+unset -f gt_wrapper_run gt_wrapper_phase

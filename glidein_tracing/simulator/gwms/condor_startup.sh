@@ -134,7 +134,8 @@ starter() {
             TMPDIR="$scratch/tmp" TMP="$scratch/tmp" TEMP="$scratch/tmp" \
             _CONDOR_WRAPPER_ERROR_FILE="$scratch/.job_wrapper_failure"
         while IFS= read -r kv; do [ -n "$kv" ] && export "$kv"; done < "$jobdir/job.env"
-        exec "$condor_job_wrapper" /bin/sh "$jobdir/job.sh" > _condor_stdout 2> _condor_stderr
+        shell=/bin/sh; read -r shell < "$jobdir/job.shell" 2>/dev/null
+        exec "$condor_job_wrapper" "$shell" "$jobdir/job.sh" > _condor_stdout 2> _condor_stderr
     ) &
     pid=$!
     echo "$pid" > "$work_dir/log/.sim_job_pid"
