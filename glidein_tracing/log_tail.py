@@ -20,8 +20,9 @@ MAX_LINES = 500      # the knob GLIDEIN_TRACING_LOG_TAIL_LINES's maximum
 MAX_BYTES = 8192
 MAX_PARTS = 64       # 8 KB of base64 takes 11 chunks of 1000 characters
 MAX_TAILS = 4        # per span: the hook writes at most 3 (condor: Master, Startd, Starter)
-# control characters other than tab and newline (binary logs, terminal escapes)
-CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# control characters other than tab and newline (binary logs, terminal escapes), C1 controls
+# included (U+009B is a one-character CSI, U+009D an OSC on terminals that take 8-bit controls)
+CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # a PEM block's END line, and the lines that may stand before it inside the block: base64,
 # RFC 1421 headers (Proc-Type, DEK-Info) and the blank line after them
 PEM_END_RE = re.compile(r"^[ \t]*-----END [A-Z0-9 ]+-----[ \t\r]*$", re.MULTILINE)

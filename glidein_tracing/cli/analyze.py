@@ -20,6 +20,7 @@ import re
 import sys
 import time
 
+from ..terminal import echo
 from .main import UserError, parse_duration
 
 
@@ -134,11 +135,11 @@ def run(args):
                              max_tail=args.max_tail, retire=args.retire, budget=args.lost_budget,
                              source=source, read=read.as_dict())
     if not args.quiet and args.json != "-":
-        print(report_mod.summary_text(doc))
+        echo(report_mod.summary_text(doc))
     if args.json == "-":
         import json
         json.dump(doc, sys.stdout, indent=1, default=report_mod._json_default)
-        print()
+        echo()
     elif args.json:
         report_mod.write_json(doc, args.json)
     if args.html:

@@ -28,6 +28,7 @@ from ..exporters.store import JsonLinesStoreExporter
 from ..journal import parse_lines, read_journal
 from ..sampling import keep_glidein
 from ..sections import journal_sections
+from ..terminal import echo
 from .main import UserError
 
 
@@ -65,7 +66,7 @@ def load_events(args):
     out = []
     for section in journal_sections(text):
         if section.error:
-            print(f"glidein-tracing export: {args.stderr}: journal section {section.error}",
+            echo(f"glidein-tracing export: {args.stderr}: journal section {section.error}",
                   file=sys.stderr)
         out.append(parse_lines(section.data))
     if not out:
@@ -88,7 +89,7 @@ def run(args):
     if args.ended and not args.journal:
         raise UserError("--ended needs --journal (the journal records what went out)")
     if sdk_disabled():
-        print("glidein-tracing export: OTEL_SDK_DISABLED=true, nothing exported", file=sys.stderr)
+        echo("glidein-tracing export: OTEL_SDK_DISABLED=true, nothing exported", file=sys.stderr)
         return 0
     defaults = {"service.name": args.service_name} if args.service_name else None
     where = otlp_endpoint(args)
@@ -98,15 +99,15 @@ def run(args):
     sampled_out = 0
     for events, report in load_events(args):
         if report.skipped_total:
-            print(f"glidein-tracing export: journal: {report.summary()}", file=sys.stderr)
+            echo(f"glidein-tracing export: journal: {report.summary()}", file=sys.stderr)
         try:
             spans = convert(events, report, resource_defaults=defaults)
         except ConversionError as exc:
-            print(f"glidein-tracing export: {exc}", file=sys.stderr)
+            echo(f"glidein-tracing export: {exc}", file=sys.stderr)
             failed += 1
             continue
         if not keep_glidein(spans, args.sampling_ratio, running=args.ended):
-            print("glidein-tracing export: sampled out (GLIDEIN_TRACING_SAMPLING_RATIO)", file=sys.stderr)
+            echo("glidein-tracing export: sampled out (GLIDEIN_TRACING_SAMPLING_RATIO)", file=sys.stderr)
             sampled_out += 1
             continue
         root_trace = spans[0].context.trace_id
@@ -126,7 +127,7 @@ def run(args):
             try:
                 live.record(args.journal, live.SENDING, spans, time.time())
             except OSError as exc:   # unrecorded, a span could go twice: leave it to the Factory
-                print(f"glidein-tracing export: cannot record the export in {args.journal}: {exc}",
+                echo(f"glidein-tracing export: cannot record the export in {args.journal}: {exc}",
                       file=sys.stderr)
                 failed += 1
                 continue
@@ -146,7 +147,7 @@ def run(args):
         failed += not ok
     if store is not None:
         store.shutdown()
-    print(f"glidein-tracing export: {total} spans to {where or store.directory}"
+    echo(f"glidein-tracing export: {total} spans to {where or store.directory}"
           + (f", {failed} failed" if failed else ""),
           file=sys.stderr)
     if failed:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sys
 
+from ..terminal import echo
+
 
 def add_arguments(parser):
     parser.add_argument("--validate", metavar="GLIDEINWMS_XML", help="check a Factory configuration")
@@ -26,9 +28,9 @@ def run(args):
     if args.validate:
         findings = validate(args.validate)
         for finding in findings:
-            print(finding)
+            echo(finding)
         errors = sum(1 for f in findings if f.level == "error")
-        print(f"{args.validate}: {errors} errors, {len(findings) - errors} warnings", file=sys.stderr)
+        echo(f"{args.validate}: {errors} errors, {len(findings) - errors} warnings", file=sys.stderr)
         return 1 if errors else 0
     values = {}
     for item in args.set:

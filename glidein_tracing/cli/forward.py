@@ -11,12 +11,12 @@ standard OTEL_EXPORTER_OTLP_* variables, in that order. `--follow` keeps running
 
 from __future__ import annotations
 
-import logging
 import signal
 import sys
 from pathlib import Path
 
 from ..factory.settings import DEFAULT_CONFIG
+from ..terminal import echo, log_to_stderr
 
 
 def add_arguments(parser):
@@ -144,10 +144,9 @@ def run(args):
 
     conf = settings_of(args)
     if args.check_config:
-        print(f"glidein-tracing forward: settings good ({conf['config_file'] or 'no config file'})")
+        echo(f"glidein-tracing forward: settings good ({conf['config_file'] or 'no config file'})")
         return 0
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s glidein-tracing forward: %(message)s",
-                        stream=sys.stderr)
+    log_to_stderr("%(asctime)s glidein-tracing forward: %(message)s")
     entry_schedds = entry_schedds_of(conf)
     for path in conf["logs"]:
         if not Path(path).is_dir():
@@ -164,7 +163,7 @@ def run(args):
     if args.retry_quarantined:
         with ledger.transaction():
             released = ledger.release_quarantined()
-        print(f"glidein-tracing forward: {released} quarantined glideins released", file=sys.stderr)
+        echo(f"glidein-tracing forward: {released} quarantined glideins released", file=sys.stderr)
     forwarder = Forwarder(
         conf["logs"], exporter, ledger, conf["factory"], schedd=conf["schedd"],
         entry_schedds=entry_schedds, grace_s=conf["grace"], sampling_ratio=conf["sampling_ratio"],
@@ -177,5 +176,5 @@ def run(args):
         forwarder.follow(conf["interval"], stop=lambda: bool(stopping))
         return 0
     stats = forwarder.run_once()
-    print(f"glidein-tracing forward: {stats.summary()}", file=sys.stderr)
+    echo(f"glidein-tracing forward: {stats.summary()}", file=sys.stderr)
     return 1 if stats.export_failures else 0

@@ -7,6 +7,7 @@ import importlib
 import sys
 
 from .. import __version__
+from ..terminal import echo
 
 # verb -> module in glidein_tracing.cli; each module has add_arguments(parser) and run(args)
 VERBS = {
@@ -52,13 +53,13 @@ def main(argv=None) -> int:
         _reader_went_away()
         return 0
     except UserError as exc:
-        print(f"glidein-tracing {args.verb}: {exc}", file=sys.stderr)
+        echo(f"glidein-tracing {args.verb}: {exc}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
         extra = _extra_for(exc.name or "")
         if extra is None:
             raise
-        print(f"glidein-tracing {args.verb}: needs {exc.name}, which this installation lacks: "
+        echo(f"glidein-tracing {args.verb}: needs {exc.name}, which this installation lacks: "
               f"pip install 'glidein_tracing[{extra}]'", file=sys.stderr)
         return 2
 

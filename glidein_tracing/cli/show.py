@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from ..exporters.store import Store, StoreError
+from ..terminal import echo, escape
 from ..tree import render
 from .main import UserError
 
@@ -36,18 +37,19 @@ def run(args):
 def _show(args, store: Store) -> int:
     if args.reindex:
         health = store.reindex()
-        print(f"reindexed {store.directory}: {health['traces']} traces in {health['files']} files, "
+        echo(f"reindexed {store.directory}: {health['traces']} traces in {health['files']} files, "
               f"{health['bad_lines']} unreadable lines, {health['cut_lines']} lines cut short")
         return 0
     if args.list or not args.trace_id:
         for trace_id, spans, name, start_ns, outcome in store.summaries():
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(start_ns / 1e9)) if start_ns else "-"
-            print(f"{trace_id}  {spans:4d} spans  {when}  {name or '(no root)'}  {outcome or ''}".rstrip())
+            name, outcome = escape(name or "(no root)", newlines=False), escape(outcome or "", newlines=False)
+            echo(f"{escape(trace_id, newlines=False)}  {spans:4d} spans  {when}  {name}  {outcome}".rstrip())
         return 0
     matches = store.find(args.trace_id)
     if not matches:
         raise UserError(f"no trace {args.trace_id} in {store.directory}")
     if len(matches) > 1:
         raise UserError(f"{args.trace_id} matches several traces; give more digits")
-    print(render(store.trace(matches[0])))
+    echo(render(store.trace(matches[0])))
     return 0
