@@ -31,6 +31,7 @@ from opentelemetry.trace.status import Status, StatusCode
 from . import __version__, failure, ids, log_tail, redaction, sampling
 from .log_tail import LOG_SOURCE, LOG_TAIL_EVENT
 from .journal import Event, JournalReport
+from .numbers import finite_float
 from . import resources
 from .resources import ResourceTimeline
 
@@ -93,9 +94,9 @@ def _typed_value(suffix: str, value: str):
     """A field's text as the type its suffix names (i, f, b); the text when it does not parse."""
     try:
         if suffix == "i":
-            return int(float(value))
+            return int(finite_float(value))
         if suffix == "f":
-            return float(value)
+            return finite_float(value)
         return value.strip().lower() in ("true", "1", "yes")
     except (ValueError, OverflowError):   # "1e999:i" is text, not a crash
         return value

@@ -21,7 +21,7 @@ import sys
 import time
 
 from ..terminal import echo
-from .main import UserError, parse_duration
+from .main import UserError, number_in, parse_duration
 
 
 def _number_list(text: str) -> list[float]:
@@ -82,7 +82,7 @@ def add_arguments(parser):
                       help="GLIDEIN_Max_Tail the traces were recorded with (default %(default)s)")
     what.add_argument("--current-retire", type=parse_duration, default=21600.0,
                       help="GLIDEIN_Retire_Time the traces were recorded with (default %(default)s)")
-    what.add_argument("--lost-budget", type=float, default=0.001,
+    what.add_argument("--lost-budget", type=number_in(0, 1), default=0.001,
                       help="recommend only settings losing at most this share of jobs (default %(default)s)")
 
 

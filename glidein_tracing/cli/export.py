@@ -29,7 +29,7 @@ from ..journal import parse_lines, read_journal
 from ..sampling import keep_glidein
 from ..sections import journal_sections
 from ..terminal import echo
-from .main import UserError
+from .main import UserError, number_in
 
 
 def add_arguments(parser):
@@ -40,7 +40,7 @@ def add_arguments(parser):
                         help="OTLP/HTTP base URL, e.g. http://127.0.0.1:4318 (default: "
                              "$GLIDEIN_TRACING_ENDPOINT, which keeps credentials off the command line)")
     parser.add_argument("--store", help="store directory (used when there is no endpoint)")
-    parser.add_argument("--timeout", type=float, default=5.0,
+    parser.add_argument("--timeout", type=number_in(0), default=5.0,
                         help="upper bound on the whole command, seconds (default 5)")
     parser.add_argument("--service-name", help="override service.name")
     parser.add_argument("--ended", action="store_true",
@@ -49,7 +49,7 @@ def add_arguments(parser):
     parser.add_argument("--skip-root", action="store_true",
                         help="leave the root span to the Factory forwarder (export mode 'both': "
                              "the Factory knows when the glidein was submitted)")
-    parser.add_argument("--sampling-ratio", type=float, default=None,
+    parser.add_argument("--sampling-ratio", type=number_in(0, 1), default=None,
                         help="override the sampling ratio the glidein ran with (its journal's "
                              "GLIDEIN_TRACING_SAMPLING_RATIO); failed glideins are always kept")
 

@@ -109,6 +109,17 @@ def ledger_path_of(conf: dict) -> Path:
     return Path(conf["store"] or default_store_dir()) / "forwarder.sqlite"
 
 
+def path_problems(conf: dict) -> list[str]:
+    """What --check-config finds wrong with the paths the forwarder writes: the ledger
+    (``state``) and, when spans go to the store, the store, each writable by this user."""
+    from ..exporters.store import default_store_dir
+    from ..factory.settings import unwritable
+    checks = [("state", ledger_path_of(conf), False)]
+    if not sends_to_collector(conf):
+        checks.append(("store", Path(conf["store"] or default_store_dir()), True))
+    return [f"{key}: {problem}" for key, path, directory in checks if (problem := unwritable(path, directory))]
+
+
 def parse_entry_schedds(items) -> dict:
     """``--entry-schedd ENTRY=SCHEDD`` values -> {entry: schedd}."""
     from .main import UserError
@@ -144,6 +155,9 @@ def run(args):
 
     conf = settings_of(args)
     if args.check_config:
+        problems = path_problems(conf)
+        if problems:
+            raise UserError("bad configuration:\n  " + "\n  ".join(problems))
         echo(f"glidein-tracing forward: settings good ({conf['config_file'] or 'no config file'})")
         return 0
     log_to_stderr("%(asctime)s glidein-tracing forward: %(message)s")

@@ -7,6 +7,7 @@ import importlib
 import sys
 
 from .. import __version__
+from ..numbers import finite_float
 from ..terminal import echo
 
 # verb -> module in glidein_tracing.cli; each module has add_arguments(parser) and run(args)
@@ -90,7 +91,22 @@ def parse_duration(text: str) -> float:
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smhdw]?)\s*", text)
     if not match:
         raise ValueError(text)
-    return float(match.group(1)) * DURATION_UNITS[match.group(2) or "s"]
+    return finite_float(match.group(1)) * DURATION_UNITS[match.group(2) or "s"]
+
+
+def number_in(low: float, high: float | None = None):
+    """An argparse type: a finite number in [low, high] (NaN, infinity and values outside
+    are refused with a message naming the range)."""
+    def parse(text: str) -> float:
+        try:
+            value = finite_float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a finite number: {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bounds = f"between {low:g} and {high:g}" if high is not None else f"at least {low:g}"
+            raise argparse.ArgumentTypeError(f"must be {bounds}, not {text}")
+        return value
+    return parse
 
 
 class UserError(Exception):
