@@ -134,15 +134,16 @@ def run(args):
     doc = report_mod.analyze(table, current=current, whatif=args.whatif, max_idle=args.max_idle,
                              max_tail=args.max_tail, retire=args.retire, budget=args.lost_budget,
                              source=source, read=read.as_dict())
+    # the files asked for first: whatever happens to stdout (`| head`), they are written
+    if args.json and args.json != "-":
+        report_mod.write_json(doc, args.json)
+    if args.html:
+        with open(args.html, "w", encoding="utf-8") as handle:
+            handle.write(report_mod.render_html(doc, table, jaeger_ui=args.jaeger_ui))
     if not args.quiet and args.json != "-":
         echo(report_mod.summary_text(doc))
     if args.json == "-":
         import json
         json.dump(doc, sys.stdout, indent=1, default=report_mod._json_default)
         echo()
-    elif args.json:
-        report_mod.write_json(doc, args.json)
-    if args.html:
-        with open(args.html, "w", encoding="utf-8") as handle:
-            handle.write(report_mod.render_html(doc, table, jaeger_ui=args.jaeger_ui))
     return 0

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sqlite3
 import sys
 
 from .. import __version__
+from ..factory.ledger import LedgerError
+from ..nospace import is_no_space
 from ..numbers import finite_float
 from ..terminal import echo
 
@@ -21,6 +24,13 @@ VERBS = {
     "factory-config": "factory_config",
     "analyze": "analyze",
 }
+# exit codes every verb shares (docs/operators.md, "Exit codes"); verbs add their own: 1 is
+# status's alert and forward's failed exports, 4 export's "sampled out"
+EXIT_USAGE = 2           # bad flags or settings, a config file that is not one, a missing extra
+EXIT_NO_SPACE = 5        # no space left where we write: nothing lost, run again once there is
+EXIT_LEDGER = 6          # the forwarder's ledger cannot be used: damaged, empty, locked, in use
+EXIT_CLOSED_PIPE = 141   # our stdout's reader went away: 128 + SIGPIPE, as a tool the signal ends
+
 # a module missing at run time -> the extra that installs it (setup.cfg)
 EXTRA_OF_MODULE = {"htcondor2": "factory", "classad2": "factory", "htcondor": "factory", "tqdm": "factory",
                    "yaml": "factory", "numpy": "analysis", "matplotlib": "analysis", "msgspec": "analysis",
@@ -52,17 +62,27 @@ def main(argv=None) -> int:
         return 130
     except BrokenPipeError:
         _reader_went_away()
-        return 0
+        return EXIT_CLOSED_PIPE
     except UserError as exc:
         echo(f"glidein-tracing {args.verb}: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except LedgerError as exc:
+        echo(f"glidein-tracing {args.verb}: {exc}", file=sys.stderr)
+        return EXIT_LEDGER
     except ModuleNotFoundError as exc:
         extra = _extra_for(exc.name or "")
         if extra is None:
             raise
         echo(f"glidein-tracing {args.verb}: needs {exc.name}, which this installation lacks: "
               f"pip install 'glidein_tracing[{extra}]'", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except (OSError, sqlite3.Error) as exc:
+        if not is_no_space(exc):
+            raise
+        where = f" under {exc.filename}" if getattr(exc, "filename", None) else ""
+        echo(f"glidein-tracing {args.verb}: no space left on device{where}; nothing was lost (what "
+             "could not be written waits for the next run): free space and run again", file=sys.stderr)
+        return EXIT_NO_SPACE
 
 
 def _extra_for(module: str) -> str | None:

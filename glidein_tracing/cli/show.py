@@ -30,6 +30,8 @@ def run(args):
         return _show(args, Store(args.store))
     except StoreError as exc:
         raise UserError(str(exc)) from exc
+    except BrokenPipeError:                   # stdout's reader went away: the CLI ends quietly
+        raise
     except (OSError, sqlite3.Error) as exc:   # e.g. a store this user may not lock or index
         raise UserError(f"cannot read the store: {exc}") from exc
 

@@ -65,7 +65,7 @@ def run(args):
     if not state.exists():
         raise UserError(f"no forwarder ledger at {state}: give --state (or `state:` in the config)")
     entry_schedds = {**entry_schedds_of(conf), **parse_entry_schedds(args.entry_schedd)}
-    ledger = Ledger(state)
+    ledger = Ledger(state, read_only=True)   # changes nothing: also for a user who may only read
     naming = Forwarder([], None, ledger, conf["factory"], schedd=conf["schedd"], entry_schedds=entry_schedds)
     now = time.time()
     table = summary(glideins_now(ledger, naming.identity), now, oldest=args.oldest)

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from ..nospace import NoSpaceError, is_no_space
 from .otlp_json import encode_request, flatten_request, request_from_span_dicts
 
 FILE_PREFIX = "traces-"
@@ -205,7 +206,8 @@ class Store:
                        (number, offset, bad, cut))
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:      # SQLite rolls back by itself on a full disk
+                db.execute("ROLLBACK")
             raise
 
     @staticmethod
@@ -295,14 +297,21 @@ class Store:
         finally:
             if handle is not None:
                 handle.close()
+        # lines written but not indexed (the index could not be written) are indexed by the
+        # next writer or reader that finds the file longer than indexed
         db.execute("BEGIN IMMEDIATE")
-        for number, offset, line, keys in written:
-            self._add(db, number, offset, len(line), keys)
-        for number, (end, closed_cut) in ends.items():
-            db.execute("INSERT INTO files (file, indexed_bytes, bad_lines, cut_bytes) VALUES (?, ?, ?, 0) "
-                       "ON CONFLICT (file) DO UPDATE SET indexed_bytes = excluded.indexed_bytes, cut_bytes = 0, "
-                       "bad_lines = bad_lines + excluded.bad_lines", (number, end, int(closed_cut)))
-        db.execute("COMMIT")
+        try:
+            for number, offset, line, keys in written:
+                self._add(db, number, offset, len(line), keys)
+            for number, (end, closed_cut) in ends.items():
+                db.execute("INSERT INTO files (file, indexed_bytes, bad_lines, cut_bytes) VALUES (?, ?, ?, 0) "
+                           "ON CONFLICT (file) DO UPDATE SET indexed_bytes = excluded.indexed_bytes, cut_bytes = 0, "
+                           "bad_lines = bad_lines + excluded.bad_lines", (number, end, int(closed_cut)))
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
 
     @staticmethod
     def _ends_cut(path: Path, size: int) -> bool:
@@ -411,7 +420,9 @@ class JsonLinesStoreExporter(SpanExporter):
             return SpanExportResult.FAILURE
         try:
             written, duplicates = self.store.append(list(spans))
-        except (OSError, sqlite3.Error):
+        except (OSError, sqlite3.Error) as exc:
+            if is_no_space(exc):   # not a failed export to retry at once: the caller must stop
+                raise NoSpaceError(self.directory) from exc
             return SpanExportResult.FAILURE
         self.written += written
         self.duplicates += duplicates

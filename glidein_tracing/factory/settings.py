@@ -16,6 +16,7 @@ from ..numbers import is_finite_number
 
 DEFAULT_CONFIG = Path("/etc/glidein-tracing/forwarder.yaml")
 COMPRESSIONS = ("none", "gzip", "deflate")
+MAX_CONFIG_BYTES = 1024 * 1024   # a settings file is a few KiB; this bounds reading a wrong path
 
 
 @dataclass(frozen=True)
@@ -72,9 +73,19 @@ def load(path) -> dict:
 
     path = Path(path)
     try:
-        text = path.read_text()
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise ConfigError([f"{path}: cannot read: {exc.strerror or exc}"]) from exc
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError([f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB, not a settings file"])
+    try:
+        if b"\0" in data:
+            raise UnicodeError
+        text = data.decode("utf-8")
+    except UnicodeError:
+        raise ConfigError([f"{path}: not a text file (binary data): give the forwarder's YAML settings "
+                           "file"]) from None
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
