@@ -150,6 +150,7 @@ def run(args):
     from ..exporters.otlp import make_otlp_exporter
     from ..exporters.store import JsonLinesStoreExporter
     from ..factory.forwarder import Forwarder, jaeger_span_ids, store_span_ids
+    from ..factory import ledger_lock
     from ..factory.ledger import Ledger
     from .main import UserError
 
@@ -173,6 +174,7 @@ def run(args):
     else:
         exporter = JsonLinesStoreExporter(conf["store"])
         reconcile = store_span_ids(exporter.directory)
+    ledger_lock.hold(ledger_path_of(conf))      # for this process's life: one forwarder per ledger
     ledger = Ledger(ledger_path_of(conf))
     if args.retry_quarantined:
         with ledger.transaction():

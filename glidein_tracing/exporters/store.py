@@ -21,6 +21,7 @@ fresh line.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -120,8 +121,17 @@ class Store:
     # -- the lock and the index ----------------------------------------------------------
     @contextlib.contextmanager
     def _locked(self):
-        """The directory's lock, with the index open and up to date with the files."""
-        with open(self.directory / ".lock", "a") as lock:
+        """The directory's lock, with the index open and up to date with the files; for a
+        user who may read the store but not write it, _read_only_index."""
+        try:
+            lock = open(self.directory / ".lock", "a")
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            with self._read_only_index() as db:
+                yield db
+            return
+        with lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             db = self._open_index()
             try:
@@ -130,6 +140,34 @@ class Store:
                 except sqlite3.DatabaseError:
                     db.close()
                     db = self._rebuild_index()
+                yield db
+            finally:
+                db.close()
+
+    @contextlib.contextmanager
+    def _read_only_index(self):
+        """The index as its writers left it, opened read-only under a shared lock (no writer
+        is mid-batch): `show` for a user who may not write the store."""
+        lock_file = self.directory / ".lock"
+        with open(lock_file if lock_file.exists() else os.devnull, "rb") as lock:
+            fcntl.flock(lock, fcntl.LOCK_SH)
+            uri = self._index_path().resolve().as_uri()
+            try:
+                try:
+                    db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60, isolation_level=None)
+                    version = db.execute("PRAGMA user_version").fetchone()[0]
+                except sqlite3.OperationalError:
+                    # WAL with no -shm file and a directory we may not write: with the lock
+                    # held shared no writer is at work, so the file alone is the index
+                    db = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+                    version = db.execute("PRAGMA user_version").fetchone()[0]
+            except sqlite3.DatabaseError:
+                version = None
+            if version != SCHEMA_VERSION:
+                raise StoreError(f"the index of {self.directory} is missing, damaged or out of date, and this "
+                                 "user may not rebuild it: run `glidein-tracing show --reindex --store "
+                                 f"{self.directory}` as a user who can write the store")
+            try:
                 yield db
             finally:
                 db.close()
