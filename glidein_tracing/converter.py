@@ -28,7 +28,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, TraceFlags
 from opentelemetry.trace.status import Status, StatusCode
 
-from . import __version__, failure, ids, log_tail, redaction, sampling
+from . import __version__, failure, ids, log_tail, redaction, sampling, span_digest
 from .log_tail import LOG_SOURCE, LOG_TAIL_EVENT
 from .journal import Event, JournalReport
 from .numbers import finite_float
@@ -887,4 +887,4 @@ def convert(events, report: JournalReport | None = None, *, resource_defaults: d
     builder.span_ceiling = span_ceiling
     builder.collect()
     builder.derive()
-    return builder.build()
+    return span_digest.stamped(builder.build())

@@ -390,12 +390,11 @@ class Store:
                 handle.close()
         return list(spans.values())
 
-    def span_ids(self, trace_id: str) -> set[str]:
-        """The span ids (hex) the store holds for one trace: the forwarder's reconciliation."""
-        with self._locked() as db:
-            row = db.execute("SELECT span_ids FROM traces WHERE trace_id = ?", (bytes.fromhex(trace_id),)).fetchone()
-        packed = row[0] if row else b""
-        return {packed[i:i + 8].hex() for i in range(0, len(packed), 8)}
+    def receipts(self, trace_id: str) -> dict:
+        """What the store holds of one trace, span by span (factory/receipts.py): the
+        forwarder's reconciliation."""
+        from ..receipts import receipts_of
+        return receipts_of(self.trace(trace_id))
 
     def find(self, prefix: str, limit: int = 2) -> list[str]:
         """Trace ids (hex) starting with ``prefix``, at most ``limit``: an index range, not a scan."""

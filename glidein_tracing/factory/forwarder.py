@@ -40,6 +40,7 @@ from pathlib import Path
 from .. import ids, live
 from ..converter import ConversionError, convert
 from ..journal import Event, parse_lines
+from ..receipts import delivered, receipts_of
 from ..sampling import keep_glidein
 from ..sections import DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES, journal_sections
 from . import ledger as ledger_mod
@@ -282,23 +283,34 @@ class Forwarder:
             spans = self._without_node_exports(spans, node_exports, stats)
         return spans, ""
 
+    def _held(self, trace_id: str, spans) -> set | None:
+        """Ids (hex) of ``spans`` (of one trace) the backend holds as we would send them
+        (receipts.py: a span forged under the same id does not count); None when there is
+        no backend to ask or it cannot tell."""
+        held = self.reconcile(trace_id) if self.reconcile else None
+        return None if held is None else delivered(spans, held)
+
     def _without_node_exports(self, spans, exports: live.NodeExports, stats: ForwardStats):
-        """A glidein's spans less those its node sent live (live.py): ``sent`` ones are left
-        out; ``sending`` ones (an export that failed or was cut) are looked up in the backend,
-        trace by trace (a job's span in its user's trace too), and only the missing ones sent."""
-        sent, maybe = set(), {}
+        """A glidein's spans less those its node sent live (live.py). With a backend to ask,
+        every span the journal says went out (``sent`` or ``sending``) is looked up there,
+        trace by trace (a job's span in its user's trace too), and only those it holds as we
+        would send them are left out: a journal's word alone drops nothing. With none,
+        ``sent`` ones are left out but the root (the node's claim cannot drop the glidein's
+        whole trace), ``sending`` ones sent again (at least once)."""
+        sent, claimed = set(), {}
         for span in spans:
             state = exports.state(span)
-            if state == live.SENT:
-                sent.add(span.context.span_id)
-            elif state == live.SENDING:
-                maybe.setdefault(span.context.trace_id, []).append(span)
-        for trace_id, group in maybe.items():
-            present = self.reconcile(format(trace_id, "032x")) if self.reconcile else None
-            if present is None:
-                stats.problem("resent_without_reconcile")
+            if state in live.STATES:
+                claimed.setdefault(span.context.trace_id, []).append((span, state))
+        for trace_id, group in claimed.items():
+            present = self._held(format(trace_id, "032x"), [span for span, _ in group])
+            if present is not None:
+                sent.update(s.context.span_id for s, _ in group if format(s.context.span_id, "016x") in present)
                 continue
-            sent.update(s.context.span_id for s in group if format(s.context.span_id, "016x") in present)
+            trusted = [s for s, state in group if state == live.SENT and s.attributes.get("glidein.stage") != "glidein"]
+            if len(trusted) < len(group):
+                stats.problem("resent_without_reconcile")
+            sent.update(s.context.span_id for s in trusted)
         stats.spans_already_live += len(sent)
         return [s for s in spans if s.context.span_id not in sent]
 
@@ -349,7 +361,6 @@ class Forwarder:
             return []
         known = self.ledger.early_spans(gkey)
         todo = {ids.span_id(identity.trace_id, key) for key in closed} - {s for s, st in known.items() if st == "sent"}
-        todo -= self._arrived(gkey, identity.trace_id, todo & {s for s, st in known.items() if st == "sending"}, stats)
         if not todo:
             return []
         when = min(e.time for e in events)
@@ -357,17 +368,20 @@ class Forwarder:
                         redact=self.redact, trace_id=identity.trace_id, span_ceiling=MAX_SPANS)
         if self.sampling_ratio is not None and not keep_glidein(spans, self.sampling_ratio):
             return []
+        todo -= self._arrived(gkey, identity.trace_id, todo & {s for s, st in known.items() if st == "sending"},
+                              spans, stats)
         return [s for s in spans if format(s.context.span_id, "016x") in todo]
 
-    def _arrived(self, gkey, trace_id: str, uncertain: set, stats: ForwardStats) -> set:
-        """Of early spans whose export was cut short, those the backend holds (marked sent)."""
+    def _arrived(self, gkey, trace_id: str, uncertain: set, spans, stats: ForwardStats) -> set:
+        """Of early spans whose export was cut short (ids in ``uncertain``, of ``spans``),
+        those the backend holds as we would send them (marked sent)."""
         if not uncertain:
             return set()
-        present = self.reconcile(trace_id) if self.reconcile else None
+        present = self._held(trace_id, [s for s in spans if format(s.context.span_id, "016x") in uncertain])
         if present is None:
             stats.problem("resent_without_reconcile")
             return set()
-        arrived = uncertain & set(present)
+        arrived = uncertain & present
         if arrived:
             with self.ledger.transaction():
                 self.ledger.mark_early(gkey, arrived, "sent")
@@ -379,7 +393,7 @@ class Forwarder:
         if not early:
             return spans
         sent = {s for s, state in early.items() if state == "sent"}
-        sent |= self._arrived(gkey, trace_id, {s for s, state in early.items() if state == "sending"}, stats)
+        sent |= self._arrived(gkey, trace_id, {s for s, state in early.items() if state == "sending"}, spans, stats)
         return [s for s in spans if format(s.context.span_id, "016x") not in sent]
 
     def export_ready(self, stats: ForwardStats):
@@ -417,7 +431,7 @@ class Forwarder:
         return ok
 
     def _not_yet_present(self, trace_id, spans, stats: ForwardStats):
-        present = self.reconcile(trace_id) if self.reconcile else None
+        present = self._held(trace_id, spans)
         if present is None:
             stats.problem("resent_without_reconcile")
             return spans
@@ -513,12 +527,12 @@ class Forwarder:
         for gkey in self.ledger.with_status(ledger_mod.SENDING):
             wanted = set(self.ledger.pending_spans(gkey))
             row = self.ledger.glidein(gkey)
-            present = self.reconcile(row["trace_id"]) if (self.reconcile and row["trace_id"]) else None
             spans, note = self._spans_for(gkey, stats)
             if spans is None:
                 with self.ledger.transaction():
                     self.ledger.mark_skipped(gkey, note)
                 continue
+            present = self._held(row["trace_id"], spans) if row["trace_id"] else None
             if present is not None:
                 spans = [s for s in spans if format(s.context.span_id, "016x") not in present]
             else:
@@ -548,15 +562,21 @@ class Forwarder:
 
 
 def jaeger_span_ids(query_url: str, timeout_s: float = 10.0):
-    """A reconcile function: the span ids Jaeger already holds for a trace (None if unknown)."""
-    from ..jaeger_query import trace_span_ids
-    return lambda trace_id: trace_span_ids(query_url, trace_id, timeout_s)
+    """A reconcile function: the spans Jaeger already holds of a trace, by span id, each
+    with its receipt (receipts.py; None if Jaeger cannot tell)."""
+    from ..jaeger_query import trace_spans
+
+    def held(trace_id):
+        spans = trace_spans(query_url, trace_id, timeout_s)
+        return None if spans is None else receipts_of(spans)
+    return held
 
 
 def store_span_ids(directory):
-    """A reconcile function for the embedded store (its index: no scan of the store)."""
+    """A reconcile function for the embedded store: its spans of a trace, by span id, each
+    with its receipt (the trace's own lines, found through the index: no scan)."""
     from ..exporters.store import Store
-    return Store(directory).span_ids
+    return Store(directory).receipts
 
 
 _SENT, _FAILED, _MAYBE_SENT = "sent", "failed", "maybe sent"

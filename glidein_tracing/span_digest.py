@@ -1,0 +1,37 @@
+"""A digest of what each span says, set on it by the converter (``glidein_tracing.digest``),
+so the forwarder can tell the span it would send from another one under the same id.
+
+Span ids are computable from a glidein's identity, so anyone who can reach the collector
+can post spans under a victim's ids. Before the forwarder counts a span as delivered
+(factory/receipts.py) it compares the backend's copy with its own: name, stage, start, end
+and this digest, which also covers the parent and the status. The node and the Factory
+convert the same journal lines the same way, so a span sent live by the node and the same
+span made at the Factory carry the same digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+DIGEST_ATTRIBUTE = "glidein_tracing.digest"
+
+
+def digest(span: ReadableSpan) -> str:
+    """16 hex digits of SHA-256 over the span's ids, parent, name, stage, times and status."""
+    parent = span.parent.span_id if span.parent is not None else 0
+    text = "\n".join(str(part) for part in (
+        format(span.context.trace_id, "032x"), format(span.context.span_id, "016x"), format(parent, "016x"),
+        span.name, span.attributes.get("glidein.stage", ""), span.start_time, span.end_time,
+        span.status.status_code.value))
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def stamped(spans: list[ReadableSpan]) -> list[ReadableSpan]:
+    """``spans`` with each one's digest among its attributes."""
+    return [ReadableSpan(
+        name=s.name, context=s.context, parent=s.parent, resource=s.resource,
+        attributes={**s.attributes, DIGEST_ATTRIBUTE: digest(s)}, events=s.events, links=s.links,
+        kind=s.kind, status=s.status, start_time=s.start_time, end_time=s.end_time,
+        instrumentation_scope=s.instrumentation_scope) for s in spans]
