@@ -109,6 +109,9 @@ def test_a_second_forwarder_refuses_naming_the_first_and_status_still_reads(tree
             assert done.returncode == 0 and '"entries"' in done.stdout, done.stderr
     finally:
         stop(first)
+    # with no forwarder running (no -shm file beside the ledger), a read-only user still reads
+    done = run(as_reader(status))
+    assert done.returncode == 0 and '"entries"' in done.stdout, done.stderr
     # the first one gone (its lock with it), the next one runs
     assert run(cmd).returncode == 0
     assert_every_span_once(layout)
@@ -146,3 +149,5 @@ def test_show_reads_a_store_a_forwarder_is_writing_also_as_a_read_only_user(tree
         assert shown.returncode == 0 and f"trace {trace}  ({SPANS_A_GLIDEIN} spans)" in shown.stdout, shown.stderr
     finally:
         stop(first)
+    listed = run(as_reader([sys.executable, "-m", "glidein_tracing", "show", "--store", str(store), "--list"]))
+    assert listed.returncode == 0 and len(listed.stdout.splitlines()) == GLIDEINS, listed.stderr

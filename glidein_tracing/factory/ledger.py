@@ -254,10 +254,11 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
     try:
         db.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.OperationalError as exc:
-        if "unable to open" not in str(exc):
+        if "locked" in str(exc) or "busy" in str(exc):
             raise
-        # WAL with no -shm file beside it and a directory this user cannot write: with no
-        # forwarder running (it would have made the -shm file), the file alone is the ledger
+        # WAL with no -shm file beside it ("unable to open", "attempt to write a readonly
+        # database") in a directory this user cannot write: no forwarder is running (it would
+        # have made the -shm file), so the file alone is the ledger
         db.close()
         db = sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True, isolation_level=None)
     except sqlite3.DatabaseError:
