@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from glidein_tracing.cli.main import EXIT_CLOSED_PIPE, EXIT_LEDGER, EXIT_NO_SPACE, EXIT_USAGE
+from glidein_tracing.core.errors import EXIT_CLOSED_PIPE, EXIT_LEDGER, EXIT_NO_SPACE, EXIT_USAGE
 from glidein_tracing.exporters.store import iter_store
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 

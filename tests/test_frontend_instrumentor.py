@@ -416,7 +416,7 @@ import logging, sys
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from frontend_hooks import GlideinFrontendInstrumentor
-import frontend_standin as standin, frontend_standin_interface as interface
+from tests.support import frontend_standin as standin, frontend_standin_interface as interface
 
 class CollectorGone(SpanExporter):      # a lasting export failure, as the SDK meets it
     def export(self, spans):
@@ -440,9 +440,9 @@ def test_a_lasting_export_failure_logs_one_traceback_across_group_processes(tmp_
     import subprocess
     import sys
     from pathlib import Path
-    tests = str(Path(__file__).resolve().parent)
+    repo = str(Path(__file__).resolve().parents[1])     # tests.support imports from the repo root
     env = dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=os.pathsep.join(
-        [tests] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+        [repo] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     cycles = [subprocess.run([sys.executable, "-c", EXPORT_FAILING_GROUP, str(tmp_path)], env=env,
                              capture_output=True, text=True, timeout=60) for _ in range(3)]
     assert all(cycle.returncode == 0 for cycle in cycles), cycles[0].stderr

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from glidein_tracing.cli.main import EXIT_LEDGER
+from glidein_tracing.core.errors import EXIT_LEDGER
 from glidein_tracing.factory.ledger_lock import lock_path
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
