@@ -90,3 +90,15 @@ def test_log_tails_replace_8bit_csi_and_osc():
     got = log_tail.assemble([{"@log.part": "0", "@log.parts": "1", "@log.data": data}])
     assert got["log.lines"] == "red ?2J title ?0;owned? ?[31m end"
     assert got["log.note"] == "4 non-text characters shown as '?'"
+
+
+def test_rules_list_shows_a_rule_files_escapes_made_visible(tmp_path, capsys):
+    """A rules file is the VO's text: its labels reach the terminal escaped too."""
+    pytest.importorskip("re2")
+    rules = tmp_path / "rules.yaml"
+    rules.write_text('rules:\n  - name: exit-8020\n    match: {exit_code: [8020]}\n    domain: site\n'
+                     '    label: "file open \\e]0;owned\\a error"\n')
+    assert main(["rules", "--check", str(rules), "--list"]) == 0
+    out = capsys.readouterr().out
+    assert not RAW_CONTROL.search(out)
+    assert "exit-8020\tsite\tfile open \\x1b]0;owned\\x07 error\t" in out
