@@ -131,7 +131,7 @@ class Store:
         except OSError as exc:
             if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
                 raise
-            with self._read_only_index() as db:
+            with _read_only_index(self.directory, self._index_path()) as db:
                 yield db
             return
         with lock:
@@ -143,34 +143,6 @@ class Store:
                 except sqlite3.DatabaseError:
                     db.close()
                     db = self._rebuild_index()
-                yield db
-            finally:
-                db.close()
-
-    @contextlib.contextmanager
-    def _read_only_index(self):
-        """The index as its writers left it, opened read-only under a shared lock (no writer
-        is mid-batch): `show` for a user who may not write the store."""
-        lock_file = self.directory / ".lock"
-        with open(lock_file if lock_file.exists() else os.devnull, "rb") as lock:
-            fcntl.flock(lock, fcntl.LOCK_SH)
-            uri = self._index_path().resolve().as_uri()
-            try:
-                try:
-                    db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60, isolation_level=None)
-                    version = db.execute("PRAGMA user_version").fetchone()[0]
-                except sqlite3.OperationalError:
-                    # WAL with no -shm file and a directory we may not write: with the lock
-                    # held shared no writer is at work, so the file alone is the index
-                    db = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
-                    version = db.execute("PRAGMA user_version").fetchone()[0]
-            except sqlite3.DatabaseError:
-                version = None
-            if version != SCHEMA_VERSION:
-                raise StoreError(f"the index of {self.directory} is missing, damaged or out of date, and this "
-                                 "user may not rebuild it: run `glidein-tracing show --reindex --store "
-                                 f"{self.directory}` as a user who can write the store")
-            try:
                 yield db
             finally:
                 db.close()
@@ -224,8 +196,7 @@ class Store:
     def _index_file(self, db: sqlite3.Connection, number: int, path: Path, start: int):
         """Index the whole lines of one file from byte ``start`` on."""
         bad, cut, offset = 0, 0, start
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with _transaction(db):
             with open(path, "rb") as handle:
                 handle.seek(start)
                 for raw in handle:
@@ -245,11 +216,6 @@ class Store:
                        "ON CONFLICT (file) DO UPDATE SET indexed_bytes = excluded.indexed_bytes, "
                        "bad_lines = bad_lines + excluded.bad_lines, cut_bytes = excluded.cut_bytes",
                        (number, offset, bad, cut))
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:      # SQLite rolls back by itself on a full disk
-                db.execute("ROLLBACK")
-            raise
 
     @staticmethod
     def _add(db: sqlite3.Connection, number: int, offset: int, length: int, keyed_spans):
@@ -340,19 +306,13 @@ class Store:
                 handle.close()
         # lines written but not indexed (the index could not be written) are indexed by the
         # next writer or reader that finds the file longer than indexed
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with _transaction(db):
             for number, offset, line, keys in written:
                 self._add(db, number, offset, len(line), keys)
             for number, (end, closed_cut) in ends.items():
                 db.execute("INSERT INTO files (file, indexed_bytes, bad_lines, cut_bytes) VALUES (?, ?, ?, 0) "
                            "ON CONFLICT (file) DO UPDATE SET indexed_bytes = excluded.indexed_bytes, cut_bytes = 0, "
                            "bad_lines = bad_lines + excluded.bad_lines", (number, end, int(closed_cut)))
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
 
     @staticmethod
     def _ends_cut(path: Path, size: int) -> bool:
@@ -437,6 +397,49 @@ def _root_summary(span) -> dict | None:
         return None
     return {"name": span.name, "start_ns": span.start_time, "attributes": {c.STAGE: c.STAGE_GLIDEIN,
             c.GLIDEIN_OUTCOME: attrs.get(c.GLIDEIN_OUTCOME, "")}}
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection):
+    """BEGIN IMMEDIATE ... COMMIT; on an error ROLLBACK, unless SQLite already rolled back by
+    itself (a full disk): a second ROLLBACK would hide the real error."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+
+
+@contextlib.contextmanager
+def _read_only_index(directory: Path, index_path: Path):
+    """The index as its writers left it, opened read-only under a shared lock (no writer
+    is mid-batch): `show` for a user who may not write the store."""
+    lock_file = directory / ".lock"
+    with open(lock_file if lock_file.exists() else os.devnull, "rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        uri = index_path.resolve().as_uri()
+        try:
+            try:
+                db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60, isolation_level=None)
+                version = db.execute("PRAGMA user_version").fetchone()[0]
+            except sqlite3.OperationalError:
+                # WAL with no -shm file and a directory we may not write: with the lock
+                # held shared no writer is at work, so the file alone is the index
+                db = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+                version = db.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError:
+            version = None
+        if version != SCHEMA_VERSION:
+            raise StoreError(f"the index of {directory} is missing, damaged or out of date, and this "
+                             "user may not rebuild it: run `glidein-tracing show --reindex --store "
+                             f"{directory}` as a user who can write the store")
+        try:
+            yield db
+        finally:
+            db.close()
 
 
 class JsonLinesStoreExporter(DeliveringExporter):
