@@ -45,6 +45,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from frontend_hooks import conventions as c
+from frontend_hooks import export_failures
 
 try:
     from glidein_tracing import __version__
@@ -179,6 +180,7 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
         self._tracer = trace.get_tracer("frontend_hooks", __version__,
                                         tracer_provider=kwargs.get("tracer_provider"))
         _guarded("instrument", self._patch_targets, kwargs)
+        _guarded("rate-limiting exporter tracebacks", export_failures.install)
 
     def _uninstrument(self, **kwargs):
         _guarded("uninstrument (main hook)", self._remove_main_hook)
@@ -316,12 +318,14 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
     def _end_cycle(self, started, exc) -> None:
         cycle, token, cycle_token = started
         try:
-            if cycle.request is not None:
-                self._close_request(cycle, cycle.request, incomplete=True, exc=exc)
-            cycle.span.set_attribute(c.CYCLE_ENTRIES, cycle.requests)
-            if exc is not None:
-                _mark_error(cycle.span, exc)
-            cycle.span.end()
+            try:
+                if cycle.request is not None:
+                    self._close_request(cycle, cycle.request, incomplete=True, exc=exc)
+                cycle.span.set_attribute(c.CYCLE_ENTRIES, cycle.requests)
+                if exc is not None:
+                    _mark_error(cycle.span, exc)
+            finally:   # a span whose attributes could not be set still ends
+                cycle.span.end()
         finally:
             _CURRENT.reset(cycle_token)
             otel_context.detach(token)
@@ -363,12 +367,14 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
     def _close_request(cycle: _Cycle, request: _Request, incomplete=False, exc=None) -> None:
         if cycle.request is request:
             cycle.request = None
-        if incomplete:
-            request.span.set_attribute(c.INCOMPLETE, True)
-        if exc is not None and not request.failed:
-            request.failed = True
-            _mark_error(request.span, exc)
-        request.span.end()
+        try:
+            if incomplete:
+                request.span.set_attribute(c.INCOMPLETE, True)
+            if exc is not None and not request.failed:
+                request.failed = True
+                _mark_error(request.span, exc)
+        finally:   # a span whose attributes could not be set still ends
+            request.span.end()
 
     @staticmethod
     def _name_in_call(cycle: _Cycle, method: str, args, kwargs):

@@ -91,6 +91,10 @@ def test_knob_table_is_the_single_source_of_the_shell_reader_and_docs():
 def test_unknown_or_bad_set_values_are_refused():
     assert "unknown knob" in cli("--set", "GLIDEIN_TRACING_NOPE=1").stderr
     assert "outside" in cli("--set", "GLIDEIN_TRACING_SAMPLING_RATIO=2").stderr
+    for value in ("nan", "inf", "-inf", "1e999"):   # a NaN ratio would drop every healthy glidein
+        done = cli("--set", f"GLIDEIN_TRACING_SAMPLING_RATIO={value}")
+        assert done.returncode != 0 and "GLIDEIN_TRACING_SAMPLING_RATIO" in done.stderr, value
+        assert "is not a number" in done.stderr or "outside" in done.stderr, done.stderr
 
 
 def test_entry_schedds_come_from_each_entry_or_the_single_factory_schedd(tmp_path):

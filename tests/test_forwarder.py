@@ -90,12 +90,16 @@ def test_second_pass_and_new_events_send_only_what_is_new(factory, tmp_path):
 def test_spans_sent_live_by_the_node_are_not_sent_again(factory, tmp_path):
     layout, log = factory
     mark = [format_line(T0 + 22, "note", "-", {"@msg": "exported live", "@exported": "all-but-root"})]
-    run_glidein(log, layout, 300, 0, T0, returned_stderr(journal_text(layout, 300, 0, T0, extra=mark)))
+    journal = journal_text(layout, 300, 0, T0, extra=mark)
+    run_glidein(log, layout, 300, 0, T0, returned_stderr(journal))
+    # the node sent setup and teardown live (its conversion of the same journal)
+    node_spans = [s for s in convert(parse_lines(journal.encode())[0]) if s.parent is not None]
+    JsonLinesStoreExporter(tmp_path / "store").export(node_spans)
     forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite")
     stats = forwarder.run_once()
     spans = read_store(tmp_path / "store")[identity(layout, 300, 0).trace_id]
     stages = sorted(s["attributes"]["glidein.stage"] for s in spans)
-    assert stages == ["factory.queue", "factory.submit", "glidein"]
+    assert stages == ["factory.queue", "factory.submit", "glidein", "setup", "teardown"]   # each once
     assert stats.spans_already_live == 2  # setup and teardown went live from the node
 
 

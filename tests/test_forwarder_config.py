@@ -131,3 +131,96 @@ def test_the_file_beats_the_variables_and_a_flag_beats_the_file(tmp_path, collec
     (tmp_path / "ledger.sqlite").unlink()
     failed = run_forward(tmp_path, layout, {}, "--endpoint", "http://127.0.0.1:9", "--timeout", "2")
     assert failed.returncode == 1 and len(CountingCollector.received) == before
+
+
+@pytest.mark.parametrize("key, text", [("sampling_ratio", ".nan"), ("interval", ".nan"), ("timeout", ".inf"),
+                                       ("grace", "-.inf"), ("max_request_bytes", ".inf")])
+def test_nan_and_infinity_are_refused_in_the_file(tmp_path, key, text):
+    path = tmp_path / "f.yaml"
+    path.write_text(f"factory: f\nlogs: [{tmp_path}]\n{key}: {text}\n")
+    with pytest.raises(settings.ConfigError) as caught:
+        settings.load(path)
+    assert caught.value.problems[0].startswith(f"{path}:3: {key}: must be ")
+
+
+@pytest.mark.parametrize("flag, value", [("--timeout", "nan"), ("--interval", "nan"), ("--sampling-ratio", "nan"),
+                                         ("--grace", "inf"), ("--timeout", "1e999")])
+def test_nan_and_infinity_are_refused_on_the_command_line(tmp_path, flag, value):
+    done = subprocess.run([sys.executable, "-m", "glidein_tracing", "forward", "--check-config", "--factory", "f",
+                           str(tmp_path), flag, value], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{flag}: must be a finite number" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("argv", [["export", "--journal", "j.gtj", "--timeout", "nan"],
+                                  ["export", "--journal", "j.gtj", "--sampling-ratio", "inf"],
+                                  ["analyze", "--lost-budget", "nan"], ["status", "--older-than", "9" * 400]])
+def test_other_verbs_refuse_nan_and_infinity_with_a_message(tmp_path, argv):
+    done = subprocess.run([sys.executable, "-m", "glidein_tracing", *argv], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "finite number" in done.stderr or "not a duration" in done.stderr, done.stderr
+
+
+def test_the_otel_timeout_variable_is_finite_or_the_default():
+    from glidein_tracing.exporters.otlp import otel_timeout_s
+    assert otel_timeout_s({"OTEL_EXPORTER_OTLP_TIMEOUT": "inf"}) == 10.0
+    assert otel_timeout_s({"OTEL_EXPORTER_OTLP_TIMEOUT": "nan"}) == 10.0
+    assert otel_timeout_s({"OTEL_EXPORTER_OTLP_TIMEOUT": "2.5"}) == 2.5
+
+
+def check_config(tmp_path, config_text, user=None):
+    path = tmp_path / "f.yaml"
+    path.write_text(f"factory: f\nlogs: [{tmp_path}]\n" + config_text)
+    cmd = [sys.executable, "-m", "glidein_tracing", "forward", "--check-config", "--config", str(path)]
+    if user is not None:
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"] + cmd
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("OTEL_")})
+
+
+def test_check_config_refuses_a_state_or_store_it_cannot_write(tmp_path):
+    import shutil
+    import tempfile
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    done = check_config(tmp_path, f"state: {a_file}/forwarder.sqlite\nstore: {tmp_path / 'store'}\n")
+    assert done.returncode == 2
+    assert f"state: {a_file}/forwarder.sqlite cannot be created: {a_file} is not a directory" in done.stderr
+    # a directory this user may not write (root writes anywhere: check as an unprivileged user)
+    root = Path(tempfile.mkdtemp(prefix="gt-check-"))
+    try:
+        root.chmod(0o755)
+        locked = root / "locked"
+        locked.mkdir()
+        locked.chmod(0o555)
+        (root / "f").mkdir()
+        (root / "f").chmod(0o777)
+        user = None
+        if os.geteuid() == 0:
+            if not shutil.which("setpriv"):
+                pytest.skip("needs setpriv to drop root")
+            user = 65534
+        done = check_config(root / "f", f"state: {root / 'f' / 'ledger.sqlite'}\nstore: {locked}/store\n", user)
+        assert done.returncode == 2, done.stderr
+        assert f"store: {locked}/store cannot be created: {locked} is not writable by this user" in done.stderr
+        assert "state:" not in done.stderr
+        good = check_config(root / "f", f"state: {root / 'f' / 'ledger.sqlite'}\nstore: {root / 'f' / 's'}\n", user)
+        assert good.returncode == 0 and "settings good" in good.stdout, good.stderr
+    finally:
+        shutil.rmtree(root)
+
+
+def test_an_endpoint_with_credentials_and_a_bad_port_is_refused_without_its_password(tmp_path):
+    done = check_config(tmp_path, f"state: {tmp_path / 'l.sqlite'}\nendpoint: http://gwms:s3cr3t@127.0.0.1:99999\n")
+    assert done.returncode == 2 and "endpoint: not a usable URL" in done.stderr
+    assert "s3cr3t" not in done.stderr
+
+
+def test_an_otel_endpoint_variable_with_credentials_and_a_bad_port_is_logged_without_its_password(tmp_path):
+    layout = one_glidein(tmp_path)
+    done = run_forward(tmp_path, layout, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://gwms:s3cr3t@127.0.0.1:99999"},
+                       "--timeout", "2")
+    assert done.returncode == 1
+    assert "Failed to parse: http://gwms:REDACTED@127.0.0.1:99999" in done.stderr
+    assert "s3cr3t" not in done.stderr

@@ -359,3 +359,96 @@ def test_a_group_script_run_as_main_gets_its_class_patched_when_defined(monkeypa
     instrumentor.instrument(element_module=types.ModuleType("empty"), interface_module=interface)
     instrumentor.uninstrument()
     assert builtins.__build_class__ is original_build_class
+
+
+def test_spans_end_even_when_setting_their_attributes_raises(exporter, tmp_path, monkeypatch):
+    """_end_cycle and _close_request end their span in `finally`: a span whose error status or
+    attributes could not be set is still exported, not left open for ever."""
+    def broken(*_args, **_kwargs):
+        raise ValueError("bug in frontend_hooks")
+
+    monkeypatch.setattr(instrumentor_module, "_mark_error", broken)
+    element = standin.glideinFrontendElement(1, str(tmp_path), "main", "run", world=WORLD)
+    element.ramp_up_attenuation = 0  # compute_glidein_min_idle raises: both spans get marked
+    element.published_frontend_name = "vofe.main"
+    with pytest.raises(ZeroDivisionError):
+        element.iterate_one()
+    cycles, requests = spans_by_name(exporter)
+    assert len(cycles) == 1 and list(requests) == [A]
+    assert cycles[0].end_time is not None and requests[A].end_time is not None
+    assert {"frontend.cycle end", "frontend.request (compute_glidein_min_idle)"} <= set(instrumentor_module.FAILURES)
+
+
+def test_a_failed_cycle_repeats_its_number(exporter, tmp_path):
+    """The count lives in the HistoryFile, which iterate() saves only after iterate_one
+    returns: a cycle that raised is counted again by the next one (docs/frontend.md)."""
+    run_cycle(tmp_path, world=WORLD[:1])
+    failing = standin.glideinFrontendElement(1, str(tmp_path), "main", "run", world=WORLD[:1])
+    failing.ramp_up_attenuation = 0
+    assert failing.main() == 2
+    run_cycle(tmp_path, world=WORLD[:1])
+    cycles = [s for s in exporter.get_finished_spans() if s.name == c.CYCLE_SPAN]
+    assert [(s.attributes[c.CYCLE_NUMBER], s.status.status_code) for s in cycles] == [
+        (1, StatusCode.UNSET), (2, StatusCode.ERROR), (2, StatusCode.UNSET)]
+
+
+def test_a_second_instrument_logs_a_warning_and_changes_nothing(exporter, tmp_path, caplog):
+    caplog.set_level(logging.WARNING)
+    GlideinFrontendInstrumentor().instrument(element_module=standin, interface_module=interface, watch_main=False)
+    assert any("already instrumented" in r.getMessage() for r in caplog.records)
+    run_cycle(tmp_path)
+    assert len(exporter.get_finished_spans()) == 5
+
+
+def test_a_request_cut_by_the_idle_glideins_per_entry_max_shows_no_limits_triggered(exporter, tmp_path):
+    """`idle_glideins_per_entry max` (the element's max_idle) caps compute_glidein_min_idle's
+    result without an entry in limits_triggered, unlike the limits on glideins already there."""
+    element = standin.glideinFrontendElement(1, str(tmp_path), "main", "run",
+                                             world=[entry(A, 5000, {"Total": 0, "Idle": 0, "Running": 0})])
+    assert element.main() == 0
+    _, requests = spans_by_name(exporter)
+    assert requests[A].attributes[c.REQ_IDLE_GLIDEINS] == element.max_idle
+    assert c.LIMITS_TRIGGERED not in requests[A].attributes
+
+
+EXPORT_FAILING_GROUP = """
+import logging, sys
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from frontend_hooks import GlideinFrontendInstrumentor
+from tests.support import frontend_standin as standin, frontend_standin_interface as interface
+
+class CollectorGone(SpanExporter):      # a lasting export failure, as the SDK meets it
+    def export(self, spans):
+        raise ConnectionRefusedError(111, "Connection refused")
+    def shutdown(self):
+        pass
+
+logging.basicConfig(stream=sys.stderr)
+provider = TracerProvider()
+provider.add_span_processor(BatchSpanProcessor(CollectorGone()))
+GlideinFrontendInstrumentor().instrument(tracer_provider=provider, element_module=standin,
+                                         interface_module=interface, watch_main=False)
+element = standin.glideinFrontendElement(1, sys.argv[1], "main", "run", world=[])
+assert element.main() == 0
+provider.shutdown()
+"""
+
+
+def test_a_lasting_export_failure_logs_one_traceback_across_group_processes(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = str(Path(__file__).resolve().parents[1])     # tests.support imports from the repo root
+    env = dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=os.pathsep.join(
+        [repo] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    cycles = [subprocess.run([sys.executable, "-c", EXPORT_FAILING_GROUP, str(tmp_path)], env=env,
+                             capture_output=True, text=True, timeout=60) for _ in range(3)]
+    assert all(cycle.returncode == 0 for cycle in cycles), cycles[0].stderr
+    first, *later = [cycle.stderr for cycle in cycles]
+    assert "Traceback" in first and "ConnectionRefusedError" in first
+    for stderr in later:      # the failure is still said, once a cycle, without the traceback
+        assert "Exception while exporting" in stderr and "traceback not repeated" in stderr
+        assert "Traceback" not in stderr
+    assert (tmp_path / f"frontend_hooks-export-traceback-{os.getuid()}").exists()

@@ -256,9 +256,10 @@ class HungCollector(BaseHTTPRequestHandler):
     def do_POST(self):
         request = ExportTraceServiceRequest()
         request.ParseFromString(self.rfile.read(int(self.headers["Content-Length"])))
-        CountingCollector.received.extend((span.trace_id.hex(), span.span_id.hex())
-                                          for rs in request.resource_spans for ss in rs.scope_spans
-                                          for span in ss.spans)
+        for span in (span for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans):
+            key = (span.trace_id.hex(), span.span_id.hex())
+            CountingCollector.received.append(key)
+            CountingCollector.arrived[key] = (time.time(), span)   # held: the query API shows it
         HungCollector.release.wait(30)
 
     def log_message(self, *args):

@@ -191,3 +191,18 @@ def test_export_command_ends_by_itself_within_its_timeout(tmp_path, endpoint_kin
     assert report.skipped_total == 0 and added
     assert {(e.op, e.fields["@state"]) for e in added} == {("export", "sending")}
     assert f"spans to {url}, 1 failed" in out.stderr
+
+
+def test_an_endpoint_with_credentials_and_a_bad_port_is_written_nowhere(tmp_path):
+    """The SDK logs the URL it cannot parse ("Failed to parse: http://user:password@..."):
+    the node's export.log and the glidein's stderr get it without the password."""
+    secret = "s3cr3t-Pa55"
+    g, cleanup_dir = glidein_for_live_export(tmp_path, f"http://gwms:{secret}@127.0.0.1:99999", 10)
+    try:
+        _, stderr, _ = run_cleanup(g, cleanup_dir)
+    finally:
+        g.stop()
+    export_log = (g.work / "glidein_tracing" / "export.log").read_text()
+    assert "Failed to parse: http://gwms:REDACTED@127.0.0.1:99999" in export_log
+    for where, text in [("journal", g.journal.read_text()), ("stderr", stderr), ("export.log", export_log)]:
+        assert secret not in text, f"credential in the {where}"

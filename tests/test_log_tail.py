@@ -229,3 +229,69 @@ def test_damaged_or_missing_parts_keep_what_could_be_read_and_say_so():
     assert damaged == {"log.lines": "first part", "log.note": "part of the tail is damaged"}
     missing = log_tail.assemble([{"@log.part": "0", "@log.parts": "3", "@log.data": first}])
     assert missing == {"log.lines": "first part", "log.note": "part of the tail is missing"}
+
+
+def private_key_pem() -> str:
+    """A real RSA private key in PEM (openssl's), or one shaped like it where openssl is absent."""
+    import base64
+    import shutil
+    if shutil.which("openssl"):
+        return subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"],
+                              capture_output=True, text=True, check=True).stdout
+    body = base64.b64encode(os.urandom(1190)).decode()
+    return ("-----BEGIN PRIVATE KEY-----\n" + "\n".join(body[i:i + 64] for i in range(0, len(body), 64))
+            + "\n-----END PRIVATE KEY-----\n")
+
+
+def test_quoted_secrets_in_a_failing_scripts_output_are_redacted(glidein_at_cleanup):
+    g, cleanup_dir = glidein_at_cleanup("fail")
+    logs, uuid = glidein_logs(g)
+    (logs / f"{uuid}.err").write_text(
+        'config: {"password": "hunter2 two", "access_token":"tok-123456", "site": "UCSD"}\n'
+        "yaml says:\n  'db_secret': 'y4ml-s3cret'\n  \"api_key\": plainkey99\n"
+        "python: {'proxy_key': 'py-dict-value', 'entry': 'CMSHTPC_T2_US_UCSD'}\n"
+        'nested: "{\\"client_secret\\": \\"esc-aped\\"}"\n'
+        "Forced validation failure\n")
+    _, spans = cleanup_spans(g, cleanup_dir)
+    (failed,) = [s for s in spans if s.name == "main/gwms_trace_setup.sh"]
+    text = tails(failed)[f"logs/{uuid}/{uuid}.err"]["log.lines"]
+    for secret in ("hunter2", "tok-123456", "y4ml-s3cret", "plainkey99", "py-dict-value", "esc-aped"):
+        assert secret not in text
+    # the keys and what is not secret stay readable
+    assert '"password": REDACTED' in text and '"site": "UCSD"' in text
+    assert "'entry': 'CMSHTPC_T2_US_UCSD'" in text and text.endswith("Forced validation failure")
+
+
+def _wrapped(key: str, width: int) -> str:
+    """``key`` (PEM) with its base64 body wrapped at ``width`` columns."""
+    lines = key.strip().splitlines()
+    body = "".join(lines[1:-1])
+    return "\n".join([lines[0], *(body[i:i + width] for i in range(0, len(body), width)), lines[-1]]) + "\n"
+
+
+@pytest.mark.parametrize("width", [64, 48])
+def test_a_tail_cut_inside_a_private_key_keeps_none_of_it(glidein_at_cleanup, width):
+    """At 64 columns (openssl's) the hook itself leaves the key's body out (a run of long
+    base64 lines); a key wrapped at 48 columns reaches the tail line by line, and the tail,
+    cut inside its block, drops the block's lines up to its END."""
+    g, cleanup_dir = glidein_at_cleanup("fail", extra_config={"GLIDEIN_TRACING_LOG_TAIL_LINES": "20"})
+    logs, uuid = glidein_logs(g)
+    key = _wrapped(private_key_pem(), width)
+    body = key.splitlines()[1:-1]
+    assert len(body) > 20        # the BEGIN line falls outside a 20-line tail of the whole key
+    (logs / f"{uuid}.err").write_text("loading the key\n" + key + "key rejected by the CE\n")
+    # a script that printed a key's body without its BEGIN and END lines, mid-log
+    (logs / f"{uuid}.out").write_text("x509 dump:\n" + "\n".join(body[3:12]) + "\nend of dump\n")
+    _, spans = cleanup_spans(g, cleanup_dir)
+    (failed,) = [s for s in spans if s.name == "main/gwms_trace_setup.sh"]
+    got = tails(failed)
+    err, out = got[f"logs/{uuid}/{uuid}.err"], got[f"logs/{uuid}/{uuid}.out"]
+    for line in body:
+        assert line not in err["log.lines"] and line not in out["log.lines"]
+    assert err["log.lines"].endswith("key rejected by the CE")
+    if width == 64:
+        return
+    # the tail starts after the block: its END line and what followed
+    assert err["log.lines"] == "key rejected by the CE"
+    assert "lines of a PEM block the tail began inside dropped" in err["log.note"]
+    assert out["log.lines"] == "x509 dump:\nREDACTED\nend of dump"

@@ -37,3 +37,38 @@ def test_scrub_redacts_by_name_and_inside_values_and_returns_the_same_dict_when_
                  "n": 3}, names={"custom.site"})
     assert out == {"glidein.idtoken": REDACTED, "custom.note": "pw --password=REDACTED",
                    "custom.site": REDACTED, "n": 3}
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"password": "hunter2", "user": "bob"}', '{"password": REDACTED, "user": "bob"}'),
+    ('{"access_token":"abc.def","x":1}', '{"access_token":REDACTED,"x":1}'),
+    ("{'password': 'two words', 'site': 'UCSD'}", "{'password': REDACTED, 'site': 'UCSD'}"),
+    ('"db_password": s3cret', '"db_password": REDACTED'),
+    ("'token': 12345,", "'token': REDACTED,"),
+    ('m="{\\"password\\": \\"x\\\\\\"y\\", \\"u\\": 1}"', 'm="{\\"password\\": REDACTED, \\"u\\": 1}"'),
+])
+def test_quoted_keys_of_json_yaml_and_python_dicts(text, expected):
+    assert redact_text(text) == expected
+
+
+PEM_BODY = ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj",
+            "MzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu",
+            "NMoSfm76oqFvAp8Gy0iz5sxjZmSnXyCdPEovGhLa0VzMaQ8s+CLOyS56YyCFGeJZ",
+            "ag=="]
+
+
+@pytest.mark.parametrize("text, expected", [
+    # cut at the start (the tail began mid-line), to its END line
+    ("Gy0iz5sx\n" + "\n".join(PEM_BODY) + "\n-----END PRIVATE KEY-----\nnext", "REDACTED\nnext"),
+    # a body printed without BEGIN and END lines, between words
+    ("before\n" + "\n".join(PEM_BODY) + "\nafter", "before\nREDACTED\nafter"),
+    # only the last short line left before END
+    ("before\n" + PEM_BODY[-1] + "\n-----END PRIVATE KEY-----\nafter", "before\nREDACTED\nafter"),
+])
+def test_pem_bodies_without_their_begin_line(text, expected):
+    assert redact_text(text) == expected
+
+
+def test_one_long_base64_word_or_a_hash_is_not_a_key():
+    text = "sha256 " + "a" * 64 + "\nupload id " + "QmFzZTY0" * 6 + "\ndone"
+    assert redact_text(text) == text

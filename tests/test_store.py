@@ -91,7 +91,6 @@ def test_show_reads_a_trace_through_the_index_only_from_its_own_lines(tmp_path):
     assert {s["span_id"] for s in store.trace(trace_hex(second))} == \
         {format(s.context.span_id, "016x") for s in second}
     assert store.find(trace_hex(second)[:6]) == [trace_hex(second)]
-    assert store.span_ids(trace_hex(second)) == {format(s.context.span_id, "016x") for s in second}
 
 
 def test_list_shows_each_trace_with_its_root(tmp_path, capsys):

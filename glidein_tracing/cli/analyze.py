@@ -21,7 +21,8 @@ import sys
 import time
 
 from ..core.errors import UserError
-from .main import parse_duration
+from ..core.terminal import echo
+from .main import number_in, parse_duration
 
 
 def _number_list(text: str) -> list[float]:
@@ -82,7 +83,7 @@ def add_arguments(parser):
                       help="GLIDEIN_Max_Tail the traces were recorded with (default %(default)s)")
     what.add_argument("--current-retire", type=parse_duration, default=21600.0,
                       help="GLIDEIN_Retire_Time the traces were recorded with (default %(default)s)")
-    what.add_argument("--lost-budget", type=float, default=0.001,
+    what.add_argument("--lost-budget", type=number_in(0, 1), default=0.001,
                       help="recommend only settings losing at most this share of jobs (default %(default)s)")
 
 
@@ -134,15 +135,16 @@ def run(args):
     doc = report_mod.analyze(table, current=current, whatif=args.whatif, max_idle=args.max_idle,
                              max_tail=args.max_tail, retire=args.retire, budget=args.lost_budget,
                              source=source, read=read.as_dict())
-    if not args.quiet and args.json != "-":
-        print(report_mod.summary_text(doc))
-    if args.json == "-":
-        import json
-        json.dump(doc, sys.stdout, indent=1, default=report_mod._json_default)
-        print()
-    elif args.json:
+    # the files asked for first: whatever happens to stdout (`| head`), they are written
+    if args.json and args.json != "-":
         report_mod.write_json(doc, args.json)
     if args.html:
         with open(args.html, "w", encoding="utf-8") as handle:
             handle.write(report_mod.render_html(doc, table, jaeger_ui=args.jaeger_ui))
+    if not args.quiet and args.json != "-":
+        echo(report_mod.summary_text(doc))
+    if args.json == "-":
+        import json
+        json.dump(doc, sys.stdout, indent=1, default=report_mod._json_default)
+        echo()
     return 0

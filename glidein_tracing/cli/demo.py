@@ -27,6 +27,8 @@ from ..core.errors import UserError
 from ..exporters.result import DeliveringExporter, Delivery, deliver
 from ..core import conventions as c
 
+from ..core.terminal import echo
+
 FACTORY = "gwms_demo_factory"
 SCHEDD = "schedd_glideins2@factory.demo.example.org"
 INSTANCE = "gwms_demo_instance"
@@ -222,11 +224,11 @@ def run(args):
     layout = FactoryLayout(logs=root / "factory" / "client_logs", instance=INSTANCE, entry=ENTRY,
                            utc_iso=True)
     condor_g = CondorGLog(layout)
-    print(f"running {len(plan)} simulated glideins in {root} ...", file=sys.stderr)
+    echo(f"running {len(plan)} simulated glideins in {root} ...", file=sys.stderr)
     with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
         results = list(pool.map(lambda item: run_one(root, item[0], *item[1], condor_g), enumerate(plan)))
     for label, scenario, result in results:
-        print(f"  glidein {scenario.cluster}.{scenario.proc}: {label} (exit code {result.exit_code})",
+        echo(f"  glidein {scenario.cluster}.{scenario.proc}: {label} (exit code {result.exit_code})",
               file=sys.stderr)
     ledger = Ledger(root / "factory" / "forwarder.sqlite")
     summary = FailureSummary(exporter)
@@ -237,27 +239,27 @@ def run(args):
     stats = forwarder.run_once()
     demo.shutdown()
     exporter.shutdown()
-    print(f"forwarder: {stats.summary()}", file=sys.stderr)
+    echo(f"forwarder: {stats.summary()}", file=sys.stderr)
     ids = [GlideinIdentity(FACTORY, INSTANCE, ENTRY, SCHEDD, str(s.cluster), str(s.proc)).trace_id
            for _, s, _ in results]
-    print(f"\n{len(ids)} glidein traces sent to {where}:")
+    echo(f"\n{len(ids)} glidein traces sent to {where}:")
     for (label, scenario, _), trace in zip(results, ids):
         failures = summary.failures.get(trace)
-        print(f"  {trace}  {label}" + (f"  -> {'; '.join(failures)}" if failures else ""))
+        echo(f"  {trace}  {label}" + (f"  -> {'; '.join(failures)}" if failures else ""))
     if args.endpoint:
-        print(f"\nopen them in Jaeger, e.g. {args.endpoint.rsplit(':', 1)[0]}:16686/trace/{ids[0]}")
+        echo(f"\nopen them in Jaeger, e.g. {args.endpoint.rsplit(':', 1)[0]}:16686/trace/{ids[0]}")
         return 1 if stats.export_failures else 0
     traces = read_store(exporter.directory)
-    print()
-    print(render(traces.get(ids[0], [])))
+    echo()
+    echo(render(traces.get(ids[0], [])))
     phased = next((t for (label, _, _), t in zip(results, ids) if "phase" in label), None)
     if phased:   # a failed job: its phases, the failing one, and the job's own log tail
-        print()
-        print(render(traces.get(phased, [])))
+        echo()
+        echo(render(traces.get(phased, [])))
     failed = next((t for t in ids if any("glidein failure" in f for f in summary.failures.get(t, ()))), None)
     if failed:   # a failed glidein: its domain, and the log tail of the stage that failed
-        print()
-        print(render(traces.get(failed, [])))
-    print(f"\nshow any of them: glidein-tracing show TRACE_ID --store {exporter.directory}")
-    print(f"their rows (docs/glidein-table.md): {table.directory}/glideins/*/*.parquet")
+        echo()
+        echo(render(traces.get(failed, [])))
+    echo(f"\nshow any of them: glidein-tracing show TRACE_ID --store {exporter.directory}")
+    echo(f"their rows (docs/glidein-table.md): {table.directory}/glideins/*/*.parquet")
     return 1 if stats.export_failures else 0

@@ -30,6 +30,8 @@ from ..core.journal import parse_lines, read_journal
 from ..core.sampling import keep_glidein
 from ..core.sections import journal_sections
 from ..core.errors import UserError
+from ..core.terminal import echo
+from .main import number_in
 
 
 def add_arguments(parser):
@@ -40,7 +42,7 @@ def add_arguments(parser):
                         help="OTLP/HTTP base URL, e.g. http://127.0.0.1:4318 (default: "
                              "$GLIDEIN_TRACING_ENDPOINT, which keeps credentials off the command line)")
     parser.add_argument("--store", help="store directory (used when there is no endpoint)")
-    parser.add_argument("--timeout", type=float, default=5.0,
+    parser.add_argument("--timeout", type=number_in(0), default=5.0,
                         help="upper bound on the whole command, seconds (default 5)")
     parser.add_argument("--service-name", help="override service.name")
     parser.add_argument("--ended", action="store_true",
@@ -49,7 +51,7 @@ def add_arguments(parser):
     parser.add_argument("--skip-root", action="store_true",
                         help="leave the root span to the Factory forwarder (export mode 'both': "
                              "the Factory knows when the glidein was submitted)")
-    parser.add_argument("--sampling-ratio", type=float, default=None,
+    parser.add_argument("--sampling-ratio", type=number_in(0, 1), default=None,
                         help="override the sampling ratio the glidein ran with (its journal's "
                              "GLIDEIN_TRACING_SAMPLING_RATIO); failed glideins are always kept")
 
@@ -66,7 +68,7 @@ def load_events(args):
     out = []
     for section in journal_sections(text):
         if section.error:
-            print(f"glidein-tracing export: {args.stderr}: journal section {section.error}",
+            echo(f"glidein-tracing export: {args.stderr}: journal section {section.error}",
                   file=sys.stderr)
         out.append(parse_lines(section.data))
     if not out:
@@ -89,7 +91,7 @@ def run(args):
     if args.ended and not args.journal:
         raise UserError("--ended needs --journal (the journal records what went out)")
     if sdk_disabled():
-        print("glidein-tracing export: OTEL_SDK_DISABLED=true, nothing exported", file=sys.stderr)
+        echo("glidein-tracing export: OTEL_SDK_DISABLED=true, nothing exported", file=sys.stderr)
         return 0
     defaults = {c.SERVICE_NAME: args.service_name} if args.service_name else None
     where = otlp_endpoint(args)
@@ -99,15 +101,15 @@ def run(args):
     sampled_out = 0
     for events, report in load_events(args):
         if report.skipped_total:
-            print(f"glidein-tracing export: journal: {report.summary()}", file=sys.stderr)
+            echo(f"glidein-tracing export: journal: {report.summary()}", file=sys.stderr)
         try:
             spans = convert(events, report, resource_defaults=defaults)
         except ConversionError as exc:
-            print(f"glidein-tracing export: {exc}", file=sys.stderr)
+            echo(f"glidein-tracing export: {exc}", file=sys.stderr)
             failed += 1
             continue
         if not keep_glidein(spans, args.sampling_ratio, running=args.ended):
-            print("glidein-tracing export: sampled out (GLIDEIN_TRACING_SAMPLING_RATIO)", file=sys.stderr)
+            echo("glidein-tracing export: sampled out (GLIDEIN_TRACING_SAMPLING_RATIO)", file=sys.stderr)
             sampled_out += 1
             continue
         root_trace = spans[0].context.trace_id
@@ -127,7 +129,7 @@ def run(args):
             try:
                 live.record(args.journal, live.SENDING, spans, time.time())
             except OSError as exc:   # unrecorded, a span could go twice: leave it to the Factory
-                print(f"glidein-tracing export: cannot record the export in {args.journal}: {exc}",
+                echo(f"glidein-tracing export: cannot record the export in {args.journal}: {exc}",
                       file=sys.stderr)
                 failed += 1
                 continue
@@ -147,7 +149,7 @@ def run(args):
         failed += not ok
     if store is not None:
         store.shutdown()
-    print(f"glidein-tracing export: {total} spans to {where or store.directory}"
+    echo(f"glidein-tracing export: {total} spans to {where or store.directory}"
           + (f", {failed} failed" if failed else ""),
           file=sys.stderr)
     if failed:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 from ..core.errors import UserError
+from ..core.terminal import echo
 
 
 def add_arguments(parser):
@@ -27,9 +28,9 @@ def run(args):
     if args.validate:
         findings = validate(args.validate)
         for finding in findings:
-            print(finding)
+            echo(finding)
         errors = sum(1 for f in findings if f.level == "error")
-        print(f"{args.validate}: {errors} errors, {len(findings) - errors} warnings", file=sys.stderr)
+        echo(f"{args.validate}: {errors} errors, {len(findings) - errors} warnings", file=sys.stderr)
         return 1 if errors else 0
     values = {}
     for item in args.set:

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from ..core.errors import ConfigError, UserError
+from ..core.terminal import echo, log_to_stderr
 from ..factory import settings
 
 
@@ -100,15 +101,18 @@ def run(args):
     from ..exporters.store import JsonLinesStoreExporter
     from ..factory.delivery import jaeger_span_ids, store_span_ids
     from ..factory.forwarder import Forwarder
+    from ..factory import ledger_lock
     from ..factory.ledger import Ledger
     from ..table.sink import table_sink
 
     conf = settings_of(args)
     if args.check_config:
-        print(f"glidein-tracing forward: settings good ({conf['config_file'] or 'no config file'})")
+        problems = settings.path_problems(conf)
+        if problems:
+            raise ConfigError(problems)
+        echo(f"glidein-tracing forward: settings good ({conf['config_file'] or 'no config file'})")
         return 0
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s glidein-tracing forward: %(message)s",
-                        stream=sys.stderr)
+    log_to_stderr("%(asctime)s glidein-tracing forward: %(message)s")
     entry_schedds = settings.entry_schedds_of(conf)
     for path in conf["logs"]:
         if not Path(path).is_dir():
@@ -121,12 +125,13 @@ def run(args):
     else:
         exporter = JsonLinesStoreExporter(conf["store"])
         reconcile = store_span_ids(exporter.directory)
+    ledger_lock.hold(settings.ledger_path_of(conf))      # for this process's life: one forwarder per ledger
     ledger = Ledger(settings.ledger_path_of(conf))
     table = table_sink(conf["table"], settings.ledger_path_of(conf), ledger)
     if args.retry_quarantined:
         with ledger.transaction():
             released = ledger.release_quarantined()
-        print(f"glidein-tracing forward: {released} quarantined glideins released", file=sys.stderr)
+        echo(f"glidein-tracing forward: {released} quarantined glideins released", file=sys.stderr)
     forwarder = Forwarder(
         conf["logs"], exporter, ledger, conf["factory"], schedd=conf["schedd"],
         entry_schedds=entry_schedds, grace_s=conf["grace"], sampling_ratio=conf["sampling_ratio"],
@@ -140,5 +145,5 @@ def run(args):
         forwarder.follow(conf["interval"], stop=lambda: bool(stopping))
         return 0
     stats = forwarder.run_once()
-    print(f"glidein-tracing forward: {stats.summary()}", file=sys.stderr)
+    echo(f"glidein-tracing forward: {stats.summary()}", file=sys.stderr)
     return 1 if stats.export_failures else 0

@@ -1,15 +1,19 @@
 """Entry point of ``glidein-tracing``: dispatches to one module per verb, and is the one place
-that turns errors into messages and exit codes (a ``UserError``, from glidein_tracing.core.errors,
-from anywhere: its message and 2)."""
+that turns errors into messages and exit codes (a ``UserError`` from anywhere, see
+glidein_tracing.core.errors: its message and its exit_code; a full disk: 5; a closed stdout: 141)."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import sqlite3
 import sys
 
 from .. import __version__
-from ..core.errors import UserError
+from ..core.errors import EXIT_CLOSED_PIPE, EXIT_NO_SPACE, EXIT_USAGE, UserError
+from ..core.nospace import is_no_space
+from ..core.numbers import finite_float
+from ..core.terminal import echo
 
 # verb -> module in glidein_tracing.cli; each module has add_arguments(parser) and run(args)
 VERBS = {
@@ -56,17 +60,24 @@ def main(argv=None) -> int:
         return 130
     except BrokenPipeError:
         _reader_went_away()
-        return 0
-    except UserError as exc:
-        print(f"glidein-tracing {args.verb}: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CLOSED_PIPE
+    except UserError as exc:          # its exit code says which (core/errors.py)
+        echo(f"glidein-tracing {args.verb}: {exc}", file=sys.stderr)
+        return exc.exit_code
     except ModuleNotFoundError as exc:
         extra = _extra_for(exc.name or "")
         if extra is None:
             raise
-        print(f"glidein-tracing {args.verb}: needs {exc.name}, which this installation lacks: "
+        echo(f"glidein-tracing {args.verb}: needs {exc.name}, which this installation lacks: "
               f"pip install 'glidein_tracing[{extra}]'", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except (OSError, sqlite3.Error) as exc:
+        if not is_no_space(exc):
+            raise
+        where = f" under {exc.filename}" if getattr(exc, "filename", None) else ""
+        echo(f"glidein-tracing {args.verb}: no space left on device{where}; nothing was lost (what "
+             "could not be written waits for the next run): free space and run again", file=sys.stderr)
+        return EXIT_NO_SPACE
 
 
 def _extra_for(module: str) -> str | None:
@@ -95,4 +106,19 @@ def parse_duration(text: str) -> float:
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smhdw]?)\s*", text)
     if not match:
         raise ValueError(text)
-    return float(match.group(1)) * DURATION_UNITS[match.group(2) or "s"]
+    return finite_float(match.group(1)) * DURATION_UNITS[match.group(2) or "s"]
+
+
+def number_in(low: float, high: float | None = None):
+    """An argparse type: a finite number in [low, high] (NaN, infinity and values outside
+    are refused with a message naming the range)."""
+    def parse(text: str) -> float:
+        try:
+            value = finite_float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a finite number: {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bounds = f"between {low:g} and {high:g}" if high is not None else f"at least {low:g}"
+            raise argparse.ArgumentTypeError(f"must be {bounds}, not {text}")
+        return value
+    return parse

@@ -8,6 +8,8 @@ and the failure classifiers installed as packages. docs/failures.md describes th
 
 from __future__ import annotations
 
+from ..core.terminal import echo
+
 
 def add_arguments(parser):
     parser.add_argument("--check", metavar="PATH", required=True, help="a rules file or directory")
@@ -19,12 +21,12 @@ def run(args):
 
     count, problems = check(args.check)
     for problem in problems:
-        print(problem)
+        echo(problem)
     if args.list:
         for rule in RuleBook(args.check, classifiers=False).current().rules:   # as the forwarder holds them
             d = rule.decision
-            print(f"{rule.name}\t{d.domain}{'/' + d.service if d.service else ''}\t{d.label}\t{rule.source}")
+            echo(f"{rule.name}\t{d.domain}{'/' + d.service if d.service else ''}\t{d.label}\t{rule.source}")
         for classifier in load_classifiers():
-            print(f"{classifier.name}:*\t(classifier package)")
-    print(f"{args.check}: {count} good rule(s), {len(problems)} problem(s)")
+            echo(f"{classifier.name}:*\t(classifier package)")
+    echo(f"{args.check}: {count} good rule(s), {len(problems)} problem(s)")
     return 1 if problems else 0

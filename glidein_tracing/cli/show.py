@@ -11,7 +11,8 @@ from __future__ import annotations
 import time
 
 from ..core.errors import UserError
-from ..exporters.store import Store
+from ..core.terminal import echo, escape
+from ..exporters.store import Store, StoreError
 from ..factory.tree import render
 
 
@@ -27,6 +28,10 @@ def run(args):
 
     try:
         return _show(args, Store(args.store))
+    except StoreError as exc:
+        raise UserError(str(exc)) from exc
+    except BrokenPipeError:                   # stdout's reader went away: the CLI ends quietly
+        raise
     except (OSError, sqlite3.Error) as exc:   # e.g. a store this user may not lock or index
         raise UserError(f"cannot read the store: {exc}") from exc
 
@@ -34,18 +39,19 @@ def run(args):
 def _show(args, store: Store) -> int:
     if args.reindex:
         health = store.reindex()
-        print(f"reindexed {store.directory}: {health['traces']} traces in {health['files']} files, "
+        echo(f"reindexed {store.directory}: {health['traces']} traces in {health['files']} files, "
               f"{health['bad_lines']} unreadable lines, {health['cut_lines']} lines cut short")
         return 0
     if args.list or not args.trace_id:
         for trace_id, spans, name, start_ns, outcome in store.summaries():
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(start_ns / 1e9)) if start_ns else "-"
-            print(f"{trace_id}  {spans:4d} spans  {when}  {name or '(no root)'}  {outcome or ''}".rstrip())
+            name, outcome = escape(name or "(no root)", newlines=False), escape(outcome or "", newlines=False)
+            echo(f"{escape(trace_id, newlines=False)}  {spans:4d} spans  {when}  {name}  {outcome}".rstrip())
         return 0
     matches = store.find(args.trace_id)
     if not matches:
         raise UserError(f"no trace {args.trace_id} in {store.directory}")
     if len(matches) > 1:
         raise UserError(f"{args.trace_id} matches several traces; give more digits")
-    print(render(store.trace(matches[0])))
+    echo(render(store.trace(matches[0])))
     return 0

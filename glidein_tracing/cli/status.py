@@ -15,6 +15,7 @@ import sys
 import time
 
 from ..core.errors import UserError
+from ..core.terminal import echo
 from .main import parse_duration
 
 
@@ -64,24 +65,24 @@ def run(args):
         raise UserError(f"no forwarder ledger at {state}: give --state (or `state:` in the config)")
     entry_schedds = {**settings.entry_schedds_of(conf), **settings.parse_entry_schedds(args.entry_schedd)}
     names = FactoryNames(factory, conf["schedd"], entry_schedds)
-    ledger = Ledger(state)
+    ledger = Ledger(state, read_only=True)   # changes nothing: also for a user who may only read
     now = time.time()
     table = summary(glideins_now(ledger, lambda row: identity(names, row)), now, oldest=args.oldest)
     alerts = crossed(table, limits)
     if args.json:
         json.dump({"now": now, "ledger": str(state), "entries": table, "over_limits": alerts}, sys.stdout, indent=1)
-        print()
+        echo()
     else:
-        print(f"{'entry':30s} {'state':8s} {'count':>6s} {'p50':>8s} {'p90':>8s} {'max':>8s}  oldest")
+        echo(f"{'entry':30s} {'state':8s} {'count':>6s} {'p50':>8s} {'p90':>8s} {'max':>8s}  oldest")
         for entry, states in table.items():
             for state_name, row in states.items():
-                print(f"{entry[:30]:30s} {state_name:8s} {row['count']:6d} {_age(row['age_p50_s']):>8s} "
+                echo(f"{entry[:30]:30s} {state_name:8s} {row['count']:6d} {_age(row['age_p50_s']):>8s} "
                       f"{_age(row['age_p90_s']):>8s} {_age(row['age_max_s']):>8s}  "
                       + " ".join(o["trace_id"] for o in row["oldest"]))
         if not table:
-            print("(no glidein queued, held or running in the ledger)")
+            echo("(no glidein queued, held or running in the ledger)")
     for line in alerts:
-        print(f"glidein-tracing status: older than the limit: {line}", file=sys.stderr)
+        echo(f"glidein-tracing status: older than the limit: {line}", file=sys.stderr)
     return 1 if alerts else 0
 
 

@@ -7,6 +7,7 @@ glidein's identity; with --span KEY, the id of that span (e.g. setup, condor, te
 from __future__ import annotations
 
 from ..core.ids import GlideinIdentity, span_id
+from ..core.terminal import echo
 
 
 def add_arguments(parser):
@@ -23,5 +24,5 @@ def add_arguments(parser):
 def run(args):
     identity = GlideinIdentity(args.factory, args.name, args.entry, args.schedd,
                                args.cluster, args.proc, args.index)
-    print(span_id(identity.trace_id, args.span) if args.span else identity.trace_id)
+    echo(span_id(identity.trace_id, args.span) if args.span else identity.trace_id)
     return 0

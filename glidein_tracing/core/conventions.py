@@ -229,5 +229,6 @@ GLIDEIN_TRACING_IDLE_NOT_TRACED = "glidein_tracing.idle_not_traced"
 GLIDEIN_TRACING_JOURNAL_SKIPPED_LINES = "glidein_tracing.journal.skipped_lines"
 GLIDEIN_TRACING_JOURNAL_SKIPPED = "glidein_tracing.journal.skipped"
 GLIDEIN_TRACING_DROPPED_PREFIX = "glidein_tracing.dropped_"   # + attributes, links, events, spans
+GLIDEIN_TRACING_DIGEST = "glidein_tracing.digest"         # every span: what the backend must hold to count it delivered
 GLIDEIN_TRACING_SAMPLING_RATIO = "glidein_tracing.sampling_ratio"
 GLIDEIN_TRACING_INPUT_PREFIX = "glidein_tracing.input."       # + cut_sections, cut_bytes, cut_lines

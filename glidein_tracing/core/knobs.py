@@ -8,8 +8,9 @@ checked by a test), and the knobs reference in docs/knobs.md.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+
+from .numbers import finite_float
 
 
 @dataclass(frozen=True)
@@ -43,9 +44,7 @@ class Knob:
                     problem = f"is outside {int(self.minimum)}..{int(self.maximum)}"
         elif self.kind == "float":
             try:
-                number = float(value)
-                if math.isnan(number):
-                    raise ValueError
+                number = finite_float(value)
             except ValueError:
                 problem = "is not a number"
             else:

@@ -22,8 +22,13 @@ MAX_LINES = 500      # the knob GLIDEIN_TRACING_LOG_TAIL_LINES's maximum
 MAX_BYTES = 8192
 MAX_PARTS = 64       # 8 KB of base64 takes 11 chunks of 1000 characters
 MAX_TAILS = 4        # per span: the hook writes at most 3 (condor: Master, Startd, Starter)
-# control characters other than tab and newline (binary logs, terminal escapes)
-CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# control characters other than tab and newline (binary logs, terminal escapes), C1 controls
+# included (U+009B is a one-character CSI, U+009D an OSC on terminals that take 8-bit controls)
+CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# a PEM block's END line, and the lines that may stand before it inside the block: base64,
+# RFC 1421 headers (Proc-Type, DEK-Info) and the blank line after them
+PEM_END_RE = re.compile(r"^[ \t]*-----END [A-Z0-9 ]+-----[ \t\r]*$", re.MULTILINE)
+PEM_INSIDE_RE = re.compile(r"[ \t]*(?:[A-Za-z0-9+/]*={0,2}|[A-Za-z-]+: .*)[ \t\r]*")
 
 
 def group(notes) -> dict:
@@ -71,6 +76,9 @@ def assemble(chunks: list) -> dict:
     text, replaced = _text(data[-MAX_BYTES:])
     if replaced:
         notes.append(f"{replaced} non-text characters shown as '?'")
+    text, cut = _outside_pem(text)
+    if cut:
+        notes.append(f"{cut} lines of a PEM block the tail began inside dropped")
     lines = text.split("\n")
     if len(lines) > MAX_LINES:
         text = "\n".join(lines[-MAX_LINES:])
@@ -87,3 +95,15 @@ def _text(data: bytes) -> tuple[str, int]:
     text = text.replace("\ufffd", "?")
     text, controls = CONTROL_RE.subn("?", text)
     return text, replaced + controls
+
+
+def _outside_pem(text: str) -> tuple[str, int]:
+    """``text`` without its first lines when the tail was cut inside a PEM block (a key's
+    body lines up to its END line, the BEGIN line outside the tail); with their count."""
+    end = PEM_END_RE.search(text)
+    if end is None or "-----BEGIN " in text[:end.start()]:
+        return text, 0
+    inside = text[:end.start()].split("\n")[:-1]
+    if not all(PEM_INSIDE_RE.fullmatch(line) for line in inside):
+        return text, 0
+    return text[end.end():].lstrip("\n"), len(inside) + 1

@@ -6,10 +6,12 @@ attribute, status description and event attribute through ``scrub``/``redact_tex
 
 - by name: an attribute whose name holds a secret marker (``token``, ``passw``...) or that
   the operator listed (knob ``GLIDEIN_TRACING_REDACT``) is replaced whole;
-- in text: ``key=value`` / ``--key=value`` / ``--key value`` with a secret-looking key, URL
-  credentials (``scheme://user:pass@host``), cloud keys (``AWS_SECRET_ACCESS_KEY=...``,
-  ``AKIA...`` key ids), bearer/basic credentials, JWTs and PEM blocks: only the secret part
-  becomes ``REDACTED``, the rest of the text stays readable.
+- in text: ``key=value`` / ``--key=value`` / ``--key value`` with a secret-looking key, the
+  same key quoted as JSON, YAML or a Python dict prints it (``"password": "..."``,
+  ``'access_token':'...'``), URL credentials (``scheme://user:pass@host``), cloud keys
+  (``AWS_SECRET_ACCESS_KEY=...``, ``AKIA...`` key ids), bearer/basic credentials, JWTs, PEM
+  blocks, and a PEM block's base64 body even without its BEGIN line (a log tail cut inside
+  a key): only the secret part becomes ``REDACTED``, the rest of the text stays readable.
 """
 
 from __future__ import annotations
@@ -24,9 +26,22 @@ SECRET_NAME_RE = re.compile("|".join(re.escape(m) for m in SECRET_MARKERS), re.I
 
 _KEY = r"[A-Za-z0-9_.-]*(?:" + "|".join(re.escape(m) for m in SECRET_MARKERS) + r")[A-Za-z0-9_.-]*"
 _VALUE = r"""(?:(?:Bearer|Basic)\s+)?(?:"[^"\n]*"|'[^'\n]*'|[^\s,;&"']+)"""
+# a quoted value, escapes and all (JSON, Python repr, a JSON text inside a JSON string)
+_QUOTED_VALUE = r"""(?:\\?"(?:[^"\\\n]|\\[^"\n]|\\"(?!\s*[,}\]]))*\\?"|'(?:[^'\\\n]|\\.)*'|(?![{\[])[^\s,;&"'}\]]+)"""
+# a PEM body line: a run of base64 at least 40 long, alone on its line (PEM wraps at 64, SSH at 70)
+_PEM_LINE = r"^[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t\r]*(?:\n|\Z)"
+# a short line that still looks like base64, not a word (a digit, + or / or padding in it)
+_B64_PIECE = r"^[ \t]*(?=[A-Za-z]*[0-9+/=])[A-Za-z0-9+/]+={0,2}[ \t\r]*(?:\n|\Z)"
 SECRET_TEXT_RE = re.compile(
     # PEM blocks, to their END line (or to the end of the text when cut)
     r"(?P<pem>-----BEGIN [A-Z0-9 ]+-----.*?(?:-----END [A-Z0-9 ]+-----|\Z))"
+    # a PEM body without its BEGIN line: two or more full base64 lines (the text's cut first
+    # line and a short last line with them), to the END line when there is one; or base64
+    # lines that end in an END line
+    rf"|(?P<pem_body>(?:\A{_B64_PIECE})?(?:{_PEM_LINE}){{2,}}(?:{_B64_PIECE})?(?:[ \t]*-----END [A-Z0-9 ]+-----)?"
+    rf"|(?:{_PEM_LINE}|{_B64_PIECE})+[ \t]*-----END [A-Z0-9 ]+-----)"
+    # "key": "value", 'key': 'value', "key":value (JSON, YAML, Python dicts; escaped quotes too)
+    rf"""|(?P<quoted>(?P<quote>\\?["']){_KEY}(?P=quote)\s*[:=]\s*)(?P<quoted_secret>{_QUOTED_VALUE})"""
     # URL credentials: keep scheme and user, drop the password
     r"|(?P<url>[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]+:)(?P<url_secret>[^@/\s]+)(?=@)"
     # key=value, --key=value, key: value with a secret-looking key
@@ -37,22 +52,28 @@ SECRET_TEXT_RE = re.compile(
     r"|(?P<auth>\b(?:Bearer|Basic)\s+)(?P<auth_secret>[A-Za-z0-9._~+/=-]{8,})"
     r"|(?P<jwt>eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?)"
     r"|(?P<akid>\b(?:AKIA|ASIA)[0-9A-Z]{16}\b)",
-    re.IGNORECASE | re.DOTALL)
+    re.IGNORECASE | re.DOTALL | re.MULTILINE)
+# a PEM body's base64 lines: no substring hint for those, so a search of its own (only texts
+# with a line break need it)
+PEM_BODY_RE = re.compile(rf"(?:{_PEM_LINE}){{2}}", re.MULTILINE)
 # every SECRET_TEXT_RE match contains one of these (lower case): plain substring tests rule
 # out the common case far faster than the regex scanning every character
-HINTS = ("-----begin", "://", "bearer", "basic", "eyj", "akia", "asia") + SECRET_MARKERS
+HINTS = ("-----begin", "-----end", "://", "bearer", "basic", "eyj", "akia", "asia") + SECRET_MARKERS
 
 
 def _replacement(match: re.Match) -> str:
-    for keep in ("url", "kv", "opt", "auth"):
+    for keep in ("url", "kv", "opt", "auth", "quoted"):
         if match.group(keep) is not None:
             return match.group(keep) + REDACTED
+    if match.group("pem_body") is not None and match.group().endswith("\n"):
+        return REDACTED + "\n"   # the line break after the body's last line stays
     return REDACTED
 
 
 def might_hold_secret(text: str) -> bool:
     lowered = text.lower()
-    return any(hint in lowered for hint in HINTS)
+    return (any(hint in lowered for hint in HINTS)
+            or ("\n" in text and PEM_BODY_RE.search(text) is not None))
 
 
 def redact_text(text: str) -> str:

@@ -8,6 +8,7 @@ bound holds even if a connect hangs.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections import Counter
@@ -17,6 +18,8 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from ..core.numbers import finite_float
+from ..core.redaction import redact_text
 from .result import DeliveringExporter, Delivery, deliver
 
 TRACES_PATH = "/v1/traces"
@@ -188,9 +191,28 @@ def otel_timeout_s(environ=os.environ) -> float:
     """OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT as this SDK reads it (seconds), else 10."""
     raw = environ.get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT") or environ.get("OTEL_EXPORTER_OTLP_TIMEOUT")
     try:
-        return float(raw) if raw and float(raw) > 0 else 10.0
+        return finite_float(raw) if raw and finite_float(raw) > 0 else 10.0
     except ValueError:
         return 10.0
+
+
+class _NoCredentialsInLogs(logging.Filter):
+    """The SDK exporter logs the URL it could not use ("Failed to parse: http://user:password@
+    host:99999/v1/traces"), password and all, on the forwarder's output and the node's
+    export.log: its records go out with the secrets redacted (redaction.redact_text)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redact_text(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+
+def _hide_credentials_in_sdk_logs() -> None:
+    sdk_log = logging.getLogger(OTLPSpanExporter.__module__)
+    if not any(isinstance(f, _NoCredentialsInLogs) for f in sdk_log.filters):
+        sdk_log.addFilter(_NoCredentialsInLogs())
 
 
 def make_otlp_exporter(endpoint: str | None, timeout_s: float | None = 5.0,
@@ -201,6 +223,7 @@ def make_otlp_exporter(endpoint: str | None, timeout_s: float | None = 5.0,
     _TIMEOUT, _CERTIFICATE, _COMPRESSION variables, as the SDK reads them."""
     from opentelemetry.exporter.otlp.proto.http import Compression
 
+    _hide_credentials_in_sdk_logs()
     timeout_s = otel_timeout_s() if timeout_s is None else timeout_s
     kwargs = {"timeout": timeout_s, "session": _ca_preserving_session()}
     if endpoint:

@@ -129,6 +129,12 @@ def request_from_span_dicts(spans: list[dict]) -> dict:
                 item["status"]["code"] = span["status_code"]
             if span.get("status_message"):
                 item["status"]["message"] = span["status_message"]
+            if span.get("events"):
+                item["events"] = [{"name": e.get("name", ""), "timeUnixNano": str(e.get("time_ns", 0)),
+                                   "attributes": _kvs(e.get("attributes") or {})} for e in span["events"]]
+            if span.get("links"):
+                item["links"] = [{"traceId": l.get("trace_id", ""), "spanId": l.get("span_id", ""),
+                                  "attributes": _kvs(l.get("attributes") or {})} for l in span["links"]]
             encoded.append(item)
         resource_spans.append({"resource": {"attributes": _kvs(resource)},
                                "scopeSpans": [{"scope": {"name": "glidein_tracing", "version": __version__},

@@ -21,6 +21,7 @@ fresh line.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -32,6 +33,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ..core import conventions as c
 from ..core.errors import UserError
+from ..core.nospace import NoSpaceError, is_no_space
 from .otlp_json import encode_request, flatten_request, request_from_span_dicts
 from .result import DeliveringExporter, Delivery
 
@@ -122,8 +124,17 @@ class Store:
     # -- the lock and the index ----------------------------------------------------------
     @contextlib.contextmanager
     def _locked(self):
-        """The directory's lock, with the index open and up to date with the files."""
-        with open(self.directory / ".lock", "a") as lock:
+        """The directory's lock, with the index open and up to date with the files; for a
+        user who may read the store but not write it, _read_only_index."""
+        try:
+            lock = open(self.directory / ".lock", "a")
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            with _read_only_index(self.directory, self._index_path()) as db:
+                yield db
+            return
+        with lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             db = self._open_index()
             try:
@@ -185,8 +196,7 @@ class Store:
     def _index_file(self, db: sqlite3.Connection, number: int, path: Path, start: int):
         """Index the whole lines of one file from byte ``start`` on."""
         bad, cut, offset = 0, 0, start
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with _transaction(db):
             with open(path, "rb") as handle:
                 handle.seek(start)
                 for raw in handle:
@@ -206,10 +216,6 @@ class Store:
                        "ON CONFLICT (file) DO UPDATE SET indexed_bytes = excluded.indexed_bytes, "
                        "bad_lines = bad_lines + excluded.bad_lines, cut_bytes = excluded.cut_bytes",
                        (number, offset, bad, cut))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
     @staticmethod
     def _add(db: sqlite3.Connection, number: int, offset: int, length: int, keyed_spans):
@@ -298,14 +304,15 @@ class Store:
         finally:
             if handle is not None:
                 handle.close()
-        db.execute("BEGIN IMMEDIATE")
-        for number, offset, line, keys in written:
-            self._add(db, number, offset, len(line), keys)
-        for number, (end, closed_cut) in ends.items():
-            db.execute("INSERT INTO files (file, indexed_bytes, bad_lines, cut_bytes) VALUES (?, ?, ?, 0) "
-                       "ON CONFLICT (file) DO UPDATE SET indexed_bytes = excluded.indexed_bytes, cut_bytes = 0, "
-                       "bad_lines = bad_lines + excluded.bad_lines", (number, end, int(closed_cut)))
-        db.execute("COMMIT")
+        # lines written but not indexed (the index could not be written) are indexed by the
+        # next writer or reader that finds the file longer than indexed
+        with _transaction(db):
+            for number, offset, line, keys in written:
+                self._add(db, number, offset, len(line), keys)
+            for number, (end, closed_cut) in ends.items():
+                db.execute("INSERT INTO files (file, indexed_bytes, bad_lines, cut_bytes) VALUES (?, ?, ?, 0) "
+                           "ON CONFLICT (file) DO UPDATE SET indexed_bytes = excluded.indexed_bytes, cut_bytes = 0, "
+                           "bad_lines = bad_lines + excluded.bad_lines", (number, end, int(closed_cut)))
 
     @staticmethod
     def _ends_cut(path: Path, size: int) -> bool:
@@ -345,13 +352,6 @@ class Store:
             for handle in handles.values():
                 handle.close()
         return list(spans.values())
-
-    def span_ids(self, trace_id: str) -> set[str]:
-        """The span ids (hex) the store holds for one trace: the forwarder's reconciliation."""
-        with self._locked() as db:
-            row = db.execute("SELECT span_ids FROM traces WHERE trace_id = ?", (bytes.fromhex(trace_id),)).fetchone()
-        packed = row[0] if row else b""
-        return {packed[i:i + 8].hex() for i in range(0, len(packed), 8)}
 
     def find(self, prefix: str, limit: int = 2) -> list[str]:
         """Trace ids (hex) starting with ``prefix``, at most ``limit``: an index range, not a scan."""
@@ -399,6 +399,49 @@ def _root_summary(span) -> dict | None:
             c.GLIDEIN_OUTCOME: attrs.get(c.GLIDEIN_OUTCOME, "")}}
 
 
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection):
+    """BEGIN IMMEDIATE ... COMMIT; on an error ROLLBACK, unless SQLite already rolled back by
+    itself (a full disk): a second ROLLBACK would hide the real error."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+
+
+@contextlib.contextmanager
+def _read_only_index(directory: Path, index_path: Path):
+    """The index as its writers left it, opened read-only under a shared lock (no writer
+    is mid-batch): `show` for a user who may not write the store."""
+    lock_file = directory / ".lock"
+    with open(lock_file if lock_file.exists() else os.devnull, "rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        uri = index_path.resolve().as_uri()
+        try:
+            try:
+                db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60, isolation_level=None)
+                version = db.execute("PRAGMA user_version").fetchone()[0]
+            except sqlite3.OperationalError:
+                # WAL with no -shm file and a directory we may not write: with the lock
+                # held shared no writer is at work, so the file alone is the index
+                db = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+                version = db.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError:
+            version = None
+        if version != SCHEMA_VERSION:
+            raise StoreError(f"the index of {directory} is missing, damaged or out of date, and this "
+                             "user may not rebuild it: run `glidein-tracing show --reindex --store "
+                             f"{directory}` as a user who can write the store")
+        try:
+            yield db
+        finally:
+            db.close()
+
+
 class JsonLinesStoreExporter(DeliveringExporter):
     """An SDK span exporter into a store: spans it already holds are not written again."""
 
@@ -413,8 +456,10 @@ class JsonLinesStoreExporter(DeliveringExporter):
         if self._shutdown:
             return Delivery.refused(spans, "the store exporter is shut down")
         try:
-            written, duplicates = self.store.append(spans)
+            written, duplicates = self.store.append(list(spans))
         except (OSError, sqlite3.Error) as exc:
+            if is_no_space(exc):   # not a failed export to retry at once: the caller must stop
+                raise NoSpaceError(self.directory) from exc
             return Delivery.refused(spans, f"cannot write the store {self.directory}: {exc}")
         self.written += written
         self.duplicates += duplicates

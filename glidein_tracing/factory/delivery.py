@@ -3,7 +3,8 @@ backend asked before any resend, one glidein's failure kept from stopping the ot
 
 Exactly once: the ledger records a batch as ``sending`` (with its span ids) before the
 export and ``done`` after it. Whatever may have arrived is asked of the backend before it is
-sent again (``Backend.held``, the one place that asks): a batch a killed forwarder left
+sent again (``Backend.held``, the one place that asks, counting a span only when the
+backend's copy says what ours says: receipts.py): a batch a killed forwarder left
 ``sending``, an export that timed out or was only partly accepted, a glidein whose earlier
 export failed, the node's live exports that failed or were cut, and the Factory stages of
 running glideins (``sending``, then ``sent``). A backend that cannot say (no ``--query``) gets
@@ -22,9 +23,11 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-from ..node import live
+from ..core import conventions as c
 from ..exporters.result import deliver
+from ..node import live
 from . import ledger as ledger_mod
+from .receipts import delivered, receipts_of
 from .stats import ForwardStats
 
 log = logging.getLogger("glidein_tracing.forward")
@@ -39,34 +42,46 @@ def span_hex(span) -> str:
 
 
 class Backend:
-    """Where spans went, asked which it already holds. ``span_ids(trace_id)`` (hex) gives
-    the span ids (hex) it holds, or None when it cannot tell; no function: it never can."""
+    """Where spans went, asked what it already holds. ``receipts(trace_id)`` (hex) gives what
+    it holds of a trace, span id (hex) -> receipt (receipts.py), or None when it cannot tell;
+    no function: it never can."""
 
-    def __init__(self, span_ids=None):
-        self.span_ids = span_ids
+    def __init__(self, receipts=None):
+        self.receipts = receipts
 
-    def held(self, trace_id: str | None, uncertain: set, stats: ForwardStats) -> set:
-        """Of ``uncertain`` span ids of one trace, those the backend holds; none when it
-        cannot tell (then they are sent again: ``resent_without_reconcile``)."""
-        if not uncertain:
+    def held(self, trace_id: str | None, spans, stats: ForwardStats, unasked: set = frozenset()) -> set:
+        """Ids (hex) of ``spans`` (of one trace) the backend holds as we would send them: the
+        same id is not enough, a span forged under it does not count (receipts.py). When it
+        cannot tell, those of ``unasked`` (ids the caller may take as held without a backend)
+        and the rest is sent again (``resent_without_reconcile``)."""
+        if not spans:
             return set()
-        present = self.span_ids(trace_id) if (self.span_ids and trace_id) else None
-        if present is None:
+        present = self.receipts(trace_id) if (self.receipts and trace_id) else None
+        if present is not None:
+            return delivered(spans, present)
+        wanted = {span_hex(s) for s in spans}
+        if wanted - set(unasked):
             stats.problem("resent_without_reconcile")
-            return set()
-        return set(uncertain) & set(present)
+        return wanted & set(unasked)
 
 
 def jaeger_span_ids(query_url: str, timeout_s: float = 10.0):
-    """A reconcile function: the span ids Jaeger already holds for a trace (None if unknown)."""
-    from .jaeger_query import trace_span_ids
-    return lambda trace_id: trace_span_ids(query_url, trace_id, timeout_s)
+    """A reconcile function: what Jaeger already holds of a trace, by span id, each with its
+    receipt (receipts.py; None if Jaeger cannot tell)."""
+    from .jaeger_query import trace_spans
+
+    def held(trace_id):
+        spans = trace_spans(query_url, trace_id, timeout_s)
+        return None if spans is None else receipts_of(spans)
+    return held
 
 
 def store_span_ids(directory):
-    """A reconcile function for the embedded store (its index: no scan of the store)."""
+    """A reconcile function for the embedded store: what it holds of a trace, by span id,
+    each with its receipt (the trace's own lines, found through its index: no scan)."""
     from ..exporters.store import Store
-    return Store(directory).span_ids
+    store = Store(directory)
+    return lambda trace_id: receipts_of(store.trace(trace_id))
 
 
 @dataclass
@@ -89,16 +104,16 @@ class Sender:
 
     # -- what the backend has already ------------------------------------------------------
     def not_held(self, trace_id: str | None, spans, stats: ForwardStats) -> list:
-        """``spans`` (of one trace) less those the backend holds."""
-        held = self.backend.held(trace_id, {span_hex(s) for s in spans}, stats)
+        """``spans`` (of one trace) less those the backend holds as we would send them."""
+        held = self.backend.held(trace_id, spans, stats)
         return [s for s in spans if span_hex(s) not in held]
 
-    def early_sent(self, gkey, trace_id: str, stats: ForwardStats) -> set:
+    def early_sent(self, gkey, trace_id: str, spans, stats: ForwardStats) -> set:
         """Ids of a glidein's Factory stages sent while it ran: those marked ``sent``, and of
-        those left ``sending`` the ones the backend holds (marked ``sent`` now)."""
+        those left ``sending`` (among ``spans``) the ones the backend holds (marked ``sent`` now)."""
         early = self.ledger.early_spans(gkey)
         sent = {s for s, state in early.items() if state == "sent"}
-        arrived = self.backend.held(trace_id, {s for s, state in early.items() if state == "sending"}, stats)
+        arrived = self.backend.held(trace_id, [s for s in spans if early.get(span_hex(s)) == "sending"], stats)
         if arrived:
             with self.ledger.transaction():
                 self.ledger.mark_early(gkey, arrived, "sent")
@@ -106,21 +121,26 @@ class Sender:
 
     def not_sent_yet(self, gkey, trace_id: str, spans, journal, stats: ForwardStats) -> list:
         """An ended glidein's spans less its Factory stages sent while it ran and less those
-        its node sent live (live.py, read from its ``journal`` events)."""
-        early = self.early_sent(gkey, trace_id, stats)
+        its node sent live (live.py, read from its ``journal`` events). The journal's word
+        alone drops nothing the backend can be asked about: a span it says went out (``sent``
+        or ``sending``) is left out when the backend holds it as we would send it. With no
+        backend to ask, ``sent`` node stages are left out (else each would arrive twice) but
+        never the root (the node's claim cannot drop the glidein's whole trace)."""
+        early = self.early_sent(gkey, trace_id, spans, stats)
         spans = [s for s in spans if span_hex(s) not in early]
         exports = live.node_exports(journal, spans)
         if not exports:
             return spans
-        sent, maybe = set(), {}
+        claimed, trusted = {}, set()
         for span in spans:
             state = exports.state(span)
-            if state == live.SENT:
-                sent.add(span_hex(span))
-            elif state == live.SENDING:   # its export failed or was cut: may have arrived
-                maybe.setdefault(format(span.context.trace_id, "032x"), set()).add(span_hex(span))
-        for trace_id_of_group, uncertain in maybe.items():   # a job's span may be in its user's trace
-            sent |= self.backend.held(trace_id_of_group, uncertain, stats)
+            if state in live.STATES:   # a job's span may be in its user's trace
+                claimed.setdefault(format(span.context.trace_id, "032x"), []).append(span)
+                if state == live.SENT and span.attributes.get(c.STAGE) != c.STAGE_GLIDEIN:
+                    trusted.add(span_hex(span))
+        sent = set()
+        for trace_id_of_group, group in claimed.items():
+            sent |= self.backend.held(trace_id_of_group, group, stats, unasked=trusted)
         stats.spans_already_live += len(sent)
         return [s for s in spans if span_hex(s) not in sent]
 

@@ -37,7 +37,7 @@ log = logging.getLogger("glidein_tracing.forward")
 class Forwarder:
     """One Factory's forwarder: its log trees (``roots``), its ledger, where spans go
     (``exporter``, any SDK span exporter) and how to ask what arrived (``reconcile``: trace id
-    -> span ids held, e.g. delivery.jaeger_span_ids)."""
+    -> receipts held, e.g. delivery.jaeger_span_ids)."""
 
     def __init__(self, roots, exporter, ledger: ledger_mod.Ledger, factory: str, *,
                  schedd: str | None = None, entry_schedds: dict | None = None,
@@ -121,12 +121,13 @@ class Forwarder:
         if not closed or not glidein.schedd:   # no trace id the Factory can stand by yet
             return []
         todo = {span_id(glidein.trace_id, key) for key in closed}
-        todo -= self.sender.early_sent(gkey, glidein.trace_id, stats)
+        todo -= {s for s, state in self.ledger.early_spans(gkey).items() if state == "sent"}
         if not todo:
             return []
         spans = self.spans.factory_stages(glidein, activity)
         if self.sampling_ratio is not None and not keep_glidein(spans, self.sampling_ratio):
             return []
+        todo -= self.sender.early_sent(gkey, glidein.trace_id, [s for s in spans if span_hex(s) in todo], stats)
         return [s for s in spans if span_hex(s) in todo]
 
     # -- ended glideins ----------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Jaeger's query API (v1 JSON under ``/api/traces``): the one client of it, for the
-forwarder (which spans of a trace already arrived) and the analysis (the traces of a service
+forwarder (what of a trace already arrived) and the analysis (the traces of a service
 in a time window), and the reading of its traces as flat span dicts (as ``otlp_json``'s).
 
 Jaeger's own UI and API serve this JSON; the API is read with Python's ``urllib``, which
@@ -30,18 +30,18 @@ def search_url(base_url: str, service: str, start_s: float, end_s: float, limit:
     return f"{base_url.rstrip('/')}/api/traces?{query}"
 
 
-def trace_span_ids(base_url: str, trace_id: str, timeout: float = 10.0) -> set | None:
-    """The span ids (hex) Jaeger holds for one trace: empty when it has none, None when it
-    cannot tell (unreachable, an answer that is not its JSON)."""
+def trace_spans(base_url: str, trace_id: str, timeout: float = 10.0) -> list | None:
+    """The spans Jaeger holds of one trace, as flat span dicts (flatten_trace): empty when
+    it has none, None when it cannot tell (unreachable, an answer that is not its JSON)."""
     try:
         data = get_json(f"{base_url.rstrip('/')}/api/traces/{trace_id}", timeout)
     except urllib.error.HTTPError as exc:
-        return set() if exc.code == 404 else None
+        return [] if exc.code == 404 else None
     except (OSError, ValueError):
         return None
     try:
-        return {span["spanID"] for trace in data.get("data") or [] for span in trace.get("spans", [])}
-    except (AttributeError, KeyError, TypeError):
+        return [span for trace in data.get("data") or [] for span in flatten_trace(trace)]
+    except (AttributeError, KeyError, TypeError, ValueError):
         return None
 
 

@@ -8,11 +8,14 @@ marked ``sending`` with its span ids, to be reconciled against the backend on re
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
 
+from ..core.errors import EXIT_LEDGER, UserError
 from ..core.journal import Event, parse_lines
 
 SCHEMA = """
@@ -35,17 +38,48 @@ OPEN, ENDED, SENDING, DONE, SKIPPED = "open", "ended", "sending", "done", "skipp
 QUARANTINED = "quarantined"  # failed alone while others went through: waits for --retry-quarantined
 
 
+class LedgerError(UserError):
+    """A ledger that cannot be used as it is: damaged, empty, not a ledger, locked. Never
+    taken for a fresh start, which would send again every glidein whose output is still in
+    the Factory's logs."""
+
+    exit_code = EXIT_LEDGER
+
+
+FRESH_START = ("remove it only to start afresh: every glidein whose output is still in the "
+               "Factory's logs would be sent again")
+
+
 def glidein_key(entry_dir: str, cluster: int, proc: int) -> str:
     return f"{entry_dir}|{cluster}.{proc}"
 
 
 class Ledger:
-    def __init__(self, path):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.executescript(SCHEMA)
+    """The ledger at ``path``: created (whole, or not at all) when missing; refused with a
+    LedgerError when it is empty, damaged, not a ledger or locked. ``read_only``: for
+    `status`, which changes nothing and may run as a user who cannot write it."""
+
+    def __init__(self, path, read_only: bool = False):
+        self.path = Path(path)
+        if read_only:
+            self.db = _connect_read_only(self.path)
+            _check_is_ledger(self.db, self.path)
+            return
+        if not self.path.exists():
+            _create(self.path)
+        elif self.path.is_file() and self.path.stat().st_size == 0:
+            raise LedgerError(f"{self.path} is empty, not a forwarder ledger; {FRESH_START}")
+        try:
+            self.db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+            _check_is_ledger(self.db, self.path)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.executescript(SCHEMA)     # tables added since the ledger was made
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise LedgerError(f"{self.path} is locked by another process (another forwarder, "
+                                  f"or a copy being taken?): {exc}") from exc
+            raise
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(glideins)")}
         if "attempts" not in columns:  # a ledger written before quarantine existed
             self.db.execute("ALTER TABLE glideins ADD COLUMN attempts INTEGER DEFAULT 0")
@@ -206,5 +240,66 @@ class _Transaction:
         return self.db
 
     def __exit__(self, exc_type, exc, tb):
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        if not exc_type:
+            self.db.execute("COMMIT")
+        elif self.db.in_transaction:   # SQLite itself rolls back on some errors (a full disk)
+            self.db.execute("ROLLBACK")
         return False
+
+
+def _create(path: Path):
+    """A new ledger, schema and all, renamed into place: a forwarder killed while making
+    it leaves no empty file behind (which would be refused)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fresh = path.with_name(f".{path.name}.new-{os.getpid()}")
+    try:
+        db = sqlite3.connect(str(fresh), isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(SCHEMA)
+        finally:
+            db.close()
+        os.replace(fresh, path)
+    finally:
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{fresh}{suffix}")
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """The ledger opened read-only (a URI with mode=ro): for a user who may not write it
+    or its directory, also while a forwarder writes it."""
+    if not path.is_file():
+        raise LedgerError(f"no forwarder ledger at {path}")
+    if path.stat().st_size == 0:
+        raise LedgerError(f"{path} is empty, not a forwarder ledger; {FRESH_START}")
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    db = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
+    try:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise
+        # WAL with no -shm file beside it ("unable to open", "attempt to write a readonly
+        # database") in a directory this user cannot write: no forwarder is running (it would
+        # have made the -shm file), so the file alone is the ledger
+        db.close()
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True, isolation_level=None)
+    except sqlite3.DatabaseError:
+        pass   # not a database: _check_is_ledger says so
+    return db
+
+
+def _check_is_ledger(db: sqlite3.Connection, path: Path):
+    """LedgerError unless ``db`` reads as a forwarder ledger (an empty database is one that
+    is new: _create made it)."""
+    try:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc)):
+            raise
+        raise LedgerError(f"{path} is damaged ({exc}); restore it from a backup, or {FRESH_START}") from exc
+    if tables and not tables & {"glideins", "activity"}:   # activity: a ledger of an older version
+        raise LedgerError(f"{path} is an SQLite database but not a forwarder ledger; {FRESH_START}")
+    if not tables:
+        raise LedgerError(f"{path} holds no tables, not a forwarder ledger; {FRESH_START}")

@@ -15,14 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import ConfigError
+from ..core.numbers import is_finite_number
 
 DEFAULT_CONFIG = Path("/etc/glidein-tracing/forwarder.yaml")
 COMPRESSIONS = ("none", "gzip", "deflate")
+MAX_CONFIG_BYTES = 1024 * 1024   # a settings file is a few KiB; this bounds reading a wrong path
 
 
 @dataclass(frozen=True)
 class Setting:
-    kind: str              # str, float, int, bool, list (of str), map (str -> str)
+    kind: str              # str, url, float, int, bool, list (of str), map (str -> str)
     default: object
     help: str
     minimum: float | None = None
@@ -36,7 +38,7 @@ SETTINGS = {
     "schedd": Setting("str", None, "the schedd of every entry not named otherwise (part of trace ids)"),
     "factory_config": Setting("str", None, "the Factory's glideinWMS.xml: each entry's schedd_name"),
     "entry_schedds": Setting("map", {}, "schedd of each named entry: {ENTRY: SCHEDD}"),
-    "endpoint": Setting("str", None, "OTLP/HTTP base URL (else OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else the store)"),
+    "endpoint": Setting("url", None, "OTLP/HTTP base URL (else OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else the store)"),
     "headers": Setting("map", {}, "OTLP/HTTP request headers, over OTEL_EXPORTER_OTLP_(TRACES_)HEADERS "
                        "(the SDK adds the variables' other headers)"),
     "certificate": Setting("str", None, "CA file for TLS (else OTEL_EXPORTER_OTLP_(TRACES_)CERTIFICATE)"),
@@ -46,7 +48,7 @@ SETTINGS = {
                        minimum=0.1),
     "max_request_bytes": Setting("int", 4 * 1024 * 1024, "OTLP requests are split to stay under this size",
                                  minimum=0),
-    "query": Setting("str", None, "Jaeger query API base URL, to reconcile after a crash"),
+    "query": Setting("url", None, "Jaeger query API base URL, to reconcile after a crash"),
     "store": Setting("str", None, "store directory (when spans go to no endpoint)"),
     "state": Setting("str", None, "ledger file (default: <store or user data dir>/forwarder.sqlite)"),
     "table": Setting("str", None, "glidein table directory (default: glidein-table beside the ledger; "
@@ -70,9 +72,19 @@ def load(path) -> dict:
 
     path = Path(path)
     try:
-        text = path.read_text()
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise ConfigError([f"{path}: cannot read: {exc.strerror or exc}"]) from exc
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError([f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB, not a settings file"])
+    try:
+        if b"\0" in data:
+            raise UnicodeError
+        text = data.decode("utf-8")
+    except UnicodeError:
+        raise ConfigError([f"{path}: not a text file (binary data): give the forwarder's YAML settings "
+                           "file"]) from None
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -115,13 +127,17 @@ def check(key: str, value) -> str | None:
     if value is None:
         return None
     kind = setting.kind
-    if kind == "str" and not isinstance(value, str):
+    if kind in ("str", "url") and not isinstance(value, str):
         return f"must be a string, not {_type_name(value)}"
+    if kind == "url":
+        return _url_problem(value)
     if kind == "bool" and not isinstance(value, bool):
         return f"must be true or false, not {_type_name(value)}"
     if kind in ("int", "float"):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind == "int" and isinstance(value, float)):
             return f"must be {'an integer' if kind == 'int' else 'a number'}, not {_type_name(value)}"
+        if not is_finite_number(value):
+            return f"must be a finite number, not {value}"
         if setting.minimum is not None and value < setting.minimum:
             return f"must be at least {setting.minimum}, not {value}"
         if setting.maximum is not None and value > setting.maximum:
@@ -133,6 +149,41 @@ def check(key: str, value) -> str | None:
         return "must be a mapping of strings to strings"
     if setting.choices and value not in setting.choices:
         return f"must be one of {', '.join(setting.choices)}, not {value!r}"
+    return None
+
+
+def _url_problem(url: str) -> str | None:
+    """Why ``url`` is no http(s) base URL, in words that never repeat it (it may hold a
+    password)."""
+    from urllib.parse import urlsplit
+    try:
+        parts = urlsplit(url)
+        parts.port   # noqa: B018 (raises ValueError on a port out of range or not a number)
+    except ValueError:
+        return "not a usable URL (a bad port?); the value is not shown, it may hold credentials"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "must be an http:// or https:// URL with a host; the value is not shown, it may hold credentials"
+    return None
+
+
+def unwritable(path, directory: bool) -> str | None:
+    """Why this process could not write ``path`` (a directory when ``directory``, else a file
+    SQLite keeps its journal beside), creating it and its missing parents; None when it can."""
+    path = Path(path).expanduser()
+    if path.exists():
+        if path.is_dir() != directory:
+            return f"{path} is {'not ' if directory else ''}a directory"
+        where = path if directory else path.parent
+        if not os.access(path, os.W_OK) or not os.access(where, os.W_OK | os.X_OK):
+            return f"{where if os.access(path, os.W_OK) else path} is not writable by this user"
+        return None
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{path} cannot be created: {parent} is not a directory"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"{path} cannot be created: {parent} is not writable by this user"
     return None
 
 
@@ -175,6 +226,16 @@ def ledger_path_of(conf: dict) -> Path:
     if sends_to_collector(conf):
         return default_store_dir().parent / "forwarder.sqlite"
     return Path(conf["store"] or default_store_dir()) / "forwarder.sqlite"
+
+
+def path_problems(conf: dict) -> list[str]:
+    """What --check-config finds wrong with the paths the forwarder writes: the ledger
+    (``state``) and, when spans go to the store, the store, each writable by this user."""
+    from ..exporters.store import default_store_dir
+    checks = [("state", ledger_path_of(conf), False)]
+    if not sends_to_collector(conf):
+        checks.append(("store", Path(conf["store"] or default_store_dir()), True))
+    return [f"{key}: {problem}" for key, path, directory in checks if (problem := unwritable(path, directory))]
 
 
 def parse_entry_schedds(items) -> dict:

@@ -1,9 +1,13 @@
-"""Print one trace as an indented tree: stage, duration, status, key attributes."""
+"""Print one trace as an indented tree: stage, duration, status, key attributes.
+
+Every value from a span is escaped (terminal.escape, line breaks too): one span is one
+line, and nothing in a span can drive the reader's terminal."""
 
 from __future__ import annotations
 
 from ..core import conventions as c
 from ..core.log_tail import LOG_TAIL_EVENT
+from ..core.terminal import escape
 
 KEY_ATTRIBUTES = (
     c.GLIDEIN_ENTRY, c.GLIDEIN_SITE, c.GLIDEIN_OUTCOME, c.ERROR_TYPE, c.GLIDEIN_FAILURE_DOMAIN,
@@ -27,12 +31,16 @@ def _duration(ns: int) -> str:
     return f"{seconds / 3600:.1f}h"
 
 
+def _field(value) -> str:
+    return escape(value, newlines=False)
+
+
 def _log_tail(attrs: dict, indent: str) -> list[str]:
     """A failed stage's log tail, under the stage, each line marked ``|``."""
-    note = f" ({attrs[c.LOG_NOTE]})" if attrs.get(c.LOG_NOTE) else ""
-    out = [f"{indent}log tail of {attrs.get(c.LOG_SOURCE, '?')}{note}:"]
+    note = f" ({_field(attrs[c.LOG_NOTE])})" if attrs.get(c.LOG_NOTE) else ""
+    out = [f"{indent}log tail of {_field(attrs.get(c.LOG_SOURCE, '?'))}{note}:"]
     text = str(attrs.get(c.LOG_LINES, ""))
-    out += [f"{indent}| {line}" for line in text.split("\n")] if text else []
+    out += [f"{indent}| {_field(line)}" for line in text.split("\n")] if text else []
     return out
 
 
@@ -50,16 +58,16 @@ def render(spans: list[dict], attributes=KEY_ATTRIBUTES) -> str:
             roots.append(span)
     lines = []
     if spans:
-        lines.append(f"trace {spans[0]['trace_id']}  ({len(spans)} spans)")
+        lines.append(f"trace {_field(spans[0]['trace_id'])}  ({len(spans)} spans)")
 
     def line(span, depth):
         attrs = span["attributes"]
-        stage = attrs.get(c.STAGE, "?")
-        extra = " ".join(f"{k}={attrs[k]}" for k in attributes if k in attrs and k != c.STAGE)
+        stage = _field(attrs.get(c.STAGE, "?"))
+        extra = " ".join(f"{k}={_field(attrs[k])}" for k in attributes if k in attrs and k != c.STAGE)
         status = STATUS.get(span["status_code"], "")
         links = f" links={len(span['links'])}" if span["links"] else ""
         indent = "  " * min(depth, MAX_INDENT) + (f"<depth {depth}> " if depth > MAX_INDENT else "")
-        return (f"{indent}{span['name']} [{stage}] {_duration(span['end_ns'] - span['start_ns'])}"
+        return (f"{indent}{_field(span['name'])} [{stage}] {_duration(span['end_ns'] - span['start_ns'])}"
                 f"{' ' + status if status else ''}{links}{' ' + extra if extra else ''}")
 
     # an explicit stack, not recursion: a glidein's journal can chain parents arbitrarily deep

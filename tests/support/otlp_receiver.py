@@ -39,15 +39,35 @@ class CountingCollector(BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_GET(self):
+        """Jaeger's /api/traces/{id}: the trace's spans (the last copy of each) in its v1 JSON."""
         trace = self.path.rsplit("/", 1)[-1]
-        spans = [{"spanID": s} for t, s in CountingCollector.received if t == trace]
-        body = json.dumps({"data": [{"traceID": trace, "spans": spans}] if spans else []}).encode()
+        spans = [jaeger_span(t, s, otlp) for (t, s), (_, otlp) in list(CountingCollector.arrived.items())
+                 if t == trace]
+        body = json.dumps({"data": [{"traceID": trace, "spans": spans, "processes": {}}] if spans else []}).encode()
         self.send_response(200 if spans else 404)
         self.end_headers()
         self.wfile.write(body)
 
     def log_message(self, *args):
         pass
+
+
+def _tag(kv) -> dict:
+    value = kv.value
+    kind = value.WhichOneof("value")
+    types = {"string_value": "string", "int_value": "int64", "double_value": "float64", "bool_value": "bool"}
+    return {"key": kv.key, "type": types.get(kind, "string"),
+            "value": getattr(value, kind) if kind in types else str(getattr(value, kind or "string_value"))}
+
+
+def jaeger_span(trace: str, span_id: str, span) -> dict:
+    """One OTLP span as Jaeger's v1 query JSON shows it (times in microseconds)."""
+    references = [{"refType": "CHILD_OF", "traceID": trace, "spanID": span.parent_span_id.hex()}] \
+        if span.parent_span_id else []
+    start_us = span.start_time_unix_nano // 1000
+    return {"traceID": trace, "spanID": span_id, "operationName": span.name, "references": references,
+            "startTime": start_us, "duration": span.end_time_unix_nano // 1000 - start_us,
+            "tags": [_tag(kv) for kv in span.attributes], "logs": []}
 
 
 @contextmanager

@@ -11,14 +11,16 @@ from __future__ import annotations
 import functools
 from datetime import datetime
 
+from ..numbers import finite_float
+
 
 def typed_value(suffix: str, value: str):
     """A field's text as the type its suffix names (i, f, b); the text when it does not parse."""
     try:
         if suffix == "i":
-            return int(float(value))
+            return int(finite_float(value))
         if suffix == "f":
-            return float(value)
+            return finite_float(value)
         return value.strip().lower() in ("true", "1", "yes")
     except (ValueError, OverflowError):   # "1e999:i" is text, not a crash
         return value
