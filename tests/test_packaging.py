@@ -7,7 +7,7 @@ import subprocess
 import sys
 from importlib.metadata import requires
 
-HEAVY = ("numpy", "matplotlib", "msgspec", "htcondor", "tqdm")
+HEAVY = ("numpy", "matplotlib", "duckdb", "pyarrow", "htcondor", "tqdm")
 CORE_MODULES = ("glidein_tracing.converter", "glidein_tracing.journal", "glidein_tracing.sections",
                 "glidein_tracing.exporters.otlp", "glidein_tracing.exporters.store",
                 "glidein_tracing.exporters.otlp_json", "glidein_tracing.sampling",

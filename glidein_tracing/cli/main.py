@@ -21,7 +21,8 @@ VERBS = {
 }
 # a module missing at run time -> the extra that installs it (setup.cfg)
 EXTRA_OF_MODULE = {"htcondor2": "factory", "classad2": "factory", "htcondor": "factory", "tqdm": "factory",
-                   "yaml": "factory", "numpy": "analysis", "matplotlib": "analysis", "msgspec": "analysis",
+                   "yaml": "factory", "numpy": "analysis", "matplotlib": "analysis", "duckdb": "analysis",
+                   "pyarrow": "analysis", "pyspark": "spark",
                    "wrapt": "frontend", "opentelemetry.instrumentation": "frontend"}
 
 

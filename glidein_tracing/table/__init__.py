@@ -1,0 +1,1 @@
+"""The glidein table: one Parquet row per finished glidein and one per user job (docs/glidein-table.md)."""
