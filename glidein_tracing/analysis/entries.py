@@ -15,7 +15,8 @@ tool reads the same sums from the Factory's Log_Completed* monitoring files):
 - ``waste``: Lasted - JobsLasted in hours; ``time``: Lasted in hours; ``glideins``.
 Percentages are 0-100. The original Python 2 tool divided the multiplier by 1000 in integer
 arithmetic, which kept only the 'All' range in ``val`` and ``idle``; here every range counts
-as documented. ``WASTE_TABLE_SQL`` is plain SQL over a relation named ``glideins``: the same
+as documented. ``WASTE_TABLE_SQL`` is plain SQL (number literals in exponent form, DOUBLE on
+every engine: Spark reads ``100.0`` as a DECIMAL) over a relation named ``glideins``: the same
 text runs on DuckDB and on Spark (tests/test_analysis_spark.py).
 """
 
@@ -34,15 +35,15 @@ def _multiplier(column: str) -> str:
 
 WASTE_TABLE_SQL = f"""
 SELECT entry,
-       100.0 * SUM(CASE WHEN gwms_condor_started THEN 0 ELSE 1 END) / COUNT(*) AS strt,
-       100.0 * SUM(CASE WHEN waste_validation_mill > 998 THEN gwms_lasted_s ELSE 0 END) / SUM(gwms_lasted_s) AS fval,
-       100.0 * SUM(CASE WHEN gwms_jobs_nr = 0 THEN 1 ELSE 0 END) / COUNT(*) AS `0job`,
-       100.0 * SUM(gwms_lasted_s * {_multiplier('waste_validation_mill')} / 1000.0) / SUM(gwms_lasted_s) AS val,
-       100.0 * SUM(gwms_lasted_s * {_multiplier('waste_idle_mill')} / 1000.0) / SUM(gwms_lasted_s) AS idle,
-       100.0 * (SUM(gwms_lasted_s) - SUM(gwms_jobs_lasted_s)) / SUM(gwms_lasted_s) AS wst,
-       100.0 * (SUM(gwms_lasted_s) - SUM(gwms_jobs_goodput_s)) / SUM(gwms_lasted_s) AS badp,
-       (SUM(gwms_lasted_s) - SUM(gwms_jobs_lasted_s)) / 3600.0 AS waste,
-       SUM(gwms_lasted_s) / 3600.0 AS time,
+       1e2 * SUM(CASE WHEN gwms_condor_started THEN 0 ELSE 1 END) / COUNT(*) AS strt,
+       1e2 * SUM(CASE WHEN waste_validation_mill > 998 THEN gwms_lasted_s ELSE 0 END) / SUM(gwms_lasted_s) AS fval,
+       1e2 * SUM(CASE WHEN gwms_jobs_nr = 0 THEN 1 ELSE 0 END) / COUNT(*) AS `0job`,
+       1e2 * SUM(gwms_lasted_s * {_multiplier('waste_validation_mill')} / 1e3) / SUM(gwms_lasted_s) AS val,
+       1e2 * SUM(gwms_lasted_s * {_multiplier('waste_idle_mill')} / 1e3) / SUM(gwms_lasted_s) AS idle,
+       1e2 * (SUM(gwms_lasted_s) - SUM(gwms_jobs_lasted_s)) / SUM(gwms_lasted_s) AS wst,
+       1e2 * (SUM(gwms_lasted_s) - SUM(gwms_jobs_goodput_s)) / SUM(gwms_lasted_s) AS badp,
+       (SUM(gwms_lasted_s) - SUM(gwms_jobs_lasted_s)) / 36e2 AS waste,
+       SUM(gwms_lasted_s) / 36e2 AS time,
        COUNT(*) AS glideins
 FROM glideins
 WHERE gwms_lasted_s IS NOT NULL
