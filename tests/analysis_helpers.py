@@ -31,7 +31,7 @@ def write_rows(directory, dataset: str, rows: list[dict], day: str = "2026-01-01
     """Hand-made rows (column -> value; the rest NULL) as one Parquet file of a day."""
     columns = GLIDEINS if dataset == "glideins" else JOBS
     table = synth_table._arrow({c.name: _column(c, [r.get(c.name) for r in rows]) for c in columns
-                                if any(c.name in r for r in rows)} or {"schema_version": _column(columns[0], [1])},
+                                if any(c.name in r for r in rows)} or {"schema_version": _column(columns[0], [])},
                                columns)
     path = Path(directory) / dataset / f"date={day}" / f"{name}.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -82,20 +82,18 @@ def _jobs_sql(cur: Settings, day_filter: str) -> str:
       SELECT *, LEAST(GREATEST(e_raw, s), L) AS e FROM j0),
     j2 AS (
       SELECT *, ROW_NUMBER() OVER w AS idx,
-             COALESCE(MAX(e) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS cursor
+             COALESCE(MAX(e) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS cursor,
+             LEAST(COALESCE(LAG(s) OVER w, 0), {R0!r}) AS nr_prev,
+             LEAST(MIN(s) OVER (PARTITION BY trace_id), {I0!r}) AS bi, MAX(e) OVER (PARTITION BY trace_id) AS cend
       FROM j1 WINDOW w AS (PARTITION BY trace_id ORDER BY s, e)),
     j3 AS (
       SELECT *, GREATEST(s - cursor, 0) AS gap,
              CASE WHEN idx = 1 THEN 0 ELSE LEAST(GREATEST(s - cursor, 0), {T0!r}) END AS need_tail,
-             LEAST(s, {R0!r}) AS nr FROM j2),
-    j4 AS (
-      SELECT *, MAX(need_tail) OVER (PARTITION BY trace_id ORDER BY idx ROWS UNBOUNDED PRECEDING) AS pt,
-             MAX(CASE WHEN idx = 1 THEN LEAST(gap, {I0!r}) END) OVER (PARTITION BY trace_id) AS bi,
-             MAX(e) OVER (PARTITION BY trace_id) AS cend FROM j3)
-    SELECT *, LAG(pt, 1, 0) OVER (PARTITION BY trace_id ORDER BY idx) AS pt_prev,
-           LAG(nr, 1, 0) OVER (PARTITION BY trace_id ORDER BY idx) AS nr_prev,
+             LEAST(s, {R0!r}) AS nr FROM j2)
+    SELECT *, MAX(need_tail) OVER w AS pt,
+           COALESCE(MAX(need_tail) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS pt_prev,
            CASE WHEN own THEN LEAST(GREATEST(L - cend - {T0!r}, 0), {LAG_CAP_S!r}) ELSE 0 END AS lag
-    FROM j4"""
+    FROM j3 WINDOW w AS (PARTITION BY trace_id ORDER BY idx)"""
 
 
 @dataclass
@@ -116,26 +114,27 @@ def _concat(parts: list[dict]) -> dict:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
-def _bins_of_day(con, cur: Settings, grids, day) -> Bins:
+def _bins_of_chunk(con, cur: Settings, grids, days) -> Bins:
     I, T, R = grids
-    I0, T0, R0 = float(cur.max_idle), float(cur.max_tail), float(cur.retire)
-    day_filter = f"AND date = DATE '{day}'" if day is not None else ""
-    con.execute(f"CREATE OR REPLACE TEMP TABLE wj AS {_jobs_sql(cur, day_filter)}")
-    rI, rP, rN = _rank("bi", I), _rank("pt", T), _rank("nr", R)
-    kept = _fetch(con, f"""SELECT entry, {rI} AS ri, {rP} AS rp, {rN} AS rn,
+    day_filter = ("AND date IN (" + ", ".join(f"DATE '{d}'" for d in days) + ")") if days[0] is not None else ""
+    ranks = (f"{_rank('bi', I)} AS ri, {_rank('pt', T)} AS rp, {_rank('nr', R)} AS rn, "
+             f"{_rank('pt_prev', T)} AS rpp, {_rank('nr_prev', R)} AS rnp")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE wj AS SELECT trace_id, entry, c, idx, gap, cursor, e - s AS run, jc, "
+                f"failed, lag, bi, pt, nr, cend, {ranks} FROM ({_jobs_sql(cur, day_filter)})")
+    kept = _fetch(con, """SELECT entry, ri, rp, rn,
         SUM(CASE WHEN idx = 1 THEN c * gap ELSE 0 END) AS before, SUM(CASE WHEN idx > 1 THEN c * gap ELSE 0 END) AS between,
-        SUM(CASE WHEN failed THEN (e - s) * jc ELSE 0 END) AS bad, SUM(CASE WHEN failed THEN 0 ELSE (e - s) * jc END) AS good,
-        COUNT(*) AS n, SUM((e - s) * jc) AS core_s FROM wj GROUP BY ALL""")
+        SUM(CASE WHEN failed THEN run * jc ELSE 0 END) AS bad, SUM(CASE WHEN failed THEN 0 ELSE run * jc END) AS good,
+        COUNT(*) AS n, SUM(run * jc) AS core_s FROM wj GROUP BY ALL""")
     first_cols = ", ".join(
-        f"SUM(c * CASE WHEN {rI} > {a} THEN (CASE WHEN {rN} > {r} THEN LEAST({i!r} + lag, {rv!r}) ELSE {i!r} + lag END) "
+        f"SUM(c * CASE WHEN ri > {a} THEN (CASE WHEN rn > {r} THEN LEAST({i!r} + lag, {rv!r}) ELSE {i!r} + lag END) "
         f"ELSE {rv!r} END) AS v_{a}_{r}" for a, i in enumerate(I) for r, rv in enumerate(R))
-    first_cut = _fetch(con, f"SELECT entry, {rI} AS ri, {rN} AS rn, {first_cols} FROM wj WHERE idx = 1 GROUP BY ALL")
-    rPp, rNp = _rank("pt_prev", T), _rank("nr_prev", R)
+    first_cut = _fetch(con, f"SELECT entry, ri, rn, {first_cols} FROM wj WHERE idx = 1 AND (ri > 0 OR rn > 0) "
+                            "GROUP BY ALL")
     later_cols = ", ".join(
-        f"SUM(c * LEAST(CASE WHEN {rP} > {b} THEN {t!r} + lag END, CASE WHEN {rN} > {r} THEN GREATEST({rv!r} - cursor, 0) END))"
+        f"SUM(c * LEAST(CASE WHEN rp > {b} THEN {t!r} + lag END, CASE WHEN rn > {r} THEN GREATEST({rv!r} - cursor, 0) END))"
         f" AS v_{b}_{r}" for b, t in enumerate(T) for r, rv in enumerate(R))
-    later_cut = _fetch(con, f"""SELECT entry, {rI} AS ri, {rPp} AS rpp, {rNp} AS rnp, {rP} AS rp, {rN} AS rn, {later_cols}
-        FROM wj WHERE idx > 1 AND ({rP} > 0 OR {rN} > 0) AND {rPp} < {len(T)} AND {rNp} < {len(R)} AND {rI} < {len(I)}
+    later_cut = _fetch(con, f"""SELECT entry, ri, rpp, rnp, rp, rn, {later_cols}
+        FROM wj WHERE idx > 1 AND (rp > 0 OR rn > 0) AND rpp < {len(T)} AND rnp < {len(R)} AND ri < {len(I)}
         GROUP BY ALL""")
     glideins = _fetch(con, _glidein_bins_sql(cur, grids, day_filter))
     con.execute("DROP TABLE wj")
@@ -165,16 +164,35 @@ def _glidein_bins_sql(cur: Settings, grids, day_filter: str) -> str:
              gl.shutdown_reason IN {OWN_TIMEOUT_REASONS} AS own
       FROM glideins gl LEFT JOIN per ON gl.trace_id = per.trace_id
       WHERE gl.condor_s IS NOT NULL AND gl.condor_start_at IS NOT NULL {day_filter}),
-    r AS (SELECT *, own AND tail_rec >= thr0 - {OWN_RULE_EPS_S!r} AS ruled FROM g)
-    SELECT entry, has_jobs, {_rank('bi', I)} AS ri, {_rank('pt', T)} AS rp, {_rank('nr', R)} AS rn, COUNT(*) AS n,
+    r AS (SELECT *, own AND tail_rec >= thr0 - {OWN_RULE_EPS_S!r} AS ruled,
+                 {_rank('bi', I)} AS ri, {_rank('pt', T)} AS rp, {_rank('nr', R)} AS rn FROM g)
+    SELECT entry, has_jobs, ri, rp, rn, COUNT(*) AS n,
            SUM(CASE WHEN has_jobs THEN c * tail_rec ELSE 0 END) AS tail_rec,
            SUM(CASE WHEN has_jobs THEN 0 ELSE c * L END) AS no_job_rec, {', '.join(cols)}
     FROM r GROUP BY ALL"""
 
 
+CHUNK_GLIDEINS = 1_500_000   # glideins per pass: bounds the memory of the per-job windows
+
+
+def chunks(con, days: list) -> list[list]:
+    """Consecutive day partitions in groups of about CHUNK_GLIDEINS glideins."""
+    if days == [None]:
+        return [[None]]
+    counts = dict(con.execute("SELECT date, COUNT(*) FROM glideins GROUP BY date").fetchall())
+    out, size = [[]], 0
+    for day in days:
+        if out[-1] and size + counts.get(day, 0) > CHUNK_GLIDEINS:
+            out.append([])
+            size = 0
+        out[-1].append(day)
+        size += counts.get(day, 0)
+    return out
+
+
 def collect_bins(data, current: Settings, grids) -> Bins:
-    """The grouped contributions, one pass per day partition (memory bounded by a day)."""
-    parts = [_bins_of_day(data.con, current, grids, day) for day in data.days()]
+    """The grouped contributions, one pass per group of days (memory bounded by the group)."""
+    parts = [_bins_of_chunk(data.con, current, grids, days) for days in chunks(data.con, data.days())]
     return Bins(*(_concat([getattr(p, f) for p in parts]) for f in ("kept", "first_cut", "later_cut", "glideins")))
 
 
