@@ -29,33 +29,49 @@ def selections(con) -> dict:
     return out
 
 
-def compare(con, condition: str, columns: set) -> list[dict]:
-    """Per dimension, the values most over-represented where ``condition`` holds."""
-    out = []
-    for name, expr in DIMENSIONS.items():
-        if name in ("glidein_version", "cpu_model", "os") and expr not in columns:
+def _counts(con, conditions: dict, columns: set) -> dict:
+    """One scan: per dimension and value, the glideins in each selection and in all."""
+    dims = {name: expr for name, expr in DIMENSIONS.items()
+            if name not in ("glidein_version", "cpu_model", "os") or expr in columns}
+    values = ", ".join(f"COALESCE(CAST({expr} AS VARCHAR), '(unknown)') AS {name}" for name, expr in dims.items())
+    flags = ", ".join(f"({cond}) IS TRUE AS sel_{i}" for i, cond in enumerate(conditions.values()))
+    sums = ", ".join(f"SUM(CASE WHEN sel_{i} THEN 1 ELSE 0 END)" for i in range(len(conditions)))
+    sets = ", ".join(f"({name})" for name in dims)
+    rows = con.execute(f"SELECT {', '.join(f'GROUPING({n})' for n in dims)}, {', '.join(dims)}, COUNT(*), {sums} "
+                       f"FROM (SELECT {values}, {flags} FROM glideins) GROUP BY GROUPING SETS ({sets})").fetchall()
+    out: dict = {}
+    k = len(dims)
+    for row in rows:
+        index = list(row[:k]).index(0)
+        out.setdefault(list(dims)[index], []).append((row[k + index], row[2 * k], row[2 * k + 1:]))
+    return out
+
+
+def _ranked(groups: list, which: int) -> list[dict]:
+    """A dimension's values most over-represented in selection ``which`` (lift > 1) first."""
+    n_sel = sum(g[2][which] for g in groups)
+    n_rest = sum(g[1] - g[2][which] for g in groups)
+    values = []
+    for value, total, selected in groups:
+        a, b = selected[which], total - selected[which]
+        if a < MIN_COUNT or not n_sel:
             continue
-        rows = con.execute(
-            f"WITH t AS (SELECT COALESCE({expr}, '(unknown)') AS v, ({condition}) IS TRUE AS sel FROM glideins), "
-            "c AS (SELECT v, SUM(CASE WHEN sel THEN 1 ELSE 0 END) AS a, SUM(CASE WHEN sel THEN 0 ELSE 1 END) AS b "
-            "FROM t GROUP BY v), n AS (SELECT SUM(a) AS na, SUM(b) AS nb FROM c) "
-            "SELECT v, a, b, a / NULLIF(na, 0), b / NULLIF(nb, 0) FROM c, n").fetchall()
-        values = []
-        for value, a, b, share_sel, share_rest in rows:
-            if not a or a < MIN_COUNT:
-                continue
-            lift = (share_sel / share_rest) if share_rest else float("inf")
-            values.append({"value": value, "selected": int(a), "rest": int(b), "share_selected": round(share_sel, 4),
-                           "share_rest": round(share_rest or 0.0, 4),
-                           "lift": round(lift, 2) if lift != float("inf") else None})
-        values.sort(key=lambda v: -(v["lift"] if v["lift"] is not None else 1e9))
-        top = [v for v in values if v["lift"] is None or v["lift"] > 1.0][:TOP]
-        if top:
-            out.append({"dimension": name, "values": top})
-    # the dimensions whose best value stands out most first
-    return sorted(out, key=lambda d: -(d["values"][0]["lift"] or 1e9))
+        share_sel, share_rest = a / n_sel, (b / n_rest if n_rest else 0.0)
+        lift = share_sel / share_rest if share_rest else None
+        values.append({"value": value, "selected": int(a), "rest": int(b), "share_selected": round(share_sel, 4),
+                       "share_rest": round(share_rest, 4), "lift": None if lift is None else round(lift, 2)})
+    values.sort(key=lambda v: -(v["lift"] if v["lift"] is not None else 1e9))
+    return [v for v in values if v["lift"] is None or v["lift"] > 1.0][:TOP]
 
 
 def compare_section(con, columns: set) -> dict:
-    return {name: {"condition": cond, "dimensions": compare(con, cond, columns)}
-            for name, cond in selections(con).items()}
+    """Per selection: its condition and, per dimension, the over-represented values, the
+    dimensions whose best value stands out most first."""
+    conditions = selections(con)
+    counts = _counts(con, conditions, columns)
+    out = {}
+    for which, (name, cond) in enumerate(conditions.items()):
+        dims = [{"dimension": d, "values": top} for d, groups in counts.items() if (top := _ranked(groups, which))]
+        dims.sort(key=lambda d: -(d["values"][0]["lift"] or 1e9))
+        out[name] = {"condition": cond, "dimensions": dims}
+    return out
