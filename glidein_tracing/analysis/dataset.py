@@ -12,7 +12,6 @@ with those columns NULL (``union_by_name``). A day with no rows, or no files, is
 from __future__ import annotations
 
 import glob
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from ..table.schema import GLIDEINS, GLIDEINS_DATASET, JOBS, JOBS_DATASET, SCHEM
 
 # what the analysis reads; a file lacking one of these is no glidein table this reader understands
 REQUIRED = ("schema_version", "trace_id", "entry", "site", "outcome", "node_start_at", "setup_s")
-MEMORY_LIMIT = os.environ.get("GLIDEIN_TRACING_DUCKDB_MEMORY", "1GB")
+MEMORY_LIMIT = "1GB"       # DuckDB's own buffers; beyond it, it spills to its temp directory
 
 
 class DatasetError(Exception):
@@ -91,7 +90,8 @@ def _view(con, view: str, files: list[str], columns, where: str) -> None:
         con.execute(f"CREATE VIEW {view} AS SELECT {cols}, CAST(NULL AS DATE) AS date WHERE false")
 
 
-def open_dataset(*paths, entries=None, sites=None, threads: int | None = None) -> Dataset:
+def open_dataset(*paths, entries=None, sites=None, threads: int | None = None,
+                 memory_limit: str = MEMORY_LIMIT) -> Dataset:
     """Views over the readable files of ``paths`` (see the module doc); ``entries``/``sites``
     keep only those (both views)."""
     import duckdb
@@ -101,7 +101,10 @@ def open_dataset(*paths, entries=None, sites=None, threads: int | None = None) -
     if not glidein_files and not any(Path(p).is_dir() for p in paths):
         raise DatasetError(f"no glidein table files at {', '.join(map(str, paths))}")
     con = duckdb.connect()
-    con.execute(f"SET memory_limit='{MEMORY_LIMIT}'")
+    try:
+        con.execute("SET memory_limit=?", [memory_limit])
+    except duckdb.Error as exc:
+        raise DatasetError(f"not a memory limit: {memory_limit!r} (e.g. 1GB, 512MB)") from exc
     con.execute("SET preserve_insertion_order=false")
     if threads:
         con.execute(f"SET threads={int(threads)}")

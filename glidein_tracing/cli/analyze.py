@@ -39,6 +39,8 @@ def add_arguments(parser):
     parser.add_argument("--json", metavar="OUT", help="write the full analysis as JSON ('-' for stdout)")
     parser.add_argument("--html", metavar="OUT", help="write a self-contained HTML report")
     parser.add_argument("--quiet", action="store_true", help="no terminal summary")
+    parser.add_argument("--memory-limit", default="1GB",
+                        help="DuckDB's memory limit, beyond which it spills to disk (default %(default)s)")
     parser.add_argument("--jaeger-ui", metavar="URL", help="Jaeger UI base URL: trace ids in the report link there")
     parser.add_argument("--store", metavar="DIR",
                         help="without --jaeger-ui: render the report's trace ids found in this store as waterfall "
@@ -77,12 +79,21 @@ def _trace_pages(doc: dict, store_dir: str, html_path: str) -> dict:
 
 
 def run(args):
+    import duckdb
+    try:
+        return _run(args)
+    except duckdb.Error as exc:       # e.g. a file whose footer reads but whose data is damaged
+        raise UserError(f"cannot analyse the glidein table: {str(exc).splitlines()[0]}") from exc
+
+
+def _run(args):
     from ..analysis import report as report_mod
     from ..analysis.dataset import DatasetError, open_dataset
     from ..analysis.html import render_html
 
     try:
-        data = open_dataset(*args.table, *args.jobs, entries=args.entry, sites=args.site)
+        data = open_dataset(*args.table, *args.jobs, entries=args.entry, sites=args.site,
+                            memory_limit=args.memory_limit)
     except DatasetError as exc:
         raise UserError(str(exc)) from exc
     for name, reason in data.skipped:
