@@ -12,7 +12,7 @@ import io
 import time
 
 from .report import METRIC_LABELS, fmt_s
-from .stats import OWN_TIMEOUT_REASONS, linear_histogram, log_histogram
+from .stats import OWN_TIMEOUT_REASONS, linear_histogram, log_histograms
 
 WASTE_CATEGORIES = ("validation", "idle_before_first_job", "idle_between_jobs", "idle_tail", "no_job", "badput")
 CSS = """body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1500px;color:#222}
@@ -86,8 +86,9 @@ def _plots(doc: dict, con) -> dict:
     metrics = ("queue_wait_s", "setup_s", "time_to_first_job_s", "idle_between_jobs_s", "tail_s", "no_job_s",
                "job_runtime_s", "lifetime_s")
     fig, axes = plt.subplots(2, 4, figsize=(13, 5.5))
+    histograms = log_histograms(con, metrics)
     for ax, metric in zip(axes.flat, metrics):
-        edges, counts = log_histogram(con, metric)
+        edges, counts = histograms[metric]
         ax.set_title(f"{METRIC_LABELS[metric]} (s)", fontsize=9)
         if counts:
             ax.bar(edges, counts, width=[e * 0.25 for e in edges], align="edge", color="#4472c4")

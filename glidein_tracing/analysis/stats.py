@@ -198,13 +198,23 @@ def compute_stats(con) -> dict:
             "settings_in_force": settings_in_force(con)}
 
 
-def log_histogram(con, metric: str, per_decade: int = 10) -> tuple[list, list]:
-    """Counts of a metric (GLIDEIN_METRICS or ``job_runtime_s``) in log-spaced bins, for plots:
-    (bin lower edges, counts), the data never leaves the database."""
-    expr, cond, view = ("wall_s", "true", "jobs") if metric == "job_runtime_s" else (*GLIDEIN_METRICS[metric], "glideins")
-    rows = con.execute(f"SELECT CAST(floor(log10(v) * {per_decade}) AS INTEGER) AS b, COUNT(*) FROM "
-                       f"(SELECT {expr} AS v FROM {view} WHERE {cond}) WHERE v > 0 GROUP BY b ORDER BY b").fetchall()
-    return [10 ** (b / per_decade) for b, _ in rows], [c for _, c in rows]
+def log_histograms(con, metrics, per_decade: int = 10) -> dict:
+    """metric -> (bin lower edges, counts) in log-spaced bins, for plots: one scan per view,
+    the rows never leave the database."""
+    out = {m: ([], []) for m in metrics}
+    for view, names in (("glideins", [m for m in metrics if m in GLIDEIN_METRICS]),
+                        ("jobs", [m for m in metrics if m == "job_runtime_s"])):
+        if not names:
+            continue
+        exprs = {m: (("wall_s", "true") if m == "job_runtime_s" else GLIDEIN_METRICS[m]) for m in names}
+        items = ", ".join(f"{{'m': '{m}', 'v': CASE WHEN {cond} THEN {expr} END}}" for m, (expr, cond) in exprs.items())
+        rows = con.execute(f"SELECT x.m, CAST(floor(log10(x.v) * {per_decade}) AS INTEGER) AS b, COUNT(*) FROM "
+                           f"(SELECT UNNEST([{items}]) AS x FROM {view}) WHERE x.v > 0 GROUP BY 1, 2 ORDER BY 1, 2"
+                           ).fetchall()
+        for m, b, c in rows:
+            out[m][0].append(10 ** (b / per_decade))
+            out[m][1].append(c)
+    return out
 
 
 def linear_histogram(con, expr: str, where: str, low: float, high: float, bins: int = 80) -> tuple[list, list]:
