@@ -258,7 +258,7 @@ def write_table(cfg: SynthConfig, directory, *, chunk_rows: int = CHUNK) -> dict
             for day in np.unique(row_days):
                 part = directory / name / f"date={day}"
                 part.mkdir(parents=True, exist_ok=True)
-                pq.write_table(table.filter(pa.array(row_days == day)), part / f"synth-{cfg.seed}-{chunk:05d}.parquet")
+                pq.write_table(table.filter(pa.array(row_days == day)), part / f"part-synth-{cfg.seed}-{chunk:05d}.parquet")
                 counts["files"] += 1
         counts["glideins"] += n
         counts["jobs"] += len(jobs["trace_id"])
