@@ -85,11 +85,11 @@ def child(table: str, html_out: str) -> dict:
             "candidates": len(doc["whatif"]["candidates"]), "exact": doc["whatif"]["current_replay"]["exact"]}
 
 
-def run_child(args: list[str], python: str = sys.executable) -> tuple[dict | str, float, float]:
+def run_child(args: list[str], python: str = sys.executable, cwd=None) -> tuple[dict | str, float, float]:
     """(its JSON or its output, wall seconds, peak RSS MB) of a fresh process (its own rusage)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
-        proc = subprocess.Popen([python, *args], stdout=out, stderr=err, text=True)
+        proc = subprocess.Popen([python, *args], stdout=out, stderr=err, text=True, cwd=cwd)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
         out.seek(0)
@@ -132,7 +132,8 @@ def main(argv=None) -> int:
         old = Path(args.baseline) / "bench" / "bench_analysis.py"
         own = Path(args.baseline) / ".venv" / "bin" / "python"     # its own package, not this one
         _, old_wall, old_rss = run_child([str(old), "--glideins", str(args.glideins), "--store-glideins", "0",
-                                          "--naive-glideins", "0"], str(own) if own.exists() else sys.executable)
+                                          "--naive-glideins", "0"], str(own) if own.exists() else sys.executable,
+                                         cwd=args.baseline)
         figures["baseline"] = {"checkout": args.baseline, "process_wall_s": round(old_wall, 2),
                                "peak_rss_mb": round(old_rss)}
         print(f"today's path ({args.baseline}: compact numpy table, generated in-process): process {old_wall:.1f} s, "
