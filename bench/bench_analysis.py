@@ -89,7 +89,8 @@ def run_child(args: list[str], python: str = sys.executable, cwd=None) -> tuple[
     """(its JSON or its output, wall seconds, peak RSS MB) of a fresh process (its own rusage)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
-        proc = subprocess.Popen([python, *args], stdout=out, stderr=err, text=True, cwd=cwd)
+        env = dict(os.environ, PYTHONPATH=str(cwd)) if cwd else None   # the checkout's own package
+        proc = subprocess.Popen([python, *args], stdout=out, stderr=err, text=True, cwd=cwd, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
         out.seek(0)

@@ -66,6 +66,19 @@ def test_json_to_stdout(table, capsys):
     assert json.loads(capsys.readouterr().out)["stats"]["glideins"] == 3000
 
 
+def test_a_glob_of_days_with_its_job_files(table, capsys):
+    days = sorted(p.name for p in (table / "glideins").iterdir())[:2]
+    want = open_dataset(table).con.execute(
+        f"SELECT COUNT(*), SUM(jobs) FROM glideins WHERE CAST(date AS VARCHAR) IN ({', '.join(repr(d.split('=')[1]) for d in days)})"
+        ).fetchone()
+    glideins = [str(table / "glideins" / d / "*.parquet") for d in days]
+    jobs = [a for d in days for a in ("--jobs", str(table / "jobs" / d / "*.parquet"))]
+    assert main(["analyze", *glideins, *jobs, "--whatif", "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["stats"]["glideins"], doc["stats"]["jobs"]) == want
+    assert doc["whatif"]["current_replay"]["exact"] and doc["whatif"]["total_jobs"] == want[1]
+
+
 def test_unusable_input_is_a_user_error(tmp_path, capsys):
     assert main(["analyze", str(tmp_path / "missing" / "*.parquet")]) == 2
     assert "no glidein table files" in capsys.readouterr().err

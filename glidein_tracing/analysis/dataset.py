@@ -90,14 +90,16 @@ def _view(con, view: str, files: list[str], columns, where: str) -> None:
         con.execute(f"CREATE VIEW {view} AS SELECT {cols}, CAST(NULL AS DATE) AS date WHERE false")
 
 
-def open_dataset(*paths, entries=None, sites=None, threads: int | None = None,
+def open_dataset(*paths, jobs=(), entries=None, sites=None, threads: int | None = None,
                  memory_limit: str = MEMORY_LIMIT) -> Dataset:
-    """Views over the readable files of ``paths`` (see the module doc); ``entries``/``sites``
-    keep only those (both views)."""
+    """Views over the readable files of ``paths`` (see the module doc); ``jobs``: globs of job
+    files (for ``paths`` that are globs of glidein files); ``entries``/``sites`` keep only those
+    (both views)."""
     import duckdb
     skipped: list = []
     glidein_files = _check([f for p in paths for f in _expand(p, GLIDEINS_DATASET)], skipped)
-    job_files = _check([f for p in paths for f in _expand(p, JOBS_DATASET)], skipped)
+    job_files = _check([f for p in paths for f in _expand(p, JOBS_DATASET)]
+                       + [f for pattern in jobs for f in sorted(glob.glob(str(pattern), recursive=True))], skipped)
     if not glidein_files and not any(Path(p).is_dir() for p in paths):
         raise DatasetError(f"no glidein table files at {', '.join(map(str, paths))}")
     con = duckdb.connect()

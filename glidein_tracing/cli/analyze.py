@@ -92,7 +92,7 @@ def _run(args):
     from ..analysis.html import render_html
 
     try:
-        data = open_dataset(*args.table, *args.jobs, entries=args.entry, sites=args.site,
+        data = open_dataset(*args.table, jobs=args.jobs, entries=args.entry, sites=args.site,
                             memory_limit=args.memory_limit)
     except DatasetError as exc:
         raise UserError(str(exc)) from exc
