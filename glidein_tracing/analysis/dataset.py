@@ -90,8 +90,7 @@ def _view(con, view: str, files: list[str], columns, where: str) -> None:
         con.execute(f"CREATE VIEW {view} AS SELECT {cols}, CAST(NULL AS DATE) AS date WHERE false")
 
 
-def open_dataset(*paths, jobs=(), entries=None, sites=None, threads: int | None = None,
-                 memory_limit: str = MEMORY_LIMIT) -> Dataset:
+def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = MEMORY_LIMIT) -> Dataset:
     """Views over the readable files of ``paths`` (see the module doc); ``jobs``: globs of job
     files (for ``paths`` that are globs of glidein files); ``entries``/``sites`` keep only those
     (both views)."""
@@ -108,8 +107,6 @@ def open_dataset(*paths, jobs=(), entries=None, sites=None, threads: int | None 
     except duckdb.Error as exc:
         raise DatasetError(f"not a memory limit: {memory_limit!r} (e.g. 1GB, 512MB)") from exc
     con.execute("SET preserve_insertion_order=false")
-    if threads:
-        con.execute(f"SET threads={int(threads)}")
     conditions = []
     for column, values in (("entry", entries), ("site", sites)):
         if values:
