@@ -134,7 +134,8 @@ def main(argv=None) -> int:
         own = Path(args.baseline) / ".venv" / "bin" / "python"     # its own package, not this one
         with tempfile.TemporaryDirectory() as tmp:
             _, old_wall, old_rss = run_child(
-                [str(old), "--glideins", str(args.glideins), "--store-glideins", "0", "--naive-glideins", "0",
+                [str(old), "--glideins", str(args.glideins), "--store-glideins", "0", "--naive-glideins", "200",
+                 "--naive-candidates", "1",
                  "--json", str(Path(tmp) / "old.json")], str(own) if own.exists() else sys.executable,
                 cwd=args.baseline)
             old_s = json.loads((Path(tmp) / "old.json").read_text())["compact"]["analysis_s"]
