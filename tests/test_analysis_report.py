@@ -95,12 +95,16 @@ def test_a_damaged_file_is_named_and_skipped_and_the_rest_analysed(tmp_path, cap
     damaged = tmp_path / "glideins" / victim.parent.name / "damaged.parquet"
     damaged.write_bytes(data[: len(data) // 2])                # cut short: no footer
     (tmp_path / "glideins" / victim.parent.name / "garbage.parquet").write_bytes(b"not parquet at all")
+    inside = bytearray(data)                                    # the footer reads, the data does not
+    inside[1000: len(data) // 2] = b"\xab" * (len(data) // 2 - 1000)
+    (tmp_path / "glideins" / victim.parent.name / "bad-data.parquet").write_bytes(bytes(inside))
     out = tmp_path / "d.json"
     assert main(["analyze", str(tmp_path), "--json", str(out), "--quiet", "--whatif"]) == 0
     err = capsys.readouterr().err
-    assert "damaged.parquet" in err and "garbage.parquet" in err
+    assert "damaged.parquet" in err and "garbage.parquet" in err and "bad-data.parquet" in err
     doc = json.loads(out.read_text())
-    assert {Path(s["file"]).name for s in doc["dataset"]["skipped"]} == {"damaged.parquet", "garbage.parquet"}
+    assert {Path(s["file"]).name for s in doc["dataset"]["skipped"]} == {"damaged.parquet", "garbage.parquet",
+                                                                         "bad-data.parquet"}
     assert doc["stats"]["glideins"] == 500 >= good and doc["whatif"]["current_replay"]["exact"]
 
 

@@ -65,7 +65,9 @@ def _expand(where, dataset: str) -> list[str]:
     return sorted(glob.glob(str(where), recursive=True)) if dataset == GLIDEINS_DATASET else []
 
 
-def _check(files: list[str], skipped: list) -> list[str]:
+def _check(files: list[str], skipped: list, full: bool = False) -> list[str]:
+    """The files whose footer reads (and, ``full``, whose every value decodes)."""
+    import duckdb
     import pyarrow.parquet as pq
     good = []
     for name in files:
@@ -76,6 +78,12 @@ def _check(files: list[str], skipped: list) -> list[str]:
             continue
         if "schema_version" not in columns:
             raise DatasetError(f"{name} is not a glidein table file (no schema_version column)")
+        if full:
+            try:
+                duckdb.execute("SELECT max(COLUMNS(*)) FROM read_parquet(?)", [name]).fetchall()
+            except duckdb.Error as exc:
+                skipped.append((name, f"damaged Parquet file: {str(exc).splitlines()[0][:200]}"))
+                continue
         good.append(name)
     return good
 
@@ -90,15 +98,18 @@ def _view(con, view: str, files: list[str], columns, where: str) -> None:
         con.execute(f"CREATE VIEW {view} AS SELECT {cols}, CAST(NULL AS DATE) AS date WHERE false")
 
 
-def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = MEMORY_LIMIT) -> Dataset:
+def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = MEMORY_LIMIT,
+                 verify: bool = False) -> Dataset:
     """Views over the readable files of ``paths`` (see the module doc); ``jobs``: globs of job
     files (for ``paths`` that are globs of glidein files); ``entries``/``sites`` keep only those
-    (both views)."""
+    (both views). ``verify``: decode every value of every file first (slow; for a dataset
+    whose footers read but whose data does not, to find and skip the damaged files)."""
     import duckdb
     skipped: list = []
-    glidein_files = _check([f for p in paths for f in _expand(p, GLIDEINS_DATASET)], skipped)
+    glidein_files = _check([f for p in paths for f in _expand(p, GLIDEINS_DATASET)], skipped, verify)
     job_files = _check([f for p in paths for f in _expand(p, JOBS_DATASET)]
-                       + [f for pattern in jobs for f in sorted(glob.glob(str(pattern), recursive=True))], skipped)
+                       + [f for pattern in jobs for f in sorted(glob.glob(str(pattern), recursive=True))], skipped,
+                       verify)
     if not glidein_files and not any(Path(p).is_dir() for p in paths):
         raise DatasetError(f"no glidein table files at {', '.join(map(str, paths))}")
     con = duckdb.connect()

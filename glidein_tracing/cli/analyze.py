@@ -81,19 +81,23 @@ def _trace_pages(doc: dict, store_dir: str, html_path: str) -> dict:
 def run(args):
     import duckdb
     try:
-        return _run(args)
-    except duckdb.Error as exc:       # e.g. a file whose footer reads but whose data is damaged
+        return _run(args, verify=False)
+    except duckdb.Error as exc:       # a file whose footer reads but whose data does not
+        print(f"glidein-tracing analyze: {str(exc).splitlines()[0]}; checking every file", file=sys.stderr)
+    try:
+        return _run(args, verify=True)
+    except duckdb.Error as exc:
         raise UserError(f"cannot analyse the glidein table: {str(exc).splitlines()[0]}") from exc
 
 
-def _run(args):
+def _run(args, verify: bool):
     from ..analysis import report as report_mod
     from ..analysis.dataset import DatasetError, open_dataset
     from ..analysis.html import render_html
 
     try:
         data = open_dataset(*args.table, jobs=args.jobs, entries=args.entry, sites=args.site,
-                            memory_limit=args.memory_limit)
+                            memory_limit=args.memory_limit, verify=verify)
     except DatasetError as exc:
         raise UserError(str(exc)) from exc
     for name, reason in data.skipped:
