@@ -54,32 +54,19 @@ def build_table(glideins: int, days: float, seed: int) -> Path:
 
 
 def child(table: str, html_out: str) -> dict:
-    """The whole analysis, section by section (runs in its own process)."""
-    from glidein_tracing.analysis import compare, entries, failures, stats, whatif
+    """The whole analysis as ``analyze TABLE --whatif --html`` runs it (in its own process)."""
     from glidein_tracing.analysis.dataset import open_dataset
     from glidein_tracing.analysis.html import render_html
-    from glidein_tracing.analysis.report import current_settings, summary_text
-    times, doc = {}, {}
-
-    def timed(name, work):
-        started = time.perf_counter()
-        value = work()
-        times[name] = round(time.perf_counter() - started, 2)
-        return value
+    from glidein_tracing.analysis.report import analyze, summary_text
+    times: dict = {}
     started = time.perf_counter()
-    data = timed("open", lambda: open_dataset(table))
-    doc["stats"] = timed("stats", lambda: stats.compute_stats(data.con))
-    doc["entries"] = timed("analyze_entries", lambda: entries.waste_table(data.con))
-    doc["failures"] = timed("failures", lambda: failures.failures_section(data.con))
-    doc["compare"] = timed("compare", lambda: compare.compare_section(data.con, data.columns("glideins")))
-    settings = current_settings(doc["stats"])
-    doc["current_settings"] = settings.as_dict()
-    doc["whatif"] = timed("whatif", lambda: whatif.evaluate_grid(data, settings, whatif.candidate_grid(settings)))
-    doc.update(tool="bench", generated_at="-", dataset={"glidein_files": len(data.glidein_files),
-                                                       "job_files": len(data.job_files), "skipped": []})
-    timed("summary", lambda: summary_text(doc))
-    page = timed("html", lambda: render_html(doc, data.con))
-    Path(html_out).write_text(page, encoding="utf-8")
+    data = open_dataset(table)
+    times["open"] = round(time.perf_counter() - started, 2)
+    doc = analyze(data, whatif=True, timings=times)
+    summary_text(doc)
+    html_started = time.perf_counter()
+    Path(html_out).write_text(render_html(doc, data.con), encoding="utf-8")
+    times["html"] = round(time.perf_counter() - html_started, 2)
     return {"sections_s": times, "total_s": round(time.perf_counter() - started, 2),
             "glideins": doc["stats"]["glideins"], "jobs": doc["stats"]["jobs"],
             "candidates": len(doc["whatif"]["candidates"]), "exact": doc["whatif"]["current_replay"]["exact"]}

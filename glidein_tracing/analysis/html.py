@@ -82,6 +82,7 @@ def _plots(doc: dict, con) -> dict:
     import matplotlib
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
+    from matplotlib import ticker
     out, cur = {}, doc["current_settings"]
     metrics = ("queue_wait_s", "setup_s", "time_to_first_job_s", "idle_between_jobs_s", "tail_s", "no_job_s",
                "job_runtime_s", "lifetime_s")
@@ -93,6 +94,9 @@ def _plots(doc: dict, con) -> dict:
         if counts:
             ax.bar(edges, counts, width=[e * 0.25 for e in edges], align="edge", color="#4472c4")
             ax.set_xscale("log")
+            # plain labels with units: the default log labels are mathtext, most of the drawing time
+            ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: fmt_s(v)))
+            ax.xaxis.set_minor_formatter(ticker.NullFormatter())
         ax.tick_params(labelsize=7)
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.2, top=0.9, wspace=0.35, hspace=0.5)
     out["distributions"] = _png(fig)
@@ -146,6 +150,8 @@ def _plots(doc: dict, con) -> dict:
         ax.set_ylabel("idle core-hours saved")
         if max((p["lost_jobs"] for p in pts), default=0) > 100:
             ax.set_xscale("symlog", linthresh=10)
+            ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+            ax.xaxis.set_minor_formatter(ticker.NullFormatter())
         ax.legend(fontsize=7)
         fig.subplots_adjust(left=0.08, right=0.98, bottom=0.2, top=0.9, wspace=0.35, hspace=0.5)
         out["tradeoff"] = _png(fig)

@@ -28,11 +28,19 @@ def current_settings(doc_stats: dict, max_idle=None, max_tail=None, retire=None)
 
 
 def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle=None, max_tail=None,
-            retire=None, budget: float = DEFAULT_LOST_BUDGET, source: dict | None = None) -> dict:
+            retire=None, budget: float = DEFAULT_LOST_BUDGET, source: dict | None = None,
+            timings: dict | None = None) -> dict:
     """The whole analysis document; ``current``: max_idle/max_tail/retire the glideins ran with
-    (None: what the table records)."""
-    con = data.con
-    stats = compute_stats(con)
+    (None: what the table records); ``timings``: filled with each section's seconds."""
+    con, columns = data.con, data.columns("glideins")
+    timings = {} if timings is None else timings
+
+    def timed(name, work):
+        started = time.perf_counter()
+        value = work()
+        timings[name] = round(time.perf_counter() - started, 2)
+        return value
+    stats = timed("stats", lambda: compute_stats(con))
     settings = current_settings(stats, **(current or {}))
     doc = {"tool": f"glidein_tracing {__version__}",
            "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -41,11 +49,12 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
                        "skipped": [{"file": f, "reason": r} for f, r in data.skipped],
                        "schema_versions": data.versions},
            "current_settings": settings.as_dict(), "stats": stats,
-           "entries": waste_table(con) if "gwms_lasted_s" in data.columns("glideins") else [],
-           "failures": failures_section(con), "compare": compare_section(con, data.columns("glideins"))}
+           "entries": timed("analyze_entries", lambda: waste_table(con)) if "gwms_lasted_s" in columns else [],
+           "failures": timed("failures", lambda: failures_section(con)),
+           "compare": timed("compare", lambda: compare_section(con, columns))}
     if whatif and stats["glideins"] and data.has_jobs:
-        doc["whatif"] = evaluate_grid(data, settings, candidate_grid(settings, max_idle, max_tail, retire),
-                                      budget=budget)
+        grid = candidate_grid(settings, max_idle, max_tail, retire)
+        doc["whatif"] = timed("whatif", lambda: evaluate_grid(data, settings, grid, budget=budget))
     elif whatif:
         doc["whatif_skipped"] = "no glideins" if not stats["glideins"] else "no jobs dataset: the replay needs the jobs"
     return doc
