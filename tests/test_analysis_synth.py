@@ -7,7 +7,7 @@ import pytest
 from glidein_tracing.analysis import stats, synth, synth_table
 from glidein_tracing.analysis.dataset import open_dataset
 
-from analysis_helpers import write_synth_table
+from analysis_helpers import glidein_row, write_rows, write_synth_table
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +77,13 @@ def test_waste_categories_add_up_to_the_glideins_life(known):
     parts = w["validation"] + w["idle"] + w["no_job"] + w["badput"] + w["goodput"] + w["other"]
     # the rest of the life is teardown, and the killed glideins' moments between stages
     assert parts <= w["lifetime"] + 1e-6 and parts > 0.97 * w["lifetime"]
+
+
+def test_a_failed_validation_costs_the_whole_node_life_its_sleep_included(tmp_path):
+    row, _ = glidein_row("f" * 32, cores=4, outcome="validation_failed", condor_s=None, condor_start_at=None,
+                         setup_s=22.0, post_failure_sleep_s=1200.0, jobs=())
+    row["ended_at"] = row["node_start_at"] + 22.0 + 1200.0 + 3.0     # teardown, then the ~20 min sleep
+    write_rows(tmp_path, "glideins", [row])
+    waste = stats.waste_core_hours(open_dataset(tmp_path).con)["overall"]
+    assert waste["validation"] == pytest.approx(4 * (22 + 1200 + 3) / 3600, abs=1e-3)
+    assert waste["no_job"] == waste["idle"] == waste["other"] == 0.0
