@@ -13,7 +13,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from glidein_tracing.analysis import synth
 from glidein_tracing.analysis.dataset import DatasetError, open_dataset
 from glidein_tracing.cli.main import main
 from glidein_tracing.exporters.store import Store
