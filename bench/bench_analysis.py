@@ -100,11 +100,20 @@ def main(argv=None) -> int:
     parser.add_argument("--baseline", metavar="CHECKOUT", help="a checkout with today's analysis path")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--build", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(child(*args.child)))
         return 0
-    table = build_table(args.glideins, args.days, args.seed)
+    if args.build:
+        build_table(args.glideins, args.days, args.seed)
+        return 0
+    # generated in its own process: a child forked from a parent holding the generator's
+    # arrays would report the parent's pages in its peak RSS
+    out, _, _ = run_child([__file__, "--build", "--glideins", str(args.glideins), "--days", str(args.days),
+                           "--seed", str(args.seed)])
+    print(out.strip() if isinstance(out, str) else out, flush=True)
+    table = CACHE / f"table-{args.glideins}"
     machine_ms = calibrate()
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:

@@ -118,6 +118,7 @@ def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = 
     except duckdb.Error as exc:
         raise DatasetError(f"not a memory limit: {memory_limit!r} (e.g. 1GB, 512MB)") from exc
     con.execute("SET preserve_insertion_order=false")
+    con.execute("SET enable_progress_bar=false")
     conditions = []
     for column, values in (("entry", entries), ("site", sites)):
         if values:
