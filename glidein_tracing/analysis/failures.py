@@ -20,6 +20,7 @@ glidein's ``failure_domain``, ``failure_type`` and ``failure_message``, each fai
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -43,6 +44,14 @@ NORMALISE = (
     (r"\b\d+(\.\d+)?\b", "<n>"),
     (r"\s+", " "),
 )
+
+
+def normalise(message: str) -> str:
+    """One message normalised in Python with the same table (for messages not in the table,
+    e.g. services' failures); the table's messages are normalised in SQL (normalised_sql)."""
+    for pattern, token in NORMALISE:
+        message = re.sub(pattern, token, message)
+    return message.strip()
 
 
 def normalised_sql(column: str) -> str:
