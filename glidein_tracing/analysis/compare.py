@@ -7,6 +7,8 @@ and the lift (selection share / rest share); the values that differ most come fi
 
 from __future__ import annotations
 
+from .stats import quantile_function
+
 # dimension -> SQL expression over a glidein row (a dimension whose column the table lacks is left out)
 DIMENSIONS = {
     "entry": "entry", "site": "site", "cpu_model": "cpu_model", "os": "os_description",
@@ -19,8 +21,9 @@ TOP = 5
 
 def selections(con) -> dict:
     """name -> SQL condition of the glideins compared against the rest."""
+    quantile = quantile_function(con)
     p90_setup, p90_first = con.execute(
-        "SELECT quantile_cont(setup_s, 0.9), quantile_cont(idle_before_first_job_s, 0.9) FROM glideins").fetchone()
+        f"SELECT {quantile}(setup_s, 0.9), {quantile}(idle_before_first_job_s, 0.9) FROM glideins").fetchone()
     out = {"failed": "failure_domain IS NOT NULL"}
     if p90_setup is not None:
         out["slow_setup"] = f"setup_s > {float(p90_setup)!r}"

@@ -175,7 +175,8 @@ def _overview(page: Page, doc: dict, plots: dict) -> None:
             unit = "" if metric == "jobs_per_glidein" else " (s)"
             rows.append((label + unit, r["count"], r["mean"], r["p50"], r["p90"], r["p99"]))
     page.section("Distributions", page.table(("metric", "count", "mean", "p50", "p90", "p99"), rows),
-                 ("distributions", plots["distributions"]), "seconds unless said; percentiles interpolated")
+                 ("distributions", plots["distributions"]), "seconds unless said; percentiles " + ("interpolated" if st["metrics"].get("exact", True)
+                                                        else "approximate (t-digest: more than 2M glideins)"))
     per = []
     for entry, metrics in sorted(st["metrics"]["by_entry"].items()):
         get = lambda m, q: (metrics.get(m) or {}).get(q)  # noqa: E731

@@ -14,6 +14,15 @@ failed, its post-failure sleep included), ``idle_*`` (glideins that ran jobs), `
 from __future__ import annotations
 
 QUANTILES = (0.5, 0.9, 0.99)
+# exact percentiles hold every value in memory (DuckDB cannot spill them): beyond this many
+# glideins they are approximate (t-digest, approx_quantile), and the document says so
+EXACT_QUANTILE_ROWS = 2_000_000
+
+
+def quantile_function(con) -> str:
+    """``quantile_cont`` (exact) for up to EXACT_QUANTILE_ROWS glideins, else ``approx_quantile``."""
+    rows = con.execute("SELECT COUNT(*) FROM glideins").fetchone()[0]
+    return "quantile_cont" if rows <= EXACT_QUANTILE_ROWS else "approx_quantile"
 OWN_TIMEOUT_REASONS = ("max_idle", "daemon_shutdown")
 
 # SQL fragments over one glidein row (plain SQL: DuckDB and Spark read the same)
@@ -73,14 +82,15 @@ def _place(doc: dict, key: str, group, name: str, value) -> None:
 def distributions(con) -> dict:
     """count, mean, p50/p90/p99 of every metric, overall / per entry / per site."""
     qs = ", ".join(str(q) for q in QUANTILES)
+    quantile = quantile_function(con)
     parts = []
     for expr, cond in GLIDEIN_METRICS.values():
         value = f"CASE WHEN {cond} THEN {expr} END"
-        parts += [f"COUNT({value})", f"AVG({value})", f"quantile_cont({value}, [{qs}])"]
-    doc = {"overall": {}, "by_entry": {}, "by_site": {}}
+        parts += [f"COUNT({value})", f"AVG({value})", f"{quantile}({value}, [{qs}])"]
+    doc = {"overall": {}, "by_entry": {}, "by_site": {}, "exact": quantile == "quantile_cont"}
     names = list(GLIDEIN_METRICS) + ["job_runtime_s"]
     rows = _grouped(con, ", ".join(parts), "glideins")
-    rows_jobs = _grouped(con, f"COUNT(wall_s), AVG(wall_s), quantile_cont(wall_s, [{qs}])", "jobs")
+    rows_jobs = _grouped(con, f"COUNT(wall_s), AVG(wall_s), {quantile}(wall_s, [{qs}])", "jobs")
     for source, metric_names in ((rows, names[:-1]), (rows_jobs, names[-1:])):
         for key, group, values in source:
             for index, name in enumerate(metric_names):
@@ -131,7 +141,8 @@ def validation_groups(con) -> list:
     percentiles; and the scripts that failed validation, by error type."""
     groups = ("main", "entry", "client", "client_group")
     qs = ", ".join(str(q) for q in QUANTILES)
-    select = ", ".join(f"SUM(validation_{g}_s), COUNT(validation_{g}_s), quantile_cont(validation_{g}_s, [{qs}])"
+    quantile = quantile_function(con)
+    select = ", ".join(f"SUM(validation_{g}_s), COUNT(validation_{g}_s), {quantile}(validation_{g}_s, [{qs}])"
                        for g in groups)
     values = con.execute(f"SELECT {select} FROM glideins").fetchone()
     grand = sum(values[3 * i] or 0.0 for i in range(len(groups))) or 1.0
