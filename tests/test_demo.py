@@ -128,21 +128,6 @@ def test_validation_spans_agree_with_the_glideins_own_records(demo_store):
             assert span["start_ns"] % 10**9 == 0 and span["end_ns"] % 10**9 == 0
 
 
-def test_analyze_reads_the_demo_store_without_mistaking_user_traces(demo_store):
-    import json
-    store, _, _ = demo_store
-    proc = subprocess.run([sys.executable, "-m", "glidein_tracing", "analyze", "--store", str(store),
-                           "--json", "-", "--quiet"], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    report = json.loads(proc.stdout)
-    stats = report["stats"]
-    assert stats["glideins"] == 5 and stats["jobs"] == 5 and stats["failed_jobs"] == 1
-    assert set(stats["problems"].values()) == {0}
-    assert stats["outcomes"]["overall"] == {"ok": 4, "validation_failed": 1}
-    # the Frontend's trace and the two users' traces are read, and not taken for glideins
-    assert report["read"]["not_glidein_traces"] == 3
-
-
 def test_failures_carry_domain_log_tail_and_sleep_and_the_summary_names_them(demo_store):
     store, stdout, traces = demo_store
     failed_glideins, failed_jobs = {}, {}
