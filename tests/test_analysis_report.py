@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from glidein_tracing.analysis.dataset import DatasetError, open_dataset
+from glidein_tracing.table.writer import VERSION_KEY
 from glidein_tracing.cli.main import main
 from glidein_tracing.exporters.store import Store
 
@@ -91,19 +92,19 @@ def test_a_damaged_file_is_named_and_skipped_and_the_rest_analysed(tmp_path, cap
     victim = sorted((tmp_path / "glideins").rglob("*.parquet"))[0]
     good = pq.read_metadata(victim).num_rows
     data = victim.read_bytes()
-    damaged = tmp_path / "glideins" / victim.parent.name / "damaged.parquet"
+    damaged = tmp_path / "glideins" / victim.parent.name / "part-damaged.parquet"
     damaged.write_bytes(data[: len(data) // 2])                # cut short: no footer
-    (tmp_path / "glideins" / victim.parent.name / "garbage.parquet").write_bytes(b"not parquet at all")
+    (tmp_path / "glideins" / victim.parent.name / "part-garbage.parquet").write_bytes(b"not parquet at all")
     inside = bytearray(data)                                    # the footer reads, the data does not
     inside[1000: len(data) // 2] = b"\xab" * (len(data) // 2 - 1000)
-    (tmp_path / "glideins" / victim.parent.name / "bad-data.parquet").write_bytes(bytes(inside))
+    (tmp_path / "glideins" / victim.parent.name / "part-bad-data.parquet").write_bytes(bytes(inside))
     out = tmp_path / "d.json"
     assert main(["analyze", str(tmp_path), "--json", str(out), "--quiet", "--whatif"]) == 0
     err = capsys.readouterr().err
-    assert "damaged.parquet" in err and "garbage.parquet" in err and "bad-data.parquet" in err
+    assert "part-damaged.parquet" in err and "part-garbage.parquet" in err and "part-bad-data.parquet" in err
     doc = json.loads(out.read_text())
-    assert {Path(s["file"]).name for s in doc["dataset"]["skipped"]} == {"damaged.parquet", "garbage.parquet",
-                                                                         "bad-data.parquet"}
+    assert {Path(s["file"]).name for s in doc["dataset"]["skipped"]} == {"part-damaged.parquet", "part-garbage.parquet",
+                                                                         "part-bad-data.parquet"}
     assert doc["stats"]["glideins"] == 500 >= good and doc["whatif"]["current_replay"]["exact"]
 
 
@@ -114,18 +115,18 @@ def test_schema_versions_an_older_file_is_read_a_newer_refused(tmp_path):
     # an older file: written before the last columns existed -> read, those columns NULL
     older = pa.table({"schema_version": pa.array([1], pa.int32()), "trace_id": ["b" * 32], "entry": ["E1"],
                       "site": ["S1"], "outcome": ["ok"], "node_start_at": pa.array([0], pa.timestamp("us")),
-                      "setup_s": [12.0]})
-    pq.write_table(older, tmp_path / "glideins" / "date=2026-01-01" / "older.parquet")
+                      "setup_s": [12.0]}).replace_schema_metadata({VERSION_KEY: b"1"})   # as the writer stamps it
+    pq.write_table(older, tmp_path / "glideins" / "date=2026-01-01" / "part-older.parquet")
     data = open_dataset(tmp_path)
     assert data.con.execute("SELECT COUNT(*), COUNT(trace_kept) FROM glideins").fetchone() == (2, 0)
-    newer = older.set_column(0, "schema_version", pa.array([99], pa.int32()))
+    newer = older.replace_schema_metadata({VERSION_KEY: b"99"})
     (tmp_path / "glideins" / "date=2026-01-02").mkdir()
-    pq.write_table(newer, tmp_path / "glideins" / "date=2026-01-02" / "newer.parquet")
-    with pytest.raises(DatasetError, match="schema version 99; this glidein_tracing reads up to 1"):
+    pq.write_table(newer, tmp_path / "glideins" / "date=2026-01-02" / "part-newer.parquet")
+    with pytest.raises(DatasetError, match="schema version 99, newer than this glidein_tracing reads"):
         open_dataset(tmp_path)
     foreign = tmp_path / "foreign"
-    (foreign / "glideins").mkdir(parents=True)
-    pq.write_table(pa.table({"x": [1]}), foreign / "glideins" / "x.parquet")
+    (foreign / "glideins" / "date=2026-01-01").mkdir(parents=True)
+    pq.write_table(pa.table({"x": [1]}), foreign / "glideins" / "date=2026-01-01" / "part-x.parquet")
     with pytest.raises(DatasetError, match="not a glidein table file"):
         open_dataset(foreign)
 

@@ -2,11 +2,12 @@
 
 ``open_dataset(where)`` takes the table's directory (the one holding ``glideins/`` and
 ``jobs/``, each hive-partitioned ``date=YYYY-MM-DD/``), a dataset directory, or a glob of
-glidein files; several Factories' tables are several paths. Every file's footer is read
-first: a damaged file is named in ``skipped`` and left out, the rest is analysed. Files of a
-newer schema version than this reader knows, or without the table's columns, are refused
-with a clear message (``DatasetError``); older files lacking columns added since are read
-with those columns NULL (``union_by_name``). A day with no rows, or no files, is simply empty.
+glidein files; several Factories' tables are several paths. Which files are usable is the
+table's one reader's decision (table/reader.py: a damaged file, or one that is no table file,
+is named in ``skipped`` and left out, the rest is analysed; a file of a newer schema version is
+refused, here as ``DatasetError``); files without the columns the analysis reads are refused
+too; older files lacking columns added since are read with those columns NULL
+(``union_by_name``). A day with no rows, or no files, is simply empty.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import glob
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..table.schema import GLIDEINS, GLIDEINS_DATASET, JOBS, JOBS_DATASET, SCHEMA_VERSION
+from ..table import reader
+from ..table.schema import GLIDEINS, GLIDEINS_DATASET, JOBS, JOBS_DATASET
 
 # what the analysis reads; a file lacking one of these is no glidein table this reader understands
 REQUIRED = ("schema_version", "trace_id", "entry", "site", "outcome", "node_start_at", "setup_s")
@@ -48,44 +50,43 @@ class Dataset:
         return {r[0] for r in self.con.execute(f"DESCRIBE {view}").fetchall()}
 
 
-def _expand(where, dataset: str) -> list[str]:
-    """The Parquet files of one dataset at ``where``: the table directory's ``glideins/`` or
-    ``jobs/``, a dataset directory itself, or (glideins only) a glob."""
+def _scan(where, dataset: str) -> reader.Scan:
+    """The usable files of one dataset at ``where`` (table/reader.py decides which): the table
+    directory's ``glideins/`` or ``jobs/``, a dataset directory (its table is its parent), or
+    (glideins only) a glob of files."""
     path = Path(where)
     if path.is_dir():
         if (path / dataset).is_dir():
-            base = path / dataset
-        elif path.name == GLIDEINS_DATASET and dataset == JOBS_DATASET:
-            base = path.parent / JOBS_DATASET          # the glideins dataset given: its sibling
-        elif dataset == GLIDEINS_DATASET:
-            base = path
-        else:
-            return []
-        return sorted(glob.glob(str(base / "**" / "*.parquet"), recursive=True))
-    return sorted(glob.glob(str(where), recursive=True)) if dataset == GLIDEINS_DATASET else []
+            return reader.usable_files(path, dataset)
+        if path.name in (GLIDEINS_DATASET, JOBS_DATASET):
+            return reader.usable_files(path.parent, dataset)
+        return reader.Scan()
+    if dataset != GLIDEINS_DATASET:
+        return reader.Scan()
+    return reader.check_files(sorted(glob.glob(str(where), recursive=True)))
 
 
-def _check(files: list[str], skipped: list, full: bool = False) -> list[str]:
-    """The files whose footer reads (and, ``full``, whose every value decodes)."""
+def _decoded(scan: reader.Scan) -> None:
+    """Leave out (and name) the files whose footer reads but whose values do not decode."""
     import duckdb
-    import pyarrow.parquet as pq
-    good = []
-    for name in files:
+    for path in list(scan.files):
         try:
-            columns = set(pq.read_schema(name).names)
-        except Exception as exc:   # noqa: BLE001 - any unreadable footer: skip and say which
-            skipped.append((name, f"damaged Parquet file: {str(exc).splitlines()[0][:200]}"))
-            continue
-        if "schema_version" not in columns:
-            raise DatasetError(f"{name} is not a glidein table file (no schema_version column)")
-        if full:
-            try:
-                duckdb.execute("SELECT max(COLUMNS(*)) FROM read_parquet(?)", [name]).fetchall()
-            except duckdb.Error as exc:
-                skipped.append((name, f"damaged Parquet file: {str(exc).splitlines()[0][:200]}"))
-                continue
-        good.append(name)
-    return good
+            duckdb.execute("SELECT max(COLUMNS(*)) FROM read_parquet(?)", [str(path)]).fetchall()
+        except duckdb.Error as exc:
+            scan.files.remove(path)
+            scan.skipped.append((path, f"damaged Parquet file: {str(exc).splitlines()[0][:200]}"))
+
+
+def _usable(scans: list, verify: bool) -> reader.Scan:
+    """One Scan of several (several tables, globs)."""
+    out = reader.Scan()
+    for scan in scans:
+        out.files += scan.files
+        out.versions.update(scan.versions)
+        out.skipped += scan.skipped
+    if verify:
+        _decoded(out)
+    return out
 
 
 def _view(con, view: str, files: list[str], columns, where: str) -> None:
@@ -105,11 +106,19 @@ def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = 
     (both views). ``verify``: decode every value of every file first (slow; for a dataset
     whose footers read but whose data does not, to find and skip the damaged files)."""
     import duckdb
-    skipped: list = []
-    glidein_files = _check([f for p in paths for f in _expand(p, GLIDEINS_DATASET)], skipped, verify)
-    job_files = _check([f for p in paths for f in _expand(p, JOBS_DATASET)]
-                       + [f for pattern in jobs for f in sorted(glob.glob(str(pattern), recursive=True))], skipped,
-                       verify)
+    try:
+        glideins = _usable([_scan(p, GLIDEINS_DATASET) for p in paths], verify)
+        job_scans = [_scan(p, JOBS_DATASET) for p in paths]
+        job_scans += [reader.check_files(sorted(glob.glob(str(pattern), recursive=True))) for pattern in jobs]
+        jobs_found = _usable(job_scans, verify)
+    except reader.TableError as exc:
+        raise DatasetError(str(exc)) from exc
+    glidein_files = [str(f) for f in glideins.files]
+    job_files = [str(f) for f in jobs_found.files]
+    skipped = [(str(f), why) for f, why in glideins.skipped + jobs_found.skipped]
+    if not glidein_files and glideins.skipped:
+        raise DatasetError(f"no usable glidein table file at {', '.join(map(str, paths))}: "
+                           + "; ".join(f"{f}: {why}" for f, why in skipped[:3]))
     if not glidein_files and not any(Path(p).is_dir() for p in paths):
         raise DatasetError(f"no glidein table files at {', '.join(map(str, paths))}")
     con = duckdb.connect()
@@ -130,10 +139,6 @@ def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = 
     missing = [c for c in REQUIRED if c not in data.columns("glideins")]
     if missing:
         raise DatasetError(f"the glidein files lack {', '.join(missing)}: not a glidein table this version reads")
-    data.versions = [r[0] for r in con.execute("SELECT DISTINCT schema_version FROM glideins ORDER BY 1").fetchall()]
-    newer = [v for v in data.versions if v is not None and v > SCHEMA_VERSION]
-    if newer:
-        raise DatasetError(f"the glidein table has schema version {max(newer)}; this glidein_tracing reads up to "
-                           f"{SCHEMA_VERSION}: upgrade glidein_tracing to analyse it")
+    data.versions = sorted(set(glideins.versions.values()))
     return data
 
