@@ -64,10 +64,6 @@ def test_messages_that_differ_only_in_numbers_hosts_and_paths_are_one_group(with
         norm("cannot reach cvmfs-stratum71.example.org:8000 after 4 tries (timeout 5 s)")
     assert norm("not enough disk in /scratch/job_1: 5 MB free") == norm("not enough disk in /scratch/job_2377: 901 MB free")
     assert norm("proxy expired") != norm("disk full")
-    for text in ("cannot reach cvmfs-stratum3.example.org:8000 after 12 tries (timeout 30 s)",
-                 "not enough disk in /scratch/job_1: 5 MB free", "proxy /tmp/x509up_u1234 expires in 30 s",
-                 "file 0123456789abcdef at wn12.example.org failed"):
-        assert failures.normalise(text) == norm(text)        # the same table in Python and in SQL
     disk = next(m for m in failures.top_messages(con) if m["message"].startswith("not enough disk"))
     raw = con.execute("SELECT trace_id, failure_message FROM glideins WHERE failure_message LIKE 'not enough disk%'"
                       ).fetchall()

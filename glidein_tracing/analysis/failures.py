@@ -14,13 +14,14 @@ glidein's ``failure_domain``, ``failure_type`` and ``failure_message``, each fai
   site's hourly rates; and the window's failures must be at most ``MAX_P`` likely under the
   site's overall failure rate (binomial tail), so a few unlucky glideins are not an outage;
 - the top failure messages, grouped once hex ids, paths, host names and numbers are replaced
-  (in SQL, so each message is normalised where it is stored), with example trace ids.
+  (in SQL, so each message is normalised where it is stored), with example trace ids;
+- from the failure rules' columns (services.py): failures by domain, service and label with
+  their core-hours, services' outage windows planned or not, and the messages no rule decided.
 """
 
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 
@@ -44,14 +45,6 @@ NORMALISE = (
     (r"\b\d+(\.\d+)?\b", "<n>"),
     (r"\s+", " "),
 )
-
-
-def normalise(message: str) -> str:
-    """One message normalised in Python with the same table (for messages not in the table,
-    e.g. services' failures); the table's messages are normalised in SQL (normalised_sql)."""
-    for pattern, token in NORMALISE:
-        message = re.sub(pattern, token, message)
-    return message.strip()
 
 
 def normalised_sql(column: str) -> str:

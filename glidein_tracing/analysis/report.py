@@ -15,6 +15,7 @@ from .. import __version__
 from .compare import compare_section
 from .entries import waste_table
 from .failures import failures_section
+from .services import services_section
 from .stats import compute_stats
 from .whatif import DEFAULT_LOST_BUDGET, Settings, candidate_grid, evaluate_grid
 
@@ -51,7 +52,7 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
                        "schema_versions": data.versions},
            "current_settings": settings.as_dict(), "stats": stats,
            "entries": timed("analyze_entries", lambda: waste_table(con)) if "gwms_lasted_s" in columns else [],
-           "failures": timed("failures", lambda: failures_section(con)),
+           "failures": timed("failures", lambda: {**failures_section(con), **services_section(con)}),
            "compare": timed("compare", lambda: compare_section(con, columns))}
     if whatif and stats["glideins"] and data.has_jobs:
         grid = candidate_grid(settings, max_idle, max_tail, retire)
@@ -131,6 +132,16 @@ def summary_text(doc: dict, *, top: int = 10) -> str:
         add("  outage windows: none")
     for m in f["top_messages"][:top]:
         add(f"  {m['count']:7,d}  [{m['domain']}] {m['message'][:90]}")
+    if f["by_domain_service_label"]:
+        add("  failures by domain / service / label (glideins, jobs, core-hours):")
+    for r in f["by_domain_service_label"][:top]:
+        add(f"  {r['glideins']:7,d} {r['jobs']:7,d} {r['core_hours']:9,.1f}  "
+            f"{r['domain']} / {r['service'] or '-'} / {r['label'] or '-'}")
+    for w in f["service_outages"]:
+        add(f"  service outage {w['service']}: {_when(w['start'])} - {_when(w['end'])} UTC, {w['failures']:,} of "
+            f"{w['attempts']:,} failed, " + (f"planned ({w['downtime']})" if w["planned"] else "unplanned"))
+    for m in f["top_unclassified"][:top]:
+        add(f"  no rule yet {m['count']:7,d}  [{m['domain']}] {m['message'][:90]}")
     for name, section in doc["compare"].items():
         best = [f"{d['dimension']}={d['values'][0]['value']} x{d['values'][0]['lift']}" for d in section["dimensions"][:3]]
         add(f"compare {name}: " + (", ".join(best) or "nothing over-represented"))
