@@ -18,7 +18,10 @@ from glidein_tracing.table.writer import VERSION_KEY
 from glidein_tracing.cli.main import main
 from glidein_tracing.exporters.store import Store
 
-from tests.support.analysis_helpers import glidein_row, write_rows, write_synth_store, write_synth_table
+from glidein_tracing.core import conventions
+from glidein_tracing.factory.waterfall import render_html
+from tests.support.analysis_helpers import (glidein_row, simple_glidein, trace_id, write_rows, write_synth_store,
+                                            write_synth_table)
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
 INSTALL_HINT = "apt-get update && apt-get install -y chromium"
@@ -255,6 +258,18 @@ def test_show_html_writes_a_waterfall_page(tmp_path, capsys):
     assert page.count("<tr class='span'>") == len(spans) and "http" not in page
     for span in spans:
         assert f">{span['name']}<" in page or f">{span['name']}<details" in page
+
+
+def test_the_waterfall_unfolds_a_failed_stages_and_a_failed_jobs_log_tails_escaped():
+    spans = simple_glidein(trace_id(9), jobs=((100, 1000, 1),))
+    script = next(s for s in spans if s["name"] == "main/a.sh")
+    job = next(s for s in spans if s["attributes"][conventions.STAGE] == conventions.STAGE_JOB)
+    script["events"] = [{"name": conventions.GLIDEIN_LOG_TAIL, "time_ns": script["end_ns"],
+                         "attributes": {conventions.LOG_LINES: "check <failed> on node"}}]
+    job["events"] = [{"name": conventions.JOB_LOG_TAIL, "time_ns": job["end_ns"],
+                      "attributes": {conventions.LOG_LINES: "cvmfs: file not found"}}]
+    page = render_html(spans)
+    assert "<pre>check &lt;failed&gt; on node</pre>" in page and "<pre>cvmfs: file not found</pre>" in page
 
 
 def test_the_synth_script_writes_a_store_and_a_table(tmp_path, capsys):

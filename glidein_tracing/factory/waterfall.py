@@ -3,7 +3,7 @@ trace pages the analysis report links to when no Jaeger UI is given).
 
 Each span is a row in tree order (tree.ordered): its name indented by depth, stage, duration,
 status, and a bar placed on the trace's time axis; a failed span is red. The row's attributes
-(and a failed stage's log tail) unfold under it. No script, no network: plain HTML and CSS,
+(and a failed stage's or job's log tail) unfold under it. No script, no network: plain HTML and CSS,
 every value escaped (span names and attributes come from worker nodes: untrusted).
 """
 
@@ -12,13 +12,14 @@ from __future__ import annotations
 import html
 import time
 
+from ..core import conventions as c
 from ..core.log_tail import LOG_TAIL_EVENT
 from .tree import STATUS, _duration, ordered
 
-STAGE_COLORS = {"glidein": "#7f7f7f", "factory.submit": "#bcbd22", "factory.queue": "#dbdb8d",
-                "factory.held": "#ff9896", "setup": "#1f77b4", "validation": "#aec7e8",
-                "condor.start": "#2ca02c", "idle": "#c7c7c7", "job": "#98df8a", "job.phase": "#c5e5b5",
-                "teardown": "#9467bd", "post_failure_sleep": "#f7b6d2"}
+STAGE_COLORS = {c.STAGE_GLIDEIN: "#7f7f7f", c.STAGE_FACTORY_SUBMIT: "#bcbd22", c.STAGE_FACTORY_QUEUE: "#dbdb8d",
+                c.STAGE_FACTORY_HELD: "#ff9896", c.STAGE_SETUP: "#1f77b4", c.STAGE_VALIDATION: "#aec7e8",
+                c.STAGE_CONDOR: "#2ca02c", c.STAGE_IDLE: "#c7c7c7", c.STAGE_JOB: "#98df8a", c.STAGE_JOB_PHASE: "#c5e5b5",
+                c.STAGE_TEARDOWN: "#9467bd", c.STAGE_POST_FAILURE_SLEEP: "#f7b6d2"}
 MAX_ATTR_CHARS = 2000
 STYLE = """body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;width:100%}
 td,th{padding:2px 6px;font-size:13px;vertical-align:top;border-bottom:1px solid #eee;text-align:left}
@@ -30,8 +31,8 @@ details{font-size:12px;color:#444}pre{white-space:pre-wrap;margin:2px 0}"""
 def _attrs_html(span: dict) -> str:
     items = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v)[:MAX_ATTR_CHARS])}</td></tr>"
                     for k, v in sorted(span["attributes"].items()))
-    tails = "".join(f"<pre>{html.escape(str(e['attributes'].get('log.lines', ''))[:MAX_ATTR_CHARS])}</pre>"
-                    for e in span.get("events") or () if e["name"] == LOG_TAIL_EVENT)
+    tails = "".join(f"<pre>{html.escape(str(e['attributes'].get(c.LOG_LINES, ''))[:MAX_ATTR_CHARS])}</pre>"
+                    for e in span.get("events") or () if e["name"] in (LOG_TAIL_EVENT, c.JOB_LOG_TAIL))
     return f"<details><summary>attributes</summary><table>{items}</table>{tails}</details>"
 
 
@@ -45,7 +46,7 @@ def render_html(spans: list[dict], *, title: str = "") -> str:
     width = max(t1 - t0, 1)
     body = []
     for span, depth in rows:
-        stage = str(span["attributes"].get("glidein.stage", ""))
+        stage = str(span["attributes"].get(c.STAGE, ""))
         status = STATUS.get(span["status_code"], "")
         left = 100.0 * (span["start_ns"] - t0) / width if span["start_ns"] else 0.0
         size = 100.0 * max(span["end_ns"] - span["start_ns"], 0) / width
