@@ -111,7 +111,25 @@ def test_failures_by_domain_service_and_label_with_core_hours_and_top_unclassifi
     assert {"message": "Disk quota exceeded on <path>", "count": 1} in [
         {k: t[k] for k in ("message", "count")} for t in top]
     assert all(t["message"] != "CVMFS" for t in top)        # a rule decided it
-    # the report's summary names them
-    assert main(["analyze", str(tmp_path)]) == 0
+    # the report's summary and its page name them
+    page = tmp_path / "report.html"
+    assert main(["analyze", str(tmp_path), "--html", str(page)]) == 0
     out = capsys.readouterr().out
     assert "service / xrootd / XRootD read timed out" in out and "no rule yet" in out
+    text = page.read_text()
+    for needle in ("Failures by domain, service and label", "<td>XRootD read timed out</td>",
+                   "Failure messages no rule decided", "<td>job exited with code &lt;n&gt;</td>"):
+        assert needle in text, needle
+
+
+def test_the_report_marks_service_outages_planned_or_unplanned(tmp_path, capsys):
+    rows = traffic(seed=3, outages=OUTAGES, downtime=("cvmfs", 9, 14, "osg:77 (scheduled): Stratum-1 move"))
+    dataset(tmp_path, rows)
+    page = tmp_path / "report.html"
+    assert main(["analyze", str(tmp_path), "--html", str(page)]) == 0
+    out = capsys.readouterr().out
+    assert "service outage cvmfs:" in out and "planned (osg:77 (scheduled): Stratum-1 move)" in out
+    assert "service outage xrootd:" in out and "unplanned" in out
+    text = page.read_text()
+    assert "Services&#x27; outage windows" in text or "Services' outage windows" in text
+    assert "<td>planned</td>" in text and "<td>unplanned</td>" in text

@@ -227,6 +227,27 @@ def _failures(page: Page, doc: dict) -> None:
     rows = [(m["message"], m["count"], m["domain"], Raw(" ".join(page.link(t) for t in m["examples"])))
             for m in f["top_messages"]]
     page.section("Top failure messages", page.table(("message", "glideins", "domain", "examples"), rows))
+    _rule_failures(page, f)
+
+
+def _rule_failures(page: Page, f: dict) -> None:
+    """The failure rules' part: cost by domain/service/label, services' outages, messages no rule decided."""
+    rows = [(r["domain"], r["service"], r["label"], r["glideins"], r["jobs"], r["core_hours"])
+            for r in f["by_domain_service_label"]]
+    page.section("Failures by domain, service and label", page.table(
+        ("domain", "service", "label", "glideins", "jobs", "core-hours"), rows) if rows else "<p>none</p>")
+    rows = [(w["service"], time.strftime("%Y-%m-%d %H:%M", time.gmtime(w["start"])),
+             time.strftime("%Y-%m-%d %H:%M", time.gmtime(w["end"])), w["attempts"], w["failures"],
+             100 * w["failure_rate"], 100 * w["baseline_rate"], "planned" if w["planned"] else "unplanned",
+             w["downtime"], Raw(" ".join(page.link(t) for t in w["examples"]))) for w in f["service_outages"]]
+    page.section("Services' outage windows", page.table(
+        ("service", "from (UTC)", "to (UTC)", "attempts", "failed", "rate (%)", "usual (%)", "kind",
+         "declared downtime", "examples"), rows) if rows else "<p>none</p>",
+        note="planned: its failures fell in a declared downtime")
+    rows = [(m["message"], m["count"], m["domain"], Raw(" ".join(page.link(t) for t in m["examples"])))
+            for m in f["top_unclassified"]]
+    page.section("Failure messages no rule decided", page.table(("message", "glideins", "domain", "examples"), rows)
+                 if rows else "<p>none</p>", note="what to write a failure rule for next")
 
 
 def _compare(page: Page, doc: dict) -> None:

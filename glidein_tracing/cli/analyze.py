@@ -64,7 +64,8 @@ def _trace_pages(doc: dict, store_dir: str, html_path: str) -> dict:
     from ..exporters.store import Store, StoreError
     from ..factory.waterfall import render_html
     wanted = {t for o in doc["failures"]["outages"] for t in o["examples"]}
-    wanted |= {t for m in doc["failures"]["top_messages"] for t in m["examples"]}
+    for key in ("top_messages", "service_outages", "top_unclassified"):
+        wanted |= {t for m in doc["failures"][key] for t in m["examples"]}
     folder = Path(html_path + ".traces")
     pages = {}
     try:
