@@ -20,7 +20,7 @@ import venv
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-HEAVY = ("numpy", "matplotlib", "htcondor", "msgspec")
+HEAVY = ("numpy", "matplotlib", "htcondor", "duckdb")
 
 
 def main() -> int:

@@ -1,14 +1,18 @@
-"""Write synthetic glidein traces into a store directory (for trying, testing and benchmarking
-`glidein-tracing analyze`).
+"""Write synthetic glideins as a glidein table (Parquet, what `glidein-tracing analyze` reads)
+and/or as traces in a store directory (what `show` reads), for trying, testing and benchmarking.
 
 A seeded generator (glidein_tracing.analysis.synth, documented there and in
 docs/analysis.md) with realistic distributions: queue waits, validation scripts that take
 time and sometimes fail, jobs, idle gaps, and shutdowns by the given GLIDEIN_Max_Idle /
 GLIDEIN_Max_Tail / retire time. The same seed gives the same traces.
 
+The table rows come from the numpy generator (glidein_tracing.analysis.synth_table, a million
+glideins in seconds), the traces from the span generator (glidein_tracing.analysis.synth): the
+same model and knobs, not the same glideins.
+
 Example:
-  python -m bench.synth --glideins 10000 --seed 7 --store /tmp/synth-store
-  glidein-tracing analyze --store /tmp/synth-store --whatif --html report.html
+  python -m bench.synth --glideins 100000 --seed 7 --table /tmp/synth-table
+  glidein-tracing analyze /tmp/synth-table --whatif --html report.html
 """
 
 from __future__ import annotations
@@ -16,14 +20,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-
-from glidein_tracing.analysis.synth import SynthConfig, write_store  # noqa: E402
+from glidein_tracing.analysis.synth import SynthConfig, write_store
+from glidein_tracing.analysis.synth_table import write_table
 
 
 def add_arguments(parser):
     parser.add_argument("--glideins", type=int, default=1000, help="how many glideins (default %(default)s)")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default %(default)s)")
-    parser.add_argument("--store", required=True, help="store directory to write (appends new files)")
+    parser.add_argument("--store", help="store directory to write traces to (appends new files)")
+    parser.add_argument("--table", help="glidein table directory to write Parquet rows to (adds files)")
+    parser.add_argument("--days", type=float, default=7.0, help="days the submissions spread over (default 7)")
     parser.add_argument("--entries", type=int, default=8, help="entries (default %(default)s)")
     parser.add_argument("--sites", type=int, default=4, help="sites (default %(default)s)")
     parser.add_argument("--max-idle", type=float, default=1200.0, help="GLIDEIN_Max_Idle in force (s)")
@@ -44,6 +50,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.glideins < 0:
         parser.error("--glideins must be >= 0")
+    if not args.store and not args.table:
+        parser.error("give --table DIR and/or --store DIR")
     for name in ("validation_failure_rate", "job_failure_rate", "kill_rate", "skew_rate", "fragment_rate"):
         if not 0.0 <= getattr(args, name) <= 1.0:
             parser.error(f"--{name.replace('_', '-')} must be between 0 and 1")
@@ -51,10 +59,13 @@ def main(argv=None) -> int:
                       max_idle=args.max_idle, max_tail=args.max_tail, retire=args.retire,
                       retire_spread=args.retire_spread, validation_failure_rate=args.validation_failure_rate,
                       job_failure_rate=args.job_failure_rate, kill_rate=args.kill_rate, skew_rate=args.skew_rate,
-                      fragment_rate=args.fragment_rate)
-    counts = write_store(cfg, args.store)
-    print(f"wrote {counts['glideins']} glideins ({counts['spans']} spans, {counts['lines']} lines) to {args.store}")
-    return 0
+                      fragment_rate=args.fragment_rate, period_s=args.days * 86400.0)
+    if args.table:
+        counts = write_table(cfg, args.table)
+        print(f"wrote {counts['glideins']} glideins ({counts['jobs']} jobs, {counts['files']} files) to {args.table}")
+    if args.store:
+        counts = write_store(cfg, args.store)
+        print(f"wrote {counts['glideins']} glideins ({counts['spans']} spans, {counts['lines']} lines) to {args.store}")
     return 0
 
 

@@ -1,5 +1,6 @@
-"""The analyze verb (on stores the synthetic generator writes) and the reports; the HTML report
-rendered in headless Chromium."""
+"""The analyze verb over the glidein table and its reports; bad input (damaged files, other
+schema versions, empty days); the HTML report and a trace's waterfall page rendered in headless
+Chromium."""
 
 import json
 import os
@@ -8,92 +9,155 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from glidein_tracing.analysis import report, synth
-from glidein_tracing.analysis.sources import load_table
+from glidein_tracing.analysis.dataset import DatasetError, open_dataset
+from glidein_tracing.table.writer import VERSION_KEY
 from glidein_tracing.cli.main import main
+from glidein_tracing.exporters.store import Store
 
-from tests.support.analysis_helpers import write_synth_store
+from glidein_tracing.core import conventions
+from glidein_tracing.factory.waterfall import render_html
+from tests.support.analysis_helpers import (glidein_row, simple_glidein, trace_id, write_rows, write_synth_store,
+                                            write_synth_table)
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
 INSTALL_HINT = "apt-get update && apt-get install -y chromium"
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def table(tmp_path_factory):
     directory = tmp_path_factory.mktemp("synth-report")
-    write_synth_store(directory, glideins=1500, seed=31)
+    write_synth_table(directory, glideins=3000, seed=31, period_s=3 * 86400)
     return directory
 
 
-def test_the_synth_script_writes_a_store_that_show_and_analyze_read(tmp_path, capsys):
-    script = [sys.executable, "-m", "bench.synth"]
-    repo = Path(__file__).resolve().parents[1]
-    done = subprocess.run(script + ["--glideins", "25", "--seed", "3", "--store", str(tmp_path)],
-                          capture_output=True, text=True, cwd=repo)
-    assert done.returncode == 0 and "wrote 25 glideins" in done.stdout, done.stderr
-    assert main(["show", "--store", str(tmp_path), "--list"]) == 0
-    assert len(capsys.readouterr().out.strip().splitlines()) == 25
-    assert main(["analyze", "--store", str(tmp_path)]) == 0
-    assert "glideins 25" in capsys.readouterr().out
-    bad = subprocess.run(script + ["--glideins", "5", "--store", str(tmp_path), "--kill-rate", "2"],
-                         capture_output=True, text=True, cwd=repo)
-    assert bad.returncode == 2 and "--kill-rate must be between 0 and 1" in bad.stderr
-
-
-def test_analyze_prints_a_summary_and_writes_json(store, tmp_path, capsys):
+def test_analyze_prints_a_summary_and_writes_json(table, tmp_path, capsys):
     out = tmp_path / "a.json"
-    assert main(["analyze", "--store", str(store), "--whatif", "--json", str(out), "--max-idle", "600,900,1200",
+    assert main(["analyze", str(table), "--whatif", "--json", str(out), "--max-idle", "600,900,1200",
                  "--max-tail", "120 200 400", "--retire", "6h,8h"]) == 0
     text = capsys.readouterr().out
-    for needle in ("glideins 1,500", "core-hours:", "time to first job", "validation script", "Pareto front",
-                   "recommended", "reproduces"):
+    for needle in ("glideins 3,000", "core-hours:", "time to first job", "analyze_entries", "Pareto front",
+                   "recommended", "reproduces", "compare failed:"):
         assert needle in text, needle
     doc = json.loads(out.read_text())
-    assert doc["stats"]["glideins"] == 1500
+    assert doc["stats"]["glideins"] == 3000 and doc["entries"] and doc["compare"]["failed"]["dimensions"]
     settings = {tuple(p["settings"].values()) for p in doc["whatif"]["candidates"]}
     assert (900.0, 200.0, 28800.0) in settings and (1200.0, 400.0, 21600.0) in settings
     assert doc["whatif"]["current_replay"]["exact"]
 
 
-def test_entry_and_site_filters(store, tmp_path, capsys):
-    table = load_table(store=store)
-    entry = table.names["entry"][0]
-    want = int((table.g["entry"] == 0).sum())
+def test_entry_and_site_filters(table, tmp_path):
+    con = open_dataset(table).con
+    entry, want = con.execute("SELECT entry, COUNT(*) FROM glideins GROUP BY 1 ORDER BY 1 LIMIT 1").fetchone()
     out = tmp_path / "e.json"
-    assert main(["analyze", "--store", str(store), "--entry", entry, "--json", str(out), "--quiet"]) == 0
+    assert main(["analyze", str(table), "--entry", entry, "--json", str(out), "--quiet"]) == 0
     doc = json.loads(out.read_text())
     assert doc["stats"]["glideins"] == want and set(doc["stats"]["metrics"]["by_entry"]) == {entry}
-    site = table.names["site"][0]
-    assert main(["analyze", "--store", str(store), "--site", site, "--json", str(out), "--quiet"]) == 0
+    site = con.execute("SELECT min(site) FROM glideins").fetchone()[0]
+    assert main(["analyze", str(table), "--site", site, "--json", str(out), "--quiet"]) == 0
     assert set(json.loads(out.read_text())["stats"]["metrics"]["by_site"]) == {site}
-    assert main(["analyze", "--store", str(store), "--entry", "NO_SUCH_ENTRY", "--html", str(tmp_path / "x.html"),
+    assert main(["analyze", str(table), "--entry", "NO_SUCH_ENTRY", "--html", str(tmp_path / "x.html"),
                  "--whatif", "--quiet"]) == 0
-    assert "No glidein traces" in (tmp_path / "x.html").read_text()
+    assert "No glidein rows" in (tmp_path / "x.html").read_text()
 
 
-def test_analyze_errors_are_user_errors(tmp_path, capsys):
-    assert main(["analyze", "--store", str(tmp_path / "missing")]) == 2
-    assert "no store directory" in capsys.readouterr().err
+def test_json_to_stdout(table, capsys):
+    assert main(["analyze", str(table), "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["stats"]["glideins"] == 3000
+
+
+def test_a_glob_of_days_with_its_job_files(table, capsys):
+    days = sorted(p.name for p in (table / "glideins").iterdir())[:2]
+    want = open_dataset(table).con.execute(
+        f"SELECT COUNT(*), SUM(jobs) FROM glideins WHERE CAST(date AS VARCHAR) IN ({', '.join(repr(d.split('=')[1]) for d in days)})"
+        ).fetchone()
+    glideins = [str(table / "glideins" / d / "*.parquet") for d in days]
+    jobs = [a for d in days for a in ("--jobs", str(table / "jobs" / d / "*.parquet"))]
+    assert main(["analyze", *glideins, *jobs, "--whatif", "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["stats"]["glideins"], doc["stats"]["jobs"]) == want
+    assert doc["whatif"]["current_replay"]["exact"] and doc["whatif"]["total_jobs"] == want[1]
+
+
+def test_unusable_input_is_a_user_error(tmp_path, capsys):
+    assert main(["analyze", str(tmp_path / "missing" / "*.parquet")]) == 2
+    assert "no glidein table files" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_info:
-        main(["analyze", "--store", str(tmp_path), "--whatif", "--max-tail", "abc"])
-    assert exit_info.value.code == 2
-    assert "not a list of seconds" in capsys.readouterr().err
+        main(["analyze", str(tmp_path), "--whatif", "--max-tail", "abc"])
+    assert exit_info.value.code == 2 and "not a list of seconds" in capsys.readouterr().err
 
 
-def test_json_to_stdout(store, capsys):
-    assert main(["analyze", "--store", str(store), "--json", "-"]) == 0
-    assert json.loads(capsys.readouterr().out)["stats"]["glideins"] == 1500
+def test_a_damaged_file_is_named_and_skipped_and_the_rest_analysed(tmp_path, capsys):
+    write_synth_table(tmp_path, glideins=500, seed=2, period_s=86400)
+    victim = sorted((tmp_path / "glideins").rglob("*.parquet"))[0]
+    good = pq.read_metadata(victim).num_rows
+    data = victim.read_bytes()
+    damaged = tmp_path / "glideins" / victim.parent.name / "part-damaged.parquet"
+    damaged.write_bytes(data[: len(data) // 2])                # cut short: no footer
+    (tmp_path / "glideins" / victim.parent.name / "part-garbage.parquet").write_bytes(b"not parquet at all")
+    inside = bytearray(data)                                    # the footer reads, the data does not
+    inside[1000: len(data) // 2] = b"\xab" * (len(data) // 2 - 1000)
+    (tmp_path / "glideins" / victim.parent.name / "part-bad-data.parquet").write_bytes(bytes(inside))
+    out = tmp_path / "d.json"
+    assert main(["analyze", str(tmp_path), "--json", str(out), "--quiet", "--whatif"]) == 0
+    err = capsys.readouterr().err
+    assert "part-damaged.parquet" in err and "part-garbage.parquet" in err and "part-bad-data.parquet" in err
+    doc = json.loads(out.read_text())
+    assert {Path(s["file"]).name for s in doc["dataset"]["skipped"]} == {"part-damaged.parquet", "part-garbage.parquet",
+                                                                         "part-bad-data.parquet"}
+    assert doc["stats"]["glideins"] == 500 >= good and doc["whatif"]["current_replay"]["exact"]
 
 
-def test_html_is_self_contained_with_embedded_plots(store, tmp_path):
-    table = load_table(store=store)
-    doc = report.analyze(table, whatif=True)
-    page = report.render_html(doc, table)
+def test_schema_versions_an_older_file_is_read_a_newer_refused(tmp_path):
+    row, jobs = glidein_row("a" * 32)
+    write_rows(tmp_path, "glideins", [row])
+    write_rows(tmp_path, "jobs", jobs)
+    # an older file: written before the last columns existed -> read, those columns NULL
+    older = pa.table({"schema_version": pa.array([1], pa.int32()), "trace_id": ["b" * 32], "entry": ["E1"],
+                      "site": ["S1"], "outcome": ["ok"], "node_start_at": pa.array([0], pa.timestamp("us")),
+                      "setup_s": [12.0]}).replace_schema_metadata({VERSION_KEY: b"1"})   # as the writer stamps it
+    pq.write_table(older, tmp_path / "glideins" / "date=2026-01-01" / "part-older.parquet")
+    data = open_dataset(tmp_path)
+    assert data.con.execute("SELECT COUNT(*), COUNT(trace_kept) FROM glideins").fetchone() == (2, 0)
+    newer = older.replace_schema_metadata({VERSION_KEY: b"99"})
+    (tmp_path / "glideins" / "date=2026-01-02").mkdir()
+    pq.write_table(newer, tmp_path / "glideins" / "date=2026-01-02" / "part-newer.parquet")
+    with pytest.raises(DatasetError, match="schema version 99, newer than this glidein_tracing reads"):
+        open_dataset(tmp_path)
+    foreign = tmp_path / "foreign"
+    (foreign / "glideins" / "date=2026-01-01").mkdir(parents=True)
+    pq.write_table(pa.table({"x": [1]}), foreign / "glideins" / "date=2026-01-01" / "part-x.parquet")
+    with pytest.raises(DatasetError, match="not a glidein table file"):
+        open_dataset(foreign)
+
+
+def test_an_empty_day_and_an_empty_table_are_fine(tmp_path, capsys):
+    row, jobs = glidein_row("a" * 32, jobs=((10, 500, False),))
+    write_rows(tmp_path, "glideins", [row])
+    write_rows(tmp_path, "jobs", jobs)
+    write_rows(tmp_path, "glideins", [], day="2026-01-02", name="empty")      # a day with no rows
+    (tmp_path / "glideins" / "date=2026-01-03").mkdir()                        # a day with no file
+    assert main(["analyze", str(tmp_path), "--whatif", "--quiet", "--json", str(tmp_path / "o.json")]) == 0
+    assert json.loads((tmp_path / "o.json").read_text())["stats"]["glideins"] == 1
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["analyze", str(empty), "--whatif", "--html", str(tmp_path / "e.html")]) == 0
+    assert "glideins 0" in capsys.readouterr().out and "No glidein rows" in (tmp_path / "e.html").read_text()
+
+
+def test_html_is_a_page_of_sortable_tables_beside_plots(table, tmp_path):
+    out = tmp_path / "r.html"
+    assert main(["analyze", str(table), "--whatif", "--html", str(out), "--quiet"]) == 0
+    page = out.read_text()
+    assert "<pre" not in page and page.count("class='sortable'") >= 8
     assert page.count("data:image/png;base64,") == 5
     for figure in ("distributions", "shutdowns", "waste", "validation", "tradeoff"):
         assert f"id='plot-{figure}'" in page
+    for header in ("p90", "strt (%)", "badp (%)", "lift (x)", "saved core-hours", "core-hours"):
+        assert f"<th>{header}</th>" in page, header
     assert "http://" not in page and "https://" not in page    # nothing fetched from anywhere
 
 
@@ -102,53 +166,121 @@ def _browser():
         path = shutil.which(name)
         if path:
             return path
-    return None
+    message = f"headless Chromium is not installed (CI must install it: {INSTALL_HINT})"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
 
 
-PROBE = """<script>
-window.addEventListener('load', function () {
-  var out = [];
-  document.querySelectorAll('img, svg').forEach(function (e) {
-    var r = e.getBoundingClientRect();
-    out.push({tag: e.tagName, id: e.id, width: Math.round(r.width), height: Math.round(r.height),
-              natural: e.naturalWidth || 0, complete: e.complete === undefined ? true : e.complete});
-  });
-  var pre = document.createElement('pre');
-  pre.id = 'layout-probe';
-  pre.textContent = 'PRO' + 'BE:' + JSON.stringify(out) + ':EB' + 'ORP';
-  document.body.appendChild(pre);
-});
-</script>"""
-
-
-def test_html_report_renders_in_headless_chromium_with_visible_plots(store, tmp_path):
-    browser = _browser()
-    if browser is None:
-        message = f"headless Chromium is not installed (CI must install it: {INSTALL_HINT})"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    html_path = tmp_path / "report.html"
-    assert main(["analyze", "--store", str(store), "--whatif", "--html", str(html_path), "--quiet"]) == 0
-    probed = tmp_path / "probed.html"
-    probed.write_text(html_path.read_text().replace("</body>", PROBE + "</body>"))
+def _dom(browser, page: Path, tmp_path, probe: str) -> dict:
+    probed = page.with_name("probed-" + page.name)
+    probed.write_text(page.read_text().replace("</body>", probe + "</body>"))
     flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
              f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,2000"]
     dom = subprocess.run(flags + ["--virtual-time-budget=10000", "--dump-dom", probed.as_uri()],
                          capture_output=True, text=True, timeout=180)
     assert "PROBE:" in dom.stdout, dom.stderr[-2000:]
-    elements = json.loads(dom.stdout.split("PROBE:", 1)[1].split(":EBORP", 1)[0].replace("&amp;", "&"))
-    plots = [e for e in elements if e["id"].startswith("plot-")]
-    assert {e["id"] for e in plots} == {"plot-distributions", "plot-shutdowns", "plot-waste", "plot-validation",
-                                        "plot-tradeoff"}
-    for element in plots:
-        assert element["width"] > 100 and element["height"] > 100, element
-        assert element["natural"] > 100, element      # the PNG decoded
-    shot = tmp_path / "report.png"
-    subprocess.run(flags + [f"--screenshot={shot}", html_path.as_uri()], capture_output=True, timeout=180)
-    assert shot.exists() and shot.stat().st_size > 10_000
-    from PIL import Image
-    image = Image.open(shot).convert("L")
-    low, high = image.getextrema()
-    assert high - low > 100          # not a blank page
+    return json.loads(dom.stdout.split("PROBE:", 1)[1].split(":EBORP", 1)[0].replace("&amp;", "&"))
+
+
+# after load: every image's size, then a click on the first table's "core-hours" header, and the
+# first column's order after it
+REPORT_PROBE = """<script>
+window.addEventListener('load', function () {
+  var out = {images: []};
+  document.querySelectorAll('img').forEach(function (e) {
+    var r = e.getBoundingClientRect();
+    out.images.push({id: e.id, width: Math.round(r.width), height: Math.round(r.height), natural: e.naturalWidth});
+  });
+  var t = document.querySelector('table.sortable'), th = t.querySelectorAll('th')[1];
+  th.click();
+  out.sorted = Array.from(t.tBodies[0].rows).map(function (r) { return parseFloat(r.cells[1].dataset.v); });
+  out.links = Array.from(document.querySelectorAll('a')).map(function (a) { return a.getAttribute('href'); });
+  var pre = document.createElement('pre');
+  pre.textContent = 'PRO' + 'BE:' + JSON.stringify(out) + ':EB' + 'ORP';
+  document.body.appendChild(pre);
+});
+</script>"""
+WATERFALL_PROBE = """<script>
+window.addEventListener('load', function () {
+  var bars = Array.from(document.querySelectorAll('div.bar')).map(function (b) {
+    var r = b.getBoundingClientRect(); return {width: r.width, left: r.left, err: b.classList.contains('err')}; });
+  var pre = document.createElement('pre');
+  pre.textContent = 'PRO' + 'BE:' + JSON.stringify({bars: bars, rows: document.querySelectorAll('tr.span').length})
+    + ':EB' + 'ORP';
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+def test_html_report_renders_in_headless_chromium_sorts_and_links_waterfall_pages(tmp_path):
+    browser = _browser()
+    store, tbl = tmp_path / "store", tmp_path / "table"
+    write_synth_store(store, glideins=60, seed=4, validation_failure_rate=0.5)
+    write_synth_table(tbl, glideins=2000, seed=4, period_s=86400)
+    # the table's failed glideins get the trace ids of the store's failed glideins (as a backfill
+    # of that store would write them), so the report's examples are traces the store holds
+    failed = [t for t, *_ in Store(store).summaries() if Store(store).trace(t)[0]["status_code"] == 2
+              or any(s["status_code"] == 2 for s in Store(store).trace(t))]
+    files = sorted((tbl / "glideins").rglob("*.parquet"))
+    rows = pq.read_table(files[0])
+    ids = rows.column("trace_id").to_pylist()
+    flags = [m is not None for m in rows.column("failure_message").to_pylist()]
+    targets = iter(failed)
+    ids = [next(targets, i) if f else i for i, f in zip(ids, flags)]
+    pq.write_table(rows.set_column(rows.column_names.index("trace_id"), "trace_id", pa.array(ids)), files[0])
+    html_path = tmp_path / "report.html"
+    assert main(["analyze", str(tbl), "--whatif", "--html", str(html_path), "--quiet", "--store", str(store)]) == 0
+    found = _dom(browser, html_path, tmp_path, REPORT_PROBE)
+    plots = {e["id"]: e for e in found["images"]}
+    assert set(plots) == {"plot-distributions", "plot-shutdowns", "plot-waste", "plot-validation", "plot-tradeoff"}
+    for element in plots.values():
+        assert element["width"] > 100 and element["height"] > 100 and element["natural"] > 100, element
+    assert found["sorted"] == sorted(found["sorted"]) and len(found["sorted"]) > 3    # clicked: ascending
+    pages = [h for h in found["links"] if h.startswith("report.html.traces/")]
+    assert pages, found["links"]
+    waterfall = html_path.parent / pages[0]
+    assert waterfall.exists()
+    bars = _dom(browser, waterfall, tmp_path, WATERFALL_PROBE)
+    assert bars["rows"] > 5 and any(b["err"] for b in bars["bars"])      # a failed glidein: a red bar
+    assert all(b["width"] >= 1 for b in bars["bars"]) and max(b["width"] for b in bars["bars"]) > 400
+
+
+def test_show_html_writes_a_waterfall_page(tmp_path, capsys):
+    write_synth_store(tmp_path / "store", glideins=5, seed=3)
+    trace_id = next(iter(Store(tmp_path / "store").summaries()))[0]
+    out = tmp_path / "w.html"
+    assert main(["show", "--store", str(tmp_path / "store"), trace_id[:12], "--html", str(out)]) == 0
+    assert f"trace {trace_id}" in capsys.readouterr().out
+    page = out.read_text()
+    spans = Store(tmp_path / "store").trace(trace_id)
+    assert page.count("<tr class='span'>") == len(spans) and "http" not in page
+    for span in spans:
+        assert f">{span['name']}<" in page or f">{span['name']}<details" in page
+
+
+def test_the_waterfall_unfolds_a_failed_stages_and_a_failed_jobs_log_tails_escaped():
+    spans = simple_glidein(trace_id(9), jobs=((100, 1000, 1),))
+    script = next(s for s in spans if s["name"] == "main/a.sh")
+    job = next(s for s in spans if s["attributes"][conventions.STAGE] == conventions.STAGE_JOB)
+    script["events"] = [{"name": conventions.GLIDEIN_LOG_TAIL, "time_ns": script["end_ns"],
+                         "attributes": {conventions.LOG_LINES: "check <failed> on node"}}]
+    job["events"] = [{"name": conventions.JOB_LOG_TAIL, "time_ns": job["end_ns"],
+                      "attributes": {conventions.LOG_LINES: "cvmfs: file not found"}}]
+    page = render_html(spans)
+    assert "<pre>check &lt;failed&gt; on node</pre>" in page and "<pre>cvmfs: file not found</pre>" in page
+
+
+def test_the_synth_script_writes_a_store_and_a_table(tmp_path, capsys):
+    script = [sys.executable, "-m", "bench.synth"]
+    done = subprocess.run(script + ["--glideins", "25", "--seed", "3", "--store", str(tmp_path / "s"),
+                                    "--table", str(tmp_path / "t")], capture_output=True, text=True)
+    assert done.returncode == 0 and "wrote 25 glideins" in done.stdout, done.stderr
+    assert main(["show", "--store", str(tmp_path / "s"), "--list"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 25
+    assert main(["analyze", str(tmp_path / "t")]) == 0
+    assert "glideins 25" in capsys.readouterr().out
+    bad = subprocess.run(script + ["--glideins", "5", "--table", str(tmp_path / "t"), "--kill-rate", "2"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "--kill-rate must be between 0 and 1" in bad.stderr

@@ -1,121 +1,89 @@
-"""Synthetic traces with KNOWN settings: the analysis must recover what the generator did."""
-
-import math
+"""Synthetic glidein tables with KNOWN settings: the analysis must recover what the generator did."""
 
 import numpy as np
+import pyarrow.dataset as ds
 import pytest
 
-from glidein_tracing.analysis import stats, synth
-from glidein_tracing.analysis.sources import ReadReport, load_table
-from glidein_tracing.analysis.timeline import GLIDEIN_FLOAT_COLUMNS, TimelineTable, timeline_from_spans
+from glidein_tracing.analysis import stats, synth, synth_table
+from glidein_tracing.analysis.dataset import open_dataset
 
-from tests.support.analysis_helpers import write_synth_store
+from tests.support.analysis_helpers import glidein_row, write_rows, write_synth_table
 
 
 @pytest.fixture(scope="module")
-def known_store(tmp_path_factory):
+def known(tmp_path_factory):
     directory = tmp_path_factory.mktemp("synth-known")
-    cfg = write_synth_store(directory, glideins=3000, seed=11, max_idle=900.0, max_tail=250.0,
-                            retire=14400.0, kill_rate=0.03)
+    cfg = write_synth_table(directory, glideins=6000, seed=11, max_idle=900.0, max_tail=250.0, retire=14400.0,
+                            kill_rate=0.03, period_s=3 * 86400)
     return directory, cfg
 
 
-def test_same_seed_same_traces_other_seed_other_traces():
-    a = [t.trace_id for t in synth.generate_timelines(synth.SynthConfig(glideins=50, seed=3))]
-    b = [t.jobs for t in synth.generate_timelines(synth.SynthConfig(glideins=50, seed=3))]
-    c = [t.jobs for t in synth.generate_timelines(synth.SynthConfig(glideins=50, seed=4))]
-    assert len(set(a)) == 50
-    assert b == [t.jobs for t in synth.generate_timelines(synth.SynthConfig(glideins=50, seed=3))]
-    assert b != c
+def test_same_seed_same_rows_other_seed_other_rows():
+    a, ja = synth_table.generate_chunk(synth.SynthConfig(glideins=300, seed=3), 0, 300)
+    b, jb = synth_table.generate_chunk(synth.SynthConfig(glideins=300, seed=3), 0, 300)
+    c, _ = synth_table.generate_chunk(synth.SynthConfig(glideins=300, seed=4), 0, 300)
+    assert list(a["trace_id"]) == list(b["trace_id"]) and len(set(a["trace_id"])) == 300
+    assert np.array_equal(ja["wall_s"], jb["wall_s"]) and not np.array_equal(a["setup_s"], c["setup_s"])
 
 
-def test_spans_round_trip_to_the_same_timeline():
-    for glidein in synth.generate(synth.SynthConfig(glideins=300, seed=5, kill_rate=0.1,
-                                                    validation_failure_rate=0.1)):
-        want = glidein.timeline
-        got = timeline_from_spans(want.trace_id, synth.glidein_spans(glidein))
-        assert (got.entry, got.site, got.cores, got.outcome, got.shutdown_reason, got.problems) == (
-            want.entry, want.site, want.cores, want.outcome, want.shutdown_reason, 0)
-        for name in GLIDEIN_FLOAT_COLUMNS:
-            x, y = getattr(want, name), getattr(got, name)
-            assert (math.isnan(x) and math.isnan(y)) or abs(x - y) < 1e-3, name
-        assert [j[2:] for j in got.jobs] == [j[2:] for j in want.jobs]
-        assert [v[0] for v in got.validations] == [v[0] for v in want.validations]
+def test_rows_follow_the_table_schema_one_job_row_per_job(known):
+    directory, cfg = known
+    glideins = ds.dataset(directory / "glideins", partitioning="hive").to_table()
+    jobs = ds.dataset(directory / "jobs", partitioning="hive").to_table()
+    assert glideins.num_rows == cfg.glideins and jobs.num_rows == int(np.sum(glideins["jobs"].to_numpy()))
+    from glidein_tracing.table.schema import GLIDEINS
+    assert [c.name for c in GLIDEINS] == [n for n in glideins.column_names if n != "date"]
+    # a glidein's idle spans and jobs fill its condor phase exactly
+    data = open_dataset(directory)
+    worst = data.con.execute(
+        "SELECT max(abs(COALESCE(idle_before_first_job_s, 0) + COALESCE(idle_between_jobs_s, 0) + COALESCE(idle_tail_s, 0)"
+        " + COALESCE(idle_no_job_s, 0) + jobs_wall_s - condor_s)) FROM glideins WHERE condor_s IS NOT NULL").fetchone()[0]
+    assert worst < 1e-6
 
 
-def test_idle_shutdowns_cluster_at_the_configured_max_idle_and_tails_at_max_tail(known_store):
-    directory, cfg = known_store
-    table = load_table(store=directory)
-    assert len(table) == cfg.glideins
-    inferred = stats.compute_stats(table)["inferred_settings"]
-    assert inferred["max_idle"]["estimate_s"] == pytest.approx(cfg.max_idle, abs=10)
-    assert inferred["max_tail"]["estimate_s"] == pytest.approx(cfg.max_tail, abs=10)
-    d = stats.Derived(table)
-    reasons = table.names["reason"]
-    no_job = d.iv.has_condor & ~d.has_jobs & (table.g["reason"] == reasons.index("max_idle"))
-    idle = d.iv.L[no_job]
-    # every timeout shutdown lies in [knob, knob + the startd's notice lag]
-    assert idle.min() >= cfg.max_idle - 0.01 and idle.max() <= cfg.max_idle + cfg.shutdown_lag_s + 0.01
-    # no job starts after retire + spread
-    assert d.iv.rel_s.max() <= cfg.retire + cfg.retire_spread
+def test_idle_shutdowns_cluster_at_the_configured_max_idle_and_tails_at_max_tail(known):
+    directory, cfg = known
+    con = open_dataset(directory).con
+    seen = stats.settings_in_force(con)
+    assert seen["max_idle"]["estimate_s"] == pytest.approx(cfg.max_idle, abs=10)
+    assert seen["max_tail"]["estimate_s"] == pytest.approx(cfg.max_tail, abs=10)
+    assert seen["recorded"] == {"max_idle": cfg.max_idle, "max_tail": cfg.max_tail, "retire": cfg.retire}
+    low, high = con.execute("SELECT min(idle_no_job_s), max(idle_no_job_s) FROM glideins "
+                            "WHERE shutdown_reason = 'max_idle'").fetchone()
+    # every idle shutdown lies in [knob, knob + the startd's notice lag]
+    assert low >= cfg.max_idle - 0.01 and high <= cfg.max_idle + cfg.shutdown_lag_s + 0.01
+    latest = con.execute("SELECT max(epoch(j.started_at) - epoch(g.condor_start_at)) FROM jobs j "
+                         "JOIN glideins g USING (trace_id)").fetchone()[0]
+    assert latest <= cfg.retire + cfg.retire_spread
 
 
-def test_the_analysis_counts_what_the_generator_made(known_store):
-    directory, cfg = known_store
-    made = TimelineTable.from_timelines(synth.generate_timelines(cfg))
-    read = load_table(store=directory)
-    a, b = stats.compute_stats(made), stats.compute_stats(read)
-    assert a["jobs"] == b["jobs"] and a["failed_jobs"] == b["failed_jobs"]
-    assert a["outcomes"] == b["outcomes"] and a["shutdown_reasons"] == b["shutdown_reasons"]
-    for key, value in a["waste_core_hours"]["overall"].items():
-        assert b["waste_core_hours"]["overall"][key] == pytest.approx(value, rel=1e-6, abs=1e-3), key
-    assert [s["script"] for s in a["validation_scripts"]] == [s["script"] for s in b["validation_scripts"]]
+def test_percentiles_per_entry_and_site_match_numpy(known):
+    directory, _ = known
+    con = open_dataset(directory).con
+    doc = stats.distributions(con)
+    rows = con.execute("SELECT entry, site, setup_s, queue_wait_s FROM glideins").fetchall()
+    for key, index in (("by_entry", 0), ("by_site", 1)):
+        for group, metrics in doc[key].items():
+            values = np.array([r[2] for r in rows if r[index] == group])
+            assert metrics["setup_s"]["count"] == len(values)
+            for q in (50, 90, 99):
+                assert metrics["setup_s"][f"p{q}"] == pytest.approx(np.percentile(values, q), abs=1e-3)
+    assert doc["overall"]["queue_wait_s"]["p90"] == pytest.approx(np.percentile([r[3] for r in rows], 90), abs=1e-3)
 
 
-def test_recorded_idle_equals_the_idle_spans_the_trace_carries():
-    """Stats derive idle from job intervals; the converter-style idle spans must agree."""
-    cfg = synth.SynthConfig(glideins=400, seed=9, kill_rate=0.1)
-    glideins = list(synth.generate(cfg))
-    table = TimelineTable.from_timelines(g.timeline for g in glideins)
-    d = stats.Derived(table)
-    for row, glidein in enumerate(glideins):
-        spans = synth.glidein_spans(glidein)
-        kinds = {}
-        for s in spans:
-            if s["attributes"]["glidein.stage"] == "idle":
-                kind = s["attributes"]["glidein.idle.kind"]
-                kinds[kind] = kinds.get(kind, 0.0) + (s["end_ns"] - s["start_ns"]) / 1e9
-        assert d.idle_before[row] == pytest.approx(kinds.get("before_first_job", 0.0), abs=0.01)
-        assert d.idle_between[row] == pytest.approx(kinds.get("between_jobs", 0.0), abs=0.01)
-        assert d.tail[row] == pytest.approx(kinds.get("tail", 0.0), abs=0.01)
-        assert d.no_job[row] == pytest.approx(kinds.get("no_job", 0.0), abs=0.01)
+def test_waste_categories_add_up_to_the_glideins_life(known):
+    directory, _ = known
+    w = stats.waste_core_hours(open_dataset(directory).con)["overall"]
+    parts = w["validation"] + w["idle"] + w["no_job"] + w["badput"] + w["goodput"] + w["other"]
+    # the rest of the life is teardown, and the killed glideins' moments between stages
+    assert parts <= w["lifetime"] + 1e-6 and parts > 0.97 * w["lifetime"]
 
 
-def test_validation_scripts_that_dominate_and_fail_are_named():
-    cfg = synth.SynthConfig(glideins=3000, seed=2, validation_failure_rate=0.1)
-    result = stats.compute_stats(TimelineTable.from_timelines(synth.generate_timelines(cfg)))
-    scripts = result["validation_scripts"]
-    # by the generator's medians, validate_node (40 s) and cvmfs (25 s) take most of the time
-    assert [s["script"] for s in scripts[:2]] == ["client/validate_node.sh", "main/cvmfs_setup.sh"]
-    assert sum(s["share_of_validation_time"] for s in scripts) == pytest.approx(1.0, abs=1e-3)
-    by_failures = max(scripts, key=lambda s: s["failures"])
-    assert by_failures["script"] == "main/cvmfs_setup.sh"          # the largest failure weight
-    assert set(by_failures["error_types"]) <= {"Network", "WN_Resource"}
-    assert result["validation_failed_glideins"] == sum(s["failures"] for s in scripts)
-    # a failed glidein keeps the slot ~20 min: its whole life is validation waste
-    assert result["waste_core_hours"]["overall"]["validation"] > 0
-
-
-def test_percentiles_per_entry_and_site_match_numpy():
-    cfg = synth.SynthConfig(glideins=2000, seed=8)
-    table = TimelineTable.from_timelines(synth.generate_timelines(cfg))
-    result = stats.compute_stats(table)
-    entry = table.names["entry"][0]
-    values = table.g["queue_s"][table.g["entry"] == 0]
-    row = result["metrics"]["by_entry"][entry]["queue_wait_s"]
-    assert row["count"] == len(values)
-    for q in (50, 90, 99):
-        assert row[f"p{q}"] == pytest.approx(np.percentile(values, q), abs=1e-3)
-    assert set(result["metrics"]["by_site"]) == set(table.names["site"])
-    jobs = result["metrics"]["overall"]["jobs_per_glidein"]
-    assert jobs["count"] == int(stats.Derived(table).iv.has_condor.sum())
+def test_a_failed_validation_costs_the_whole_node_life_its_sleep_included(tmp_path):
+    row, _ = glidein_row("f" * 32, cores=4, outcome="validation_failed", condor_s=None, condor_start_at=None,
+                         setup_s=22.0, post_failure_sleep_s=1200.0, jobs=())
+    row["ended_at"] = row["node_start_at"] + 22.0 + 1200.0 + 3.0     # teardown, then the ~20 min sleep
+    write_rows(tmp_path, "glideins", [row])
+    waste = stats.waste_core_hours(open_dataset(tmp_path).con)["overall"]
+    assert waste["validation"] == pytest.approx(4 * (22 + 1200 + 3) / 3600, abs=1e-3)
+    assert waste["no_job"] == waste["idle"] == waste["other"] == 0.0

@@ -1,172 +1,97 @@
-"""What-if replay: current settings reproduce the recording; the model's rules hold."""
+"""The what-if replay in SQL: it reproduces the recorded waste with the current settings, it
+equals a plain-Python replay of every glidein for other settings, and its rules hold on
+hand-made glideins."""
 
-import random
-
-import numpy as np
 import pytest
 
-from glidein_tracing.analysis import stats, synth, whatif
-from glidein_tracing.analysis.timeline import GlideinTimeline, TimelineTable
-from glidein_tracing.analysis.whatif import Replayer, Settings, replay_one
+from glidein_tracing.analysis import whatif
+from glidein_tracing.analysis.dataset import open_dataset
+from glidein_tracing.analysis.whatif import Settings
+
+from tests.support.analysis_helpers import glidein_row, replay_one, write_rows, write_synth_table
 
 CURRENT = Settings(1200.0, 400.0, 21600.0)
 
 
 @pytest.fixture(scope="module")
-def recorded():
-    cfg = synth.SynthConfig(glideins=6000, seed=21, kill_rate=0.05, validation_failure_rate=0.05)
-    timelines = list(synth.generate_timelines(cfg))
-    return timelines, TimelineTable.from_timelines(timelines)
+def table(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("whatif")
+    write_synth_table(directory, glideins=1500, seed=21, period_s=3 * 86400, kill_rate=0.05)
+    return directory
 
 
-def test_replaying_the_current_settings_reproduces_the_recorded_waste_exactly(recorded):
-    _, table = recorded
-    d = stats.Derived(table)
-    r = Replayer(table, CURRENT, d).run(CURRENT)
-    assert int(r.lost_jobs.sum()) == 0
-    np.testing.assert_allclose(r.idle_before, d.idle_before, atol=1e-9)
-    np.testing.assert_allclose(r.idle_between, d.idle_between, atol=1e-9)
-    np.testing.assert_allclose(r.tail, d.tail, atol=1e-9)
-    np.testing.assert_allclose(r.no_job, d.no_job, atol=1e-9)
-    np.testing.assert_allclose(r.badput_core_s, d.badput_core_s, atol=1e-6)  # prefix sums: rounding only
-    recorded_waste = stats.compute_stats(table, d)["waste_core_hours"]["overall"]
-    grid = whatif.evaluate_grid(table, CURRENT, [CURRENT], derived=d)
-    check = grid["current_replay"]
-    assert check["exact"]
-    assert check["replayed_idle_core_hours"] == pytest.approx(recorded_waste["idle"], abs=1e-3)
-    assert check["replayed_no_job_core_hours"] == pytest.approx(recorded_waste["no_job"], abs=1e-3)
-    (point,) = grid["candidates"]
-    assert point["saved_core_hours"] == 0 and point["lost_jobs"] == 0
+def _reference(data, current, candidate) -> dict:
+    """Sum of replay_one over every glidein, read row by row."""
+    con = data.con
+    jobs = {}
+    for trace, s, e, failed, cores in con.execute(
+            "SELECT j.trace_id, epoch(j.started_at) - epoch(g.condor_start_at), epoch(j.ended_at) - "
+            "epoch(g.condor_start_at), j.failure_domain IS NOT NULL, g.cpus FROM jobs j JOIN glideins g USING (trace_id) "
+            "WHERE g.condor_s IS NOT NULL").fetchall():
+        jobs.setdefault(trace, []).append((round(s, 3), round(e, 3), failed))
+    total = {"idle": 0.0, "no_job": 0.0, "bad": 0.0, "lost_jobs": 0, "cut": 0}
+    for trace, L, reason, cores in con.execute(
+            "SELECT trace_id, condor_s, shutdown_reason, cpus FROM glideins WHERE condor_s IS NOT NULL").fetchall():
+        one = replay_one(L, jobs.get(trace, []), reason in ("max_idle", "daemon_shutdown"), cores, current, candidate)
+        for key in total:
+            total[key] += one[key]
+    return total
 
 
-def test_reproduction_also_holds_for_settings_the_recording_violates():
-    """A glidein whose recorded idle exceeds the 'current' knob (e.g. the knob was changed
-    mid-way, or is wrong) must still replay to itself."""
-    timelines = list(synth.generate_timelines(synth.SynthConfig(glideins=1500, seed=4, max_idle=1800,
-                                                                 max_tail=900)))
-    table = TimelineTable.from_timelines(timelines)
-    claimed = Settings(600.0, 120.0, 7200.0)
-    d = stats.Derived(table)
-    r = Replayer(table, claimed, d).run(claimed)
-    assert int(r.lost_jobs.sum()) == 0
-    np.testing.assert_allclose(r.tail + r.no_job, d.tail + d.no_job, atol=1e-9)
+def test_replaying_the_current_settings_reproduces_the_recorded_waste_exactly(table):
+    grid = whatif.evaluate_grid(open_dataset(table), CURRENT, [CURRENT])
+    rep = grid["current_replay"]
+    assert rep["exact"] and rep["lost_jobs"] == 0
+    assert rep["replayed_idle_core_hours"] == pytest.approx(rep["recorded_idle_core_hours"], abs=1e-6)
+    assert rep["replayed_no_job_core_hours"] == pytest.approx(rep["recorded_no_job_core_hours"], abs=1e-6)
+    assert rep["recorded_no_job_core_hours"] > 0 and rep["recorded_idle_core_hours"] > 0
 
 
-@pytest.mark.parametrize("candidate", [
-    Settings(600, 120, 14400), Settings(3600, 1200, 28800), Settings(300, 60, 21600),
-    Settings(1200, 200, 10000), Settings(900, 400, 21600), Settings(1200, 400, 3600),
-])
-def test_vectorized_replay_equals_the_plain_python_reference(recorded, candidate):
-    timelines, table = recorded
-    r = Replayer(table, CURRENT).run(candidate)
-    for row in random.Random(1).sample(range(len(timelines)), 1500):
-        ref = replay_one(timelines[row], CURRENT, candidate)
-        got = {"idle_before": r.idle_before[row], "idle_between": r.idle_between[row], "tail": r.tail[row],
-               "no_job": r.no_job[row], "lost_jobs": r.lost_jobs[row], "badput_core_s": r.badput_core_s[row],
-               "lost_core_s": r.lost_core_s[row]}
-        for key, value in got.items():
-            assert value == pytest.approx(ref[key], abs=0.01), (row, key)
+@pytest.mark.parametrize("candidate", [Settings(600, 200, 21600), Settings(1800, 120, 21600), Settings(300, 60, 14400),
+                                       Settings(2400, 900, 28800), Settings(1200, 400, 7200)])
+def test_sql_replay_equals_the_plain_python_reference(table, candidate):
+    data = open_dataset(table)
+    grid = whatif.evaluate_grid(data, CURRENT, [candidate])
+    point = next(p for p in grid["candidates"] if p["settings"] == candidate.as_dict())
+    want = _reference(data, CURRENT, candidate)
+    assert point["idle_core_hours"] == pytest.approx(want["idle"] / 3600, abs=2e-3)
+    assert point["no_job_core_hours"] == pytest.approx(want["no_job"] / 3600, abs=2e-3)
+    assert point["lost_jobs"] == want["lost_jobs"] and point["glideins_cut_short"] == want["cut"]
 
 
-def tl(jobs, condor=(0.0, 2000.0), reason="daemon_shutdown", cores=1.0):
-    return GlideinTimeline(trace_id="t", entry="E", site="S", cores=cores, outcome="ok", shutdown_reason=reason,
-                           node_start=-60.0, node_end=condor[1] + 5, setup_s=60.0, condor_start=condor[0],
-                           condor_end=condor[1], jobs=tuple((s, e, 0, False, cores) for s, e in jobs))
+def test_rules_on_single_glideins(tmp_path):
+    rows = [glidein_row("a" * 32, condor=(0, 1260), jobs=(), reason="max_idle"),          # idled out at 1200 + 60
+            glidein_row("b" * 32, condor=(0, 5000), jobs=((700, 4500, False),)),          # first job after 700 s
+            glidein_row("c" * 32, condor=(0, 9000), jobs=((10, 1000, False), (1300, 8500, True)))]  # 300 s gap
+    write_rows(tmp_path, "glideins", [r for r, _ in rows])
+    write_rows(tmp_path, "jobs", [j for _, js in rows for j in js])
+    data = open_dataset(tmp_path)
+    grid = whatif.evaluate_grid(data, CURRENT, [Settings(600, 200, 21600)])
+    point = next(p for p in grid["candidates"] if p["settings"]["max_idle"] == 600)
+    # a: no job, shut down idle: 1260 - 1200 + 600 = 660 s. b: its first job (700 s wait) is lost; it
+    # ends 600 s after the start plus its startd lag (its recorded tail 500 s - Max_Tail 400 s = 100 s).
+    # c: its second job (300 s gap > 200) is lost; it ends 200 s + its lag (100 s) after job 1
+    assert point["lost_jobs"] == 2 and point["glideins_cut_short"] == 2
+    assert point["no_job_core_hours"] == pytest.approx((660 + 700) / 3600, abs=1e-3)
+    assert point["idle_core_hours"] == pytest.approx((10 + 300) / 3600, abs=1e-3)
 
 
-def test_rules_on_single_glideins():
-    # first job after 1000 s: lost with Max_Idle 600, the glidein ends at 600 (+ its lag: 0 here)
-    g = tl([(1000, 1500)], condor=(0, 1900))           # tail 400 = Max_Tail: ended on its own
-    r = replay_one(g, CURRENT, Settings(600, 400, 21600))
-    assert r["lost_jobs"] == 1 and r["no_job"] == pytest.approx(600) and r["tail"] == 0
-    # a 500 s gap between jobs: later jobs lost with Max_Tail 300; the tail is then 300
-    g = tl([(10, 100), (600, 700), (720, 800)], condor=(0, 1200))
-    r = replay_one(g, CURRENT, Settings(1200, 300, 21600))
-    assert r["lost_jobs"] == 2 and r["tail"] == pytest.approx(300) and r["idle_between"] == 0
-    # the tail is cut to Max_Tail, and grows with a longer one when it ended on its own
-    assert replay_one(g, CURRENT, Settings(1200, 200, 21600))["tail"] == pytest.approx(200)
-    assert replay_one(g, CURRENT, Settings(1200, 600, 21600))["tail"] == pytest.approx(600)
-    # ... but not when the site killed it: then only cuts apply
-    killed = tl([(10, 100)], condor=(0, 350), reason="sigterm")
-    assert replay_one(killed, CURRENT, Settings(1200, 600, 21600))["tail"] == pytest.approx(250)
-    assert replay_one(killed, CURRENT, Settings(1200, 100, 21600))["tail"] == pytest.approx(100)
-    # retire: a job starting after the retire time is lost, an idle glidein stops at retire
-    g = tl([(10, 5000), (5100, 9000)], condor=(0, 9400))
-    r = replay_one(g, CURRENT, Settings(1200, 400, 5050))
-    assert r["lost_jobs"] == 1 and r["tail"] == pytest.approx(50)
+def test_stricter_settings_save_core_hours_and_lose_jobs_looser_cost_more(table):
+    grid = whatif.evaluate_grid(open_dataset(table), CURRENT, [Settings(600, 200, 21600), Settings(2400, 900, 21600)])
+    strict, loose = (next(p for p in grid["candidates"] if p["settings"]["max_idle"] == i) for i in (600, 2400))
+    assert strict["saved_core_hours"] > 0 and strict["lost_jobs"] > 0
+    assert loose["saved_core_hours"] < 0 and loose["lost_jobs"] == 0
 
 
-def test_stricter_settings_save_core_hours_and_lose_jobs_looser_cost_more(recorded):
-    _, table = recorded
-    replayer = Replayer(table, CURRENT)
-    base = replayer.run(CURRENT).waste_core_hours()
-    strict = replayer.run(Settings(300, 60, 21600))
-    loose = replayer.run(Settings(3600, 1200, 21600))
-    strict_w, loose_w = strict.waste_core_hours(), loose.waste_core_hours()
-    total = lambda w: float((w["idle"] + w["no_job"]).sum())  # noqa: E731
-    assert total(strict_w) < total(base) < total(loose_w)
-    assert strict.lost_jobs.sum() > 0 and loose.lost_jobs.sum() == 0
-    # monotone in each knob
-    previous = None
-    for tail in (60, 120, 200, 300, 400, 600):
-        lost = int(replayer.run(Settings(1200, tail, 21600)).lost_jobs.sum())
-        assert previous is None or lost <= previous
-        previous = lost
-
-
-def test_grid_pareto_front_and_recommendation(recorded):
-    _, table = recorded
-    grid = whatif.evaluate_grid(table, CURRENT, whatif.candidate_grid(CURRENT, retire=[14400, 21600]))
-    points = grid["candidates"]
-    assert len(points) == len(whatif.candidate_grid(CURRENT, retire=[14400, 21600]))
+def test_grid_pareto_front_and_recommendation(table):
+    data = open_dataset(table)
+    grid = whatif.evaluate_grid(data, CURRENT, whatif.candidate_grid(CURRENT), budget=0.01)
+    assert len(grid["candidates"]) == 7 * 8
     front = grid["pareto_front"]
-    for p in front:   # nothing on the front is dominated
-        assert not any(q["lost_jobs"] <= p["lost_jobs"] and q["saved_core_hours"] > p["saved_core_hours"] + 1e-9
-                       for q in points)
+    assert [p["lost_jobs"] for p in front] == sorted(p["lost_jobs"] for p in front)
+    for p in grid["candidates"]:       # nothing beats a front point on both axes
+        assert not any(q["lost_jobs"] < p["lost_jobs"] and q["saved_core_hours"] > p["saved_core_hours"] + 1e-9
+                       for q in front) or p not in front
     rec = grid["recommended"]
-    assert rec["expected"]["lost_jobs"] <= rec["lost_jobs_allowed"]
-    allowed = [p for p in points if p["lost_jobs"] <= rec["lost_jobs_allowed"]]
-    assert rec["expected"]["net_saved_core_hours"] == max(p["net_saved_core_hours"] for p in allowed)
-    generous = whatif.evaluate_grid(table, CURRENT, whatif.candidate_grid(CURRENT), budget=0.2)
-    assert generous["recommended"]["expected"]["saved_core_hours"] > 0
-    assert set(grid["by_entry"]) == set(table.names["entry"])
-
-
-def test_empty_table_replays_to_nothing():
-    table = TimelineTable.empty()
-    grid = whatif.evaluate_grid(table, CURRENT, whatif.candidate_grid(CURRENT))
-    assert grid["current_replay"]["exact"] and grid["total_jobs"] == 0
-    assert all(p["lost_jobs"] == 0 for p in grid["candidates"])
-
-
-def test_grid_with_threads_is_the_grid_without(recorded):
-    table = recorded[1]
-    candidates = whatif.candidate_grid(CURRENT, retire=(14400.0, 21600.0))
-    serial = whatif.evaluate_grid(table, CURRENT, candidates, threads=1)
-    assert whatif.evaluate_grid(table, CURRENT, candidates, threads=3) == serial
-
-
-def test_grid_totals_equal_the_sums_of_the_per_glidein_replay(recorded):
-    _, table = recorded
-    d = stats.Derived(table)
-    replayer = Replayer(table, CURRENT, d)
-    entry, ne = table.g["entry"], len(table.names["entry"])
-    candidates = whatif.candidate_grid(CURRENT, retire=(14400.0, 21600.0, 28800.0))
-    assert len(candidates) > 100
-    cut_any = 0
-    for s in candidates:
-        r, t = replayer.run(s), replayer.totals(s)
-        w = r.waste_core_hours()
-        assert t.idle_core_hours == pytest.approx(float(w["idle"].sum()), rel=1e-9, abs=1e-9)
-        assert t.no_job_core_hours == pytest.approx(float(w["no_job"].sum()), rel=1e-9, abs=1e-9)
-        assert t.badput_core_hours == pytest.approx(float(w["badput"].sum()), rel=1e-9, abs=1e-9)
-        assert t.lost_jobs == int(r.lost_jobs.sum())
-        assert t.lost_core_s == pytest.approx(float(r.lost_core_s.sum()), rel=1e-9, abs=1e-9)
-        assert t.glideins_cut_short == int((r.lost_jobs > 0).sum())
-        idle = w["idle"] + w["no_job"]
-        np.testing.assert_allclose(t.idle_by_entry, np.bincount(entry, weights=idle, minlength=ne),
-                                   rtol=1e-9, atol=1e-9)
-        np.testing.assert_array_equal(t.lost_by_entry, np.bincount(entry, weights=r.lost_jobs, minlength=ne))
-        np.testing.assert_array_equal(t.cut_by_entry, np.bincount(entry[r.lost_jobs > 0], minlength=ne))
-        cut_any += t.glideins_cut_short > 0
-    assert cut_any > 10      # the candidates do cut glideins short: the corrections are exercised
+    assert rec["expected"]["lost_jobs"] <= rec["lost_jobs_allowed"] == int(0.01 * grid["total_jobs"])
+    assert set(grid["by_entry"]) == {r[0] for r in data.con.execute("SELECT DISTINCT entry FROM glideins").fetchall()}

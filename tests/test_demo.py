@@ -128,19 +128,30 @@ def test_validation_spans_agree_with_the_glideins_own_records(demo_store):
             assert span["start_ns"] % 10**9 == 0 and span["end_ns"] % 10**9 == 0
 
 
-def test_analyze_reads_the_demo_store_without_mistaking_user_traces(demo_store):
+def test_analyze_reads_the_demos_table_as_the_demo_says(demo_store):
+    """The demo prints the analyze command for its glidein table; run it: the five glideins
+    (not the Frontend's or the users' traces), their outcomes, and the failed glidein's message,
+    domain and trace id in the failures section."""
     import json
-    store, _, _ = demo_store
-    proc = subprocess.run([sys.executable, "-m", "glidein_tracing", "analyze", "--store", str(store),
-                           "--json", "-", "--quiet"], capture_output=True, text=True, timeout=300)
+    _, stdout, traces = demo_store
+    (command,) = [line.split(": ", 1)[1] for line in stdout.splitlines() if "glidein-tracing analyze " in line]
+    table = command.split("glidein-tracing analyze ", 1)[1]
+    proc = subprocess.run([sys.executable, "-m", "glidein_tracing", "analyze", table, "--json", "-", "--quiet"],
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout)
+    roots = {t: stage(spans, "glidein")[0]["attributes"] for t, spans in glidein_traces(traces).items()}
     stats = report["stats"]
-    assert stats["glideins"] == 5 and stats["jobs"] == 5 and stats["failed_jobs"] == 1
-    assert set(stats["problems"].values()) == {0}
-    assert stats["outcomes"]["overall"] == {"ok": 4, "validation_failed": 1}
-    # the Frontend's trace and the two users' traces are read, and not taken for glideins
-    assert report["read"]["not_glidein_traces"] == 3
+    assert stats["glideins"] == len(roots) == 5
+    assert stats["outcomes"]["overall"] == dict(Counter(a["glidein.outcome"] for a in roots.values()))
+    jobs = [j for spans in glidein_traces(traces).values() for j in stage(spans, "job")]
+    assert stats["jobs"] == len(jobs) and stats["failed_jobs"] == sum(j["status_code"] == 2 for j in jobs) == 1
+    (failed,) = [t for t, a in roots.items() if a["glidein.outcome"] == "validation_failed"]
+    failures = report["failures"]
+    assert failures["failed_glideins"] == 1 and failures["glideins_by_domain"] == {"site": 1}
+    (message,) = failures["top_messages"]
+    assert message["domain"] == "site" and message["examples"] == [failed]
+    assert "check_wn_drainstate.sh" in message["message"]
 
 
 def test_failures_carry_domain_log_tail_and_sleep_and_the_summary_names_them(demo_store):

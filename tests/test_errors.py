@@ -17,7 +17,7 @@ from glidein_tracing.core.errors import EXIT_CLOSED_PIPE, EXIT_LEDGER, EXIT_NO_S
 from glidein_tracing.exporters.store import iter_store
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
-from tests.support.analysis_helpers import write_synth_store
+from tests.support.analysis_helpers import write_synth_store, write_synth_table
 from tests.support.factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
 
 SPANS_A_GLIDEIN = 5   # root, setup, teardown, factory.submit, factory.queue
@@ -137,7 +137,8 @@ def test_a_closed_stdout_ends_quietly_and_files_asked_for_are_written(tmp_path):
     listed = run_with_closed_stdout(["show", "--store", str(store), "--list"])
     assert listed.returncode == EXIT_CLOSED_PIPE and listed.stderr == ""
     html, out_json = tmp_path / "report.html", tmp_path / "report.json"
-    analyzed = run_with_closed_stdout(["analyze", "--store", str(store), "--html", str(html),
+    write_synth_table(tmp_path / "table", glideins=40, seed=5)
+    analyzed = run_with_closed_stdout(["analyze", str(tmp_path / "table"), "--html", str(html),
                                        "--json", str(out_json)])
     assert analyzed.returncode == EXIT_CLOSED_PIPE and analyzed.stderr == ""
     assert html.read_text().rstrip().endswith("</html>")

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from importlib.metadata import requires
 
-HEAVY = ("numpy", "matplotlib", "msgspec", "htcondor", "tqdm")
+HEAVY = ("numpy", "matplotlib", "msgspec", "duckdb", "pyarrow", "htcondor", "tqdm")
 CORE_MODULES = ("glidein_tracing.core.converter", "glidein_tracing.core.journal", "glidein_tracing.core.sections",
                 "glidein_tracing.exporters.otlp", "glidein_tracing.exporters.store",
                 "glidein_tracing.exporters.otlp_json", "glidein_tracing.core.sampling",
@@ -44,15 +44,15 @@ def test_importing_the_core_and_the_frontend_hooks_loads_no_heavy_library():
 
 
 def test_a_verb_whose_extra_is_missing_names_the_extra(tmp_path):
-    """As on a Frontend host: numpy cannot be imported; `analyze` says what to install."""
+    """As on a Frontend host: DuckDB cannot be imported; `analyze` says what to install."""
     code = ("import sys\n"
             "class NoNumpy:\n"
             "    def find_spec(self, name, path=None, target=None):\n"
-            "        if name.split('.')[0] == 'numpy':\n"
+            "        if name.split('.')[0] == 'duckdb':\n"
             "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
             "sys.meta_path.insert(0, NoNumpy())\n"
             "from glidein_tracing.cli.main import main\n"
-            f"sys.exit(main(['analyze', '--store', {str(tmp_path)!r}]))\n")
+            f"sys.exit(main(['analyze', {str(tmp_path)!r}]))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 2, done.stderr
     assert "pip install 'glidein_tracing[analysis]'" in done.stderr

@@ -1,6 +1,7 @@
 """After a validation failure the glidein keeps its slot ~20 min (GLIDEIN_ToDie): the Factory
 forwarder makes that a `post_failure_sleep` stage from the end of cleanup to the glidein's exit
-(the Factory's terminated event), and `analyze` counts it as validation waste."""
+(the Factory's terminated event), and `analyze` of the glidein table the forwarder wrote counts
+it as validation waste and names the real failed glidein in its failures section."""
 
 import json
 import os
@@ -8,14 +9,17 @@ import time
 
 import pytest
 
-from glidein_tracing.exporters.store import read_store
 from glidein_tracing.cli.main import main
+from glidein_tracing.exporters.store import JsonLinesStoreExporter, read_store
+from glidein_tracing.factory.delivery import store_span_ids
+from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
+from glidein_tracing.table.sink import TableSink
 
-from tests.support.factory_builders import identity, journal_text, returned_stderr
+from tests.support.factory_builders import FACTORY, identity, journal_text, returned_stderr
 from tests.support.fixtures import fixture_path
 from tests.support.journal_builders import iso_epoch, parse_otr_records
-from test_forwarder import make_forwarder
 
 SLEEP_S = 1200.0
 
@@ -34,7 +38,10 @@ def forwarded(tmp_path, run, ends_after_s):
     old = time.time() - 3600
     os.utime(layout.output(400, 0, "err"), (old, old))
     log.terminated(400, 0, 1, when=T0 + ends_after_s)
-    assert make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite").run_once().glideins_done == 1
+    ledger, store = Ledger(tmp_path / "ledger.sqlite"), tmp_path / "store"
+    forwarder = Forwarder([layout.logs], JsonLinesStoreExporter(store), ledger, FACTORY, grace_s=5,
+                          reconcile=store_span_ids(store), table=TableSink(tmp_path / "table", ledger))
+    assert forwarder.run_once().glideins_done == 1
     spans = read_store(tmp_path / "store")[identity(layout, 400, 0).trace_id]
     return {s["attributes"]["glidein.stage"]: s for s in spans}, spans, T0
 
@@ -49,11 +56,19 @@ def test_validation_failure_sleep_is_a_stage_until_the_factory_saw_the_exit(tmp_
     assert sleep["parent_span_id"] == stages["glidein"]["span_id"]
     assert not [k for k in sleep["attributes"] if k.startswith("glidein.resource.")]
 
-    # analyze: the glidein's validation waste is its whole life, the sleep included
+    # analyze the table: the glidein's validation waste is its whole life, the sleep included,
+    # and the real failed glidein is in the failures section with its domain
     out = tmp_path / "a.json"
-    assert main(["analyze", "--store", str(tmp_path / "store"), "--json", str(out)]) == 0
-    waste = json.loads(out.read_text())["stats"]["waste_core_hours"]["overall"]
+    assert main(["analyze", str(tmp_path / "table"), "--json", str(out), "--quiet"]) == 0
+    report = json.loads(out.read_text())
+    waste = report["stats"]["waste_core_hours"]["overall"]
     assert waste["validation"] == pytest.approx((22 + SLEEP_S) / 3600, abs=0.01)
+    assert report["stats"]["outcomes"]["overall"] == {"validation_failed": 1}
+    domain = stages["glidein"]["attributes"]["glidein.failure.domain"]
+    failures = report["failures"]
+    assert failures["failed_glideins"] == 1 and failures["glideins_by_domain"] == {domain: 1}
+    (message,) = failures["top_messages"]
+    assert message["domain"] == domain and message["examples"] == [stages["glidein"]["trace_id"]]
 
 
 def test_a_glidein_that_ran_has_no_sleep(tmp_path):

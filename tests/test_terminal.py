@@ -11,7 +11,7 @@ from glidein_tracing.cli.main import main
 from glidein_tracing.exporters.store import Store
 from glidein_tracing.core.terminal import escape
 
-from tests.support.analysis_helpers import simple_glidein, trace_id
+from tests.support.analysis_helpers import glidein_row, simple_glidein, trace_id, write_rows
 
 # what a terminal would act on: C0 controls but tab and newline, DEL, C1, bidirectional controls
 RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -78,11 +78,15 @@ def test_show_list_prints_escapes_visibly(tmp_path, capsys):
 
 
 def test_analyze_summary_prints_escapes_visibly(tmp_path, capsys):
-    hostile_store(tmp_path)
-    assert main(["analyze", "--store", str(tmp_path), "--no-cache"]) == 0
+    row, jobs = glidein_row(trace_id(7), jobs=((100, 1000, False),), entry=f"ENTRY{CSI_8BIT}",
+                            failure_domain="site", failure_message=f"mount failed{OSC_8BIT}\nfake line")
+    write_rows(tmp_path, "glideins", [row])
+    write_rows(tmp_path, "jobs", jobs)
+    assert main(["analyze", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert_nothing_raw(out)
-    assert "ENTRY\\x9b2J" in out
+    assert "mount failed\\x9d<n>;owned\\x9c fake line" in out      # normalised: digits, line breaks
+    assert not any(line.startswith("fake line") for line in out.splitlines())
 
 
 def test_log_tails_replace_8bit_csi_and_osc():

@@ -1,13 +1,16 @@
-"""Timeout tuning from glidein traces (docs/analysis.md).
+"""Timeout tuning from the glidein table: SQL on DuckDB over its Parquet files (docs/analysis.md).
 
 One module per concept:
 
-- ``sources``: read spans from the embedded store, OTLP JSON files or Jaeger's query API and
-  group them into traces with bounded memory;
-- ``timeline``: one compact ``GlideinTimeline`` per trace, and the columnar ``TimelineTable``
-  of many (numpy arrays, no span dicts kept);
-- ``stats``: percentiles per entry and site, waste in core-hours, validation scripts;
+- ``dataset``: the table's files (chosen by table/reader.py: damaged files skipped, schema
+  versions checked) as DuckDB views ``glideins`` and ``jobs``;
+- ``stats``: distributions per entry and site, waste in core-hours, validation, settings seen;
+- ``entries``: GlideinWMS's analyze_entries table (plain SQL, also run on Spark);
+- ``failures``: failures by domain, outage windows per site, top messages;
+- ``services``: from the failure rules' columns, failures by domain, service and label with
+  their core-hours, services' outage windows (planned or not), messages no rule decided;
+- ``compare``: which values are over-represented among failed or slow glideins;
 - ``whatif``: replay of every glidein under other GLIDEIN_Max_Idle / Max_Tail / retire times;
-- ``report``: terminal summary, JSON, self-contained HTML with plots;
-- ``synth``: a seeded generator of realistic synthetic glidein traces.
+- ``report``: the analysis document and its terminal summary; ``html``: the HTML page;
+- ``synth`` (traces) and ``synth_table`` (table rows): seeded synthetic glideins.
 """

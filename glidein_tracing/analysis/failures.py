@@ -1,178 +1,143 @@
 """The failures section of the report: who is to blame, where, when, and what was said.
 
 It answers the operators' triage questions from the table's failure columns (each failed
-glidein's domain, error type and message, each failed job's domain; failure.py decides the
-domains):
+glidein's ``failure_domain``, ``failure_type`` and ``failure_message``, each failed job's
+``failure_domain``; failure.py decides the domains), as SQL over the glidein table:
 
 - failed glideins and jobs by domain and by error type, overall and per site and entry, with
   the core-hours each domain cost (a failed glidein's node life, its post-failure sleep
   included, times its cores; a failed job's run times its cores);
 - per site, the failure rate in hourly buckets (by the node's start, or the submission for a
-  glidein that never ran) and the **outage windows**: runs of at least
-  ``MIN_BUCKETS`` consecutive buckets, each with at least ``MIN_GLIDEINS`` glideins, whose
-  failure rate is at least ``max(baseline + MIN_EXCESS, FACTOR x baseline)``, the baseline
-  being the median of the site's hourly rates (an outage lifts only a few buckets, so the
-  median stays the site's usual rate); and the window's failures must be more than chance
-  allows: at most ``MAX_P`` likely under the site's overall failure rate (binomial tail), so
-  a few unlucky glideins in a quiet hour are not an outage;
-- the top failure messages, grouped once numbers, hex ids, paths and host names are taken
-  out, with a count and example trace ids.
-
-Everything is counted with numpy over whole columns (per-site hourly counters come from one
-``bincount``): the cost grows with the glideins, not with sites x hours or glideins x glideins.
+  glidein that never ran) and the **outage windows**: runs of at least ``MIN_BUCKETS``
+  consecutive buckets, each with at least ``MIN_GLIDEINS`` glideins, whose failure rate is at
+  least ``max(baseline + MIN_EXCESS, FACTOR x baseline)``, the baseline being the median of the
+  site's hourly rates; and the window's failures must be at most ``MAX_P`` likely under the
+  site's overall failure rate (binomial tail), so a few unlucky glideins are not an outage;
+- the top failure messages, grouped once hex ids, paths, host names and numbers are replaced
+  (in SQL, so each message is normalised where it is stored), with example trace ids;
+- from the failure rules' columns (services.py): failures by domain, service and label with
+  their core-hours, services' outage windows planned or not, and the messages no rule decided.
 """
 
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 
-from .timeline import TimelineTable
+from .stats import CORES, NODE_LIFE
 
-BUCKET_S = 3600.0
-MIN_GLIDEINS = 5         # a bucket with fewer glideins says too little about a rate
-MIN_BUCKETS = 2          # an outage lasts at least this many consecutive buckets
-MIN_EXCESS = 0.25        # ... with a failure rate at least this much above the baseline
-FACTOR = 3.0             # ... and at least this many times the baseline
-MAX_P = 1e-6             # ... and that many failures at most this likely by chance
+BUCKET_S = 3600
+MIN_GLIDEINS = 5
+MIN_BUCKETS = 2
+MIN_EXCESS = 0.25
+FACTOR = 3.0
+MAX_P = 1e-6
 EXAMPLES = 3
+FAILED = "failure_domain IS NOT NULL"
+MET_SITE = "epoch(COALESCE(node_start_at, submitted_at))"   # when the glidein met its site
 
-_NORMALISE = (
-    (re.compile(r"\b[0-9a-f]{8,}\b", re.I), "<id>"),
-    (re.compile(r"(?<![\w.-])(?:/[\w.@+-]+)+/?"), "<path>"),
-    (re.compile(r"\b[a-z0-9-]+(?:\.[a-z0-9-]+)+\.[a-z]{2,}\b(?::\d+)?", re.I), "<host>"),
-    (re.compile(r"\b\d+(?:\.\d+)?\b"), "<n>"),
-    (re.compile(r"\s+"), " "),
+# (RE2 pattern, replacement): what differs between glideins, in this order
+NORMALISE = (
+    (r"\b[0-9a-fA-F]{8,}\b", "<id>"),
+    (r"(^|[^\w.-])(/[\w.@+-]+)+/?", r"\1<path>"),
+    (r"\b[a-zA-Z0-9-]+(\.[a-zA-Z0-9-]+)+\.[a-zA-Z]{2,}\b(:\d+)?", "<host>"),
+    (r"\b\d+(\.\d+)?\b", "<n>"),
+    (r"\s+", " "),
 )
 
 
-def normalise(message: str) -> str:
-    """A failure message with what differs between glideins (numbers, ids, paths, hosts) out."""
-    for pattern, token in _NORMALISE:
-        message = pattern.sub(token, message)
-    return message.strip()
+def normalised_sql(column: str) -> str:
+    expr = column
+    for pattern, token in NORMALISE:
+        expr = f"regexp_replace({expr}, '{pattern}', '{token}', 'g')"
+    return f"trim({expr})"
 
 
-def failures_section(table: TimelineTable, *, top: int = 10) -> dict:
+def _by(con, select: str, view: str, where: str, group: str) -> dict:
+    return {k: v for k, v in con.execute(f"SELECT {group}, {select} FROM {view} WHERE {where} GROUP BY 1").fetchall()}
+
+
+def failures_section(con, *, top: int = 10) -> dict:
     """The failures section of ``analyze``'s document (JSON-ready)."""
-    g, names = table.g, table.names
-    n = len(table)
-    domain_names = names.get("domain", [""])
-    failed = g["domain"] != 0 if n else np.zeros(0, dtype=bool)
-    life_h = np.nan_to_num(g["node_end"] - g["node_start"]).clip(min=0) / 3600.0
-    core_h = life_h * g["cores"]
-    jobs = table.jobs
-    job_failed = jobs["failed"] & (jobs["domain"] != 0) if len(jobs["failed"]) else np.zeros(0, dtype=bool)
-    job_core_h = np.clip(jobs["end"] - jobs["start"], 0, None) * jobs["cores"] / 3600.0
-
-    def by_code(codes, weights=None, mask=None, labels=domain_names):
-        if mask is not None:
-            codes = codes[mask]
-            weights = weights[mask] if weights is not None else None
-        counts = np.bincount(codes, minlength=len(labels))
-        out = {labels[c]: int(counts[c]) for c in np.flatnonzero(counts)}
-        if weights is None:
-            return out
-        sums = np.bincount(codes, weights=weights, minlength=len(labels))
-        return {labels[c]: round(float(sums[c]), 3) for c in np.flatnonzero(counts)}
-
-    doc = {
-        "failed_glideins": int(failed.sum()), "glideins": n,
-        "failed_jobs": int(job_failed.sum()), "jobs": int(len(jobs["failed"])),
-        "glideins_by_domain": by_code(g["domain"], mask=failed),
-        "glidein_core_hours_by_domain": by_code(g["domain"], core_h, failed),
-        "jobs_by_domain": by_code(jobs["domain"], mask=job_failed),
-        "job_core_hours_by_domain": by_code(jobs["domain"], job_core_h, job_failed),
-        "glideins_by_domain_and_type": _pairs(g["domain"][failed], g["ftype"][failed], domain_names,
-                                              names.get("ftype", [""])),
-        "by_site": _grouped(g["site"], names["site"], g["domain"], failed, domain_names),
-        "by_entry": _grouped(g["entry"], names["entry"], g["domain"], failed, domain_names),
-        "outages": outage_windows(table),
-        "top_messages": top_messages(table, top=top),
+    core_h = f"GREATEST(COALESCE({NODE_LIFE}, 0), 0) * {CORES} / 3600.0"
+    job_failed = "failure_domain IS NOT NULL"
+    n, failed = con.execute(f"SELECT COUNT(*), COUNT(failure_domain) FROM glideins").fetchone()
+    jobs, failed_jobs = con.execute(f"SELECT COUNT(*), COUNT(failure_domain) FROM jobs").fetchone()
+    job_core_h = "wall_s * COALESCE(NULLIF(request_cpus, 0), 1) / 3600.0"
+    pairs = con.execute(f"SELECT failure_domain, COALESCE(failure_type, ''), COUNT(*) FROM glideins WHERE {FAILED} "
+                        "GROUP BY 1, 2 ORDER BY 3 DESC").fetchall()
+    return {
+        "failed_glideins": int(failed), "glideins": int(n), "failed_jobs": int(failed_jobs), "jobs": int(jobs),
+        "glideins_by_domain": _by(con, "COUNT(*)", "glideins", FAILED, "failure_domain"),
+        "glidein_core_hours_by_domain": {k: round(v, 3) for k, v in
+                                         _by(con, f"SUM({core_h})", "glideins", FAILED, "failure_domain").items()},
+        "jobs_by_domain": _by(con, "COUNT(*)", "jobs", job_failed, "failure_domain"),
+        "job_core_hours_by_domain": {k: round(v, 3) for k, v in
+                                     _by(con, f"SUM({job_core_h})", "jobs", job_failed, "failure_domain").items()},
+        "glideins_by_domain_and_type": [[d, t, int(c)] for d, t, c in pairs],
+        "by_site": _grouped(con, "site"), "by_entry": _grouped(con, "entry"),
+        "outages": outage_windows(con), "top_messages": top_messages(con, top=top),
         "rule": {"bucket_s": BUCKET_S, "min_glideins": MIN_GLIDEINS, "min_buckets": MIN_BUCKETS,
                  "min_excess": MIN_EXCESS, "factor": FACTOR, "max_p": MAX_P},
     }
-    return doc
 
 
-def _pairs(first, second, first_names, second_names) -> list:
-    """[(first name, second name, count)] of the pairs present, most first."""
-    if not len(first):
-        return []
-    key = first.astype(np.int64) * len(second_names) + second
-    counts = np.bincount(key)
-    rows = [(first_names[k // len(second_names)], second_names[k % len(second_names)], int(counts[k]))
-            for k in np.flatnonzero(counts)]
-    return sorted(rows, key=lambda r: -r[2])
+def _grouped(con, column: str) -> dict:
+    """Per site or entry: glideins, failed, and failed by domain."""
+    out = {}
+    rows = con.execute(f"SELECT {column}, failure_domain, COUNT(*) FROM glideins GROUP BY 1, 2").fetchall()
+    for group, domain, count in rows:
+        row = out.setdefault(group, {"glideins": 0, "failed": 0, "by_domain": {}})
+        row["glideins"] += count
+        if domain is not None:
+            row["failed"] += count
+            row["by_domain"][domain] = count
+    return out
 
 
-def _grouped(group_codes, group_names, domain_codes, failed, domain_names) -> dict:
-    """Per group (site or entry): glideins, failed, and failed by domain (one bincount of
-    (group, domain) pairs: linear in the glideins whatever the number of groups)."""
-    if not len(group_codes):
-        return {}
-    totals = np.bincount(group_codes, minlength=len(group_names))
-    n_domains = len(domain_names)
-    pairs = np.bincount(group_codes[failed].astype(np.int64) * n_domains + domain_codes[failed],
-                        minlength=len(group_names) * n_domains).reshape(len(group_names), n_domains)
-    return {group_names[code]: {
-        "glideins": int(totals[code]), "failed": int(pairs[code].sum()),
-        "by_domain": {domain_names[d]: int(c) for d, c in enumerate(pairs[code]) if c}}
-        for code in np.flatnonzero(totals)}
+def hourly_counts(con) -> dict:
+    """site -> (first bucket start, glideins per bucket, failed per bucket) as numpy arrays."""
+    rows = con.execute(f"SELECT site, CAST(floor({MET_SITE} / {BUCKET_S}) AS BIGINT) AS b, COUNT(*), "
+                       f"COUNT(failure_domain) FROM glideins WHERE {MET_SITE} IS NOT NULL GROUP BY 1, 2").fetchall()
+    out = {}
+    by_site: dict = {}
+    for site, bucket, total, bad in rows:
+        by_site.setdefault(site, []).append((bucket, total, bad))
+    for site, items in by_site.items():
+        items.sort()
+        first = items[0][0]
+        total = np.zeros(items[-1][0] - first + 1, dtype=np.int64)
+        bad = np.zeros_like(total)
+        for bucket, t, b in items:
+            total[bucket - first], bad[bucket - first] = t, b
+        out[site] = (first * BUCKET_S, total, bad)
+    return out
 
 
-def _starts(table: TimelineTable) -> np.ndarray:
-    """When each glidein met its site: the node's start (where validation fails), else, for a
-    glidein that never ran, the Factory's submission."""
-    g = table.g
-    return np.where(np.isfinite(g["node_start"]), g["node_start"], g["submit"])
-
-
-def outage_windows(table: TimelineTable) -> list:
+def outage_windows(con) -> list:
     """Outage windows per site (the module docstring's rule), earliest first."""
-    g, names = table.g, table.names
-    start = _starts(table)
-    known = np.isfinite(start)
-    if not known.any():
-        return []
-    t0 = math.floor(start[known].min() / BUCKET_S) * BUCKET_S
-    bucket = ((start[known] - t0) // BUCKET_S).astype(np.int64)
-    n_buckets = int(bucket.max()) + 1
-    site = g["site"][known].astype(np.int64)
-    failed = g["domain"][known] != 0
-    key = site * n_buckets + bucket
-    size = len(names["site"]) * n_buckets
-    total = np.bincount(key, minlength=size).reshape(len(names["site"]), n_buckets)
-    bad = np.bincount(key[failed], minlength=size).reshape(len(names["site"]), n_buckets)
-    rows = np.flatnonzero(known)
     out = []
-    for s in np.flatnonzero(total.sum(axis=1)):
-        enough = total[s] >= MIN_GLIDEINS
+    for site, (t0, total, bad) in hourly_counts(con).items():
+        enough = total >= MIN_GLIDEINS
         if not enough.any():
             continue
-        rate = np.where(enough, bad[s] / np.maximum(total[s], 1), 0.0)
+        rate = np.where(enough, bad / np.maximum(total, 1), 0.0)
         baseline = float(np.median(rate[enough]))
         high = enough & (rate >= max(baseline + MIN_EXCESS, FACTOR * baseline))
-        usual = float(bad[s].sum() / total[s].sum())
+        usual = float(bad.sum() / total.sum())
         for first, last in _runs(high):
-            if last - first + 1 < MIN_BUCKETS:
+            n, k = int(total[first:last + 1].sum()), int(bad[first:last + 1].sum())
+            if last - first + 1 < MIN_BUCKETS or binomial_tail(n, k, usual) > MAX_P:
                 continue
-            if binomial_tail(int(total[s, first:last + 1].sum()), int(bad[s, first:last + 1].sum()), usual) > MAX_P:
-                continue
-            lo, hi = t0 + first * BUCKET_S, t0 + (last + 1) * BUCKET_S
-            inside = rows[(site == s) & (bucket >= first) & (bucket <= last)]
-            hit = inside[g["domain"][inside] != 0]
-            out.append({
-                "site": names["site"][s], "start": lo, "end": hi,
-                "glideins": int(len(inside)), "failed": int(len(hit)),
-                "failure_rate": round(len(hit) / len(inside), 4) if len(inside) else 0.0,
-                "baseline_rate": round(baseline, 4),
-                "error_type": _dominant(g["ftype"][hit], names.get("ftype", [""])),
-                "domain": _dominant(g["domain"][hit], names.get("domain", [""])),
-                "examples": [table.trace_ids[i] for i in hit[:EXAMPLES]] if table.trace_ids else [],
-            })
+            lo, hi = t0 + int(first) * BUCKET_S, t0 + (int(last) + 1) * BUCKET_S
+            window = f"site = ? AND {MET_SITE} >= ? AND {MET_SITE} < ?"
+            error_type, domain, examples = con.execute(
+                f"SELECT mode(failure_type), mode(failure_domain), list(trace_id ORDER BY trace_id)[1:{EXAMPLES}] "
+                f"FROM glideins WHERE {window} AND {FAILED}", [site, lo, hi]).fetchone()
+            out.append({"site": site, "start": float(lo), "end": float(hi), "glideins": n, "failed": k,
+                        "failure_rate": round(k / n, 4) if n else 0.0, "baseline_rate": round(baseline, 4),
+                        "error_type": error_type or "", "domain": domain or "", "examples": examples or []})
     return sorted(out, key=lambda o: (o["start"], o["site"]))
 
 
@@ -197,36 +162,10 @@ def _runs(mask: np.ndarray):
     return zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1)
 
 
-def _dominant(codes, labels) -> str:
-    if not len(codes):
-        return ""
-    return labels[int(np.bincount(codes).argmax())]
-
-
-def top_messages(table: TimelineTable, *, top: int = 10) -> list:
-    """The most frequent failure messages once normalised: message, count, domain, examples.
-    Each distinct message is normalised once (interned codes), not once per glidein."""
-    g, names = table.g, table.names
-    messages = names.get("message", [""])
-    failed_rows = np.flatnonzero(g["message"] != 0) if len(table) else np.zeros(0, int)
-    if not len(failed_rows):
-        return []
-    groups: list = []                 # normalised messages
-    index: dict = {}                  # normalised message -> its group
-    code_to_group = np.zeros(len(messages), dtype=np.int64)
-    for code, text in enumerate(messages[1:], start=1):
-        group = index.setdefault(normalise(text), len(groups))
-        if group == len(groups):
-            groups.append(normalise(text))
-        code_to_group[code] = group
-    grp = code_to_group[g["message"][failed_rows]]
-    counts = np.bincount(grp, minlength=len(groups))
-    out = []
-    for group in np.argsort(-counts, kind="stable")[:top]:
-        if not counts[group]:
-            break
-        rows = failed_rows[grp == group]
-        out.append({"message": groups[group], "count": int(counts[group]),
-                    "domain": _dominant(g["domain"][rows], names.get("domain", [""])),
-                    "examples": [table.trace_ids[i] for i in rows[:EXAMPLES]] if table.trace_ids else []})
-    return out
+def top_messages(con, *, top: int = 10) -> list:
+    """The most frequent failure messages once normalised: message, count, domain, examples."""
+    sql = (f"SELECT {normalised_sql('failure_message')} AS m, COUNT(*), mode(failure_domain), "
+           f"list(trace_id)[1:{EXAMPLES}] FROM glideins WHERE {FAILED} AND failure_message IS NOT NULL "
+           "GROUP BY m ORDER BY 2 DESC, 1 LIMIT ?")
+    return [{"message": m, "count": int(c), "domain": d or "", "examples": ex or []}
+            for m, c, d, ex in con.execute(sql, [top]).fetchall()]

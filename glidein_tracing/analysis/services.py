@@ -1,31 +1,66 @@
-"""Services' outage windows, and the breakdown of failures by domain, service and label.
+"""What failures cost by domain, service and label; services' outage windows, planned or not;
+and the failure messages no rule decided yet, as SQL over the glidein table.
 
-Failure rules (failure_rules.py) name the service a failure blames (``*.failure.service``).
-This module finds, per service, when it stopped working and for how long, by the rule the
-per-site windows use (failures.py): hourly buckets; a run of at least ``MIN_BUCKETS`` buckets,
-each with at least ``MIN_GLIDEINS`` attempts, whose rate of failures blamed on the service is
-at least ``max(baseline + MIN_EXCESS, FACTOR x baseline)`` (the baseline: the median of its
-hourly rates), and whose failures are more than chance allows (binomial tail at most
-``MAX_P`` under its overall rate). A service serves every attempt, so a bucket's rate is
-the failures blamed on it over all attempts (glideins or jobs) started in that hour.
-
-It works on plain columns (start times, the failure's service or "", failed flags), so any
-table (numpy arrays, a DuckDB result) can feed it. Each window says whether it was planned:
-whether a declared downtime (downtimes.py) of the service covers it.
+Failure rules (glidein_tracing/failure_rules/) name the service a failure blames and its
+label; the forwarder writes them with the declared downtime the failure fell in into the
+table's ``failure_service``, ``failure_label``, ``failure_rule`` and ``failure_downtime``
+columns (glideins and jobs). Outage windows per service follow the per-site rule
+(failures.py): hourly buckets; a run of at least ``MIN_BUCKETS`` buckets, each with at least
+``MIN_GLIDEINS`` attempts, whose rate of failures blamed on the service is at least
+``max(baseline + MIN_EXCESS, FACTOR x baseline)`` (the baseline: the median of its hourly
+rates), and whose failures are more than chance allows (binomial tail at most ``MAX_P``). A
+service serves every attempt, so a bucket's rate is the failures blamed on it over all
+attempts (glideins by the time they met their site, jobs by their start) in that hour. A
+window is planned when its failures fell in a declared downtime (``failure_downtime``).
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from .failures import (BUCKET_S, FACTOR, MAX_P, MIN_BUCKETS, MIN_EXCESS, MIN_GLIDEINS, _runs,
-                       binomial_tail, normalise)
+from .failures import (BUCKET_S, EXAMPLES, FACTOR, MAX_P, MET_SITE, MIN_BUCKETS, MIN_EXCESS, MIN_GLIDEINS,
+                       _runs, binomial_tail, normalised_sql)
+from .stats import CORES, NODE_LIFE
+
+RULE_COLUMNS = ("failure_service", "failure_label", "failure_rule", "failure_downtime")
+GLIDEIN_CORE_H = f"GREATEST(COALESCE({NODE_LIFE}, 0), 0) * {CORES} / 3600.0"
+JOB_CORE_H = "COALESCE(wall_s, 0) * COALESCE(NULLIF(request_cpus, 0), 1) / 3600.0"
+
+
+def _has_rule_columns(con, view: str) -> bool:
+    """Files written before the failure rules lack these columns (read NULL when some have them)."""
+    return set(RULE_COLUMNS) <= {r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()}
+
+
+def _attempts(con) -> str:
+    """Every glidein and job with when it met its site or started, its failure's service and
+    downtime, and whether it failed: the rows the services' windows count."""
+    parts = []
+    for view, when, trace in (("glideins", MET_SITE, "trace_id"), ("jobs", "epoch(started_at)", "trace_id")):
+        if _has_rule_columns(con, view):
+            parts.append(f"SELECT {when} AS t, failure_service AS service, failure_downtime AS downtime, "
+                         f"failure_domain IS NOT NULL AS failed, {trace} AS trace_id FROM {view}")
+    return " UNION ALL ".join(parts)
+
+
+def breakdown(con) -> list[dict]:
+    """Failed glideins and jobs by domain, then service, then label, with their count and the
+    core-hours they cost, most core-hours first."""
+    parts = [f"SELECT '{kind}' AS kind, failure_domain AS d, COALESCE(failure_service, '') AS s, "
+             f"COALESCE(failure_label, '') AS l, {cost} AS h FROM {view} WHERE failure_domain IS NOT NULL"
+             for kind, view, cost in (("glidein", "glideins", GLIDEIN_CORE_H), ("job", "jobs", JOB_CORE_H))
+             if _has_rule_columns(con, view)]
+    if not parts:
+        return []
+    rows = con.execute(f"SELECT d, s, l, COUNT(*) FILTER (WHERE kind = 'glidein'), COUNT(*) FILTER (WHERE kind = 'job'), "
+                       f"SUM(h) FROM ({' UNION ALL '.join(parts)}) GROUP BY 1, 2, 3 "
+                       "ORDER BY 6 DESC, 4 + 5 DESC, 1, 2, 3").fetchall()
+    return [{"domain": d, "service": s, "label": lab, "glideins": int(g), "jobs": int(j), "core_hours": round(h, 3)}
+            for d, s, lab, g, j, h in rows]
 
 
 def outage_runs(total: np.ndarray, bad: np.ndarray) -> list[tuple[int, int, float]]:
-    """(first, last, baseline) of each outage run in one group's hourly counts."""
+    """(first, last, baseline) of each outage run in one service's hourly counts."""
     enough = total >= MIN_GLIDEINS
     if not enough.any():
         return []
@@ -33,90 +68,58 @@ def outage_runs(total: np.ndarray, bad: np.ndarray) -> list[tuple[int, int, floa
     baseline = float(np.median(rate[enough]))
     high = enough & (rate >= max(baseline + MIN_EXCESS, FACTOR * baseline))
     usual = float(bad.sum() / max(total.sum(), 1))
-    out = []
-    for first, last in _runs(high):
-        if last - first + 1 < MIN_BUCKETS:
-            continue
-        if binomial_tail(int(total[first:last + 1].sum()), int(bad[first:last + 1].sum()), usual) > MAX_P:
-            continue
-        out.append((int(first), int(last), baseline))
-    return out
+    return [(int(first), int(last), baseline) for first, last in _runs(high)
+            if last - first + 1 >= MIN_BUCKETS
+            and binomial_tail(int(total[first:last + 1].sum()), int(bad[first:last + 1].sum()), usual) <= MAX_P]
 
 
-def service_windows(times, services, failed, downtimes=None) -> list[dict]:
+def service_windows(con) -> list[dict]:
     """Outage windows per service, earliest first: service, start, end, hours, attempts,
-    failures, rate, baseline, and ``planned`` with the declared downtime that covers it."""
-    times = np.asarray(times, dtype=float)
-    services = np.asarray(services, dtype=object)
-    failed = np.asarray(failed, dtype=bool)
-    known = np.isfinite(times)
-    if not known.any():
+    failures, rates, ``planned`` (and the declared ``downtime`` its failures fell in), examples."""
+    attempts = _attempts(con)
+    if not attempts:
         return []
-    t0 = math.floor(times[known].min() / BUCKET_S) * BUCKET_S
-    bucket = ((times[known] - t0) // BUCKET_S).astype(np.int64)
-    total = np.bincount(bucket)
-    blamed = failed[known] & (services[known] != "")
-    names, codes = np.unique(services[known][blamed].astype(str), return_inverse=True)
+    bucket = f"CAST(floor(t / {BUCKET_S}) AS BIGINT)"
+    totals = con.execute(f"SELECT {bucket}, COUNT(*) FROM ({attempts}) WHERE t IS NOT NULL GROUP BY 1").fetchall()
+    if not totals:
+        return []
+    first = min(b for b, _ in totals)
+    total = np.zeros(max(b for b, _ in totals) - first + 1, dtype=np.int64)
+    for b, n in totals:
+        total[b - first] = n
     out = []
-    for code, name in enumerate(names):
-        bad = np.bincount(bucket[blamed][codes == code], minlength=len(total))
-        for first, last, baseline in outage_runs(total, bad):
-            start, end = t0 + first * BUCKET_S, t0 + (last + 1) * BUCKET_S
-            attempts, hits = int(total[first:last + 1].sum()), int(bad[first:last + 1].sum())
-            downtime = _declared(downtimes, name, start, end)
-            out.append({"service": str(name), "start": start, "end": end, "hours": (end - start) / 3600,
-                        "attempts": attempts, "failures": hits, "failure_rate": round(hits / attempts, 4),
+    blamed = con.execute(f"SELECT service, {bucket}, COUNT(*) FROM ({attempts}) WHERE t IS NOT NULL AND failed "
+                         "AND COALESCE(service, '') <> '' GROUP BY 1, 2 ORDER BY 1").fetchall()
+    by_service: dict = {}
+    for service, b, n in blamed:
+        by_service.setdefault(service, np.zeros_like(total))[b - first] = n
+    for service, bad in by_service.items():
+        for lo, hi, baseline in outage_runs(total, bad):
+            start, end = float((first + lo) * BUCKET_S), float((first + hi + 1) * BUCKET_S)
+            n, k = int(total[lo:hi + 1].sum()), int(bad[lo:hi + 1].sum())
+            downtime, examples = con.execute(
+                f"SELECT mode(NULLIF(downtime, '')), list(trace_id ORDER BY trace_id)[1:{EXAMPLES}] FROM ({attempts}) "
+                "WHERE failed AND service = ? AND t >= ? AND t < ?", [service, start, end]).fetchone()
+            out.append({"service": service, "start": start, "end": end, "hours": (end - start) / 3600,
+                        "attempts": n, "failures": k, "failure_rate": round(k / n, 4),
                         "baseline_rate": round(baseline, 4), "planned": downtime is not None,
-                        "downtime": downtime.describe() if downtime is not None else ""})
+                        "downtime": downtime or "", "examples": examples or []})
     return sorted(out, key=lambda w: (w["start"], w["service"]))
 
 
-def _declared(downtimes, service: str, start: float, end: float):
-    """A declared downtime of ``service`` that covers any part of [start, end), or None."""
-    if downtimes is None:
-        return None
-    for entry in downtimes.entries:
-        if service.lower() in entry.names and entry.start < end and entry.end > start:
-            return entry
-    return None
+def top_unclassified(con, *, top: int = 10) -> list[dict]:
+    """The most frequent failed glideins' messages no rule decided (no ``failure_rule``), once
+    normalised (numbers, ids, paths, hosts out): what to write a rule for next."""
+    if not _has_rule_columns(con, "glideins"):
+        return []
+    rows = con.execute(f"SELECT {normalised_sql('failure_message')} AS m, COUNT(*), mode(failure_domain), "
+                       f"list(trace_id ORDER BY trace_id)[1:{EXAMPLES}] FROM glideins WHERE failure_domain IS NOT NULL "
+                       "AND COALESCE(failure_rule, '') = '' AND COALESCE(failure_message, '') <> '' "
+                       "GROUP BY m ORDER BY 2 DESC, 1 LIMIT ?", [top]).fetchall()
+    return [{"message": m, "count": int(c), "domain": d or "", "examples": ex or []} for m, c, d, ex in rows]
 
 
-def window_of(times, services, failed, windows: list[dict]) -> np.ndarray:
-    """For each row, the index in ``windows`` of the outage of its own service it failed
-    inside, else -1."""
-    times = np.asarray(times, dtype=float)
-    services = np.asarray(services, dtype=object)
-    failed = np.asarray(failed, dtype=bool)
-    out = np.full(len(times), -1, dtype=np.int64)
-    for index, window in enumerate(windows):
-        inside = failed & (services == window["service"]) & (times >= window["start"]) & (times < window["end"])
-        out[inside & (out < 0)] = index
-    return out
-
-
-def breakdown(domains, services, labels, core_hours) -> list[dict]:
-    """Failures by domain, then service, then label, each with its count and core-hours,
-    most core-hours first: the report's table of what failures cost."""
-    rows: dict = {}
-    for domain, service, label, hours in zip(domains, services, labels, core_hours):
-        key = (str(domain), str(service or ""), str(label or ""))
-        count, total = rows.get(key, (0, 0.0))
-        rows[key] = (count + 1, total + float(hours if hours == hours else 0.0))
-    out = [{"domain": d, "service": s, "label": lab, "failures": n, "core_hours": round(h, 3)}
-           for (d, s, lab), (n, h) in rows.items()]
-    return sorted(out, key=lambda r: (-r["core_hours"], -r["failures"], r["domain"], r["service"], r["label"]))
-
-
-def top_unclassified(messages, rules, *, top: int = 10) -> list[dict]:
-    """The most frequent failure messages no rule decided, once normalised (numbers, ids,
-    paths, hosts out): what to write a rule for next."""
-    counts: dict = {}
-    normal: dict = {}
-    for message, rule in zip(messages, rules):
-        if rule or not message:
-            continue
-        text = normal.get(message)
-        if text is None:
-            text = normal[message] = normalise(str(message))
-        counts[text] = counts.get(text, 0) + 1
-    return [{"message": m, "count": n} for m, n in sorted(counts.items(), key=lambda kv: -kv[1])[:top]]
+def services_section(con, *, top: int = 10) -> dict:
+    """The failure rules' part of the failures section (JSON-ready)."""
+    return {"by_domain_service_label": breakdown(con), "service_outages": service_windows(con),
+            "top_unclassified": top_unclassified(con, top=top)}

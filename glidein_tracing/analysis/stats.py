@@ -1,289 +1,235 @@
-"""Statistics of a TimelineTable: percentiles per entry and site, waste, validation scripts.
+"""Distributions and waste per entry and site: SQL over the glidein table (dataset.py).
 
-Everything is computed with numpy over the columns (no per-glidein Python), so a million
-glideins take seconds. Definitions (docs/analysis.md has the long form):
-
-- ``queue_wait_s``: time in the site's queue (Factory clock, sum of ``factory.queue``);
-- ``setup_s``: the setup stage (download + all validation scripts), per script in
-  ``validation_scripts``;
-- ``time_to_first_job_s``: node start (first node-side span) to the first job start;
-- ``idle_before_first_job_s``, ``idle_between_jobs_s`` (one value per gap), ``tail_s`` (idle
-  after the last job), ``no_job_s`` (the whole condor phase of a glidein that never ran a job);
-- ``jobs_per_glidein``, ``job_runtime_s``, ``lifetime_s`` (node start to end of cleanup).
-
-Waste, in core-hours (duration x the glidein's cores, jobs x their cores), in the Factory's
-categories: ``validation`` (the setup stage; the whole life of a glidein whose validation
-failed, as it keeps the slot ~20 min), ``idle`` (before the first job + between jobs + tail,
-glideins that ran jobs), ``no_job`` (condor phase of glideins that never ran a job),
-``badput`` (failed jobs: non-zero exit, signal, evicted/removed/held). ``goodput`` and
-``other`` (teardown and the moments between stages) complete the life.
+Every number is one aggregate over the ``glideins`` (or ``jobs``) view, overall, per entry and
+per site in one scan (GROUPING SETS). Definitions (docs/analysis.md has the long form):
+``queue_wait_s``, ``setup_s``, ``time_to_first_job_s`` (node start to the first job),
+``idle_before_first_job_s``, ``idle_between_jobs_s`` (per glidein with 2+ jobs, the sum of its
+gaps), ``tail_s``, ``no_job_s``, ``jobs_per_glidein``, ``job_runtime_s``, ``lifetime_s``
+(node start to the end of the glidein). Waste in core-hours (seconds x the glidein's cores,
+jobs x their cores): ``validation`` (setup; the whole node life of a glidein whose validation
+failed, its post-failure sleep included), ``idle_*`` (glideins that ran jobs), ``no_job``,
+``badput`` (failed jobs), ``goodput``, ``other`` (teardown and gaps between stages).
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from .timeline import PROBLEMS, Intervals, TimelineTable
-
 QUANTILES = (0.5, 0.9, 0.99)
-# shutdown reasons that are the glidein's own timeouts (as opposed to being killed)
+# exact percentiles hold every value in memory (DuckDB cannot spill them): beyond this many
+# glideins they are approximate (t-digest, approx_quantile), and the document says so
+EXACT_QUANTILE_ROWS = 2_000_000
+
+
+def quantile_function(con) -> str:
+    """``quantile_cont`` (exact) for up to EXACT_QUANTILE_ROWS glideins, else ``approx_quantile``."""
+    rows = con.execute("SELECT COUNT(*) FROM glideins").fetchone()[0]
+    return "quantile_cont" if rows <= EXACT_QUANTILE_ROWS else "approx_quantile"
 OWN_TIMEOUT_REASONS = ("max_idle", "daemon_shutdown")
 
+# SQL fragments over one glidein row (plain SQL: DuckDB and Spark read the same)
+CORES = "COALESCE(NULLIF(cpus, 0), cpu_logical_count, 1)"
+NODE_LIFE = "(epoch(ended_at) - epoch(node_start_at))"
+VALIDATION_FAILED = "(outcome = 'validation_failed')"
+JOB_FAILED = ("(failure_domain IS NOT NULL OR COALESCE(exit_code, 0) <> 0 OR exit_signal IS NOT NULL "
+              "OR exit_by IN ('remove', 'hold', 'evict'))")
 
-def group_summary(codes: np.ndarray, values: np.ndarray, n_groups: int, qs=QUANTILES) -> dict:
-    """count, mean and quantiles (linear interpolation, as numpy.percentile) of values per
-    group code; NaNs skipped.
-
-    No value is sorted: values are grouped by a stable radix sort of the small integer codes,
-    and in each group only the two order statistics around each quantile are selected
-    (np.partition, linear time). A full argsort of 8 million validation times took seconds."""
-    codes = np.asarray(codes, dtype=np.int64)
-    values = np.asarray(values, dtype=np.float64)
-    ok = np.isfinite(values)
-    if not ok.all():
-        codes, values = codes[ok], values[ok]
-    if n_groups <= 1:
-        v, c = values, np.zeros(len(values), dtype=np.int64)
-    else:
-        small = codes.astype(np.int16 if n_groups < 2**15 else np.int32 if n_groups < 2**31 else np.int64)
-        order = np.argsort(small, kind="stable")
-        v, c = values[order], codes[order]
-    counts = np.bincount(c, minlength=n_groups)[:n_groups]
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
-    sums = np.bincount(c, weights=v, minlength=n_groups)[:n_groups]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = {"count": counts, "mean": np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)}
-    results = [np.full(n_groups, np.nan) for _ in qs]
-    for group in np.nonzero(counts)[0]:
-        start, count = int(starts[group]), int(counts[group])
-        positions = [q * (count - 1) for q in qs]
-        lows = [int(np.floor(p)) for p in positions]
-        highs = [min(low + 1, count - 1) for low in lows]
-        segment = v[start:start + count]
-        if count > 2:
-            segment = np.partition(segment, sorted(set(lows + highs)))
-        elif count == 2 and segment[0] > segment[1]:
-            segment = segment[::-1]
-        for result, position, low, high in zip(results, positions, lows, highs):
-            frac = position - low
-            result[group] = segment[low] * (1 - frac) + segment[high] * frac
-    for q, result in zip(qs, results):
-        out[f"p{int(round(q * 100))}"] = result
-    return out
+# metric -> (expression, the rows it has a value for)
+GLIDEIN_METRICS = {
+    "queue_wait_s": ("queue_wait_s", "true"),
+    "setup_s": ("setup_s", "true"),
+    "time_to_first_job_s": ("epoch(condor_start_at) - epoch(node_start_at) + idle_before_first_job_s", "jobs > 0"),
+    "idle_before_first_job_s": ("idle_before_first_job_s", "jobs > 0"),
+    "idle_between_jobs_s": ("idle_between_jobs_s", "jobs > 1"),
+    "tail_s": ("idle_tail_s", "jobs > 0"),
+    "no_job_s": ("idle_no_job_s", "jobs = 0"),
+    "jobs_per_glidein": ("jobs", "condor_s IS NOT NULL"),
+    "lifetime_s": (NODE_LIFE, "true"),
+}
+WASTE = {   # category -> seconds x cores of one glidein row
+    "validation": f"CASE WHEN {VALIDATION_FAILED} THEN GREATEST({NODE_LIFE}, setup_s) ELSE setup_s END",
+    "idle_before_first_job": "CASE WHEN jobs > 0 THEN idle_before_first_job_s END",
+    "idle_between_jobs": "CASE WHEN jobs > 0 THEN idle_between_jobs_s END",
+    "idle_tail": "CASE WHEN jobs > 0 THEN idle_tail_s END",
+    "no_job": "CASE WHEN jobs = 0 THEN idle_no_job_s END",
+    "other": f"CASE WHEN NOT {VALIDATION_FAILED} THEN GREATEST({NODE_LIFE} - setup_s - COALESCE(condor_s, 0), 0) END",
+    "lifetime": NODE_LIFE,
+}
+GROUPS = (("overall", None), ("by_entry", "entry"), ("by_site", "site"))
 
 
-def _rows(summary: dict, index: int) -> dict:
-    out = {}
-    for key, column in summary.items():
-        value = column[index]
-        if key == "count":
-            out[key] = int(value)
-        else:
-            out[key] = None if not np.isfinite(value) else round(float(value), 3)
-    return out
+def _round(value, digits=3):
+    return None if value is None else round(float(value), digits)
 
 
-class Derived:
-    """Per-glidein and per-job quantities shared by stats, the what-if replay and plots."""
-
-    def __init__(self, table: TimelineTable):
-        self.table = table
-        g, j = table.g, table.jobs
-        iv = self.iv = Intervals(table)
-        n = len(table)
-        self.cores = np.where(np.isfinite(g["cores"]) & (g["cores"] > 0), g["cores"], 1.0)
-        self.lifetime = g["node_end"] - g["node_start"]
-        vfail = np.zeros(n, dtype=bool)
-        if len(table.vals["failed"]):
-            vfail[table.vals["glidein"][table.vals["failed"]]] = True
-        outcome_names = table.names["outcome"]
-        if "validation_failed" in outcome_names:
-            vfail |= g["outcome"] == outcome_names.index("validation_failed")
-        self.validation_failed = vfail
-        self.has_jobs = iv.n_jobs > 0
-        first_start = np.full(n, np.nan)
-        if len(j["start"]):
-            first_start[self.has_jobs] = j["start"][iv.offsets[:-1][self.has_jobs]]
-        self.time_to_first_job = first_start - g["node_start"]
-        jg = iv.glidein
-        self.job_seconds = iv.rel_e - iv.rel_s
-        self.job_core_s = self.job_seconds * j["cores"]
-        self.idle_before = np.bincount(jg[iv.first], weights=iv.gap[iv.first], minlength=n)
-        self.idle_between = np.bincount(jg[~iv.first], weights=iv.gap[~iv.first], minlength=n)
-        self.tail = np.where(self.has_jobs, iv.tail, 0.0)
-        self.no_job = np.where(iv.has_condor & ~self.has_jobs, iv.L, 0.0)
-        failed = j["failed"]
-        self.badput_core_s = np.bincount(jg[failed], weights=self.job_core_s[failed], minlength=n)
-        self.goodput_core_s = np.bincount(jg[~failed], weights=self.job_core_s[~failed], minlength=n)
-
-    def waste_core_hours(self) -> dict:
-        """Per glidein, core-hours per category (arrays)."""
-        g = self.table.g
-        c = self.cores
-        setup = np.nan_to_num(g["setup_s"])
-        life = np.nan_to_num(self.lifetime)
-        validation = np.where(self.validation_failed, np.maximum(life, setup), setup) * c
-        idle_before = self.idle_before * c
-        idle_between = self.idle_between * c
-        tail = self.tail * c
-        no_job = self.no_job * c
-        other = np.where(self.validation_failed, 0.0, np.maximum(life - setup - self.iv.L, 0.0)) * c
-        h = 1 / 3600.0
-        return {"validation": validation * h, "idle_before_first_job": idle_before * h,
-                "idle_between_jobs": idle_between * h, "idle_tail": tail * h,
-                "idle": (idle_before + idle_between + tail) * h, "no_job": no_job * h,
-                "badput": self.badput_core_s * h, "goodput": self.goodput_core_s * h,
-                "other": other * h, "lifetime": life * c * h}
-
-
-def _metric_values(d: Derived) -> dict:
-    """metric -> (group row per value, values)."""
-    t, iv = d.table, d.iv
-    n = len(t)
-    rows = np.arange(n)
-    jg = iv.glidein
-    condor_rows = rows[iv.has_condor]
-    return {
-        "queue_wait_s": (rows, t.g["queue_s"]),
-        "setup_s": (rows, t.g["setup_s"]),
-        "time_to_first_job_s": (rows, d.time_to_first_job),
-        "idle_before_first_job_s": (jg[iv.first], iv.gap[iv.first]),
-        "idle_between_jobs_s": (jg[~iv.first], iv.gap[~iv.first]),
-        "tail_s": (rows[d.has_jobs], iv.tail[d.has_jobs]),
-        "no_job_s": (rows[iv.has_condor & ~d.has_jobs], iv.L[iv.has_condor & ~d.has_jobs]),
-        "jobs_per_glidein": (condor_rows, iv.n_jobs[iv.has_condor].astype(float)),
-        "job_runtime_s": (jg, d.job_seconds),
-        "lifetime_s": (rows, d.lifetime),
-    }
-
-
-def estimate_threshold(values, bin_s: float = 10.0) -> dict | None:
-    """Where timeout shutdowns cluster: the densest 10 s bin, then the low edge (2nd
-    percentile) of the values near it, rounded to 10 s. None with too few values."""
-    values = np.asarray(values, dtype=float)
-    values = values[np.isfinite(values) & (values > 0)]
-    if len(values) < 10:
-        return None
-    bins = np.floor(values / bin_s).astype(np.int64)
-    uniq, counts = np.unique(bins, return_counts=True)
-    # the densest 60 s window of bins
-    window = 6
-    cumulative = np.concatenate(([0], np.cumsum(counts)))
-    dense = cumulative[np.searchsorted(uniq, uniq + window)] - cumulative[:-1]
-    low = uniq[int(np.argmax(dense))] * bin_s
-    near = values[(values >= low - bin_s) & (values < low + window * bin_s + 120)]
-    estimate = float(np.round(np.percentile(near, 2) / bin_s) * bin_s)
-    return {"estimate_s": estimate, "support": int(len(near)), "share": round(len(near) / len(values), 3),
-            "p50_s": round(float(np.median(near)), 1)}
-
-
-def infer_settings(d: Derived) -> dict:
-    """Lifetime knobs as the data shows them: Max_Idle from glideins that never ran a job
-    and stopped on their own; Max_Tail from tails of glideins stopped on their own."""
-    t, iv = d.table, d.iv
-    reasons = t.names["reason"]
-    own = np.isin(t.g["reason"], [reasons.index(r) for r in OWN_TIMEOUT_REASONS if r in reasons])
-    no_job = iv.has_condor & ~d.has_jobs & own
-    tail = d.has_jobs & own
-    starts = iv.rel_s
-    return {
-        "max_idle": estimate_threshold(iv.L[no_job]),
-        "max_tail": estimate_threshold(iv.tail[tail]),
-        "latest_job_start_s": round(float(starts.max()), 1) if len(starts) else None,
-        "p99_job_start_s": round(float(np.percentile(starts, 99)), 1) if len(starts) else None,
-    }
-
-
-def _counts(codes, names, groups=None, group_names=None) -> dict:
-    if groups is None:
-        counts = np.bincount(codes, minlength=len(names))
-        return {names[i]: int(c) for i, c in enumerate(counts) if c and names[i] != ""}
-    out = {}
-    n_names = max(len(names), 1)
-    matrix = np.bincount(groups * n_names + codes, minlength=len(group_names) * n_names).reshape(-1, n_names)
-    for gi, gname in enumerate(group_names):
-        row = {names[i]: int(c) for i, c in enumerate(matrix[gi]) if c and names[i] != ""}
-        if row:
-            out[gname] = row
-    return out
-
-
-def validation_scripts(t: TimelineTable, d: Derived) -> list:
-    """Per script: runs, time (total, share, percentiles), failures and error types, sorted by
-    total time, the scripts that dominate setup first."""
-    v = t.vals
-    scripts, errors = t.names["script"], t.names["error"]
-    ns = len(scripts)
-    if not len(v["name"]):
-        return []
-    summary = group_summary(v["name"], v["seconds"], ns)
-    total = np.bincount(v["name"], weights=v["seconds"], minlength=ns)
-    core_h = np.bincount(v["name"], weights=v["seconds"] * d.cores[v["glidein"]], minlength=ns) / 3600.0
-    failures = np.bincount(v["name"][v["failed"]], minlength=ns)
-    error_matrix = np.bincount(v["name"][v["failed"]] * len(errors) + v["error"][v["failed"]],
-                               minlength=ns * len(errors)).reshape(ns, len(errors))
-    grand = total.sum() or 1.0
+def _grouped(con, select: str, view: str, where: str = "") -> list:
+    """Rows of ``select`` per grouping set (), (entry), (site): (grouping key, group, values...)."""
+    sql = (f"SELECT GROUPING(entry) AS ge, GROUPING(site) AS gs, entry, site, {select} FROM {view} {where} "
+           "GROUP BY GROUPING SETS ((), (entry), (site))")
     out = []
-    for i in np.argsort(-total):
-        runs = int(summary["count"][i])
+    for row in con.execute(sql).fetchall():
+        ge, gs, entry, site = row[:4]
+        key = "overall" if ge and gs else "by_entry" if not ge else "by_site"
+        out.append((key, entry if key == "by_entry" else site, row[4:]))
+    return out
+
+
+def _place(doc: dict, key: str, group, name: str, value) -> None:
+    if key == "overall":
+        doc["overall"][name] = value
+    else:
+        doc[key].setdefault(group, {})[name] = value
+
+
+def distributions(con) -> dict:
+    """count, mean, p50/p90/p99 of every metric, overall / per entry / per site."""
+    qs = ", ".join(str(q) for q in QUANTILES)
+    quantile = quantile_function(con)
+    parts = []
+    for expr, cond in GLIDEIN_METRICS.values():
+        value = f"CASE WHEN {cond} THEN {expr} END"
+        parts += [f"COUNT({value})", f"AVG({value})", f"{quantile}({value}, [{qs}])"]
+    doc = {"overall": {}, "by_entry": {}, "by_site": {}, "exact": quantile == "quantile_cont"}
+    names = list(GLIDEIN_METRICS) + ["job_runtime_s"]
+    rows = _grouped(con, ", ".join(parts), "glideins")
+    rows_jobs = _grouped(con, f"COUNT(wall_s), AVG(wall_s), {quantile}(wall_s, [{qs}])", "jobs")
+    for source, metric_names in ((rows, names[:-1]), (rows_jobs, names[-1:])):
+        for key, group, values in source:
+            for index, name in enumerate(metric_names):
+                count, mean, quantiles = values[3 * index: 3 * index + 3]
+                if not count:
+                    continue
+                entry = {"count": int(count), "mean": _round(mean)}
+                entry.update({f"p{int(q * 100)}": _round(v) for q, v in zip(QUANTILES, quantiles or ())})
+                _place(doc, key, group, name, entry)
+    return doc
+
+
+def waste_core_hours(con) -> dict:
+    """Core-hours per waste category, overall / per entry / per site."""
+    cats = list(WASTE)
+    select = ", ".join(f"SUM(({expr}) * {CORES}) / 3600.0" for expr in WASTE.values())
+    doc = {"overall": {}, "by_entry": {}, "by_site": {}}
+    for key, group, values in _grouped(con, select, "glideins"):
+        row = {c: _round(v or 0.0) for c, v in zip(cats, values)}
+        row["idle"] = round(row["idle_before_first_job"] + row["idle_between_jobs"] + row["idle_tail"], 3)
+        if key == "overall":
+            doc["overall"].update(row)
+        else:
+            doc[key][group] = row
+    job_cores = "COALESCE(NULLIF(request_cpus, 0), 1)"
+    select = (f"SUM(CASE WHEN {JOB_FAILED} THEN wall_s * {job_cores} ELSE 0 END) / 3600.0, "
+              f"SUM(CASE WHEN {JOB_FAILED} THEN 0 ELSE wall_s * {job_cores} END) / 3600.0")
+    for key, group, (bad, good) in _grouped(con, select, "jobs"):
+        target = doc["overall"] if key == "overall" else doc[key].setdefault(group, {})
+        target["badput"], target["goodput"] = _round(bad or 0.0), _round(good or 0.0)
+    for rows in [doc["overall"], *doc["by_entry"].values(), *doc["by_site"].values()]:
+        for category in ("badput", "goodput", *cats, "idle"):
+            rows.setdefault(category, 0.0)
+    return doc
+
+
+def _counts(con, column: str, where: str) -> dict:
+    out = {"overall": {}, "by_entry": {}}
+    sql = (f"SELECT entry, {column}, COUNT(*) FROM glideins WHERE {where} AND {column} IS NOT NULL "
+           f"GROUP BY GROUPING SETS (({column}), (entry, {column})) ORDER BY 3 DESC")
+    for entry, value, count in con.execute(sql).fetchall():
+        (out["overall"] if entry is None else out["by_entry"].setdefault(entry, {}))[value] = int(count)
+    return out
+
+
+def validation_groups(con) -> list:
+    """Per validation group (main, entry, client, client_group lists): total time, share,
+    percentiles; and the scripts that failed validation, by error type."""
+    groups = ("main", "entry", "client", "client_group")
+    qs = ", ".join(str(q) for q in QUANTILES)
+    quantile = quantile_function(con)
+    select = ", ".join(f"SUM(validation_{g}_s), COUNT(validation_{g}_s), {quantile}(validation_{g}_s, [{qs}])"
+                       for g in groups)
+    values = con.execute(f"SELECT {select} FROM glideins").fetchone()
+    grand = sum(values[3 * i] or 0.0 for i in range(len(groups))) or 1.0
+    out = []
+    for index, group in enumerate(groups):
+        total, runs, quantiles = values[3 * index: 3 * index + 3]
         if not runs:
             continue
-        row = {"script": scripts[i], "runs": runs, "total_s": round(float(total[i]), 1),
-               "share_of_validation_time": round(float(total[i] / grand), 4),
-               "core_hours": round(float(core_h[i]), 3), "failures": int(failures[i]),
-               "failure_rate": round(float(failures[i] / runs), 5),
-               "error_types": {errors[k]: int(c) for k, c in enumerate(error_matrix[i]) if c}}
-        row.update({k: val for k, val in _rows(summary, i).items() if k != "count"})
+        row = {"group": group, "runs": int(runs), "total_s": _round(total, 1),
+               "share_of_validation_time": round((total or 0.0) / grand, 4)}
+        row.update({f"p{int(q * 100)}": _round(v) for q, v in zip(QUANTILES, quantiles or ())})
         out.append(row)
+    return sorted(out, key=lambda r: -r["total_s"])
+
+
+def failed_scripts(con, top: int = 15) -> list:
+    sql = (f"SELECT failure_stage, failure_type, COUNT(*) FROM glideins WHERE {VALIDATION_FAILED} "
+           "GROUP BY 1, 2 ORDER BY 3 DESC LIMIT ?")
+    return [{"script": s or "(unknown)", "error_type": t or "", "failures": int(c)}
+            for s, t, c in con.execute(sql, [top]).fetchall()]
+
+
+def estimate_threshold(con, expr: str, where: str, bin_s: float = 10.0) -> dict | None:
+    """Where timeout shutdowns cluster: the densest 60 s window of 10 s bins, then the low
+    edge (2nd percentile) of the values near it, rounded to 10 s. None with too few values."""
+    rows = con.execute(f"SELECT floor(v / {bin_s}) AS b, COUNT(*) FROM (SELECT {expr} AS v FROM glideins "
+                       f"WHERE {where}) WHERE v > 0 GROUP BY b ORDER BY b").fetchall()
+    total = sum(c for _, c in rows)
+    if total < 10:
+        return None
+    bins = {int(b): c for b, c in rows}
+    best = max(bins, key=lambda b: sum(bins.get(b + k, 0) for k in range(6)))
+    low = best * bin_s
+    p2, p50, support = con.execute(
+        f"SELECT quantile_cont(v, 0.02), median(v), COUNT(*) FROM (SELECT {expr} AS v FROM glideins WHERE {where}) "
+        f"WHERE v >= ? AND v < ?", [low - bin_s, low + 6 * bin_s + 120]).fetchone()
+    return {"estimate_s": float(round(p2 / bin_s) * bin_s), "support": int(support),
+            "share": round(support / total, 3), "p50_s": round(float(p50), 1)}
+
+
+def settings_in_force(con) -> dict:
+    """The lifetime knobs the table records (the most common value of each), and where the
+    timeout shutdowns cluster in the data (a check of what the table says)."""
+    own = "shutdown_reason IN ('max_idle', 'daemon_shutdown')"
+    recorded = con.execute("SELECT mode(max_idle_s), mode(max_tail_s), mode(retire_time_s) FROM glideins").fetchone()
+    return {"recorded": {"max_idle": recorded[0], "max_tail": recorded[1], "retire": recorded[2]},
+            "max_idle": estimate_threshold(con, "idle_no_job_s", f"jobs = 0 AND {own}"),
+            "max_tail": estimate_threshold(con, "idle_tail_s", f"jobs > 0 AND {own}")}
+
+
+def compute_stats(con) -> dict:
+    """The statistics section of the analysis document (JSON-ready)."""
+    totals = con.execute("SELECT COUNT(*), COALESCE(SUM(jobs), 0), "
+                         f"COALESCE(SUM(CASE WHEN {VALIDATION_FAILED} THEN 1 ELSE 0 END), 0), "
+                         "COALESCE(SUM(CASE WHEN jobs = 0 AND condor_s IS NOT NULL THEN 1 ELSE 0 END), 0) "
+                         "FROM glideins").fetchone()
+    failed_jobs = con.execute(f"SELECT COUNT(*) FROM jobs WHERE {JOB_FAILED}").fetchone()[0]
+    return {"glideins": int(totals[0]), "jobs": int(totals[1]), "failed_jobs": int(failed_jobs),
+            "validation_failed_glideins": int(totals[2]), "glideins_without_jobs": int(totals[3]),
+            "metrics": distributions(con), "waste_core_hours": waste_core_hours(con),
+            "outcomes": _counts(con, "outcome", "true"),
+            "shutdown_reasons": _counts(con, "shutdown_reason", "condor_s IS NOT NULL"),
+            "validation_groups": validation_groups(con), "failed_scripts": failed_scripts(con),
+            "settings_in_force": settings_in_force(con)}
+
+
+def log_histograms(con, metrics, per_decade: int = 10) -> dict:
+    """metric -> (bin lower edges, counts) in log-spaced bins, for plots: one scan per view,
+    the rows never leave the database."""
+    out = {m: ([], []) for m in metrics}
+    for view, names in (("glideins", [m for m in metrics if m in GLIDEIN_METRICS]),
+                        ("jobs", [m for m in metrics if m == "job_runtime_s"])):
+        if not names:
+            continue
+        exprs = {m: (("wall_s", "true") if m == "job_runtime_s" else GLIDEIN_METRICS[m]) for m in names}
+        items = ", ".join(f"{{'m': '{m}', 'v': CASE WHEN {cond} THEN {expr} END}}" for m, (expr, cond) in exprs.items())
+        rows = con.execute(f"SELECT x.m, CAST(floor(log10(x.v) * {per_decade}) AS INTEGER) AS b, COUNT(*) FROM "
+                           f"(SELECT UNNEST([{items}]) AS x FROM {view}) WHERE x.v > 0 GROUP BY 1, 2 ORDER BY 1, 2"
+                           ).fetchall()
+        for m, b, c in rows:
+            out[m][0].append(10 ** (b / per_decade))
+            out[m][1].append(c)
     return out
 
 
-def compute_stats(table: TimelineTable, derived: Derived | None = None, *, by_script_entry: bool = True) -> dict:
-    """The whole statistics document (JSON-ready)."""
-    d = derived or Derived(table)
-    t = table
-    entries, sites = t.names["entry"], t.names["site"]
-    n = len(t)
-    metrics = _metric_values(d)
-    out = {"glideins": n, "jobs": int(len(t.jobs["start"])),
-           "failed_jobs": int(t.jobs["failed"].sum()),
-           "metrics": {"overall": {}, "by_entry": {}, "by_site": {}}}
-    for name, (rows, values) in metrics.items():
-        overall = group_summary(rows, values, 1)
-        out["metrics"]["overall"][name] = _rows(overall, 0)
-        for key, codes, labels in (("by_entry", t.g["entry"], entries), ("by_site", t.g["site"], sites)):
-            summary = group_summary(codes[rows], values, len(labels))
-            for gi, label in enumerate(labels):
-                if summary["count"][gi]:
-                    out["metrics"][key].setdefault(label, {})[name] = _rows(summary, gi)
-    waste = d.waste_core_hours()
-    out["waste_core_hours"] = {"overall": {k: round(float(v.sum()), 3) for k, v in waste.items()},
-                               "by_entry": {}, "by_site": {}}
-    for key, codes, labels in (("by_entry", t.g["entry"], entries), ("by_site", t.g["site"], sites)):
-        sums = {k: np.bincount(codes, weights=v, minlength=len(labels)) for k, v in waste.items()}
-        present = np.bincount(codes, minlength=len(labels))
-        for gi, label in enumerate(labels):
-            if present[gi]:
-                out["waste_core_hours"][key][label] = {k: round(float(s[gi]), 3) for k, s in sums.items()}
-    reason_codes = t.g["reason"]
-    out["shutdown_reasons"] = {"overall": _counts(reason_codes[d.iv.has_condor], t.names["reason"]),
-                               "by_entry": _counts(reason_codes[d.iv.has_condor], t.names["reason"],
-                                                   t.g["entry"][d.iv.has_condor], entries)}
-    out["outcomes"] = {"overall": _counts(t.g["outcome"], t.names["outcome"]),
-                       "by_entry": _counts(t.g["outcome"], t.names["outcome"], t.g["entry"], entries)}
-    out["glideins_without_jobs"] = int((d.iv.has_condor & ~d.has_jobs).sum())
-    out["validation_failed_glideins"] = int(d.validation_failed.sum())
-    out["validation_scripts"] = validation_scripts(t, d)
-    if by_script_entry and len(t.vals["name"]):
-        ns = len(t.names["script"])
-        codes = t.g["entry"][t.vals["glidein"]].astype(np.int64) * ns + t.vals["name"]
-        summary = group_summary(codes, t.vals["seconds"], len(entries) * ns)
-        per = {}
-        for index in np.nonzero(summary["count"])[0]:
-            per.setdefault(entries[index // ns], {})[t.names["script"][index % ns]] = _rows(summary, index)
-        out["validation_by_entry"] = per
-    problems = t.g["problems"]
-    out["problems"] = {name: int(((problems & bit) != 0).sum()) for bit, name in PROBLEMS.items()}
-    out["problem_glideins"] = int((problems != 0).sum())
-    out["inferred_settings"] = infer_settings(d)
-    return out
+def linear_histogram(con, expr: str, where: str, low: float, high: float, bins: int = 80) -> tuple[list, list]:
+    width = (high - low) / bins or 1.0
+    rows = con.execute(f"SELECT CAST(floor(({expr} - {low!r}) / {width!r}) AS INTEGER) AS b, COUNT(*) FROM glideins "
+                       f"WHERE {where} AND {expr} >= {low!r} AND {expr} < {high!r} GROUP BY b ORDER BY b").fetchall()
+    return [low + b * width for b, _ in rows], [c for _, c in rows]

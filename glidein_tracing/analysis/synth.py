@@ -33,10 +33,10 @@ The model (all knobs in ``SynthConfig``; every random draw comes from one seeded
   script's detail, with numbers, paths and hosts that differ between glideins), and each
   failed job's domain (``user_code``; ``preempted`` for a job cut by a kill).
 
-``generate_timelines(cfg)`` yields compact ``GlideinTimeline``s directly (the bench's fast
-path); ``glidein_spans(...)`` gives the flat span dicts of one glidein, with the same ids
+``generate(cfg)`` yields ``SynthGlidein``s; ``glidein_spans(...)`` gives the flat span dicts of one glidein, with the same ids
 and attributes the converter and the Factory forwarder write; ``write_store`` writes OTLP
-JSON Lines into a store directory that ``analyze --store`` (or ``show``) reads.
+JSON Lines into a store directory that ``show`` (and the table's backfill) reads. The glidein
+table's rows at scale come from ``synth_table`` (numpy, the same model and knobs).
 """
 
 from __future__ import annotations
@@ -47,7 +47,32 @@ from dataclasses import dataclass, field
 
 from ..core import failure, ids
 from ..exporters.store import ROTATE_BYTES, Store
-from .timeline import GlideinTimeline
+
+NAN = float("nan")
+
+
+@dataclass(slots=True)
+class GlideinTimeline:
+    """What one synthetic glidein did, in epoch seconds (NaN when it did not happen): what
+    ``glidein_spans`` turns into spans."""
+
+    trace_id: str
+    entry: str = ""
+    site: str = ""
+    cores: float = 1.0
+    outcome: str = "unknown"
+    shutdown_reason: str = ""
+    submit: float = NAN
+    queue_s: float = NAN
+    node_start: float = NAN
+    node_end: float = NAN
+    setup_s: float = NAN
+    validations: tuple = ()           # (script, seconds, failed, error_type)
+    condor_start: float = NAN
+    condor_end: float = NAN
+    jobs: tuple = ()                  # (start, end, exit_code (-1 killed), failed, cores)
+    failure: tuple = ("", "", "")     # a failed glidein's (domain, error type, message)
+    job_domains: tuple = ()           # each job's failure domain ("" when it did not fail)
 
 # (script id, median seconds, lognormal sigma, failure weight, error types)
 SCRIPTS = (
@@ -280,12 +305,6 @@ def _outage_failure(cfg: SynthConfig, site: str, node_start: float, trace_id: st
             if random.Random(f"outage-{trace_id}").random() < outage.rate:
                 return outage.error_type
     return ""
-
-
-def generate_timelines(cfg: SynthConfig):
-    """Compact timelines only (no spans): the fast path for big benchmarks."""
-    for glidein in generate(cfg):
-        yield glidein.timeline
 
 
 # -- spans ------------------------------------------------------------------------------------------

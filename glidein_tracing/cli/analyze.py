@@ -1,16 +1,16 @@
-"""Analyse glidein traces: stage percentiles, waste in core-hours, timeout what-if.
+"""Analyse the glidein table: stage percentiles, waste, failures, GlideinWMS's analyze_entries
+table, compare, and the timeout what-if, as SQL on DuckDB over the table's Parquet files.
 
-Reads the embedded store (--store DIR, default the user's store), OTLP JSON files
-(--otlp-json FILE..., JSON Lines of ExportTraceServiceRequest or one JSON document) or
-Jaeger's query API (--jaeger URL --service NAME --since/--until). Prints a summary; --json
-and --html write the full document and a self-contained report with plots. --whatif replays
-every glidein under a grid of GLIDEIN_Max_Idle / Max_Tail / retire values and recommends
-settings (docs/analysis.md explains every number and the model's limits).
+TABLE is the glidein table's directory (the one holding glideins/ and jobs/), or a glob of
+glidein files; several (e.g. several Factories' tables on shared storage) are analysed as
+one. Prints a summary; --json and --html write the full document and a self-contained
+page with sortable tables and plots. --whatif replays every glidein under a grid of
+GLIDEIN_Max_Idle / Max_Tail / retire values and recommends settings (docs/analysis.md).
 
 Examples:
-  glidein-tracing analyze --store ./store --whatif --html report.html
-  glidein-tracing analyze --jaeger http://127.0.0.1:16686 --service glidein --since 2d --json out.json
-  glidein-tracing analyze --otlp-json 'traces/*.jsonl' --entry ENTRY_A --whatif --max-tail 120,200,300
+  glidein-tracing analyze /var/lib/gwms-factory/glidein-table --whatif --html report.html
+  glidein-tracing analyze 'table/glideins/date=2026-01-*/*.parquet' --jobs 'table/jobs/date=2026-01-*/*.parquet'
+  glidein-tracing analyze TABLE --store STORE --html report.html   # trace ids link to waterfall pages
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import time
+from pathlib import Path
 
 from ..core.errors import UserError
 from ..core.terminal import echo
@@ -32,119 +32,94 @@ def _number_list(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"not a list of seconds: {text!r} (e.g. 300,600,20m)") from exc
 
 
-def _when(text: str | None, now: float) -> float | None:
-    """Epoch seconds from '2d' (ago), an epoch number, or an ISO 8601 date/time."""
-    if text is None:
-        return None
-    text = text.strip()
-    if re.fullmatch(r"[0-9]*\.?[0-9]+[smhdw]", text):
-        return now - parse_duration(text)
-    if re.fullmatch(r"[0-9]{9,}(\.[0-9]+)?", text):
-        return float(text)
-    from datetime import datetime, timezone
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise UserError(f"not a time: {text!r} (use e.g. 2d, an epoch, or 2026-01-31T12:00Z)") from exc
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
-
-
 def add_arguments(parser):
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--store", help="store directory (default: the user's store)")
-    source.add_argument("--otlp-json", nargs="+", metavar="FILE", help="OTLP JSON files, globs or directories")
-    source.add_argument("--jaeger", metavar="URL", help="Jaeger query base URL, e.g. http://127.0.0.1:16686")
-    parser.add_argument("--service", default="glidein", help="service name in Jaeger (default %(default)s)")
-    parser.add_argument("--since", help="Jaeger window start: 2d (ago), an epoch or ISO time (default 1d)")
-    parser.add_argument("--until", help="Jaeger window end (default now)")
+    parser.add_argument("table", nargs="+", help="glidein table directory, dataset directory or glob of glidein files")
+    parser.add_argument("--jobs", action="append", default=[], metavar="GLOB",
+                        help="job files, when TABLE is a glob of glidein files (the what-if needs them)")
     parser.add_argument("--entry", action="append", help="only this entry (repeatable)")
     parser.add_argument("--site", action="append", help="only this site (repeatable)")
     parser.add_argument("--json", metavar="OUT", help="write the full analysis as JSON ('-' for stdout)")
-    parser.add_argument("--html", metavar="OUT", help="write a self-contained HTML report with plots")
+    parser.add_argument("--html", metavar="OUT", help="write a self-contained HTML report")
     parser.add_argument("--quiet", action="store_true", help="no terminal summary")
-    parser.add_argument("--jaeger-ui", metavar="URL",
-                        help="Jaeger UI base URL: trace ids in the HTML report link to their trace there")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="processes reading store/OTLP files in parallel (default: every core, at most 4; "
-                             "1 reads in one process)")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="do not use or write the store's compact cache (<store>/.analysis-cache): "
-                             "read every file")
+    parser.add_argument("--memory-limit", default="1GB",
+                        help="DuckDB's memory limit, beyond which it spills to disk (default %(default)s)")
+    parser.add_argument("--jaeger-ui", metavar="URL", help="Jaeger UI base URL: trace ids in the report link there")
+    parser.add_argument("--store", metavar="DIR",
+                        help="without --jaeger-ui: render the report's trace ids found in this store as waterfall "
+                             "pages beside the report (OUT.traces/) and link them")
     what = parser.add_argument_group("what-if")
     what.add_argument("--whatif", action="store_true", help="replay the glideins under candidate settings")
     what.add_argument("--max-idle", type=_number_list, metavar="LIST", help="candidate GLIDEIN_Max_Idle values, s")
     what.add_argument("--max-tail", type=_number_list, metavar="LIST", help="candidate GLIDEIN_Max_Tail values, s")
     what.add_argument("--retire", type=_number_list, metavar="LIST", help="candidate GLIDEIN_Retire_Time values, s")
-    what.add_argument("--current-max-idle", type=parse_duration, default=1200.0,
-                      help="GLIDEIN_Max_Idle the traces were recorded with (default %(default)s)")
-    what.add_argument("--current-max-tail", type=parse_duration, default=400.0,
-                      help="GLIDEIN_Max_Tail the traces were recorded with (default %(default)s)")
-    what.add_argument("--current-retire", type=parse_duration, default=21600.0,
-                      help="GLIDEIN_Retire_Time the traces were recorded with (default %(default)s)")
+    for knob in ("max-idle", "max-tail", "retire"):
+        what.add_argument(f"--current-{knob}", type=parse_duration, default=None,
+                          help=f"the {knob} the glideins ran with (default: what the table records)")
     what.add_argument("--lost-budget", type=number_in(0, 1), default=0.001,
                       help="recommend only settings losing at most this share of jobs (default %(default)s)")
 
 
-def run(args):
-    import numpy as np
-
-    from ..analysis import report as report_mod
-    from ..analysis.sources import ReadReport, load_table
-    from ..analysis.whatif import Settings
-    from ..exporters.store import default_store_dir
-
-    read = ReadReport()
-    now = time.time()
-    if args.jaeger:
-        source = {"kind": "jaeger", "where": args.jaeger, "service": args.service}
-        kwargs = {"jaeger": args.jaeger, "service": args.service,
-                  "since": _when(args.since or "1d", now), "until": _when(args.until, now) or now}
-    elif args.otlp_json:
-        source = {"kind": "otlp-json", "where": " ".join(args.otlp_json)}
-        kwargs = {"otlp_files": args.otlp_json, "workers": args.workers}
-    else:
-        store = args.store or str(default_store_dir())
-        source = {"kind": "store", "where": store}
-        cache_stats: dict = {}
-        kwargs = {"store": store, "workers": args.workers, "cache": not args.no_cache, "cache_stats": cache_stats}
-        if not args.no_cache:
-            source["cache"] = cache_stats
-
-    keep = None
-    if args.entry or args.site:
-        def keep(table):
-            mask = np.ones(len(table), dtype=bool)
-            if args.entry:
-                codes = [i for i, name in enumerate(table.names["entry"]) if name in set(args.entry)]
-                mask &= np.isin(table.g["entry"], codes)
-            if args.site:
-                codes = [i for i, name in enumerate(table.names["site"]) if name in set(args.site)]
-                mask &= np.isin(table.g["site"], codes)
-            return mask
-        source["filters"] = {"entry": args.entry or [], "site": args.site or []}
+def _trace_pages(doc: dict, store_dir: str, html_path: str) -> dict:
+    """Waterfall pages of the report's example trace ids that the store holds."""
+    from ..exporters.store import Store, StoreError
+    from ..factory.waterfall import render_html
+    wanted = {t for o in doc["failures"]["outages"] for t in o["examples"]}
+    for key in ("top_messages", "service_outages", "top_unclassified"):
+        wanted |= {t for m in doc["failures"][key] for t in m["examples"]}
+    folder = Path(html_path + ".traces")
+    pages = {}
     try:
-        table = load_table(keep=keep, report=read, **kwargs)
-    except FileNotFoundError as exc:
-        raise UserError(str(exc)) from exc
-    if args.jaeger and read.errors and not read.spans:
-        raise UserError(f"Jaeger gave nothing: {read.errors[0]}")
+        store = Store(store_dir)
+        for trace_id in sorted(wanted):
+            spans = store.trace(trace_id)
+            if spans:
+                folder.mkdir(exist_ok=True)
+                (folder / f"{trace_id}.html").write_text(render_html(spans), encoding="utf-8")
+                pages[trace_id] = f"{folder.name}/{trace_id}.html"
+    except (StoreError, OSError) as exc:
+        raise UserError(f"cannot read the store {store_dir}: {exc}") from exc
+    return pages
 
-    current = Settings(args.current_max_idle, args.current_max_tail, args.current_retire)
-    doc = report_mod.analyze(table, current=current, whatif=args.whatif, max_idle=args.max_idle,
+
+def run(args):
+    import duckdb
+    try:
+        return _run(args, verify=False)
+    except duckdb.Error as exc:       # a file whose footer reads but whose data does not
+        echo(f"glidein-tracing analyze: {str(exc).splitlines()[0]}; checking every file", file=sys.stderr)
+    try:
+        return _run(args, verify=True)
+    except duckdb.Error as exc:
+        raise UserError(f"cannot analyse the glidein table: {str(exc).splitlines()[0]}") from exc
+
+
+def _run(args, verify: bool):
+    from ..analysis import report as report_mod
+    from ..analysis.dataset import DatasetError, open_dataset
+    from ..analysis.html import render_html
+
+    try:
+        data = open_dataset(*args.table, jobs=args.jobs, entries=args.entry, sites=args.site,
+                            memory_limit=args.memory_limit, verify=verify)
+    except DatasetError as exc:
+        raise UserError(str(exc)) from exc
+    for name, reason in data.skipped:
+        echo(f"glidein-tracing analyze: skipped {name}: {reason}", file=sys.stderr)
+    current = {"max_idle": args.current_max_idle, "max_tail": args.current_max_tail, "retire": args.current_retire}
+    doc = report_mod.analyze(data, current=current, whatif=args.whatif, max_idle=args.max_idle,
                              max_tail=args.max_tail, retire=args.retire, budget=args.lost_budget,
-                             source=source, read=read.as_dict())
+                             source={"table": args.table, "filters": {"entry": args.entry or [], "site": args.site or []}})
     # the files asked for first: whatever happens to stdout (`| head`), they are written
     if args.json and args.json != "-":
         report_mod.write_json(doc, args.json)
     if args.html:
+        pages = _trace_pages(doc, args.store, args.html) if args.store and not args.jaeger_ui else {}
         with open(args.html, "w", encoding="utf-8") as handle:
-            handle.write(report_mod.render_html(doc, table, jaeger_ui=args.jaeger_ui))
+            handle.write(render_html(doc, data.con, jaeger_ui=args.jaeger_ui, trace_pages=pages))
     if not args.quiet and args.json != "-":
         echo(report_mod.summary_text(doc))
     if args.json == "-":
         import json
-        json.dump(doc, sys.stdout, indent=1, default=report_mod._json_default)
+        json.dump(doc, sys.stdout, indent=1, default=str)
         echo()
     return 0

@@ -262,4 +262,5 @@ def run(args):
         echo(render(traces.get(failed, [])))
     echo(f"\nshow any of them: glidein-tracing show TRACE_ID --store {exporter.directory}")
     echo(f"their rows (docs/glidein-table.md): {table.directory}/glideins/*/*.parquet")
+    echo(f"analyze them (docs/analysis.md): glidein-tracing analyze {table.directory}")
     return 1 if stats.export_failures else 0

@@ -30,8 +30,8 @@ VERBS = {
 }
 # a module missing at run time -> the extra that installs it (setup.cfg)
 EXTRA_OF_MODULE = {"htcondor2": "factory", "classad2": "factory", "htcondor": "factory", "tqdm": "factory",
-                   "yaml": "factory", "re2": "factory", "numpy": "analysis", "matplotlib": "analysis", "msgspec": "analysis",
-                   "pyarrow": "factory", "duckdb": "analysis",
+                   "yaml": "factory", "re2": "factory", "numpy": "analysis", "matplotlib": "analysis", "msgspec": "factory",
+                   "pyarrow": "analysis", "duckdb": "analysis", "pyspark": "spark",
                    "wrapt": "frontend", "opentelemetry.instrumentation": "frontend"}
 
 

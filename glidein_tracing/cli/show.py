@@ -3,7 +3,8 @@
 Reads the embedded store (default under the user's data dir, or --store DIR) through its
 index: a trace id prefix is enough when it is unique; `--list` prints the traces in the
 store; `--reindex` rebuilds the index from the store's files (it is rebuilt by itself when
-missing, stale or damaged).
+missing, stale or damaged). `--html FILE` writes the trace as a waterfall page instead
+(the page the analysis report links a trace id to when no Jaeger UI is given).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ def add_arguments(parser):
     parser.add_argument("--store", help="store directory (default: the user's data dir)", default=None)
     parser.add_argument("--list", action="store_true", help="list the traces in the store")
     parser.add_argument("--reindex", action="store_true", help="rebuild the store's index from its files")
+    parser.add_argument("--html", metavar="FILE", help="write the trace as a self-contained waterfall page")
 
 
 def run(args):
@@ -53,5 +55,12 @@ def _show(args, store: Store) -> int:
         raise UserError(f"no trace {args.trace_id} in {store.directory}")
     if len(matches) > 1:
         raise UserError(f"{args.trace_id} matches several traces; give more digits")
-    echo(render(store.trace(matches[0])))
+    spans = store.trace(matches[0])
+    if args.html:
+        from ..factory.waterfall import render_html
+        with open(args.html, "w", encoding="utf-8") as handle:
+            handle.write(render_html(spans))
+        echo(f"wrote {args.html}: trace {matches[0]}, {len(spans)} spans")
+        return 0
+    echo(render(spans))
     return 0

@@ -44,8 +44,10 @@ def _log_tail(attrs: dict, indent: str) -> list[str]:
     return out
 
 
-def render(spans: list[dict], attributes=KEY_ATTRIBUTES) -> str:
-    """``spans``: plain span dicts (otlp_json.flatten_request) of one trace."""
+def ordered(spans: list[dict]) -> list[tuple[dict, int]]:
+    """(span, depth) in tree order: roots by start, children by start under their parent.
+    An explicit stack, not recursion: a glidein's journal can chain parents arbitrarily deep
+    (a parent cycle never reaches a root, so it is never listed: no span is visited twice)."""
     by_id = {s["span_id"]: s for s in spans}
     order = {s["span_id"]: index for index, s in enumerate(spans)}
     children: dict[str, list] = {}
@@ -56,6 +58,19 @@ def render(spans: list[dict], attributes=KEY_ATTRIBUTES) -> str:
             children.setdefault(parent, []).append(span)
         else:
             roots.append(span)
+    out = []
+    stack = [(root, 0) for root in sorted(roots, key=lambda s: s["start_ns"], reverse=True)]
+    while stack:
+        span, depth = stack.pop()
+        out.append((span, depth))
+        # equal start times (per-script records have 1 s resolution): keep the recorded order
+        kids = sorted(children.get(span["span_id"], []), key=lambda s: (s["start_ns"], order[s["span_id"]]))
+        stack.extend((child, depth + 1) for child in reversed(kids))
+    return out
+
+
+def render(spans: list[dict], attributes=KEY_ATTRIBUTES) -> str:
+    """``spans``: plain span dicts (otlp_json.flatten_request) of one trace."""
     lines = []
     if spans:
         lines.append(f"trace {_field(spans[0]['trace_id'])}  ({len(spans)} spans)")
@@ -70,18 +85,11 @@ def render(spans: list[dict], attributes=KEY_ATTRIBUTES) -> str:
         return (f"{indent}{_field(span['name'])} [{stage}] {_duration(span['end_ns'] - span['start_ns'])}"
                 f"{' ' + status if status else ''}{links}{' ' + extra if extra else ''}")
 
-    # an explicit stack, not recursion: a glidein's journal can chain parents arbitrarily deep
-    # (a parent cycle never reaches a root, so it is never rendered: no span is visited twice)
-    stack = [(root, 0) for root in sorted(roots, key=lambda s: s["start_ns"], reverse=True)]
-    while stack:
-        span, depth = stack.pop()
+    for span, depth in ordered(spans):
         lines.append(line(span, depth))
         for event in span.get("events") or ():
             if event["name"] in (LOG_TAIL_EVENT, c.JOB_LOG_TAIL):
                 lines.extend(_log_tail(event["attributes"], "  " * min(depth + 1, MAX_INDENT)))
             elif event["name"] == c.JOB_PHASE_MARK:
                 lines.append(f"{'  ' * min(depth + 1, MAX_INDENT)}mark: {event['attributes'].get('message', '')}")
-        # equal start times (per-script records have 1 s resolution): keep the recorded order
-        kids = sorted(children.get(span["span_id"], []), key=lambda s: (s["start_ns"], order[s["span_id"]]))
-        stack.extend((child, depth + 1) for child in reversed(kids))
     return "\n".join(lines)

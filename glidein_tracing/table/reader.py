@@ -21,31 +21,41 @@ class TableError(Exception):
 class Scan:
     files: list = field(default_factory=list)       # usable files
     versions: dict = field(default_factory=dict)    # file -> schema version
-    problems: list = field(default_factory=list)    # "<file>: why it was left out"
+    skipped: list = field(default_factory=list)     # (file, why it was left out)
+
+    @property
+    def problems(self) -> list:
+        """One line per file left out: "<file>: why"."""
+        return [f"{path}: {why}" for path, why in self.skipped]
 
 
 def usable_files(table_dir, dataset: str) -> Scan:
     """The dataset's files whose footer reads, with their schema version. A file whose footer
     is damaged (cut short, overwritten) or that is no table file is named in ``problems`` and
     left out; a file of a newer schema version than this reader raises TableError."""
+    return check_files(path for day_dir in layout.day_dirs(Path(table_dir), dataset)
+                       for path in layout.part_files(day_dir))
+
+
+def check_files(paths) -> Scan:
+    """``usable_files``' checks on files named by the caller (the analysis' globs of days)."""
     import pyarrow.parquet as pq
     scan = Scan()
-    for day_dir in layout.day_dirs(Path(table_dir), dataset):
-        for path in layout.part_files(day_dir):
-            try:
-                metadata = pq.read_metadata(path)
-            except (OSError, ValueError) as exc:
-                scan.problems.append(f"{path}: damaged Parquet file, skipped ({exc})")
-                continue
-            version = _version(metadata)
-            if version is None:
-                scan.problems.append(f"{path}: not a glidein table file (no schema version), skipped")
-                continue
-            if version > SCHEMA_VERSION:
-                raise TableError(f"{path}: glidein table schema version {version}, newer than this "
-                                 f"glidein_tracing reads ({SCHEMA_VERSION}): upgrade glidein_tracing")
-            scan.files.append(path)
-            scan.versions[path] = version
+    for path in map(Path, paths):
+        try:
+            metadata = pq.read_metadata(path)
+        except (OSError, ValueError) as exc:
+            scan.skipped.append((path, f"damaged Parquet file, skipped ({exc})"))
+            continue
+        version = _version(metadata)
+        if version is None:
+            scan.skipped.append((path, "not a glidein table file (no schema version), skipped"))
+            continue
+        if version > SCHEMA_VERSION:
+            raise TableError(f"{path}: glidein table schema version {version}, newer than this "
+                             f"glidein_tracing reads ({SCHEMA_VERSION}): upgrade glidein_tracing")
+        scan.files.append(path)
+        scan.versions[path] = version
     return scan
 
 
@@ -70,7 +80,7 @@ def read_rows(table_dir, dataset: str, columns=None):
         try:
             part = pq.read_table(path)
         except (OSError, ValueError) as exc:
-            scan.problems.append(f"{path}: damaged Parquet file, skipped ({exc})")
+            scan.skipped.append((path, f"damaged Parquet file, skipped ({exc})"))
             scan.files.remove(path)
             continue
         arrays = [part.column(name).cast(schema.field(name).type) if name in part.column_names

@@ -1,12 +1,18 @@
-"""Helpers for tests/test_analysis_*.py: small synthetic stores and hand-made traces."""
+"""Helpers for tests/test_analysis_*.py: synthetic glidein tables, hand-made rows, a plain-Python
+reference of the what-if replay (the oracle the SQL replay is checked against), and hand-made
+span dicts of one glidein (for show and the waterfall)."""
 
 from __future__ import annotations
 
-import json
+import math
+from pathlib import Path
 
-from glidein_tracing.exporters.otlp_json import request_from_span_dicts
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from glidein_tracing.analysis import synth, synth_table
 from glidein_tracing.core import ids
-from glidein_tracing.analysis import synth
+from glidein_tracing.table.schema import GLIDEINS, JOBS
 
 BASE = 1767225600.0  # 2026-01-01T00:00:00Z
 
@@ -15,6 +21,92 @@ def write_synth_store(directory, **kwargs) -> synth.SynthConfig:
     cfg = synth.SynthConfig(**kwargs)
     synth.write_store(cfg, directory)
     return cfg
+
+
+def write_synth_table(directory, **kwargs) -> synth.SynthConfig:
+    cfg = synth.SynthConfig(**kwargs)
+    synth_table.write_table(cfg, directory)
+    return cfg
+
+
+def write_rows(directory, dataset: str, rows: list[dict], day: str = "2026-01-01", name: str = "part-0") -> Path:
+    """Hand-made rows (column -> value; the rest NULL) as one Parquet file of a day."""
+    columns = GLIDEINS if dataset == "glideins" else JOBS
+    table = synth_table._arrow({c.name: _column(c, [r.get(c.name) for r in rows]) for c in columns
+                                if any(c.name in r for r in rows)} or {"schema_version": _column(columns[0], [])},
+                               columns)
+    path = Path(directory) / dataset / f"date={day}" / f"{name}.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path)
+    return path
+
+
+def _column(column, values):
+    if column.sql_type == "TIMESTAMP":
+        return pa.array([None if v is None else int(round(v * 1e6)) for v in values], type=pa.timestamp("us"))
+    types = {"INTEGER": pa.int32(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), "VARCHAR": pa.string(),
+             "BOOLEAN": pa.bool_()}
+    return pa.array(values, type=types[column.sql_type])
+
+
+def glidein_row(trace: str, *, condor=(0.0, 3000.0), jobs=(), reason="daemon_shutdown", cores=1, entry="E1",
+                site="S1", start=BASE, outcome="ok", **extra) -> tuple[dict, list[dict]]:
+    """A glidein row and its job rows; ``jobs``: (start, end, failed) relative to condor start."""
+    cs, L = condor
+    row = {"schema_version": 1, "trace_id": trace, "entry": entry, "site": site, "cpus": cores, "outcome": outcome,
+           "submitted_at": start - 100, "node_start_at": start, "setup_s": 60.0, "condor_start_at": start + 60 + cs,
+           "condor_s": L, "shutdown_reason": reason, "jobs": len(jobs), "ended_at": start + 60 + cs + L + 5}
+    job_rows = [{"schema_version": 1, "trace_id": trace, "entry": entry, "site": site, "request_cpus": cores,
+                 "started_at": start + 60 + cs + s, "ended_at": start + 60 + cs + e, "wall_s": e - s,
+                 "exit_code": 1 if failed else 0, "exit_by": "exit", "failure_domain": "user_code" if failed else None}
+                for s, e, failed in jobs]
+    row.update(extra)
+    return row, job_rows
+
+
+def replay_one(L: float, jobs: list, own: bool, cores: float, current, candidate) -> dict:
+    """Plain-Python reference of the what-if model for one glidein (docs/analysis.md):
+    ``jobs``: (start, end, failed) relative to the condor start. Core-seconds."""
+    zero = {"idle": 0.0, "no_job": 0.0, "bad": 0.0, "lost_jobs": 0, "cut": 0}
+    rel, cursor, gaps = [], 0.0, []
+    for s, e, failed in sorted(jobs):
+        s = min(max(s, 0.0), L)
+        e = min(max(e, s), L)
+        gaps.append((max(0.0, s - cursor), cursor))
+        rel.append((s, e, failed))
+        cursor = max(cursor, e)
+    cend, tail_rec = cursor, L - cursor
+    I0, T0, R0 = current.max_idle, current.max_tail, current.retire
+    I, T, R = candidate.max_idle, candidate.max_tail, candidate.retire
+    thr0 = T0 if jobs else I0
+    lag = min(max(tail_rec - thr0, 0.0), 300.0) if own else 0.0
+    out, new_tail, kept = dict(zero), None, 0
+    for index, ((s, e, failed), (gap, cur)) in enumerate(zip(rel, gaps)):
+        first = index == 0
+        idle_lost = (min(gap, I0) > I) if first else (min(gap, T0) > T)
+        retire_lost = min(s, R0) > R
+        if idle_lost or retire_lost:
+            end = math.inf
+            if idle_lost:
+                end = cur + (I if first else T) + lag
+            if retire_lost:
+                end = min(end, max(cur, R))
+            new_tail = max(end - cur, 0.0)
+            out["cut"] = 1
+            break
+        kept += 1
+        out["idle"] += gap * cores
+        out["bad"] += (e - s) * cores if failed else 0.0
+    out["lost_jobs"] = len(rel) - kept
+    if new_tail is None:
+        thr = T if jobs else I
+        if own and tail_rec >= thr0 - 1.0:
+            new_tail = max(tail_rec + (thr - thr0), 0.0)
+        else:
+            new_tail = min(tail_rec, thr + max(tail_rec - thr0, 0.0))
+        new_tail = min(new_tail, max(cend, R + max(L - R0, 0.0)) - cend)
+    out["idle" if kept else "no_job"] += new_tail * cores
+    return out
 
 
 def span(trace, key, stage, start, end, *, name=None, parent="glidein", attrs=None, resource=None, status=0):
@@ -52,12 +144,6 @@ def simple_glidein(trace, *, jobs=((100, 1000, 0),), condor=(50, 1400), reason="
                           attrs={"job.exit_code": code}, status=2 if code else 1))
     spans.append(span(trace, "teardown", "teardown", condor[1] + o, condor[1] + 10 + o))
     return spans
-
-
-def write_jsonl(path, batches) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        for batch in batches:
-            handle.write(json.dumps(request_from_span_dicts(batch)) + "\n")
 
 
 def trace_id(n: int) -> str:

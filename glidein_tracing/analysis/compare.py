@@ -1,0 +1,80 @@
+"""The "compare" view (BubbleUp / TraceQL ``compare()`` style): for the glideins of interest
+(failed, or slow: setup or time to the first job above the 90th percentile) against the rest,
+which values of entry, site, CPU model, OS, hour of day and glidein version are
+over-represented. Per dimension and value: its share among the selection and among the rest,
+and the lift (selection share / rest share); the values that differ most come first.
+"""
+
+from __future__ import annotations
+
+from .stats import quantile_function
+
+# dimension -> SQL expression over a glidein row (a dimension whose column the table lacks is left out)
+DIMENSIONS = {
+    "entry": "entry", "site": "site", "cpu_model": "cpu_model", "os": "os_description",
+    "hour_of_day": "CAST(hour(COALESCE(node_start_at, submitted_at)) AS VARCHAR)",
+    "glidein_version": "glidein_version",
+}
+MIN_COUNT = 5        # a value seen fewer times in the selection says too little
+TOP = 5
+
+
+def selections(con) -> dict:
+    """name -> SQL condition of the glideins compared against the rest."""
+    quantile = quantile_function(con)
+    p90_setup, p90_first = con.execute(
+        f"SELECT {quantile}(setup_s, 0.9), {quantile}(idle_before_first_job_s, 0.9) FROM glideins").fetchone()
+    out = {"failed": "failure_domain IS NOT NULL"}
+    if p90_setup is not None:
+        out["slow_setup"] = f"setup_s > {float(p90_setup)!r}"
+    if p90_first is not None:
+        out["slow_first_job"] = f"idle_before_first_job_s > {float(p90_first)!r}"
+    return out
+
+
+def _counts(con, conditions: dict, columns: set) -> dict:
+    """One scan: per dimension and value, the glideins in each selection and in all."""
+    dims = {name: expr for name, expr in DIMENSIONS.items()
+            if name not in ("glidein_version", "cpu_model", "os") or expr in columns}
+    values = ", ".join(f"COALESCE(CAST({expr} AS VARCHAR), '(unknown)') AS {name}" for name, expr in dims.items())
+    flags = ", ".join(f"({cond}) IS TRUE AS sel_{i}" for i, cond in enumerate(conditions.values()))
+    sums = ", ".join(f"SUM(CASE WHEN sel_{i} THEN 1 ELSE 0 END)" for i in range(len(conditions)))
+    sets = ", ".join(f"({name})" for name in dims)
+    rows = con.execute(f"SELECT {', '.join(f'GROUPING({n})' for n in dims)}, {', '.join(dims)}, COUNT(*), {sums} "
+                       f"FROM (SELECT {values}, {flags} FROM glideins) GROUP BY GROUPING SETS ({sets})").fetchall()
+    out: dict = {}
+    k = len(dims)
+    for row in rows:
+        index = list(row[:k]).index(0)
+        out.setdefault(list(dims)[index], []).append((row[k + index], row[2 * k], row[2 * k + 1:]))
+    return out
+
+
+def _ranked(groups: list, which: int) -> list[dict]:
+    """A dimension's values most over-represented in selection ``which`` (lift > 1) first."""
+    n_sel = sum(g[2][which] for g in groups)
+    n_rest = sum(g[1] - g[2][which] for g in groups)
+    values = []
+    for value, total, selected in groups:
+        a, b = selected[which], total - selected[which]
+        if a < MIN_COUNT or not n_sel:
+            continue
+        share_sel, share_rest = a / n_sel, (b / n_rest if n_rest else 0.0)
+        lift = share_sel / share_rest if share_rest else None
+        values.append({"value": value, "selected": int(a), "rest": int(b), "share_selected": round(share_sel, 4),
+                       "share_rest": round(share_rest, 4), "lift": None if lift is None else round(lift, 2)})
+    values.sort(key=lambda v: -(v["lift"] if v["lift"] is not None else 1e9))
+    return [v for v in values if v["lift"] is None or v["lift"] > 1.0][:TOP]
+
+
+def compare_section(con, columns: set) -> dict:
+    """Per selection: its condition and, per dimension, the over-represented values, the
+    dimensions whose best value stands out most first."""
+    conditions = selections(con)
+    counts = _counts(con, conditions, columns)
+    out = {}
+    for which, (name, cond) in enumerate(conditions.items()):
+        dims = [{"dimension": d, "values": top} for d, groups in counts.items() if (top := _ranked(groups, which))]
+        dims.sort(key=lambda d: -(d["values"][0]["lift"] or 1e9))
+        out[name] = {"condition": cond, "dimensions": dims}
+    return out

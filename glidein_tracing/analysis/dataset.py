@@ -1,0 +1,144 @@
+"""The glidein table as DuckDB sees it: views ``glideins`` and ``jobs`` over Parquet files.
+
+``open_dataset(where)`` takes the table's directory (the one holding ``glideins/`` and
+``jobs/``, each hive-partitioned ``date=YYYY-MM-DD/``), a dataset directory, or a glob of
+glidein files; several Factories' tables are several paths. Which files are usable is the
+table's one reader's decision (table/reader.py: a damaged file, or one that is no table file,
+is named in ``skipped`` and left out, the rest is analysed; a file of a newer schema version is
+refused, here as ``DatasetError``); files without the columns the analysis reads are refused
+too; older files lacking columns added since are read with those columns NULL
+(``union_by_name``). A day with no rows, or no files, is simply empty.
+"""
+
+from __future__ import annotations
+
+import glob
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..table import reader
+from ..table.schema import GLIDEINS, GLIDEINS_DATASET, JOBS, JOBS_DATASET
+
+# what the analysis reads; a file lacking one of these is no glidein table this reader understands
+REQUIRED = ("schema_version", "trace_id", "entry", "site", "outcome", "node_start_at", "setup_s")
+MEMORY_LIMIT = "1GB"       # DuckDB's own buffers; beyond it, it spills to its temp directory
+
+
+class DatasetError(Exception):
+    """The dataset cannot be analysed (nothing readable, or a schema this reader refuses)."""
+
+
+@dataclass
+class Dataset:
+    con: object                                 # duckdb connection with views glideins, jobs
+    glidein_files: list
+    job_files: list
+    skipped: list = field(default_factory=list)  # (file, reason)
+    versions: list = field(default_factory=list)
+
+    @property
+    def has_jobs(self) -> bool:
+        return bool(self.job_files)
+
+    def days(self) -> list:
+        """The date partitions present (for per-day passes), or [None] when unpartitioned."""
+        rows = self.con.execute("SELECT DISTINCT date FROM glideins ORDER BY 1").fetchall() \
+            if "date" in self.columns("glideins") else []
+        return [r[0] for r in rows] or [None]
+
+    def columns(self, view: str) -> set:
+        return {r[0] for r in self.con.execute(f"DESCRIBE {view}").fetchall()}
+
+
+def _scan(where, dataset: str) -> reader.Scan:
+    """The usable files of one dataset at ``where`` (table/reader.py decides which): the table
+    directory's ``glideins/`` or ``jobs/``, a dataset directory (its table is its parent), or
+    (glideins only) a glob of files."""
+    path = Path(where)
+    if path.is_dir():
+        if (path / dataset).is_dir():
+            return reader.usable_files(path, dataset)
+        if path.name in (GLIDEINS_DATASET, JOBS_DATASET):
+            return reader.usable_files(path.parent, dataset)
+        return reader.Scan()
+    if dataset != GLIDEINS_DATASET:
+        return reader.Scan()
+    return reader.check_files(sorted(glob.glob(str(where), recursive=True)))
+
+
+def _decoded(scan: reader.Scan) -> None:
+    """Leave out (and name) the files whose footer reads but whose values do not decode."""
+    import duckdb
+    for path in list(scan.files):
+        try:
+            duckdb.execute("SELECT max(COLUMNS(*)) FROM read_parquet(?)", [str(path)]).fetchall()
+        except duckdb.Error as exc:
+            scan.files.remove(path)
+            scan.skipped.append((path, f"damaged Parquet file: {str(exc).splitlines()[0][:200]}"))
+
+
+def _usable(scans: list, verify: bool) -> reader.Scan:
+    """One Scan of several (several tables, globs)."""
+    out = reader.Scan()
+    for scan in scans:
+        out.files += scan.files
+        out.versions.update(scan.versions)
+        out.skipped += scan.skipped
+    if verify:
+        _decoded(out)
+    return out
+
+
+def _view(con, view: str, files: list[str], columns, where: str) -> None:
+    if files:
+        listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+        con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet([{listing}], hive_partitioning=true, "
+                    f"union_by_name=true) {where}")
+    else:   # no files: an empty view with the table's columns
+        cols = ", ".join(f"CAST(NULL AS {c.sql_type}) AS {c.name}" for c in columns)
+        con.execute(f"CREATE VIEW {view} AS SELECT {cols}, CAST(NULL AS DATE) AS date WHERE false")
+
+
+def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = MEMORY_LIMIT,
+                 verify: bool = False) -> Dataset:
+    """Views over the readable files of ``paths`` (see the module doc); ``jobs``: globs of job
+    files (for ``paths`` that are globs of glidein files); ``entries``/``sites`` keep only those
+    (both views). ``verify``: decode every value of every file first (slow; for a dataset
+    whose footers read but whose data does not, to find and skip the damaged files)."""
+    import duckdb
+    try:
+        glideins = _usable([_scan(p, GLIDEINS_DATASET) for p in paths], verify)
+        job_scans = [_scan(p, JOBS_DATASET) for p in paths]
+        job_scans += [reader.check_files(sorted(glob.glob(str(pattern), recursive=True))) for pattern in jobs]
+        jobs_found = _usable(job_scans, verify)
+    except reader.TableError as exc:
+        raise DatasetError(str(exc)) from exc
+    glidein_files = [str(f) for f in glideins.files]
+    job_files = [str(f) for f in jobs_found.files]
+    skipped = [(str(f), why) for f, why in glideins.skipped + jobs_found.skipped]
+    if not glidein_files and glideins.skipped:
+        raise DatasetError(f"no usable glidein table file at {', '.join(map(str, paths))}: "
+                           + "; ".join(f"{f}: {why}" for f, why in skipped[:3]))
+    if not glidein_files and not any(Path(p).is_dir() for p in paths):
+        raise DatasetError(f"no glidein table files at {', '.join(map(str, paths))}")
+    con = duckdb.connect()
+    try:
+        con.execute("SET memory_limit=?", [memory_limit])
+    except duckdb.Error as exc:
+        raise DatasetError(f"not a memory limit: {memory_limit!r} (e.g. 1GB, 512MB)") from exc
+    con.execute("SET preserve_insertion_order=false")
+    con.execute("SET enable_progress_bar=false")
+    conditions = []
+    for column, values in (("entry", entries), ("site", sites)):
+        if values:
+            conditions.append(f"{column} IN (" + ", ".join("'" + v.replace("'", "''") + "'" for v in values) + ")")
+    where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
+    _view(con, "glideins", glidein_files, GLIDEINS, where)
+    _view(con, "jobs", job_files, JOBS, where)
+    data = Dataset(con, glidein_files, job_files, skipped)
+    missing = [c for c in REQUIRED if c not in data.columns("glideins")]
+    if missing:
+        raise DatasetError(f"the glidein files lack {', '.join(missing)}: not a glidein table this version reads")
+    data.versions = sorted(set(glideins.versions.values()))
+    return data
+

@@ -1,0 +1,300 @@
+"""The analysis as one self-contained HTML page: each summary is a sortable table (units in its
+headers) beside its plot (matplotlib, Agg, embedded as base64 PNG), every trace id a link:
+to ``--jaeger-ui`` when given, else to the trace's waterfall page rendered from the store
+(waterfall.py), else plain text. No network, no external file: it opens anywhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import time
+
+from .report import METRIC_LABELS, fmt_s
+from .stats import OWN_TIMEOUT_REASONS, linear_histogram, log_histograms
+
+WASTE_CATEGORIES = ("validation", "idle_before_first_job", "idle_between_jobs", "idle_tail", "no_job", "badput")
+CSS = """body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1500px;color:#222}
+h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
+.row{display:flex;flex-wrap:wrap;gap:1.5em;align-items:flex-start}.row>div{flex:1 1 480px;min-width:0}
+img{max-width:100%}table{border-collapse:collapse;font-size:13px;margin:.4em 0}
+th,td{border:1px solid #ddd;padding:3px 7px;text-align:right}th{background:#f3f3f3;cursor:pointer;user-select:none}
+td:first-child,th:first-child{text-align:left}th.asc:after{content:' \\25B2'}th.desc:after{content:' \\25BC'}
+.note{color:#555;font-size:13px}code{font-size:12px}"""
+# click a header to sort by it (numbers by the cell's data-v value), again to reverse
+SORT_JS = """<script>document.querySelectorAll('table.sortable th').forEach(function(th){th.addEventListener('click',
+function(){var t=th.closest('table'),i=Array.from(th.parentNode.children).indexOf(th),b=t.tBodies[0],
+d=th.classList.contains('asc')?-1:1;t.querySelectorAll('th').forEach(function(h){h.classList.remove('asc','desc')});
+th.classList.add(d>0?'asc':'desc');Array.from(b.rows).sort(function(x,y){var p=x.cells[i],q=y.cells[i],
+u=p.dataset.v,v=q.dataset.v;if(u!==undefined&&v!==undefined)return d*(parseFloat(u)-parseFloat(v));
+return d*p.textContent.localeCompare(q.textContent)}).forEach(function(r){b.appendChild(r)})})});</script>"""
+
+
+class Page:
+    """Builds the page's HTML; ``link`` turns a trace id into its link (or plain text)."""
+
+    def __init__(self, jaeger_ui: str | None, trace_pages: dict | None):
+        self.jaeger_ui, self.trace_pages = jaeger_ui, trace_pages or {}
+        self.parts: list[str] = []
+
+    def link(self, trace_id: str) -> str:
+        tid = html.escape(str(trace_id))
+        if self.jaeger_ui:
+            return f"<a href='{html.escape(self.jaeger_ui.rstrip('/'))}/trace/{tid}'><code>{tid}</code></a>"
+        if trace_id in self.trace_pages:
+            return f"<a href='{html.escape(self.trace_pages[trace_id])}'><code>{tid}</code></a>"
+        return f"<code>{tid}</code>"
+
+    @staticmethod
+    def cell(value, fmt=None) -> str:
+        """A table cell; numbers keep their raw value for sorting."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            text = fmt(value) if fmt else (f"{value:,.2f}" if isinstance(value, float) else f"{value:,}")
+            return f"<td data-v='{value!r}'>{html.escape(text)}</td>"
+        return f"<td>{value if isinstance(value, Raw) else html.escape('' if value is None else str(value))}</td>"
+
+    def table(self, headers, rows, fmts=None) -> str:
+        fmts = fmts or [None] * len(headers)
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+        body = "".join("<tr>" + "".join(self.cell(v, f) for v, f in zip(row, fmts)) + "</tr>" for row in rows)
+        return f"<table class='sortable'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    def section(self, title: str, table: str, plot: tuple | None = None, note: str = "") -> None:
+        figure = (f"<div><img id='plot-{plot[0]}' alt='{html.escape(title)}' src='data:image/png;base64,{plot[1]}'>"
+                  "</div>") if plot else ""
+        note = f"<p class='note'>{note}</p>" if note else ""
+        self.parts.append(f"<h2>{html.escape(title)}</h2>{note}<div class='row'><div>{table}</div>{figure}</div>")
+
+
+class Raw(str):
+    """Cell content that is already HTML (links)."""
+
+
+def _png(fig) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=80)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _plots(doc: dict, con) -> dict:
+    """id -> base64 PNG of every figure, from histograms computed in SQL."""
+    import matplotlib
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+    from matplotlib import ticker
+    out, cur = {}, doc["current_settings"]
+    metrics = ("queue_wait_s", "setup_s", "time_to_first_job_s", "idle_between_jobs_s", "tail_s", "no_job_s",
+               "job_runtime_s", "lifetime_s")
+    fig, axes = plt.subplots(2, 4, figsize=(13, 5.5))
+    histograms = log_histograms(con, metrics)
+    for ax, metric in zip(axes.flat, metrics):
+        edges, counts = histograms[metric]
+        ax.set_title(f"{METRIC_LABELS[metric]} (s)", fontsize=9)
+        if counts:
+            ax.bar(edges, counts, width=[e * 0.25 for e in edges], align="edge", color="#4472c4")
+            ax.set_xscale("log")
+            # plain labels with units: the default log labels are mathtext, most of the drawing time
+            ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: fmt_s(v)))
+            ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+        ax.tick_params(labelsize=7)
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.2, top=0.9, wspace=0.35, hspace=0.5)
+    out["distributions"] = _png(fig)
+    plt.close(fig)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
+    own = f"shutdown_reason IN {OWN_TIMEOUT_REASONS}"
+    for ax, expr, where, key in ((axes[0], "idle_no_job_s", f"jobs = 0 AND {own}", "max_idle"),
+                                 (axes[1], "idle_tail_s", f"jobs > 0 AND {own}", "max_tail")):
+        edges, counts = linear_histogram(con, expr, where, 0.0, 1.6 * cur[key])
+        ax.bar(edges, counts, width=1.6 * cur[key] / 80, align="edge", color="#70ad47")
+        ax.axvline(cur[key], color="#c00000", label=f"in force {cur[key]:.0f} s")
+        ax.set_xlim(0, 1.6 * cur[key])
+        ax.set_title(f"stopped on their own: {'idle, never a job' if key == 'max_idle' else 'tail'} (s)", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.2, top=0.9, wspace=0.35, hspace=0.5)
+    out["shutdowns"] = _png(fig)
+    plt.close(fig)
+    waste = doc["stats"]["waste_core_hours"]
+    ranked = sorted(waste["by_entry"].items(), key=lambda kv: -sum(kv[1][c] for c in WASTE_CATEGORIES))[:15]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    bottom = [0.0] * len(ranked)
+    for category in WASTE_CATEGORIES:
+        heights = [e[category] for _, e in ranked]
+        ax.bar(range(len(ranked)), heights, bottom=bottom, label=category.replace("_", " "))
+        bottom = [b + h for b, h in zip(bottom, heights)]
+    ax.set_xticks(range(len(ranked)), [name for name, _ in ranked], rotation=40, ha="right", fontsize=7)
+    ax.set_ylabel("core-hours")
+    ax.legend(fontsize=7)
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.2, top=0.9, wspace=0.35, hspace=0.5)
+    out["waste"] = _png(fig)
+    plt.close(fig)
+    groups = doc["stats"]["validation_groups"]
+    fig, ax = plt.subplots(figsize=(7, 0.5 * len(groups) + 1.2))
+    ax.barh([g["group"] for g in groups][::-1], [100 * g["share_of_validation_time"] for g in groups][::-1],
+            color="#ffc000")
+    ax.set_xlabel("share of validation time (%)")
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.2, top=0.9, wspace=0.35, hspace=0.5)
+    out["validation"] = _png(fig)
+    plt.close(fig)
+    wi = doc.get("whatif")
+    if wi:
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        pts, front = wi["candidates"], wi["pareto_front"]
+        ax.scatter([p["lost_jobs"] for p in pts], [p["saved_core_hours"] for p in pts], s=12, color="#a5a5a5")
+        ax.plot([p["lost_jobs"] for p in front], [p["saved_core_hours"] for p in front], "o-", color="#2e75b6",
+                markersize=4, label="Pareto front")
+        rec = wi["recommended"]["expected"]
+        ax.scatter([rec["lost_jobs"]], [rec["saved_core_hours"]], s=120, facecolors="none", edgecolors="#c00000",
+                   linewidths=2, label="recommended")
+        ax.set_xlabel("jobs lost (would need another glidein)")
+        ax.set_ylabel("idle core-hours saved")
+        if max((p["lost_jobs"] for p in pts), default=0) > 100:
+            ax.set_xscale("symlog", linthresh=10)
+            ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+            ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+        ax.legend(fontsize=7)
+        fig.subplots_adjust(left=0.08, right=0.98, bottom=0.2, top=0.9, wspace=0.35, hspace=0.5)
+        out["tradeoff"] = _png(fig)
+        plt.close(fig)
+    return out
+
+
+def _overview(page: Page, doc: dict, plots: dict) -> None:
+    st = doc["stats"]
+    w = st["waste_core_hours"]["overall"]
+    life = w["lifetime"] or 1.0
+    rows = [(k.replace("_", " "), w[k], 100 * w[k] / life) for k in (*WASTE_CATEGORIES, "goodput", "other")]
+    page.section("Where the core-hours go", page.table(("category", "core-hours", "share of life (%)"), rows),
+                 ("waste", plots["waste"]), f"{st['glideins']:,} glideins, {st['jobs']:,} jobs, "
+                 f"{w['lifetime']:,.1f} core-hours of glidein life; outcomes: " +
+                 ", ".join(f"{html.escape(str(k))} {v:,}" for k, v in st["outcomes"]["overall"].items()))
+    rows = []
+    for metric, label in METRIC_LABELS.items():
+        r = st["metrics"]["overall"].get(metric)
+        if r:
+            unit = "" if metric == "jobs_per_glidein" else " (s)"
+            rows.append((label + unit, r["count"], r["mean"], r["p50"], r["p90"], r["p99"]))
+    page.section("Distributions", page.table(("metric", "count", "mean", "p50", "p90", "p99"), rows),
+                 ("distributions", plots["distributions"]), "seconds unless said; percentiles " + ("interpolated" if st["metrics"].get("exact", True)
+                                                        else "approximate (t-digest: more than 2M glideins)"))
+    per = []
+    for entry, metrics in sorted(st["metrics"]["by_entry"].items()):
+        get = lambda m, q: (metrics.get(m) or {}).get(q)  # noqa: E731
+        per.append((entry, get("setup_s", "count"), get("queue_wait_s", "p50"), get("setup_s", "p50"),
+                    get("time_to_first_job_s", "p50"), get("tail_s", "p90"), get("no_job_s", "p50")))
+    page.section("Per entry", page.table(("entry", "glideins", "queue wait p50 (s)", "setup p50 (s)",
+                                          "to 1st job p50 (s)", "tail p90 (s)", "no-job idle p50 (s)"), per))
+
+
+def _gwms(page: Page, doc: dict, plots: dict) -> None:
+    cols = ("entry", "strt (%)", "fval (%)", "0job (%)", "val (%)", "idle (%)", "wst (%)", "badp (%)",
+            "waste (h)", "time (h)", "glideins")
+    keys = ("entry", "strt", "fval", "0job", "val", "idle", "wst", "badp", "waste", "time", "glideins")
+    page.section("GlideinWMS analyze_entries", page.table(cols, [[e[k] for k in keys] for e in doc["entries"]]),
+                 note="GlideinWMS's columns and definitions (docs/analysis.md), from the table's gwms_* columns")
+    seen = doc["stats"]["settings_in_force"]
+    rows = [(knob, doc["current_settings"][key], (seen.get(key) or {}).get("estimate_s"),
+             (seen.get(key) or {}).get("support")) for key, knob in (("max_idle", "GLIDEIN_Max_Idle"),
+                                                                     ("max_tail", "GLIDEIN_Max_Tail"))]
+    page.section("Timeout shutdowns", page.table(("knob", "in force (s)", "seen in the data (s)", "shutdowns"), rows),
+                 ("shutdowns", plots["shutdowns"]))
+    groups = doc["stats"]["validation_groups"]
+    rows = [(g["group"], g["runs"], g["total_s"], 100 * g["share_of_validation_time"], g["p50"], g["p90"], g["p99"])
+            for g in groups]
+    failed = "".join(f"<li>{html.escape(f['script'])} {html.escape(f['error_type'])}: {f['failures']:,}</li>"
+                     for f in doc["stats"]["failed_scripts"])
+    page.section("Validation", page.table(("list", "glideins", "total (s)", "share (%)", "p50 (s)", "p90 (s)",
+                                           "p99 (s)"), rows) + (f"<p>failed scripts:</p><ul>{failed}</ul>" if failed
+                                                                else ""), ("validation", plots["validation"]))
+
+
+def _failures(page: Page, doc: dict) -> None:
+    f = doc["failures"]
+    domains = sorted(set(f["glideins_by_domain"]) | set(f["jobs_by_domain"]))
+    rows = [(d, f["glideins_by_domain"].get(d, 0), f["glidein_core_hours_by_domain"].get(d, 0.0),
+             f["jobs_by_domain"].get(d, 0), f["job_core_hours_by_domain"].get(d, 0.0)) for d in domains]
+    page.section("Failures by domain", page.table(("domain", "glideins", "glidein core-hours", "jobs",
+                                                   "job core-hours"), rows),
+                 note=f"{f['failed_glideins']:,} of {f['glideins']:,} glideins and {f['failed_jobs']:,} of "
+                      f"{f['jobs']:,} jobs failed")
+    rows = [(o["site"], time.strftime("%Y-%m-%d %H:%M", time.gmtime(o["start"])),
+             time.strftime("%Y-%m-%d %H:%M", time.gmtime(o["end"])), o["glideins"], o["failed"],
+             100 * o["failure_rate"], 100 * o["baseline_rate"], o["error_type"], o["domain"],
+             Raw(" ".join(page.link(t) for t in o["examples"]))) for o in f["outages"]]
+    page.section("Outage windows", page.table(("site", "from (UTC)", "to (UTC)", "glideins", "failed", "rate (%)",
+                                               "usual (%)", "error type", "domain", "examples"), rows)
+                 if rows else "<p>none</p>", note="hourly failure rate far above the site's median hour")
+    rows = [(m["message"], m["count"], m["domain"], Raw(" ".join(page.link(t) for t in m["examples"])))
+            for m in f["top_messages"]]
+    page.section("Top failure messages", page.table(("message", "glideins", "domain", "examples"), rows))
+    _rule_failures(page, f)
+
+
+def _rule_failures(page: Page, f: dict) -> None:
+    """The failure rules' part: cost by domain/service/label, services' outages, messages no rule decided."""
+    rows = [(r["domain"], r["service"], r["label"], r["glideins"], r["jobs"], r["core_hours"])
+            for r in f["by_domain_service_label"]]
+    page.section("Failures by domain, service and label", page.table(
+        ("domain", "service", "label", "glideins", "jobs", "core-hours"), rows) if rows else "<p>none</p>")
+    rows = [(w["service"], time.strftime("%Y-%m-%d %H:%M", time.gmtime(w["start"])),
+             time.strftime("%Y-%m-%d %H:%M", time.gmtime(w["end"])), w["attempts"], w["failures"],
+             100 * w["failure_rate"], 100 * w["baseline_rate"], "planned" if w["planned"] else "unplanned",
+             w["downtime"], Raw(" ".join(page.link(t) for t in w["examples"]))) for w in f["service_outages"]]
+    page.section("Services' outage windows", page.table(
+        ("service", "from (UTC)", "to (UTC)", "attempts", "failed", "rate (%)", "usual (%)", "kind",
+         "declared downtime", "examples"), rows) if rows else "<p>none</p>",
+        note="planned: its failures fell in a declared downtime")
+    rows = [(m["message"], m["count"], m["domain"], Raw(" ".join(page.link(t) for t in m["examples"])))
+            for m in f["top_unclassified"]]
+    page.section("Failure messages no rule decided", page.table(("message", "glideins", "domain", "examples"), rows)
+                 if rows else "<p>none</p>", note="what to write a failure rule for next")
+
+
+def _compare(page: Page, doc: dict) -> None:
+    for name, section in doc["compare"].items():
+        rows = [(d["dimension"], v["value"], v["selected"], 100 * v["share_selected"], 100 * v["share_rest"],
+                 v["lift"] if v["lift"] is not None else float("inf")) for d in section["dimensions"]
+                for v in d["values"]]
+        page.section(f"Compare: {name.replace('_', ' ')} glideins against the rest",
+                     page.table(("dimension", "value", "glideins", "share here (%)", "share in the rest (%)",
+                                 "lift (x)"), rows), note=f"selection: <code>{html.escape(section['condition'])}</code>")
+
+
+def _whatif(page: Page, doc: dict, plots: dict) -> None:
+    wi = doc.get("whatif")
+    if not wi:
+        return
+    rows = [(p["settings"]["max_idle"], p["settings"]["max_tail"], p["settings"]["retire"], p["saved_core_hours"],
+             p["net_saved_core_hours"], p["lost_jobs"], p["glideins_cut_short"]) for p in wi["candidates"]]
+    rec, rep = wi["recommended"], wi["current_replay"]
+    s = rec["settings"]
+    note = (f"recommended: GLIDEIN_Max_Idle {s['max_idle']:.0f} s, GLIDEIN_Max_Tail {s['max_tail']:.0f} s, "
+            f"GLIDEIN_Retire_Time {s['retire']:.0f} s (saves {rec['expected']['saved_core_hours']:,.1f} core-hours, "
+            f"loses {rec['expected']['lost_jobs']:,} jobs). The replay of the current settings "
+            f"{'reproduces' if rep['exact'] else 'does NOT reproduce'} the recorded waste.")
+    page.section("What-if: timeout candidates", page.table(
+        ("Max_Idle (s)", "Max_Tail (s)", "Retire (s)", "saved core-hours", "net saved core-hours", "jobs lost",
+         "glideins cut short"), rows), ("tradeoff", plots["tradeoff"]), note)
+    rows = [(name, v["glideins"], v["recommended"]["max_idle"], v["recommended"]["max_tail"],
+             v["recommended"]["retire"], v["net_saved_core_hours"], v["lost_jobs"]) for name, v in wi["by_entry"].items()]
+    page.section("What-if per entry", page.table(("entry", "glideins", "Max_Idle (s)", "Max_Tail (s)", "Retire (s)",
+                                                  "net saved core-hours", "jobs lost"), rows))
+
+
+def render_html(doc: dict, con, *, jaeger_ui: str | None = None, trace_pages: dict | None = None) -> str:
+    """The page; ``trace_pages``: trace id -> relative path of its waterfall page."""
+    page = Page(jaeger_ui, trace_pages)
+    head = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>glidein analysis</title><style>{CSS}</style>"
+            f"</head><body><h1>Glidein analysis</h1><p class='note'>{html.escape(doc['tool'])}, "
+            f"{html.escape(doc['generated_at'])}; {doc['dataset']['glidein_files']} glidein files"
+            + "".join(f"; skipped {html.escape(s['file'])}: {html.escape(s['reason'])}" for s in doc["dataset"]["skipped"])
+            + "</p>")
+    if not doc["stats"]["glideins"]:
+        return head + "<p>No glidein rows in the dataset (after filters).</p></body></html>"
+    plots = _plots(doc, con)
+    _overview(page, doc, plots)
+    _gwms(page, doc, plots)
+    _failures(page, doc)
+    _compare(page, doc)
+    _whatif(page, doc, plots)
+    return head + "".join(page.parts) + SORT_JS + "</body></html>"
