@@ -123,6 +123,17 @@ def run_sink(counter, port_value, ready):
     server.serve_forever()
 
 
+def start_sink():
+    """(its span counter, its endpoint, its process): the counting sink in a process of its own."""
+    counter = multiprocessing.Value("q", 0)
+    port = multiprocessing.Value("i", 0)
+    ready = multiprocessing.Event()
+    sink = multiprocessing.Process(target=run_sink, args=(counter, port, ready), daemon=True)
+    sink.start()
+    ready.wait(10)
+    return counter, f"http://127.0.0.1:{port.value}", sink
+
+
 def measure(fn):
     wall, cpu = time.perf_counter(), time.process_time()
     result = fn()
@@ -201,13 +212,7 @@ def main():
                         help="repeat every path; the best round (least CPU) is the figure, as timeit "
                              "does: on a shared VM the others measure the neighbours")
     args = parser.parse_args()
-    counter = multiprocessing.Value("q", 0)
-    port = multiprocessing.Value("i", 0)
-    ready = multiprocessing.Event()
-    sink = multiprocessing.Process(target=run_sink, args=(counter, port, ready), daemon=True)
-    sink.start()
-    ready.wait(10)
-    endpoint = f"http://127.0.0.1:{port.value}"
+    counter, endpoint, sink = start_sink()
     rounds = []
     calibration_before = calibrate()
     try:

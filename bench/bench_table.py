@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import shutil
 import sys
@@ -24,7 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-from bench.bench_forwarder import FACTORY, build_tree, measure, run_sink  # noqa: E402
+from bench.bench_forwarder import FACTORY, build_tree, measure, start_sink  # noqa: E402
 from bench.calibration import calibrate  # noqa: E402
 
 from glidein_tracing.analysis import synth  # noqa: E402
@@ -115,17 +114,12 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--store-glideins", type=int, default=20000)
     args = parser.parse_args()
-    counter = multiprocessing.Value("q", 0)
-    port = multiprocessing.Value("i", 0)
-    ready = multiprocessing.Event()
-    sink = multiprocessing.Process(target=run_sink, args=(counter, port, ready), daemon=True)
-    sink.start()
-    ready.wait(10)
+    _, endpoint, sink = start_sink()
     before = calibrate()
     try:
         print(f"glideins per pass: {args.glideins}, jobs each: {args.jobs}, rounds: {args.rounds}, "
               f"cores: {os.cpu_count()}")
-        table_overhead(args, f"http://127.0.0.1:{port.value}")
+        table_overhead(args, endpoint)
     finally:
         sink.terminate()
     backfill_rate(args)
