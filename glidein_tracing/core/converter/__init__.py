@@ -13,10 +13,10 @@ the same spans. Nothing here knows where spans go.
 4. bounds.py: stages a killed glidein left open closed at the last known time and marked,
    the root around all, GLIDEIN_TRACING_MAX_SPANS;
 5. outcome.py: ``glidein.outcome``, ``post_failure_sleep``, failure domains (failure.py);
-6. build.py: the SDK's spans (readable_span.py makes each one), per-stage
-   ``glidein.resource.*`` (resources.py), and the user's view of their jobs (user_view.py);
-7. digest.py: each span's ``glidein_tracing.digest``, what the backend's copy must carry for
-   the forwarder to count it delivered.
+6. build.py: the SDK's spans (readable_span.py makes each one, with its
+   ``glidein_tracing.digest`` from digest.py: what the backend's copy must carry for the
+   forwarder to count it delivered), per-stage ``glidein.resource.*`` (resources.py), and the
+   user's view of their jobs (user_view.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 from opentelemetry.sdk.trace import ReadableSpan
 
 from ..journal import JournalReport
-from . import bounds, build, digest, glideinwms, job_nesting, outcome
+from . import bounds, build, glideinwms, job_nesting, outcome
 from .collect import collect
 from .draft import MAX_SPANS_CEILING, ROOT
 from .fields import parse_iso
@@ -51,4 +51,4 @@ def convert(events, report: JournalReport | None = None, *, resource_defaults: d
     outcome.outcome(draft)
     outcome.post_failure_sleep(draft)
     outcome.failure_domains(draft)
-    return digest.stamped(build.build(draft, dict(resource_defaults or {})))
+    return build.build(draft, dict(resource_defaults or {}))

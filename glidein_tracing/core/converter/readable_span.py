@@ -14,6 +14,8 @@ from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
 from opentelemetry.trace.status import Status
 
 from ... import __version__
+from ..conventions import GLIDEIN_TRACING_DIGEST, STAGE
+from .digest import digest
 
 SCOPE = InstrumentationScope("glidein_tracing", __version__)
 SAMPLED = TraceFlags(TraceFlags.SAMPLED)
@@ -23,12 +25,16 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1   # OTLP's int_value: a larger 
 def readable_span(*, name: str, resource: Resource, trace_id: int, span_id: int,
                   parent: SpanContext | None, status: Status, start_ns: int, end_ns: int,
                   attributes: dict, events=(), links=()) -> ReadableSpan:
-    """One finished span of ours (``trace_id``, ``span_id``) under ``parent``."""
+    """One finished span of ours (``trace_id``, ``span_id``) under ``parent``, with its
+    ``glidein_tracing.digest`` (digest.py)."""
+    attributes = {**within_otlp(attributes), GLIDEIN_TRACING_DIGEST: digest(
+        trace_id, span_id, parent.span_id if parent is not None else 0, name, attributes.get(STAGE, ""),
+        start_ns, end_ns, status.status_code.value)}
     return ReadableSpan(
         name=name, resource=resource, instrumentation_scope=SCOPE,
         context=SpanContext(trace_id, span_id, is_remote=False, trace_flags=SAMPLED),
         parent=parent, kind=SpanKind.INTERNAL, status=status, start_time=start_ns,
-        end_time=end_ns, attributes=within_otlp(attributes), events=events, links=links)
+        end_time=end_ns, attributes=attributes, events=events, links=links)
 
 
 def with_attributes(span: ReadableSpan, changes: dict) -> ReadableSpan:
