@@ -119,18 +119,9 @@ def outage_windows(con) -> list:
     """Outage windows per site (the module docstring's rule), earliest first."""
     out = []
     for site, (t0, total, bad) in hourly_counts(con).items():
-        enough = total >= MIN_GLIDEINS
-        if not enough.any():
-            continue
-        rate = np.where(enough, bad / np.maximum(total, 1), 0.0)
-        baseline = float(np.median(rate[enough]))
-        high = enough & (rate >= max(baseline + MIN_EXCESS, FACTOR * baseline))
-        usual = float(bad.sum() / total.sum())
-        for first, last in _runs(high):
+        for first, last, baseline in outage_runs(total, bad):
             n, k = int(total[first:last + 1].sum()), int(bad[first:last + 1].sum())
-            if last - first + 1 < MIN_BUCKETS or binomial_tail(n, k, usual) > MAX_P:
-                continue
-            lo, hi = t0 + int(first) * BUCKET_S, t0 + (int(last) + 1) * BUCKET_S
+            lo, hi = t0 + first * BUCKET_S, t0 + (last + 1) * BUCKET_S
             window = f"site = ? AND {MET_SITE} >= ? AND {MET_SITE} < ?"
             error_type, domain, examples = con.execute(
                 f"SELECT mode(failure_type), mode(failure_domain), list(trace_id ORDER BY trace_id)[1:{EXAMPLES}] "
@@ -139,6 +130,21 @@ def outage_windows(con) -> list:
                         "failure_rate": round(k / n, 4) if n else 0.0, "baseline_rate": round(baseline, 4),
                         "error_type": error_type or "", "domain": domain or "", "examples": examples or []})
     return sorted(out, key=lambda o: (o["start"], o["site"]))
+
+
+def outage_runs(total: np.ndarray, bad: np.ndarray) -> list[tuple[int, int, float]]:
+    """(first, last, baseline) of each outage run in hourly counts (a site's or a service's):
+    the module docstring's rule."""
+    enough = total >= MIN_GLIDEINS
+    if not enough.any():
+        return []
+    rate = np.where(enough, bad / np.maximum(total, 1), 0.0)
+    baseline = float(np.median(rate[enough]))
+    high = enough & (rate >= max(baseline + MIN_EXCESS, FACTOR * baseline))
+    usual = float(bad.sum() / max(total.sum(), 1))
+    return [(int(first), int(last), baseline) for first, last in _runs(high)
+            if last - first + 1 >= MIN_BUCKETS
+            and binomial_tail(int(total[first:last + 1].sum()), int(bad[first:last + 1].sum()), usual) <= MAX_P]
 
 
 def binomial_tail(n: int, k: int, p: float) -> float:

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .failures import (BUCKET_S, EXAMPLES, FACTOR, MAX_P, MET_SITE, MIN_BUCKETS, MIN_EXCESS, MIN_GLIDEINS,
-                       _runs, binomial_tail, normalised_sql)
+from .failures import BUCKET_S, EXAMPLES, MET_SITE, normalised_sql, outage_runs
 from .stats import CORES, NODE_LIFE
 
 RULE_COLUMNS = ("failure_service", "failure_label", "failure_rule", "failure_downtime")
@@ -57,20 +56,6 @@ def breakdown(con) -> list[dict]:
                        "ORDER BY 6 DESC, 4 + 5 DESC, 1, 2, 3").fetchall()
     return [{"domain": d, "service": s, "label": lab, "glideins": int(g), "jobs": int(j), "core_hours": round(h, 3)}
             for d, s, lab, g, j, h in rows]
-
-
-def outage_runs(total: np.ndarray, bad: np.ndarray) -> list[tuple[int, int, float]]:
-    """(first, last, baseline) of each outage run in one service's hourly counts."""
-    enough = total >= MIN_GLIDEINS
-    if not enough.any():
-        return []
-    rate = np.where(enough, bad / np.maximum(total, 1), 0.0)
-    baseline = float(np.median(rate[enough]))
-    high = enough & (rate >= max(baseline + MIN_EXCESS, FACTOR * baseline))
-    usual = float(bad.sum() / max(total.sum(), 1))
-    return [(int(first), int(last), baseline) for first, last in _runs(high)
-            if last - first + 1 >= MIN_BUCKETS
-            and binomial_tail(int(total[first:last + 1].sum()), int(bad[first:last + 1].sum()), usual) <= MAX_P]
 
 
 def service_windows(con) -> list[dict]:
