@@ -1,5 +1,7 @@
-"""Analyse the glidein table: stage percentiles, waste, failures, GlideinWMS's analyze_entries
-table, compare, and the timeout what-if, as SQL on DuckDB over the table's Parquet files.
+"""Analyse the glidein table: stage percentiles, waste, failures, timeout what-if.
+
+GlideinWMS's analyze_entries table and the compare view too, all as SQL on DuckDB over the
+table's Parquet files.
 
 TABLE is the glidein table's directory (the one holding glideins/ and jobs/), or a glob of
 glidein files; several (e.g. several Factories' tables on shared storage) are analysed as

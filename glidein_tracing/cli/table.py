@@ -1,5 +1,7 @@
-"""Build the glidein table (one Parquet row per glidein and per user job, docs/glidein-table.md)
-from traces that already exist: the embedded store, or Jaeger's query API a day at a time.
+"""Build the glidein table (docs/glidein-table.md) from the store or from Jaeger's query API.
+
+One Parquet row per glidein and per user job, from traces that already exist: the embedded
+store, or Jaeger's query API a day at a time.
 
 The Factory forwarder writes the table as it finishes glideins; this verb fills it for what
 was traced before. Glideins the table already holds are left out, so it can be run again
