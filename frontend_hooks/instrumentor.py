@@ -44,6 +44,7 @@ from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from frontend_hooks import calls
 from frontend_hooks import conventions as c
 from frontend_hooks import export_failures
 
@@ -87,34 +88,6 @@ def _guarded(where: str, function, *args):
     except Exception:
         _note_failure(where)
         return None
-
-
-def _arg(args, kwargs, index: int, name: str, default=None):
-    """An argument of a wrapped call by the real signature's position (self excluded) or name."""
-    if len(args) > index:
-        return args[index]
-    return kwargs.get(name, default)
-
-
-def _number(value):
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else value
-    return None
-
-
-def _put(span, name: str, value) -> None:
-    if value is None:
-        return
-    if isinstance(value, (bool, str)):
-        span.set_attribute(name, value)
-        return
-    number = _number(value)
-    if number is not None:
-        span.set_attribute(name, number)
 
 
 def _mark_error(span, exc: BaseException) -> None:
@@ -282,7 +255,7 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
         if history is not None:
             try:
                 previous = history.get(c.HISTORY_CYCLE_KEY)
-                number = (previous if _number(previous) and previous > 0 else 0) + 1
+                number = (previous if calls.number(previous) and previous > 0 else 0) + 1
                 history[c.HISTORY_CYCLE_KEY] = number
                 return number
             except Exception:
@@ -376,30 +349,6 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
         finally:   # a span whose attributes could not be set still ends
             request.span.end()
 
-    @staticmethod
-    def _name_in_call(cycle: _Cycle, method: str, args, kwargs):
-        if method == "compute_glidein_min_idle":
-            # iterate_one passes count_status = self.count_status_multi[request_name]: the
-            # same dict object, so it names the entry before decide_removal_type does.
-            count_status = _arg(args, kwargs, 0, "count_status")
-            if cycle.count_status_names is None:
-                multi = getattr(cycle.element, "count_status_multi", None)
-                cycle.count_status_names = {id(value): key for key, value in multi.items()} \
-                    if isinstance(multi, Mapping) else {}
-            name = cycle.count_status_names.get(id(count_status))
-            multi = getattr(cycle.element, "count_status_multi", None)
-            if isinstance(name, str) and multi.get(name) is count_status:
-                return name
-        elif method == "decide_removal_type":
-            glideid = _arg(args, kwargs, 2, "glideid")
-            if isinstance(glideid, tuple) and len(glideid) >= 2 and isinstance(glideid[1], str):
-                return glideid[1]
-        elif method == "build_resource_classad":
-            name = _arg(args, kwargs, 1, "request_name")
-            if isinstance(name, str):
-                return name
-        return None
-
     def _entry_wrapper(self, method: str):
         where = f"frontend.request ({method})"
 
@@ -421,7 +370,7 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
         cycle = _CURRENT.get()
         if cycle is None or cycle.element is not instance:
             return None
-        request = self._request(cycle, self._name_in_call(cycle, method, args, kwargs))
+        request = self._request(cycle, calls.name_in_call(cycle, method, args, kwargs))
         token = otel_context.attach(trace.set_span_in_context(request.span, cycle.context))
         return cycle, request, token
 
@@ -433,65 +382,12 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
                     request.failed = True
                     _mark_error(request.span, exc)
                 else:
-                    getattr(self, "_after_" + method)(request.span, args, kwargs, result)
+                    calls.AFTER[method](request.span, args, kwargs, result)
             finally:
                 otel_context.detach(token)
         finally:
             if method == ENTRY_LAST_METHOD:
                 self._close_request(cycle, request)
-
-    # Attributes from each call, by the real signatures (frontend/glideinFrontendElement.py).
-    @staticmethod
-    def _after_compute_glidein_min_idle(span, args, kwargs, result) -> None:
-        # (count_status, total_glideins, total_idle_glideins, fe_total_glideins,
-        #  fe_total_idle_glideins, global_total_glideins, global_total_idle_glideins,
-        #  effective_idle, effective_oldidle, limits_triggered) -> glidein_min_idle;
-        # iterate_one passes effective_idle_mc as effective_idle.
-        _put(span, c.EFFECTIVE_IDLE_MC, _arg(args, kwargs, 7, "effective_idle"))
-        _put(span, c.REQ_IDLE_GLIDEINS, result)
-        _put_limits(span, _arg(args, kwargs, 9, "limits_triggered"))
-
-    @staticmethod
-    def _after_compute_glidein_max_run(span, args, kwargs, result) -> None:
-        # (prop_jobs, real, idle_glideins) -> glidein_max_run
-        _put(span, c.REQ_MAX_GLIDEINS, result)
-
-    @staticmethod
-    def _after_decide_removal_type(span, args, kwargs, result) -> None:
-        # (count_jobs, count_status, glideid) -> (remove_excess_str, remove_excess_margin)
-        glideid = _arg(args, kwargs, 2, "glideid")
-        if isinstance(glideid, tuple) and glideid and isinstance(glideid[0], str):
-            span.set_attribute(c.FACTORY_POOL, glideid[0])
-        count_status = _arg(args, kwargs, 1, "count_status")
-        if isinstance(count_status, Mapping):
-            _put(span, c.GLIDEINS_TOTAL, count_status.get("Total"))
-            _put(span, c.IDLE_GLIDEINS, count_status.get("Idle"))
-            _put(span, c.RUNNING_GLIDEINS, count_status.get("Running"))
-        if isinstance(result, tuple) and result and isinstance(result[0], str):
-            span.set_attribute(c.REMOVE_EXCESS, result[0])
-
-    @staticmethod
-    def _after_build_resource_classad(span, args, kwargs, result) -> None:
-        # (this_stats_arr, request_name, glidein_el, glidein_in_downtime, factory_pool_node,
-        #  my_identity, limits_triggered) -> ResourceClassad
-        stats = _arg(args, kwargs, 0, "this_stats_arr")
-        if isinstance(stats, (tuple, list)) and len(stats) == c.STATS_TUPLE_LENGTH:
-            for index, key in c.STATS_TUPLE_ATTRIBUTES.items():
-                _put(span, key, _number(stats[index]))
-        glidein_el = _arg(args, kwargs, 2, "glidein_el")
-        attrs = glidein_el.get("attrs") if isinstance(glidein_el, Mapping) else None
-        if isinstance(attrs, Mapping):
-            for key, ad_attr in ((c.ENTRY, "EntryName"), (c.GLIDEIN_NAME, "GlideinName"),
-                                 (c.FACTORY, "FactoryName")):
-                if isinstance(attrs.get(ad_attr), str):
-                    span.set_attribute(key, attrs[ad_attr])
-        downtime = _arg(args, kwargs, 3, "glidein_in_downtime")
-        if isinstance(downtime, bool):
-            span.set_attribute(c.IN_DOWNTIME, downtime)
-        pool = _arg(args, kwargs, 4, "factory_pool_node")
-        if isinstance(pool, str):
-            span.set_attribute(c.FACTORY_POOL, pool)
-        _put_limits(span, _arg(args, kwargs, 6, "limits_triggered"))
 
     # --- the request's GlideinParam ------------------------------------------------------
     def _advertize_add(self, wrapped, instance, args, kwargs):
@@ -511,10 +407,10 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
         cycle = _CURRENT.get()
         if cycle is None:
             return None
-        request = self._request(cycle, _arg(args, kwargs, 1, "request_name"))
+        request = self._request(cycle, calls.arg(args, kwargs, 1, "request_name"))
         request.span.set_attribute(c.ADVERTISED, True)
         value = traceparent_of(request.span)
-        params = _arg(args, kwargs, 6, "glidein_params", _MISSING)
+        params = calls.arg(args, kwargs, 6, "glidein_params", _MISSING)
         if value is None or not (params is _MISSING or isinstance(params, Mapping)):
             return args, kwargs, request
         # A new dict: never mutate the caller's (nor add()'s shared {} default).
@@ -526,11 +422,6 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
             kwargs = dict(kwargs, glidein_params=new_params)
         request.span.set_attribute(c.TRACEPARENT_SENT, True)
         return args, kwargs, request
-
-
-def _put_limits(span, limits) -> None:
-    if isinstance(limits, Mapping) and limits:
-        span.set_attribute(c.LIMITS_TRIGGERED, sorted(str(key) for key in limits))
 
 
 def _mark_request_error(request: _Request, exc: BaseException) -> None:
