@@ -200,8 +200,6 @@ def generate(cfg: SynthConfig):
     """Yield ``SynthGlidein``s (timeline + identity), ``cfg.glideins`` of them."""
     rng = random.Random(cfg.seed)
     profiles = entry_profiles(cfg)
-    weights = [s[3] for s in SCRIPTS]
-    lag = cfg.shutdown_lag_s
     for number in range(cfg.glideins):
         p = profiles[rng.randrange(len(profiles))]
         identity = ids.GlideinIdentity(factory=cfg.factory, name="synth", entry=p.name, schedd=cfg.schedd,
@@ -216,86 +214,95 @@ def generate(cfg: SynthConfig):
             skew = rng.choice((-1, 1)) * rng.uniform(300, 3600)
         node_start = _r(submit + submit_s + queue_s + rng.uniform(0, 5) + skew)
         tl.node_start = node_start
-        # setup: validation scripts
-        t = node_start + rng.uniform(0.5, 2.0)
-        fail_at = -1
-        if rng.random() < cfg.validation_failure_rate * p.validation_failure_scale:
-            fail_at = rng.choices(range(len(SCRIPTS)), weights)[0]
-        forced = _outage_failure(cfg, p.site, node_start, identity.trace_id)
-        if forced:
-            fail_at = next((i for i, s in enumerate(SCRIPTS) if forced in s[4]), len(SCRIPTS) - 1)
-        vals, starts = [], []
-        for index, (name, median, sigma, _, errors) in enumerate(SCRIPTS):
-            seconds = _r(rng.lognormvariate(math.log(median), sigma))
-            starts.append(_r(t))
-            failed = index == fail_at
-            error = (forced or rng.choice(errors)) if failed else ""
-            vals.append((name, seconds, failed, error))
-            t = _r(t) + seconds
-            if failed:
-                break
+        vals, starts, t = _validation(cfg, rng, p, node_start, identity.trace_id)
         tl.validations = tuple(vals)
         setup_end = _r(t + rng.uniform(0.2, 1.5))
         tl.setup_s = _r(setup_end - node_start)
-        if fail_at >= 0:
+        if vals[-1][2]:
             tl.outcome = "validation_failed"
             error = vals[-1][3]
             tl.failure = (failure.GLIDEINWMS_TYPES.get(error, failure.GLIDEIN), error,
                           failure_message(error, identity.trace_id))
             tl.node_end = _r(setup_end + cfg.validation_failure_sleep_s + rng.uniform(0, 60) + rng.uniform(1, 5))
-            yield SynthGlidein(tl, identity, submit_s, tuple(starts))
-            continue
-        # condor phase, times relative to its start
-        condor_start = setup_end
-        retire_at = cfg.retire + rng.uniform(0, cfg.retire_spread)
-        cursor, seen, jobs = 0.0, False, []
-        # a glidein either matches waiting jobs (a wait of about first_job_mean_s) or finds
-        # none that fit it and idles out
-        gap = rng.expovariate(1.0 / p.first_job_mean_s) if rng.random() < p.p_demand else math.inf
-        while True:
-            threshold = cfg.max_tail if seen else cfg.max_idle
-            if gap > threshold:
-                end = cursor + threshold + rng.uniform(0, lag)
-                reason = "daemon_shutdown" if seen else "max_idle"
-                break
-            start = cursor + gap
-            if start > retire_at:
-                end = max(cursor, retire_at) + rng.uniform(0, lag)
-                reason = "daemon_shutdown"
-                break
-            runtime = rng.lognormvariate(math.log(p.runtime_median_s), 0.9)
-            failed = rng.random() < p.job_failure_rate
-            jobs.append([_r(start), _r(start + runtime), rng.choice(JOB_FAILURE_CODES) if failed else 0, failed])
-            cursor = _r(start + runtime)
-            seen = True
-            if rng.random() > p.p_next_job:
-                gap = math.inf            # no more demand: the tail runs out
-            elif rng.random() < 0.1:
-                gap = rng.expovariate(1.0 / 900.0)
-            else:
-                gap = rng.expovariate(1.0 / p.between_mean_s)
-        end = _r(end)
-        tl.outcome = "ok"
-        if cfg.kill_rate and rng.random() < cfg.kill_rate:
-            kill = _r(rng.uniform(0, end))
-            kept = []
-            for job in jobs:
-                if job[0] >= kill:
-                    break
-                if job[1] > kill:
-                    job = [job[0], kill, -1, True]
-                kept.append(job)
-            jobs, end, reason, tl.outcome = kept, kill, "sigterm", "terminated"
-            tl.failure = (failure.PREEMPTED, "terminated", "glidein.outcome=terminated")
-        tl.shutdown_reason = reason
-        tl.condor_start = condor_start
-        tl.condor_end = _r(condor_start + end)
-        tl.jobs = tuple((_r(condor_start + s), _r(condor_start + e), code, failed, float(p.cores))
-                        for s, e, code, failed in jobs)
-        tl.job_domains = tuple((failure.PREEMPTED if code < 0 else failure.USER_CODE) if failed else ""
-                               for _, _, code, failed in jobs)
-        tl.node_end = _r(tl.condor_end + rng.uniform(1, 10))
+        else:
+            _condor_phase(cfg, rng, p, tl, setup_end)
         yield SynthGlidein(tl, identity, submit_s, tuple(starts))
+
+
+def _validation(cfg: SynthConfig, rng, p: EntryProfile, node_start: float, trace_id: str):
+    """The validation scripts of one glidein, up to the one that fails (if any): (name,
+    seconds, failed, error) each, their starts, and when the last one ended."""
+    t = node_start + rng.uniform(0.5, 2.0)
+    fail_at = -1
+    if rng.random() < cfg.validation_failure_rate * p.validation_failure_scale:
+        fail_at = rng.choices(range(len(SCRIPTS)), [s[3] for s in SCRIPTS])[0]
+    forced = _outage_failure(cfg, p.site, node_start, trace_id)
+    if forced:
+        fail_at = next((i for i, s in enumerate(SCRIPTS) if forced in s[4]), len(SCRIPTS) - 1)
+    vals, starts = [], []
+    for index, (name, median, sigma, _, errors) in enumerate(SCRIPTS):
+        seconds = _r(rng.lognormvariate(math.log(median), sigma))
+        starts.append(_r(t))
+        failed = index == fail_at
+        vals.append((name, seconds, failed, (forced or rng.choice(errors)) if failed else ""))
+        t = _r(t) + seconds
+        if failed:
+            break
+    return vals, starts, t
+
+
+def _jobs(cfg: SynthConfig, rng, p: EntryProfile):
+    """The condor phase's jobs ([start, end, exit code, failed], relative to its start), when
+    it ended and why. A glidein either matches waiting jobs (a wait of about first_job_mean_s)
+    or finds none that fit it and idles out."""
+    retire_at = cfg.retire + rng.uniform(0, cfg.retire_spread)
+    cursor, seen, jobs = 0.0, False, []
+    gap = rng.expovariate(1.0 / p.first_job_mean_s) if rng.random() < p.p_demand else math.inf
+    while True:
+        threshold = cfg.max_tail if seen else cfg.max_idle
+        if gap > threshold:
+            return jobs, cursor + threshold + rng.uniform(0, cfg.shutdown_lag_s), "daemon_shutdown" if seen else "max_idle"
+        start = cursor + gap
+        if start > retire_at:
+            return jobs, max(cursor, retire_at) + rng.uniform(0, cfg.shutdown_lag_s), "daemon_shutdown"
+        runtime = rng.lognormvariate(math.log(p.runtime_median_s), 0.9)
+        failed = rng.random() < p.job_failure_rate
+        jobs.append([_r(start), _r(start + runtime), rng.choice(JOB_FAILURE_CODES) if failed else 0, failed])
+        cursor = _r(start + runtime)
+        seen = True
+        if rng.random() > p.p_next_job:
+            gap = math.inf            # no more demand: the tail runs out
+        elif rng.random() < 0.1:
+            gap = rng.expovariate(1.0 / 900.0)
+        else:
+            gap = rng.expovariate(1.0 / p.between_mean_s)
+
+
+def _condor_phase(cfg: SynthConfig, rng, p: EntryProfile, tl: GlideinTimeline, condor_start: float) -> None:
+    """The condor phase of a glidein that passed validation, into ``tl``: its jobs, its end,
+    and (at ``cfg.kill_rate``) a SIGTERM that cuts it short."""
+    jobs, end, reason = _jobs(cfg, rng, p)
+    end = _r(end)
+    tl.outcome = "ok"
+    if cfg.kill_rate and rng.random() < cfg.kill_rate:
+        kill = _r(rng.uniform(0, end))
+        kept = []
+        for job in jobs:
+            if job[0] >= kill:
+                break
+            if job[1] > kill:
+                job = [job[0], kill, -1, True]
+            kept.append(job)
+        jobs, end, reason, tl.outcome = kept, kill, "sigterm", "terminated"
+        tl.failure = (failure.PREEMPTED, "terminated", "glidein.outcome=terminated")
+    tl.shutdown_reason = reason
+    tl.condor_start = condor_start
+    tl.condor_end = _r(condor_start + end)
+    tl.jobs = tuple((_r(condor_start + s), _r(condor_start + e), code, failed, float(p.cores))
+                    for s, e, code, failed in jobs)
+    tl.job_domains = tuple((failure.PREEMPTED if code < 0 else failure.USER_CODE) if failed else ""
+                           for _, _, code, failed in jobs)
+    tl.node_end = _r(tl.condor_end + rng.uniform(1, 10))
 
 
 def _outage_failure(cfg: SynthConfig, site: str, node_start: float, trace_id: str) -> str:
