@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from glidein_tracing.core import knobs
 from glidein_tracing.factory.config import HOOK_FILES, render_block, validate
 
@@ -108,3 +110,15 @@ def test_entry_schedds_come_from_each_entry_or_the_single_factory_schedd(tmp_pat
     several = tmp_path / "several.xml"
     several.write_text('<glidein schedd_name="s1@f,s2@f"><entries><entry name="A"/></entries></glidein>')
     assert entry_schedds(several) == {}            # the Factory spreads A over two: unknown here
+
+
+def test_entry_sites_come_from_each_entry_or_the_global_attr(tmp_path):
+    from glidein_tracing.factory.config import entry_sites
+    site = '<attrs><attr name="GLIDEIN_Site" const="True" publish="True" type="string" value="{}"/></attrs>'
+    assert entry_sites(factory_xml(tmp_path, entry_block=site.format("US_Example"))) == {"TEST_ENTRY": "US_Example"}
+    assert entry_sites(factory_xml(tmp_path, global_block=site.format("Global_Site"))) == {"TEST_ENTRY": "Global_Site"}
+    assert entry_sites(factory_xml(tmp_path)) == {}
+    broken = tmp_path / "broken.xml"
+    broken.write_text("<glidein><entries>")
+    with pytest.raises(ValueError, match="cannot be read as XML"):
+        entry_sites(broken)

@@ -233,8 +233,8 @@ def run(args):
     ledger = Ledger(root / "factory" / "forwarder.sqlite")
     summary = FailureSummary(exporter)
     table = TableSink(root / "factory" / "glidein-table", ledger)
-    forwarder = Forwarder([layout.logs], summary, ledger, FACTORY, schedd=SCHEDD, grace_s=0.0,
-                          settle_s=0.0, reconcile=reconcile, table=table,
+    forwarder = Forwarder([layout.logs], summary, ledger, FACTORY, schedd=SCHEDD, entry_sites={ENTRY: SITE},
+                          grace_s=0.0, settle_s=0.0, reconcile=reconcile, table=table,
                           failure_attribution=FailureAttribution(RuleBook(RULES, classifiers=False)))
     stats = forwarder.run_once()
     demo.shutdown()

@@ -134,7 +134,8 @@ def run(args):
         echo(f"glidein-tracing forward: {released} quarantined glideins released", file=sys.stderr)
     forwarder = Forwarder(
         conf["logs"], exporter, ledger, conf["factory"], schedd=conf["schedd"],
-        entry_schedds=entry_schedds, grace_s=conf["grace"], sampling_ratio=conf["sampling_ratio"],
+        entry_schedds=entry_schedds, entry_sites=settings.entry_sites_of(conf), grace_s=conf["grace"],
+        sampling_ratio=conf["sampling_ratio"],
         redact=[n for n in conf["redact"] if n.strip()], batch_spans=conf["batch_spans"],
         reconcile=reconcile, progress=not args.no_progress and sys.stderr.isatty(),
         service_name=conf["service_name"], failure_attribution=failure_attribution_of(conf),

@@ -1,7 +1,9 @@
 """A glidein's spans at the Factory: its Factory-side events (from the ledger), its returned
 journal and its identity, as one event stream for the converter.
 
-The Factory's identity events name the root; what was cut of the journal is counted on the
+The Factory's identity events name the root, and the entry's GLIDEIN_Site from glideinWMS.xml
+is its site when the journal names none (a glidein failing in GlideinWMS's main scripts has not
+read it yet); what was cut of the journal is counted on the
 root (``glidein_tracing.input.cut_*``); a glidein that returned no journal gets the outcome
 ``never_ran`` or ``no_glidein_output``. At most ``MAX_SPANS`` spans are made, whatever the
 journal's ``@max_spans`` asks for.
@@ -10,7 +12,7 @@ journal's ``@max_spans`` asks for.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..core import ids
 from ..core.converter import convert
@@ -23,16 +25,18 @@ MAX_SPANS = 20_000  # per glidein, whatever its journal's @max_spans (the knob a
 
 @dataclass(frozen=True)
 class SpanMaker:
-    """How the forwarder makes spans: ``service.name`` over the journal's, names to redact."""
+    """How the forwarder makes spans: ``service.name`` over the journal's, names to redact,
+    each entry's site as the Factory's configuration says (``entry_sites``)."""
 
     resource_defaults: dict | None = None
     redact: tuple = ()
+    entry_sites: dict = field(default_factory=dict)
 
     def glidein(self, identity: ids.GlideinIdentity, activity, journal, cut: dict, ended_at) -> list:
         """Every span of an ended glidein (ConversionError when there is no trace to make)."""
         events = list(activity) + list(journal)
         when = min((e.time for e in events), default=ended_at or time.time())
-        events.extend(identity_events(identity, when))
+        events.extend(self._factory_facts(identity, when, journal))
         if any(cut.values()):
             events.append(Event(time=when, op="attr", key="glidein", fields={
                 f"glidein_tracing.input.cut_{kind}:i": str(count) for kind, count in cut.items()}))
@@ -46,7 +50,15 @@ class SpanMaker:
         """The spans a running glidein's Factory-side events make so far (its closed Factory
         stages among them, under the root's id)."""
         when = min(e.time for e in activity)
-        return self._convert(list(activity) + identity_events(identity, when), identity)
+        return self._convert(list(activity) + self._factory_facts(identity, when), identity)
+
+    def _factory_facts(self, identity: ids.GlideinIdentity, when: float, journal=()) -> list:
+        """The root's identity, and its site when the Factory knows it and the journal does not say."""
+        events = identity_events(identity, when)
+        site = self.entry_sites.get(identity.entry)
+        if site and not any(e.key == "glidein" and e.fields.get(c.GLIDEIN_SITE) for e in journal):
+            events.append(Event(time=when, op="attr", key="glidein", fields={c.GLIDEIN_SITE: site}))
+        return events
 
     def _convert(self, events, identity: ids.GlideinIdentity) -> list:
         return convert(events, resource_defaults=self.resource_defaults, redact=self.redact,

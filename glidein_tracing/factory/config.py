@@ -187,18 +187,41 @@ def _check_scope(where, attrs, files) -> list[Finding]:
     return out
 
 
+def _factory_xml(path):
+    try:
+        return ET.parse(str(path)).getroot()
+    except (ET.ParseError, OSError) as exc:
+        raise ValueError(f"{path}: cannot be read as XML ({exc})") from exc
+
+
 def entry_schedds(path) -> dict:
     """{entry name: schedd} from a Factory's glideinWMS.xml: an entry's own ``schedd_name``,
     else the ``<glidein schedd_name>`` when it names one schedd (with several, the Factory
     spreads entries over them and only the entry's own setting is known)."""
-    try:
-        root = ET.parse(str(path)).getroot()
-    except (ET.ParseError, OSError) as exc:
-        raise ValueError(f"{path}: cannot be read as XML ({exc})") from exc
+    root = _factory_xml(path)
     shared = [s.strip() for s in (root.get("schedd_name") or "").split(",") if s.strip()]
     out = {}
     for entry in root.findall("./entries/entry"):
         schedd = (entry.get("schedd_name") or "").strip() or (shared[0] if len(shared) == 1 else "")
         if entry.get("name") and schedd:
             out[entry.get("name")] = schedd
+    return out
+
+
+def entry_sites(path) -> dict:
+    """{entry name: GLIDEIN_Site} from a Factory's glideinWMS.xml: the entry's own
+    ``<attr name="GLIDEIN_Site">``, else the global one. The glidein learns its site from
+    these constants only after GlideinWMS's main scripts ran, so a glidein failing before
+    that reports none: the Factory's says where it ran."""
+    root = _factory_xml(path)
+
+    def site(attrs):
+        values = [a.get("value", "").strip() for a in attrs if a.get("name") == "GLIDEIN_Site"]
+        return values[-1] if values else ""
+    shared = site(root.findall("./attrs/attr"))
+    out = {}
+    for entry in root.findall("./entries/entry"):
+        value = site(entry.findall("./attrs/attr")) or shared
+        if entry.get("name") and value:
+            out[entry.get("name")] = value
     return out

@@ -40,7 +40,7 @@ class Forwarder:
     -> receipts held, e.g. delivery.jaeger_span_ids)."""
 
     def __init__(self, roots, exporter, ledger: ledger_mod.Ledger, factory: str, *,
-                 schedd: str | None = None, entry_schedds: dict | None = None,
+                 schedd: str | None = None, entry_schedds: dict | None = None, entry_sites: dict | None = None,
                  grace_s: float = 600.0, settle_s: float = 5.0, sampling_ratio: float | None = None,
                  redact=(), batch_spans: int = 2000, reconcile=None,
                  max_section_bytes: int = DEFAULT_MAX_BYTES, progress: bool = False,
@@ -54,7 +54,8 @@ class Forwarder:
         self.batch_spans = batch_spans
         self.max_section_bytes = max_section_bytes
         self.progress = progress
-        self.spans = SpanMaker({c.SERVICE_NAME: service_name} if service_name else None, tuple(redact))
+        self.spans = SpanMaker({c.SERVICE_NAME: service_name} if service_name else None, tuple(redact),
+                               dict(entry_sites or {}))
         self.table = table or NoTable()   # the glidein table (table/sink.py)
         self.sender = Sender(exporter, ledger, Backend(reconcile), self.table)
         self.failure_attribution = failure_attribution   # failure_rules.attribution.FailureAttribution

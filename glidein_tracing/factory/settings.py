@@ -36,7 +36,7 @@ SETTINGS = {
     "logs": Setting("list", [], "Factory client log directories (or entry dirs)"),
     "factory": Setting("str", None, "the Factory's name (GLIDEIN_Factory)"),
     "schedd": Setting("str", None, "the schedd of every entry not named otherwise (part of trace ids)"),
-    "factory_config": Setting("str", None, "the Factory's glideinWMS.xml: each entry's schedd_name"),
+    "factory_config": Setting("str", None, "the Factory's glideinWMS.xml: each entry's schedd_name and GLIDEIN_Site"),
     "entry_schedds": Setting("map", {}, "schedd of each named entry: {ENTRY: SCHEDD}"),
     "endpoint": Setting("url", None, "OTLP/HTTP base URL (else OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else the store)"),
     "headers": Setting("map", {}, "OTLP/HTTP request headers, over OTEL_EXPORTER_OTLP_(TRACES_)HEADERS "
@@ -260,6 +260,17 @@ def entry_schedds_of(conf: dict) -> dict:
             raise ConfigError([str(exc)], heading=None) from exc
     out.update(conf["entry_schedds"])
     return out
+
+
+def entry_sites_of(conf: dict) -> dict:
+    """Each entry's GLIDEIN_Site from glideinWMS.xml (``factory_config``); {} without one."""
+    if not conf["factory_config"]:
+        return {}
+    from .config import entry_sites
+    try:
+        return entry_sites(conf["factory_config"])
+    except ValueError as exc:
+        raise ConfigError([str(exc)], heading=None) from exc
 
 
 def factory_of(conf: dict) -> str:

@@ -32,7 +32,7 @@ _IDENTITY = (
     _c("trace_id", "VARCHAR", "32 hex", "the glidein's trace id (docs/ids.md)"),
     _c("factory", "VARCHAR", "", "GLIDEIN_Factory"),
     _c("entry", "VARCHAR", "", "GLIDEIN_Entry_Name"),
-    _c("site", "VARCHAR", "", "GLIDEIN_Site as glidein_config held it when setup ended"),
+    _c("site", "VARCHAR", "", "GLIDEIN_Site as glidein_config held it when setup ended, else the entry's in glideinWMS.xml"),
     _c("client", "VARCHAR", "", "GLIDECLIENT_Name (Frontend client)"),
     _c("client_group", "VARCHAR", "", "GLIDECLIENT_Group (Frontend group)"),
     _c("schedd", "VARCHAR", "", "CONDORG_SCHEDD: the Factory schedd that submitted it"),

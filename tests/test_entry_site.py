@@ -1,0 +1,33 @@
+"""A glidein that fails in GlideinWMS's main scripts has not read its entry's constants, so
+its journal names no site; the forwarder, given glideinWMS.xml (``factory_config``), puts the
+entry's GLIDEIN_Site on its root span and table row, so failures count against their site. A
+journal that names its site keeps it."""
+
+import pyarrow.parquet as pq
+import pytest
+
+from glidein_tracing.exporters.store import JsonLinesStoreExporter, read_store
+from glidein_tracing.factory.delivery import store_span_ids
+from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.ledger import Ledger
+from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
+from glidein_tracing.table.sink import TableSink
+
+from tests.support.factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
+
+
+@pytest.mark.parametrize("journal_site, expected", [(None, "Factory_Site"), ("Node_Site", "Node_Site")])
+def test_the_factory_names_the_site_a_journal_does_not(tmp_path, journal_site, expected):
+    layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_test_instance", entry="TEST_ENTRY")
+    root = {"glidein.site": journal_site} if journal_site else {}
+    run_glidein(CondorGLog(layout), layout, 300, 0, T0, returned_stderr(journal_text(layout, 300, 0, T0, root_fields=root)))
+    ledger, store = Ledger(tmp_path / "ledger.sqlite"), tmp_path / "store"
+    forwarder = Forwarder([layout.logs], JsonLinesStoreExporter(store), ledger, FACTORY, schedd=SCHEDD,
+                          entry_sites={"TEST_ENTRY": "Factory_Site", "OTHER": "Other_Site"}, grace_s=1,
+                          reconcile=store_span_ids(store), table=TableSink(tmp_path / "table", ledger))
+    assert forwarder.run_once().glideins_done == 1
+    spans = read_store(store)[identity(layout, 300, 0).trace_id]
+    (glidein,) = [s for s in spans if s["attributes"]["glidein.stage"] == "glidein"]
+    assert glidein["attributes"]["glidein.site"] == expected
+    rows = pq.read_table(tmp_path / "table" / "glideins").to_pylist()
+    assert [r["site"] for r in rows] == [expected]
