@@ -127,6 +127,9 @@ def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = 
     except duckdb.Error as exc:
         raise DatasetError(f"not a memory limit: {memory_limit!r} (e.g. 1GB, 512MB)") from exc
     con.execute("SET preserve_insertion_order=false")
+    # every query over the views binds them, reading each file's footer again unless DuckDB
+    # keeps them (it checks each file's modification time before reusing one)
+    con.execute("SET parquet_metadata_cache=true")
     con.execute("SET enable_progress_bar=false")
     conditions = []
     for column, values in (("entry", entries), ("site", sites)):
@@ -136,7 +139,8 @@ def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = 
     _view(con, "glideins", glidein_files, GLIDEINS, where)
     _view(con, "jobs", job_files, JOBS, where)
     data = Dataset(con, glidein_files, job_files, skipped)
-    missing = [c for c in REQUIRED if c not in data.columns("glideins")]
+    present = data.columns("glideins")
+    missing = [c for c in REQUIRED if c not in present]
     if missing:
         raise DatasetError(f"the glidein files lack {', '.join(missing)}: not a glidein table this version reads")
     data.versions = sorted(set(glideins.versions.values()))
