@@ -64,6 +64,7 @@ def test_messages_that_differ_only_in_numbers_hosts_and_paths_are_one_group(with
         norm("cannot reach cvmfs-stratum71.example.org:8000 after 4 tries (timeout 5 s)")
     assert norm("not enough disk in /scratch/job_1: 5 MB free") == norm("not enough disk in /scratch/job_2377: 901 MB free")
     assert norm("proxy expired") != norm("disk full")
+    assert norm(" job\t\tfailed  on\n\rnode  \f 7 ") == "job failed on node <n>"     # whitespace runs: one space
     disk = next(m for m in failures.top_messages(con) if m["message"].startswith("not enough disk"))
     raw = con.execute("SELECT trace_id, failure_message FROM glideins WHERE failure_message LIKE 'not enough disk%'"
                       ).fetchall()
