@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from glidein_tracing.analysis import compare, failures, report
+from glidein_tracing.analysis import compare, failure_groups, failures, report
 from glidein_tracing.analysis.dataset import open_dataset
 from glidein_tracing.analysis.html import render_html
 from glidein_tracing.analysis.synth import Outage, SynthConfig
@@ -59,11 +59,12 @@ def test_domains_add_up_to_the_failed_totals(with_outages):
 
 def test_messages_that_differ_only_in_numbers_hosts_and_paths_are_one_group(with_outages):
     con = with_outages.con
-    norm = lambda text: con.execute(f"SELECT {failures.normalised_sql('?')}", [text]).fetchone()[0]  # noqa: E731
+    norm = lambda text: con.execute(f"SELECT {failure_groups.normalised_sql('?')}", [text]).fetchone()[0]  # noqa: E731
     assert norm("cannot reach cvmfs-stratum3.example.org:8000 after 12 tries (timeout 30 s)") == \
         norm("cannot reach cvmfs-stratum71.example.org:8000 after 4 tries (timeout 5 s)")
     assert norm("not enough disk in /scratch/job_1: 5 MB free") == norm("not enough disk in /scratch/job_2377: 901 MB free")
     assert norm("proxy expired") != norm("disk full")
+    assert norm(" job\t\tfailed  on\n\rnode  \f 7 ") == "job failed on node <n>"     # whitespace runs: one space
     disk = next(m for m in failures.top_messages(con) if m["message"].startswith("not enough disk"))
     raw = con.execute("SELECT trace_id, failure_message FROM glideins WHERE failure_message LIKE 'not enough disk%'"
                       ).fetchall()

@@ -74,6 +74,7 @@ def _decoded(scan: reader.Scan) -> None:
             duckdb.execute("SELECT max(COLUMNS(*)) FROM read_parquet(?)", [str(path)]).fetchall()
         except duckdb.Error as exc:
             scan.files.remove(path)
+            scan.schemas.pop(path, None)
             scan.skipped.append((path, f"damaged Parquet file: {str(exc).splitlines()[0][:200]}"))
 
 
@@ -84,16 +85,20 @@ def _usable(scans: list, verify: bool) -> reader.Scan:
         out.files += scan.files
         out.versions.update(scan.versions)
         out.skipped += scan.skipped
+        out.schemas.update(scan.schemas)
     if verify:
         _decoded(out)
     return out
 
 
-def _view(con, view: str, files: list[str], columns, where: str) -> None:
-    if files:
-        listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+def _view(con, view: str, scan: reader.Scan, columns, where: str) -> None:
+    """The view over ``scan``'s files. Files of several schemas are read by name, each lacking
+    column NULL; that makes DuckDB read every file's footer at every query's bind (seconds per
+    query over 2,000 files), so files of one schema are read as they are."""
+    if scan.files:
+        listing = ", ".join("'" + str(f).replace("'", "''") + "'" for f in scan.files)
         con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet([{listing}], hive_partitioning=true, "
-                    f"union_by_name=true) {where}")
+                    f"union_by_name={str(not scan.one_schema).lower()}) {where}")
     else:   # no files: an empty view with the table's columns
         cols = ", ".join(f"CAST(NULL AS {c.sql_type}) AS {c.name}" for c in columns)
         con.execute(f"CREATE VIEW {view} AS SELECT {cols}, CAST(NULL AS DATE) AS date WHERE false")
@@ -127,16 +132,20 @@ def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = 
     except duckdb.Error as exc:
         raise DatasetError(f"not a memory limit: {memory_limit!r} (e.g. 1GB, 512MB)") from exc
     con.execute("SET preserve_insertion_order=false")
+    # every query over the views binds them, reading each file's footer again unless DuckDB
+    # keeps them (it checks each file's modification time before reusing one)
+    con.execute("SET parquet_metadata_cache=true")
     con.execute("SET enable_progress_bar=false")
     conditions = []
     for column, values in (("entry", entries), ("site", sites)):
         if values:
             conditions.append(f"{column} IN (" + ", ".join("'" + v.replace("'", "''") + "'" for v in values) + ")")
     where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
-    _view(con, "glideins", glidein_files, GLIDEINS, where)
-    _view(con, "jobs", job_files, JOBS, where)
+    _view(con, "glideins", glideins, GLIDEINS, where)
+    _view(con, "jobs", jobs_found, JOBS, where)
     data = Dataset(con, glidein_files, job_files, skipped)
-    missing = [c for c in REQUIRED if c not in data.columns("glideins")]
+    present = data.columns("glideins")
+    missing = [c for c in REQUIRED if c not in present]
     if missing:
         raise DatasetError(f"the glidein files lack {', '.join(missing)}: not a glidein table this version reads")
     data.versions = sorted(set(glideins.versions.values()))

@@ -2,7 +2,8 @@
 
 It answers the operators' triage questions from the table's failure columns (each failed
 glidein's ``failure_domain``, ``failure_type`` and ``failure_message``, each failed job's
-``failure_domain``; failure.py decides the domains), as SQL over the glidein table:
+``failure_domain``; failure.py decides the domains), as SQL over the groups failure_groups.py
+sums in one pass over each view:
 
 - failed glideins and jobs by domain and by error type, overall and per site and entry, with
   the core-hours each domain cost (a failed glidein's node life, its post-failure sleep
@@ -14,7 +15,7 @@ glidein's ``failure_domain``, ``failure_type`` and ``failure_message``, each fai
   site's hourly rates; and the window's failures must be at most ``MAX_P`` likely under the
   site's overall failure rate (binomial tail), so a few unlucky glideins are not an outage;
 - the top failure messages, grouped once hex ids, paths, host names and numbers are replaced
-  (in SQL, so each message is normalised where it is stored), with example trace ids;
+  (in SQL, each distinct text once), with example trace ids;
 - from the failure rules' columns (services.py): failures by domain, service and label with
   their core-hours, services' outage windows planned or not, and the messages no rule decided.
 """
@@ -25,56 +26,34 @@ import math
 
 import numpy as np
 
-from .stats import CORES, NODE_LIFE
+from . import failure_groups as groups
+from .failure_groups import BUCKET_S, first_examples
 
-BUCKET_S = 3600
 MIN_GLIDEINS = 5
 MIN_BUCKETS = 2
 MIN_EXCESS = 0.25
 FACTOR = 3.0
 MAX_P = 1e-6
-EXAMPLES = 3
-FAILED = "failure_domain IS NOT NULL"
-MET_SITE = "epoch(COALESCE(node_start_at, submitted_at))"   # when the glidein met its site
-
-# (RE2 pattern, replacement): what differs between glideins, in this order
-NORMALISE = (
-    (r"\b[0-9a-fA-F]{8,}\b", "<id>"),
-    (r"(^|[^\w.-])(/[\w.@+-]+)+/?", r"\1<path>"),
-    (r"\b[a-zA-Z0-9-]+(\.[a-zA-Z0-9-]+)+\.[a-zA-Z]{2,}\b(:\d+)?", "<host>"),
-    (r"\b\d+(\.\d+)?\b", "<n>"),
-    (r"\s+", " "),
-)
-
-
-def normalised_sql(column: str) -> str:
-    expr = column
-    for pattern, token in NORMALISE:
-        expr = f"regexp_replace({expr}, '{pattern}', '{token}', 'g')"
-    return f"trim({expr})"
-
-
-def _by(con, select: str, view: str, where: str, group: str) -> dict:
-    return {k: v for k, v in con.execute(f"SELECT {group}, {select} FROM {view} WHERE {where} GROUP BY 1").fetchall()}
 
 
 def failures_section(con, *, top: int = 10) -> dict:
     """The failures section of ``analyze``'s document (JSON-ready)."""
-    core_h = f"GREATEST(COALESCE({NODE_LIFE}, 0), 0) * {CORES} / 3600.0"
-    job_failed = "failure_domain IS NOT NULL"
-    n, failed = con.execute(f"SELECT COUNT(*), COUNT(failure_domain) FROM glideins").fetchone()
-    jobs, failed_jobs = con.execute(f"SELECT COUNT(*), COUNT(failure_domain) FROM jobs").fetchone()
-    job_core_h = "wall_s * COALESCE(NULLIF(request_cpus, 0), 1) / 3600.0"
-    pairs = con.execute(f"SELECT failure_domain, COALESCE(failure_type, ''), COUNT(*) FROM glideins WHERE {FAILED} "
+    summed = groups.of(con)
+    g, j = summed.glideins, summed.jobs
+    n, failed = con.execute(f"SELECT SUM(n), SUM(n) FILTER (WHERE failure_domain IS NOT NULL) FROM {g}").fetchone()
+    jobs, failed_jobs = con.execute(f"SELECT SUM(n), SUM(n) FILTER (WHERE failure_domain IS NOT NULL) FROM {j}").fetchone()
+    pairs = con.execute(f"SELECT failure_domain, COALESCE(failure_type, ''), SUM(n) FROM {g} WHERE failure_domain IS NOT NULL "
                         "GROUP BY 1, 2 ORDER BY 3 DESC").fetchall()
+    by_domain = lambda table: con.execute(f"SELECT failure_domain, SUM(n), SUM(core_h) FROM {table} "  # noqa: E731
+                                          "WHERE failure_domain IS NOT NULL GROUP BY 1").fetchall()
+    glidein_domains, job_domains = by_domain(g), by_domain(j)
     return {
-        "failed_glideins": int(failed), "glideins": int(n), "failed_jobs": int(failed_jobs), "jobs": int(jobs),
-        "glideins_by_domain": _by(con, "COUNT(*)", "glideins", FAILED, "failure_domain"),
-        "glidein_core_hours_by_domain": {k: round(v, 3) for k, v in
-                                         _by(con, f"SUM({core_h})", "glideins", FAILED, "failure_domain").items()},
-        "jobs_by_domain": _by(con, "COUNT(*)", "jobs", job_failed, "failure_domain"),
-        "job_core_hours_by_domain": {k: round(v, 3) for k, v in
-                                     _by(con, f"SUM({job_core_h})", "jobs", job_failed, "failure_domain").items()},
+        "failed_glideins": int(failed or 0), "glideins": int(n or 0), "failed_jobs": int(failed_jobs or 0),
+        "jobs": int(jobs or 0),
+        "glideins_by_domain": {d: int(c) for d, c, _ in glidein_domains},
+        "glidein_core_hours_by_domain": {d: round(h, 3) for d, _, h in glidein_domains},
+        "jobs_by_domain": {d: int(c) for d, c, _ in job_domains},
+        "job_core_hours_by_domain": {d: round(h, 3) for d, _, h in job_domains},
         "glideins_by_domain_and_type": [[d, t, int(c)] for d, t, c in pairs],
         "by_site": _grouped(con, "site"), "by_entry": _grouped(con, "entry"),
         "outages": outage_windows(con), "top_messages": top_messages(con, top=top),
@@ -86,8 +65,9 @@ def failures_section(con, *, top: int = 10) -> dict:
 def _grouped(con, column: str) -> dict:
     """Per site or entry: glideins, failed, and failed by domain."""
     out = {}
-    rows = con.execute(f"SELECT {column}, failure_domain, COUNT(*) FROM glideins GROUP BY 1, 2").fetchall()
+    rows = con.execute(f"SELECT {column}, failure_domain, SUM(n) FROM {groups.of(con).glideins} GROUP BY 1, 2").fetchall()
     for group, domain, count in rows:
+        count = int(count)
         row = out.setdefault(group, {"glideins": 0, "failed": 0, "by_domain": {}})
         row["glideins"] += count
         if domain is not None:
@@ -98,8 +78,8 @@ def _grouped(con, column: str) -> dict:
 
 def hourly_counts(con) -> dict:
     """site -> (first bucket start, glideins per bucket, failed per bucket) as numpy arrays."""
-    rows = con.execute(f"SELECT site, CAST(floor({MET_SITE} / {BUCKET_S}) AS BIGINT) AS b, COUNT(*), "
-                       f"COUNT(failure_domain) FROM glideins WHERE {MET_SITE} IS NOT NULL GROUP BY 1, 2").fetchall()
+    rows = con.execute(f"SELECT site, b, SUM(n), COALESCE(SUM(n) FILTER (WHERE failure_domain IS NOT NULL), 0) "
+                       f"FROM {groups.of(con).glideins} WHERE b IS NOT NULL GROUP BY 1, 2").fetchall()
     out = {}
     by_site: dict = {}
     for site, bucket, total, bad in rows:
@@ -118,14 +98,19 @@ def hourly_counts(con) -> dict:
 def outage_windows(con) -> list:
     """Outage windows per site (the module docstring's rule), earliest first."""
     out = []
+    g = groups.of(con).glideins
     for site, (t0, total, bad) in hourly_counts(con).items():
         for first, last, baseline in outage_runs(total, bad):
             n, k = int(total[first:last + 1].sum()), int(bad[first:last + 1].sum())
             lo, hi = t0 + first * BUCKET_S, t0 + (last + 1) * BUCKET_S
-            window = f"site = ? AND {MET_SITE} >= ? AND {MET_SITE} < ?"
+            window = [site, lo // BUCKET_S, hi // BUCKET_S - 1]
             error_type, domain, examples = con.execute(
-                f"SELECT mode(failure_type), mode(failure_domain), list(trace_id ORDER BY trace_id)[1:{EXAMPLES}] "
-                f"FROM glideins WHERE {window} AND {FAILED}", [site, lo, hi]).fetchone()
+                f"SELECT (SELECT arg_max(failure_type, c) FROM (SELECT failure_type, SUM(n) AS c FROM {g} "
+                "  WHERE site = $1 AND b BETWEEN $2 AND $3 AND failure_type IS NOT NULL GROUP BY 1)), "
+                f"(SELECT arg_max(failure_domain, c) FROM (SELECT failure_domain, SUM(n) AS c FROM {g} "
+                "  WHERE site = $1 AND b BETWEEN $2 AND $3 AND failure_domain IS NOT NULL GROUP BY 1)), "
+                f"(SELECT {first_examples('examples')} FROM {g} WHERE site = $1 AND b BETWEEN $2 AND $3 "
+                "  AND failure_domain IS NOT NULL)", window).fetchone()
             out.append({"site": site, "start": float(lo), "end": float(hi), "glideins": n, "failed": k,
                         "failure_rate": round(k / n, 4) if n else 0.0, "baseline_rate": round(baseline, 4),
                         "error_type": error_type or "", "domain": domain or "", "examples": examples or []})
@@ -170,8 +155,17 @@ def _runs(mask: np.ndarray):
 
 def top_messages(con, *, top: int = 10) -> list:
     """The most frequent failure messages once normalised: message, count, domain, examples."""
-    sql = (f"SELECT {normalised_sql('failure_message')} AS m, COUNT(*), mode(failure_domain), "
-           f"list(trace_id)[1:{EXAMPLES}] FROM glideins WHERE {FAILED} AND failure_message IS NOT NULL "
-           "GROUP BY m ORDER BY 2 DESC, 1 LIMIT ?")
-    return [{"message": m, "count": int(c), "domain": d or "", "examples": ex or []}
-            for m, c, d, ex in con.execute(sql, [top]).fetchall()]
+    return message_groups(con, "failure_message IS NOT NULL", top)
+
+
+def message_groups(con, where: str, top: int) -> list:
+    """The failed glideins' normalised messages of the groups where ``where``, most frequent
+    first: message, count, the domain most of them had, the first trace ids."""
+    summed = groups.of(con)
+    rows = con.execute(
+        f"SELECT m, SUM(c), arg_max(failure_domain, c), {first_examples('ex')} FROM ("
+        f"  SELECT x.m, g.failure_domain, SUM(g.n) AS c, {first_examples('g.examples')} AS ex "
+        f"  FROM {summed.glideins} g JOIN {summed.messages} x USING (failure_message) "
+        f"  WHERE g.failure_domain IS NOT NULL AND {where} GROUP BY 1, 2) "
+        "GROUP BY m ORDER BY 2 DESC, 1 LIMIT ?", [top]).fetchall()
+    return [{"message": m, "count": int(c), "domain": d or "", "examples": ex or []} for m, c, d, ex in rows]

@@ -1,5 +1,6 @@
 """What failures cost by domain, service and label; services' outage windows, planned or not;
-and the failure messages no rule decided yet, as SQL over the glidein table.
+and the failure messages no rule decided yet, as SQL over the groups failure_groups.py sums in
+one pass over each of the glidein table's views.
 
 Failure rules (glidein_tracing/failure_rules/) name the service a failure blames and its
 label; the forwarder writes them with the declared downtime the failure fell in into the
@@ -18,42 +19,35 @@ from __future__ import annotations
 
 import numpy as np
 
-from .failures import BUCKET_S, EXAMPLES, MET_SITE, normalised_sql, outage_runs
-from .stats import CORES, NODE_LIFE
-
-RULE_COLUMNS = ("failure_service", "failure_label", "failure_rule", "failure_downtime")
-GLIDEIN_CORE_H = f"GREATEST(COALESCE({NODE_LIFE}, 0), 0) * {CORES} / 3600.0"
-JOB_CORE_H = "COALESCE(wall_s, 0) * COALESCE(NULLIF(request_cpus, 0), 1) / 3600.0"
-
-
-def _has_rule_columns(con, view: str) -> bool:
-    """Files written before the failure rules lack these columns (read NULL when some have them)."""
-    return set(RULE_COLUMNS) <= {r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()}
+from . import failure_groups as groups
+from .failure_groups import BUCKET_S, first_examples
+from .failures import message_groups, outage_runs
 
 
 def _attempts(con) -> str:
-    """Every glidein and job with when it met its site or started, its failure's service and
-    downtime, and whether it failed: the rows the services' windows count."""
-    parts = []
-    for view, when, trace in (("glideins", MET_SITE, "trace_id"), ("jobs", "epoch(started_at)", "trace_id")):
-        if _has_rule_columns(con, view):
-            parts.append(f"SELECT {when} AS t, failure_service AS service, failure_downtime AS downtime, "
-                         f"failure_domain IS NOT NULL AS failed, {trace} AS trace_id FROM {view}")
+    """The glidein and job groups of the views that have the rule columns, as one relation
+    (b, failed, service, downtime, n, examples): the rows the services' windows count."""
+    summed = groups.of(con)
+    parts = [f"SELECT b, failure_domain IS NOT NULL AS failed, failure_service AS service, "
+             f"failure_downtime AS downtime, n, examples FROM {table}"
+             for view, table in (("glideins", summed.glideins), ("jobs", summed.jobs)) if view in summed.rules]
     return " UNION ALL ".join(parts)
 
 
 def breakdown(con) -> list[dict]:
     """Failed glideins and jobs by domain, then service, then label, with their count and the
     core-hours they cost, most core-hours first."""
+    summed = groups.of(con)
     parts = [f"SELECT '{kind}' AS kind, failure_domain AS d, COALESCE(failure_service, '') AS s, "
-             f"COALESCE(failure_label, '') AS l, {cost} AS h FROM {view} WHERE failure_domain IS NOT NULL"
-             for kind, view, cost in (("glidein", "glideins", GLIDEIN_CORE_H), ("job", "jobs", JOB_CORE_H))
-             if _has_rule_columns(con, view)]
+             f"COALESCE(failure_label, '') AS l, n, COALESCE(core_h, 0) AS h FROM {table} "
+             "WHERE failure_domain IS NOT NULL"
+             for kind, view, table in (("glidein", "glideins", summed.glideins), ("job", "jobs", summed.jobs))
+             if view in summed.rules]
     if not parts:
         return []
-    rows = con.execute(f"SELECT d, s, l, COUNT(*) FILTER (WHERE kind = 'glidein'), COUNT(*) FILTER (WHERE kind = 'job'), "
-                       f"SUM(h) FROM ({' UNION ALL '.join(parts)}) GROUP BY 1, 2, 3 "
-                       "ORDER BY 6 DESC, 4 + 5 DESC, 1, 2, 3").fetchall()
+    rows = con.execute(f"SELECT d, s, l, COALESCE(SUM(n) FILTER (WHERE kind = 'glidein'), 0) AS g, "
+                       f"COALESCE(SUM(n) FILTER (WHERE kind = 'job'), 0) AS j, SUM(h) AS h "
+                       f"FROM ({' UNION ALL '.join(parts)}) GROUP BY 1, 2, 3 ORDER BY h DESC, g + j DESC, 1, 2, 3").fetchall()
     return [{"domain": d, "service": s, "label": lab, "glideins": int(g), "jobs": int(j), "core_hours": round(h, 3)}
             for d, s, lab, g, j, h in rows]
 
@@ -64,8 +58,7 @@ def service_windows(con) -> list[dict]:
     attempts = _attempts(con)
     if not attempts:
         return []
-    bucket = f"CAST(floor(t / {BUCKET_S}) AS BIGINT)"
-    totals = con.execute(f"SELECT {bucket}, COUNT(*) FROM ({attempts}) WHERE t IS NOT NULL GROUP BY 1").fetchall()
+    totals = con.execute(f"SELECT b, SUM(n) FROM ({attempts}) WHERE b IS NOT NULL GROUP BY 1").fetchall()
     if not totals:
         return []
     first = min(b for b, _ in totals)
@@ -73,7 +66,7 @@ def service_windows(con) -> list[dict]:
     for b, n in totals:
         total[b - first] = n
     out = []
-    blamed = con.execute(f"SELECT service, {bucket}, COUNT(*) FROM ({attempts}) WHERE t IS NOT NULL AND failed "
+    blamed = con.execute(f"SELECT service, b, SUM(n) FROM ({attempts}) WHERE b IS NOT NULL AND failed "
                          "AND COALESCE(service, '') <> '' GROUP BY 1, 2 ORDER BY 1").fetchall()
     by_service: dict = {}
     for service, b, n in blamed:
@@ -83,8 +76,10 @@ def service_windows(con) -> list[dict]:
             start, end = float((first + lo) * BUCKET_S), float((first + hi + 1) * BUCKET_S)
             n, k = int(total[lo:hi + 1].sum()), int(bad[lo:hi + 1].sum())
             downtime, examples = con.execute(
-                f"SELECT mode(NULLIF(downtime, '')), list(trace_id ORDER BY trace_id)[1:{EXAMPLES}] FROM ({attempts}) "
-                "WHERE failed AND service = ? AND t >= ? AND t < ?", [service, start, end]).fetchone()
+                f"SELECT (SELECT arg_max(downtime, c) FROM (SELECT downtime, SUM(n) AS c FROM ({attempts}) "
+                "  WHERE failed AND service = $1 AND b BETWEEN $2 AND $3 AND COALESCE(downtime, '') <> '' GROUP BY 1)), "
+                f"(SELECT {first_examples('examples')} FROM ({attempts}) WHERE failed AND service = $1 "
+                "  AND b BETWEEN $2 AND $3)", [service, first + lo, first + hi]).fetchone()
             out.append({"service": service, "start": start, "end": end, "hours": (end - start) / 3600,
                         "attempts": n, "failures": k, "failure_rate": round(k / n, 4),
                         "baseline_rate": round(baseline, 4), "planned": downtime is not None,
@@ -95,13 +90,9 @@ def service_windows(con) -> list[dict]:
 def top_unclassified(con, *, top: int = 10) -> list[dict]:
     """The most frequent failed glideins' messages no rule decided (no ``failure_rule``), once
     normalised (numbers, ids, paths, hosts out): what to write a rule for next."""
-    if not _has_rule_columns(con, "glideins"):
+    if "glideins" not in groups.of(con).rules:
         return []
-    rows = con.execute(f"SELECT {normalised_sql('failure_message')} AS m, COUNT(*), mode(failure_domain), "
-                       f"list(trace_id ORDER BY trace_id)[1:{EXAMPLES}] FROM glideins WHERE failure_domain IS NOT NULL "
-                       "AND COALESCE(failure_rule, '') = '' AND COALESCE(failure_message, '') <> '' "
-                       "GROUP BY m ORDER BY 2 DESC, 1 LIMIT ?", [top]).fetchall()
-    return [{"message": m, "count": int(c), "domain": d or "", "examples": ex or []} for m, c, d, ex in rows]
+    return message_groups(con, "unruled AND failure_message <> ''", top)
 
 
 def services_section(con, *, top: int = 10) -> dict:

@@ -22,6 +22,14 @@ class Scan:
     files: list = field(default_factory=list)       # usable files
     versions: dict = field(default_factory=dict)    # file -> schema version
     skipped: list = field(default_factory=list)     # (file, why it was left out)
+    schemas: dict = field(default_factory=dict)     # file -> its footer's Parquet schema
+
+    @property
+    def one_schema(self) -> bool:
+        """Whether every usable file has the same columns of the same types (a reader then
+        needs no file's footer but the first to know them all)."""
+        first = next(iter(self.schemas.values()), None)
+        return all(schema.equals(first) for schema in self.schemas.values())
 
     @property
     def problems(self) -> list:
@@ -56,6 +64,7 @@ def check_files(paths) -> Scan:
                              f"glidein_tracing reads ({SCHEMA_VERSION}): upgrade glidein_tracing")
         scan.files.append(path)
         scan.versions[path] = version
+        scan.schemas[path] = metadata.schema
     return scan
 
 
