@@ -89,6 +89,13 @@ def _running_max(segment: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(segment + 1j * x).imag
 
 
+def _running_max_rank(segment: np.ndarray, rank: np.ndarray, top: int) -> np.ndarray:
+    """The highest ``rank`` (0..top) so far within each glidein: the segment number as the
+    high digit restarts it at each glidein."""
+    base = segment * (top + 1)
+    return (np.maximum.accumulate(base + rank) - base).astype(np.int16)
+
+
 def _shifted(x: np.ndarray, first: np.ndarray) -> np.ndarray:
     """The previous row's ``x`` within the glidein, 0 on its first row."""
     out = np.empty_like(x)
@@ -108,19 +115,18 @@ def _replay_rows(rows: dict, cur: Settings, grids) -> dict:
     first[1:] = gid[1:] != gid[:-1]
     last = np.ones(len(gid), bool)
     last[:-1] = first[1:]
-    segment = (np.cumsum(first) - 1).astype(float)
+    segment = np.cumsum(first) - 1
+    runs = np.diff(np.append(np.flatnonzero(first), len(first)))
     ends = _running_max(segment, e)
     cursor = _shifted(ends, first)
     gap = np.maximum(s - cursor, 0.0)
-    need_tail = np.where(first, 0.0, np.minimum(gap, T0))
-    pt = _running_max(segment, need_tail)
-    nr = np.minimum(s, R0)
-    cend = np.repeat(ends[last], np.diff(np.flatnonzero(np.append(first, True))))
-    bi = np.repeat(np.minimum(s[first], I0), np.diff(np.flatnonzero(np.append(first, True))))
+    rp = _running_max_rank(segment, _rank(np.where(first, 0.0, np.minimum(gap, T0)), T), len(T))
+    cend = np.repeat(ends[last], runs)
+    bi = np.repeat(np.minimum(s[first], I0), runs)
     lag = np.where(rows["own"], np.minimum(np.maximum(rows["L"] - cend - T0, 0.0), LAG_CAP_S), 0.0)
     return {**{k: rows[k] for k in ("entry", "c", "L", "own", "has_jobs", "jc", "failed")},
             "first": first, "last": last, "gap": gap, "cursor": cursor, "run": e - s, "lag": lag, "cend": cend,
-            "ri": _rank(bi, I), "rp": _rank(pt, T), "rn": _rank(nr, R), "rpp": _rank(_shifted(pt, first), T),
+            "ri": _rank(bi, I), "rp": rp, "rn": _rank(np.minimum(s, R0), R), "rpp": _shifted(rp, first),
             "rnp": _rank(np.minimum(_shifted(s, first), R0), R)}
 
 
@@ -137,69 +143,100 @@ class Bins:
 BIN_TABLES = ("kept", "first_cut", "later_cut", "glideins")
 
 
-def _fetch(con, sql: str) -> dict:
-    return {k: np.asarray(v) for k, v in con.execute(sql).fetchnumpy().items()}
-
-
 def _concat(parts: list[dict]) -> dict:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
 def _bins_of_chunk(con, cur: Settings, grids, days, entries: list) -> Bins:
-    import pyarrow as pa
-    I, T, R = grids
     day_filter = ("AND date IN (" + ", ".join(f"DATE '{d}'" for d in days) + ")") if days[0] is not None else ""
     rows = con.execute(_rows_sql(cur, day_filter, entries)).fetchnumpy()
-    wj = pa.table(_replay_rows({k: np.asarray(v) for k, v in rows.items()}, cur, grids))
-    del rows
-    con.register("wj", wj)
-    try:
-        kept = _fetch(con, """SELECT entry, ri, rp, rn,
-            SUM(CASE WHEN first THEN c * gap ELSE 0 END) AS before, SUM(CASE WHEN first THEN 0 ELSE c * gap END) AS between,
-            SUM(CASE WHEN failed THEN run * jc ELSE 0 END) AS bad, SUM(CASE WHEN failed THEN 0 ELSE run * jc END) AS good,
-            COUNT(*) AS n, SUM(run * jc) AS core_s FROM wj WHERE has_jobs GROUP BY ALL""")
-        first_cols = ", ".join(
-            f"SUM(c * CASE WHEN ri > {a} THEN (CASE WHEN rn > {r} THEN LEAST({i!r} + lag, {rv!r}) ELSE {i!r} + lag END) "
-            f"ELSE {rv!r} END) AS v_{a}_{r}" for a, i in enumerate(I) for r, rv in enumerate(R))
-        first_cut = _fetch(con, f"SELECT entry, ri, rn, {first_cols} FROM wj WHERE has_jobs AND first AND (ri > 0 OR rn > 0) "
-                                "GROUP BY ALL")
-        later_cols = ", ".join(
-            f"SUM(c * LEAST(CASE WHEN rp > {b} THEN {t!r} + lag END, CASE WHEN rn > {r} THEN GREATEST({rv!r} - cursor, 0) END))"
-            f" AS v_{b}_{r}" for b, t in enumerate(T) for r, rv in enumerate(R))
-        later_cut = _fetch(con, f"""SELECT entry, ri, rpp, rnp, rp, rn, {later_cols}
-            FROM wj WHERE NOT first AND (rp > 0 OR rn > 0) AND rpp < {len(T)} AND rnp < {len(R)} AND ri < {len(I)}
-            GROUP BY ALL""")
-        glideins = _fetch(con, _glidein_bins_sql(cur, grids))
-    finally:
-        con.unregister("wj")
-    return Bins(kept, first_cut, later_cut, glideins)
+    return _bins(_replay_rows({k: np.asarray(v) for k, v in rows.items()}, cur, grids), cur, grids, len(entries))
 
 
-def _glidein_bins_sql(cur: Settings, grids) -> str:
-    """Per glidein (its last row, whose ranks are the glidein's highest): the recorded tail or
-    no-job idle and the new one for every threshold value."""
+DENSE_GROUPS = 1 << 16   # key combinations up to which a GROUP BY uses a lookup table
+
+
+def _group(rows: dict, keys: dict, sums: dict) -> dict:
+    """GROUP BY the ``keys`` columns of ``rows`` (name -> how many values, small integers from
+    0): the keys, the row count ``n`` and the sum of each array of ``sums``."""
+    code = np.zeros(len(next(iter(rows.values()))), np.int64)
+    for name, size in keys.items():
+        code = code * size + rows[name]
+    span = math.prod(keys.values())
+    if span <= DENSE_GROUPS:     # a lookup table instead of a sort
+        codes = np.flatnonzero(np.bincount(code, minlength=span))
+        lookup = np.zeros(span, np.int64)
+        lookup[codes] = np.arange(len(codes))
+        inverse = lookup[code]
+    else:
+        codes, inverse = np.unique(code, return_inverse=True)
+    groups = len(codes)
+    out = {}
+    for name, size in reversed(keys.items()):
+        codes, out[name] = np.divmod(codes, size)
+    out = {name: out[name] for name in keys}
+    out["n"] = np.bincount(inverse, minlength=groups)
+    out.update({name: np.bincount(inverse, weights=values, minlength=groups) for name, values in sums.items()})
+    return out
+
+
+def _subset(rows: dict, mask: np.ndarray, names: str) -> dict:
+    return {name: rows[name][mask] for name in names.split()}
+
+
+def _bins(rows: dict, cur: Settings, grids, n_entries: int) -> Bins:
+    """The four grouped contributions of a chunk's replayed rows (see Bins)."""
+    I, T, R = grids
+    size = {"entry": max(n_entries, 1), "has_jobs": 2, "ri": len(I) + 1, "rp": len(T) + 1, "rn": len(R) + 1,
+            "rpp": len(T) + 1, "rnp": len(R) + 1}
+    keys = lambda *names: {n: size[n] for n in names}  # noqa: E731
+    k = _subset(rows, rows["has_jobs"], "entry ri rp rn c gap first failed run jc")
+    idle, work = k["c"] * k["gap"], k["run"] * k["jc"]
+    kept = _group(k, keys("entry", "ri", "rp", "rn"), {
+        "before": np.where(k["first"], idle, 0.0), "between": np.where(k["first"], 0.0, idle),
+        "bad": np.where(k["failed"], work, 0.0), "good": np.where(k["failed"], 0.0, work), "core_s": work})
+    f = _subset(rows, rows["has_jobs"] & rows["first"] & ((rows["ri"] > 0) | (rows["rn"] > 0)), "entry ri rn c lag")
+    first_cut = _group(f, keys("entry", "ri", "rn"), {
+        f"v_{a}_{r}": f["c"] * np.where(f["ri"] > a, np.where(f["rn"] > r, np.minimum(i + f["lag"], rv), i + f["lag"]), rv)
+        for a, i in enumerate(I) for r, rv in enumerate(R)})
+    c = _subset(rows, ~rows["first"] & ((rows["rp"] > 0) | (rows["rn"] > 0)) & (rows["rpp"] < len(T))
+                & (rows["rnp"] < len(R)) & (rows["ri"] < len(I)), "entry ri rpp rnp rp rn c lag cursor")
+    later_cut = _group(c, keys("entry", "ri", "rpp", "rnp", "rp", "rn"), {
+        f"v_{b}_{r}": _cut_tail(c, b, t, r, rv) for b, t in enumerate(T) for r, rv in enumerate(R)})
+    glideins = [_glidein_bins(_subset(rows, rows["last"] & (rows["has_jobs"] == has), "entry has_jobs ri rp rn c L cend own"),
+                              has, cur, grids, keys) for has in (True, False)]
+    return Bins(kept, first_cut, later_cut, _concat(glideins))
+
+
+def _cut_tail(c: dict, b: int, t: float, r: int, rv: float) -> np.ndarray:
+    """The new tail of a glidein cut at this job: T (+ lag) after the last kept job's cursor,
+    or the retire time, whichever comes first (0 where neither cuts here)."""
+    end = np.minimum(np.where(c["rp"] > b, t + c["lag"], np.inf),
+                     np.where(c["rn"] > r, np.maximum(rv - c["cursor"], 0.0), np.inf))
+    return np.where(np.isinf(end), 0.0, c["c"] * end)
+
+
+def _glidein_bins(g: dict, has_jobs: bool, cur: Settings, grids, keys) -> dict:
+    """Per glidein with (or without) jobs, from its last row, whose ranks are the glidein's
+    highest: the recorded tail (or no-job idle) and the new one for every threshold value
+    (t_b_r: Max_Tail T[b], n_a_r: Max_Idle I[a]; retire R[r])."""
     I, T, R = grids
     I0, T0, R0 = float(cur.max_idle), float(cur.max_tail), float(cur.retire)
+    c, L, cend = g["c"], g["L"], g["cend"]
+    tail_rec, thr0 = L - cend, (T0 if has_jobs else I0)
+    ruled = g["own"] & (tail_rec >= thr0 - OWN_RULE_EPS_S)
+    kept_tail = np.maximum(tail_rec - thr0, 0.0)
+    cap = lambda rv: np.maximum(cend, rv + np.maximum(L - R0, 0.0)) - cend  # noqa: E731
 
-    def new_tail(thr: float, rv: float) -> str:
-        ruled = f"GREATEST(tail_rec - thr0 + {thr!r}, 0)"
-        other = f"LEAST(tail_rec, {thr!r} + GREATEST(tail_rec - thr0, 0))"
-        cap = f"GREATEST(cend, {rv!r} + GREATEST(L - {R0!r}, 0)) - cend"
-        return f"c * LEAST(CASE WHEN ruled THEN {ruled} ELSE {other} END, {cap})"
-    cols = [f"SUM(CASE WHEN has_jobs THEN {new_tail(t, rv)} ELSE 0 END) AS t_{b}_{r}"
-            for b, t in enumerate(T) for r, rv in enumerate(R)]
-    cols += [f"SUM(CASE WHEN has_jobs THEN 0 ELSE {new_tail(i, rv)} END) AS n_{a}_{r}"
-             for a, i in enumerate(I) for r, rv in enumerate(R)]
-    return f"""
-    WITH g AS (
-      SELECT entry, c, L, has_jobs, cend, L - cend AS tail_rec, ri, rp, rn, own,
-             CASE WHEN has_jobs THEN {T0!r} ELSE {I0!r} END AS thr0
-      FROM wj WHERE last),
-    r AS (SELECT *, own AND tail_rec >= thr0 - {OWN_RULE_EPS_S!r} AS ruled FROM g)
-    SELECT entry, has_jobs, ri, rp, rn, COUNT(*) AS n,
-           SUM(CASE WHEN has_jobs THEN c * tail_rec ELSE 0 END) AS tail_rec,
-           SUM(CASE WHEN has_jobs THEN 0 ELSE c * L END) AS no_job_rec, {', '.join(cols)}
-    FROM r GROUP BY ALL"""
+    def new_tail(thr: float, rv: float) -> np.ndarray:
+        own = np.maximum(tail_rec - thr0 + thr, 0.0)
+        return c * np.minimum(np.where(ruled, own, np.minimum(tail_rec, thr + kept_tail)), cap(rv))
+    changed, fixed = (("t", T), ("n", I)) if has_jobs else (("n", I), ("t", T))
+    sums = {"tail_rec": c * tail_rec if has_jobs else np.zeros(len(c)), "no_job_rec": np.zeros(len(c)) if has_jobs else c * L}
+    sums.update({f"{changed[0]}_{x}_{r}": new_tail(thr, rv) for x, thr in enumerate(changed[1]) for r, rv in enumerate(R)})
+    out = _group(g, keys("entry", "has_jobs", "ri", "rp", "rn"), sums)
+    out.update({f"{fixed[0]}_{x}_{r}": np.zeros(len(out["n"])) for x in range(len(fixed[1])) for r in range(len(R))})
+    return out
 
 
 CHUNK_GLIDEINS = 500_000   # glideins per pass: bounds the memory of the sorted rows and their arrays
