@@ -1,5 +1,5 @@
 """What-if replay: each recorded glidein under other GLIDEIN_Max_Idle, Max_Tail and retire times,
-as grouped SQL over the glidein table.
+in one sorted pass over the glidein table's jobs.
 
 The model (docs/analysis.md, "What-if"), per glidein, on its condor phase (times relative to
 its start; ``gap`` = idle time before a job, measured from when the earlier jobs finished):
@@ -17,12 +17,14 @@ its start; ``gap`` = idle time before a job, measured from when the earlier jobs
 - with the current settings nothing is lost and every interval is the recorded one, so the
   replay of the current settings reproduces the recorded waste (``current_replay.exact``).
 
-How it runs in SQL: whether a job is kept depends on the candidate only through three
-thresholds (the glidein's first-job need against I, the prefix maximum of the tail needs
-against T, the start against R), so every job and glidein is binned by its *rank* in each
-candidate list, and one GROUP BY per day sums what each bin contributes (kept idle, badput,
-jobs; the new tail for every threshold value). A candidate's totals are then sums over bins
-(numpy, a few thousand rows), exact, with one pass over the data for the whole grid.
+How it runs: whether a job is kept depends on the candidate only through three thresholds
+(the glidein's first-job need against I, the prefix maximum of the tail needs against T, the
+start against R), so every job and glidein is binned by its *rank* in each candidate list and
+what each bin contributes is summed (kept idle, badput, jobs; the new tail for every threshold
+value). Per group of days, DuckDB joins the jobs to their glideins and returns them sorted by
+glidein and start (the one sort); numpy computes the running values (cursor, gap, running
+maximum of the tail-need ranks) and the grouped sums. A candidate's totals are then sums over
+bins (a few thousand rows), exact, with one pass over the data for the whole grid.
 """
 
 from __future__ import annotations
