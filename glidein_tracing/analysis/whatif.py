@@ -72,7 +72,7 @@ def _rows_sql(cur: Settings, day_filter: str, entries: list) -> str:
     return f"""
     WITH g AS (
       SELECT row_number() OVER () AS gid, trace_id, list_position({listing}, entry) - 1 AS entry, {CORES} AS c,
-             condor_s AS L, epoch(condor_start_at) AS cs, shutdown_reason IN {OWN_TIMEOUT_REASONS} AS own
+             condor_s AS L, epoch(condor_start_at) AS cs, COALESCE(shutdown_reason IN {OWN_TIMEOUT_REASONS}, false) AS own
       FROM glideins WHERE condor_s IS NOT NULL AND condor_start_at IS NOT NULL {day_filter}),
     j0 AS (
       SELECT g.gid, g.entry, g.c, g.L, g.own, j.trace_id IS NOT NULL AS has_jobs,
@@ -150,6 +150,7 @@ def _concat(parts: list[dict]) -> dict:
 
 
 def _bins_of_chunk(con, cur: Settings, grids, days, entries: list) -> Bins:
+    """The bins of one group of days: one sorted query, then numpy."""
     day_filter = ("AND date IN (" + ", ".join(f"DATE '{d}'" for d in days) + ")") if days[0] is not None else ""
     rows = con.execute(_rows_sql(cur, day_filter, entries)).fetchnumpy()
     return _bins(_replay_rows({k: np.asarray(v) for k, v in rows.items()}, cur, grids), cur, grids, len(entries))
@@ -205,8 +206,9 @@ def _bins(rows: dict, cur: Settings, grids, n_entries: int) -> Bins:
                 & (rows["rnp"] < len(R)) & (rows["ri"] < len(I)), "entry ri rpp rnp rp rn c lag cursor")
     later_cut = _group(c, keys("entry", "ri", "rpp", "rnp", "rp", "rn"), {
         f"v_{b}_{r}": _cut_tail(c, b, t, r, rv) for b, t in enumerate(T) for r, rv in enumerate(R)})
-    glideins = [_glidein_bins(_subset(rows, rows["last"] & (rows["has_jobs"] == has), "entry has_jobs ri rp rn c L cend own"),
-                              has, cur, grids, keys) for has in (True, False)]
+    columns = "entry has_jobs ri rp rn c L cend own"
+    glideins = [_glidein_bins(_subset(rows, rows["last"] & (rows["has_jobs"] == has), columns), has, cur, grids, keys)
+                for has in (True, False)]
     return Bins(kept, first_cut, later_cut, _concat(glideins))
 
 
