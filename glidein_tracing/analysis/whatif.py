@@ -62,7 +62,10 @@ def candidate_grid(current: Settings, max_idle=None, max_tail=None, retire=None)
 
 def _rank(x: np.ndarray, grid) -> np.ndarray:
     """How many grid values each ``x`` exceeds: kept under grid[k] iff rank <= k."""
-    return np.searchsorted(np.asarray(grid, dtype=float), x, side="left").astype(np.int16)
+    rank = np.zeros(len(x), np.int16)
+    for value in grid:
+        rank += x > value
+    return rank
 
 
 def _rows_sql(cur: Settings, day_filter: str, entries: list) -> str:
@@ -184,7 +187,8 @@ def _group(rows: dict, keys: dict, sums: dict) -> dict:
 
 
 def _subset(rows: dict, mask: np.ndarray, names: str) -> dict:
-    return {name: rows[name][mask] for name in names.split()}
+    at = np.flatnonzero(mask)
+    return {name: rows[name].take(at) for name in names.split()}
 
 
 def _bins(rows: dict, cur: Settings, grids, n_entries: int) -> Bins:
