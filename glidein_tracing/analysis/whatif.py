@@ -68,15 +68,16 @@ def _rank(x: np.ndarray, grid) -> np.ndarray:
     return rank
 
 
-def _rows_sql(cur: Settings, day_filter: str, entries: list) -> str:
+def _rows_sql(cur: Settings, day_filter: str) -> str:
     """One row per job of a glidein with a condor phase (one row for a glidein without jobs),
-    relative to the phase, sorted by glidein, start and end: the one sort of the replay."""
-    listing = "[" + ", ".join("NULL" if e is None else "'" + e.replace("'", "''") + "'" for e in entries) + "]"
+    relative to the phase, sorted by glidein, start and end: the one sort of the replay. The
+    entry is its code in ``whatif_entries``."""
     return f"""
     WITH g AS (
-      SELECT row_number() OVER () AS gid, trace_id, list_position({listing}, entry) - 1 AS entry, {CORES} AS c,
-             condor_s AS L, epoch(condor_start_at) AS cs, COALESCE(shutdown_reason IN {OWN_TIMEOUT_REASONS}, false) AS own
-      FROM glideins WHERE condor_s IS NOT NULL AND condor_start_at IS NOT NULL {day_filter}),
+      SELECT row_number() OVER () AS gid, trace_id, code AS entry, {CORES} AS c, condor_s AS L,
+             epoch(condor_start_at) AS cs, COALESCE(shutdown_reason IN {OWN_TIMEOUT_REASONS}, false) AS own
+      FROM glideins JOIN whatif_entries ON glideins.entry IS NOT DISTINCT FROM whatif_entries.name
+      WHERE condor_s IS NOT NULL AND condor_start_at IS NOT NULL {day_filter}),
     j0 AS (
       SELECT g.gid, g.entry, g.c, g.L, g.own, j.trace_id IS NOT NULL AS has_jobs,
              LEAST(GREATEST(round(epoch(j.started_at) - g.cs, 3), 0), g.L) AS s,
@@ -152,11 +153,11 @@ def _concat(parts: list[dict]) -> dict:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
-def _bins_of_chunk(con, cur: Settings, grids, days, entries: list) -> Bins:
+def _bins_of_chunk(con, cur: Settings, grids, days, n_entries: int) -> Bins:
     """The bins of one group of days: one sorted query, then numpy."""
     day_filter = ("AND date IN (" + ", ".join(f"DATE '{d}'" for d in days) + ")") if days[0] is not None else ""
-    rows = con.execute(_rows_sql(cur, day_filter, entries)).fetchnumpy()
-    return _bins(_replay_rows({k: np.asarray(v) for k, v in rows.items()}, cur, grids), cur, grids, len(entries))
+    rows = con.execute(_rows_sql(cur, day_filter)).fetchnumpy()
+    return _bins(_replay_rows({k: np.asarray(v) for k, v in rows.items()}, cur, grids), cur, grids, n_entries)
 
 
 DENSE_GROUPS = 1 << 16   # key combinations up to which a GROUP BY uses a lookup table
@@ -271,8 +272,15 @@ def entry_names(con) -> list:
 
 
 def collect_bins(data, current: Settings, grids, entries: list) -> Bins:
-    """The grouped contributions, one pass per group of days (memory bounded by the group)."""
-    parts = [_bins_of_chunk(data.con, current, grids, days, entries) for days in chunks(data.con, data.days())]
+    """The grouped contributions, one pass per group of days (memory bounded by the group);
+    ``entries``: the entry names, coded by their position."""
+    import pyarrow as pa
+    codes = pa.table({"name": pa.array(entries, pa.string()), "code": np.arange(len(entries), dtype=np.int32)})
+    data.con.register("whatif_entries", codes)
+    try:
+        parts = [_bins_of_chunk(data.con, current, grids, days, len(entries)) for days in chunks(data.con, data.days())]
+    finally:
+        data.con.unregister("whatif_entries")
     return Bins(*(_concat([getattr(p, f) for p in parts]) for f in BIN_TABLES))
 
 
