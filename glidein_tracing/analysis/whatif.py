@@ -92,7 +92,9 @@ def _running_max(segment: np.ndarray, x: np.ndarray) -> np.ndarray:
     """The maximum of ``x`` so far within each run of equal ``segment`` values (sorted):
     numpy orders complex numbers by real part, then imaginary part, so the segment number
     in the real part restarts the running maximum at each glidein, exactly."""
-    return np.maximum.accumulate(segment + 1j * x).imag
+    pairs = np.empty(len(x), complex)
+    pairs.real, pairs.imag = segment, x
+    return np.maximum.accumulate(pairs).imag
 
 
 def _running_max_rank(segment: np.ndarray, rank: np.ndarray, top: int) -> np.ndarray:
