@@ -1,5 +1,5 @@
 """What-if replay: each recorded glidein under other GLIDEIN_Max_Idle, Max_Tail and retire times,
-as grouped SQL over the glidein table.
+in one sorted pass over the glidein table's jobs.
 
 The model (docs/analysis.md, "What-if"), per glidein, on its condor phase (times relative to
 its start; ``gap`` = idle time before a job, measured from when the earlier jobs finished):
@@ -17,12 +17,14 @@ its start; ``gap`` = idle time before a job, measured from when the earlier jobs
 - with the current settings nothing is lost and every interval is the recorded one, so the
   replay of the current settings reproduces the recorded waste (``current_replay.exact``).
 
-How it runs in SQL: whether a job is kept depends on the candidate only through three
-thresholds (the glidein's first-job need against I, the prefix maximum of the tail needs
-against T, the start against R), so every job and glidein is binned by its *rank* in each
-candidate list, and one GROUP BY per day sums what each bin contributes (kept idle, badput,
-jobs; the new tail for every threshold value). A candidate's totals are then sums over bins
-(numpy, a few thousand rows), exact, with one pass over the data for the whole grid.
+How it runs: whether a job is kept depends on the candidate only through three thresholds
+(the glidein's first-job need against I, the prefix maximum of the tail needs against T, the
+start against R), so every job and glidein is binned by its *rank* in each candidate list and
+what each bin contributes is summed (kept idle, badput, jobs; the new tail for every threshold
+value). Per group of days, DuckDB joins the jobs to their glideins and returns them sorted by
+glidein and start (the one sort); numpy computes the running values (cursor, gap, running
+maximum of the tail-need ranks) and the grouped sums. A candidate's totals are then sums over
+bins (a few thousand rows), exact, with one pass over the data for the whole grid.
 """
 
 from __future__ import annotations
@@ -58,42 +60,82 @@ def candidate_grid(current: Settings, max_idle=None, max_tail=None, retire=None)
     return [Settings(i, t, r) for i in idles for t in tails for r in retires]
 
 
-def _rank(expr: str, grid) -> str:
-    """How many grid values ``expr`` exceeds: kept under grid[k] iff rank <= k."""
-    return "(" + " + ".join(f"CASE WHEN {expr} > {v!r} THEN 1 ELSE 0 END" for v in grid) + ")"
+def _rank(x: np.ndarray, grid) -> np.ndarray:
+    """How many grid values each ``x`` exceeds: kept under grid[k] iff rank <= k."""
+    rank = np.zeros(len(x), np.int16)
+    for value in grid:
+        rank += x > value
+    return rank
 
 
-def _jobs_sql(cur: Settings, day_filter: str) -> str:
-    """Every job of a glidein with a condor phase, relative to the phase: start, end, cursor,
-    gap, the needs the rules test, the previous job's needs; and the glidein's own facts."""
-    I0, T0, R0 = float(cur.max_idle), float(cur.max_tail), float(cur.retire)
+def _rows_sql(cur: Settings, day_filter: str) -> str:
+    """One row per job of a glidein with a condor phase (one row for a glidein without jobs),
+    relative to the phase, sorted by glidein, start and end: the one sort of the replay. The
+    entry is its code in ``whatif_entries``."""
     return f"""
     WITH g AS (
-      SELECT trace_id, entry, {CORES} AS c, condor_s AS L, epoch(condor_start_at) AS cs,
-             shutdown_reason IN {OWN_TIMEOUT_REASONS} AS own
-      FROM glideins WHERE condor_s IS NOT NULL AND condor_start_at IS NOT NULL {day_filter}),
+      SELECT row_number() OVER () AS gid, trace_id, code AS entry, {CORES} AS c, condor_s AS L,
+             epoch(condor_start_at) AS cs, COALESCE(shutdown_reason IN {OWN_TIMEOUT_REASONS}, false) AS own
+      FROM glideins JOIN whatif_entries ON glideins.entry IS NOT DISTINCT FROM whatif_entries.name
+      WHERE condor_s IS NOT NULL AND condor_start_at IS NOT NULL {day_filter}),
     j0 AS (
-      SELECT j.trace_id, g.entry, g.c, g.L, g.own,
+      SELECT g.gid, g.entry, g.c, g.L, g.own, j.trace_id IS NOT NULL AS has_jobs,
              LEAST(GREATEST(round(epoch(j.started_at) - g.cs, 3), 0), g.L) AS s,
              round(epoch(j.ended_at) - g.cs, 3) AS e_raw,
-             LEAST(COALESCE(NULLIF(j.request_cpus, 0), 1), g.c) AS jc, {JOB_FAILED} AS failed
-      FROM jobs j JOIN g ON j.trace_id = g.trace_id WHERE true {day_filter}),
-    j1 AS (
-      SELECT *, LEAST(GREATEST(e_raw, s), L) AS e FROM j0),
-    j2 AS (
-      SELECT *, ROW_NUMBER() OVER w AS idx,
-             COALESCE(MAX(e) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS cursor,
-             LEAST(COALESCE(LAG(s) OVER w, 0), {R0!r}) AS nr_prev,
-             LEAST(MIN(s) OVER (PARTITION BY trace_id), {I0!r}) AS bi, MAX(e) OVER (PARTITION BY trace_id) AS cend
-      FROM j1 WINDOW w AS (PARTITION BY trace_id ORDER BY s, e)),
-    j3 AS (
-      SELECT *, GREATEST(s - cursor, 0) AS gap,
-             CASE WHEN idx = 1 THEN 0 ELSE LEAST(GREATEST(s - cursor, 0), {T0!r}) END AS need_tail,
-             LEAST(s, {R0!r}) AS nr FROM j2)
-    SELECT *, MAX(need_tail) OVER w AS pt,
-           COALESCE(MAX(need_tail) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS pt_prev,
-           CASE WHEN own THEN LEAST(GREATEST(L - cend - {T0!r}, 0), {LAG_CAP_S!r}) ELSE 0 END AS lag
-    FROM j3 WINDOW w AS (PARTITION BY trace_id ORDER BY idx)"""
+             LEAST(COALESCE(NULLIF(j.request_cpus, 0), 1), g.c) AS jc, COALESCE({JOB_FAILED}, false) AS failed
+      FROM g LEFT JOIN (SELECT * FROM jobs WHERE true {day_filter}) j ON j.trace_id = g.trace_id)
+    SELECT gid, entry, c, L, own, has_jobs, s, LEAST(GREATEST(e_raw, s), L) AS e, jc, failed
+    FROM j0 ORDER BY gid, s, e"""
+
+
+def _running_max(segment: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The maximum of ``x`` so far within each run of equal ``segment`` values (sorted):
+    numpy orders complex numbers by real part, then imaginary part, so the segment number
+    in the real part restarts the running maximum at each glidein, exactly."""
+    pairs = np.empty(len(x), complex)
+    pairs.real, pairs.imag = segment, x
+    return np.maximum.accumulate(pairs).imag
+
+
+def _running_max_rank(segment: np.ndarray, rank: np.ndarray, top: int) -> np.ndarray:
+    """The highest ``rank`` (0..top) so far within each glidein: the segment number as the
+    high digit restarts it at each glidein."""
+    base = segment * (top + 1)
+    return (np.maximum.accumulate(base + rank) - base).astype(np.int16)
+
+
+def _shifted(x: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """The previous row's ``x`` within the glidein, 0 on its first row."""
+    out = np.empty_like(x)
+    out[1:] = x[:-1]
+    out[first] = 0
+    return out
+
+
+def _replay_rows(rows: dict, cur: Settings, grids) -> dict:
+    """Per row: cursor (end of the earlier jobs), gap, run, lag, the ranks of the glidein's
+    first-job need, of the running maximum of the tail needs (and the previous job's), of
+    the start (and the previous job's) against the candidate lists; first and last flags."""
+    I, T, R = grids
+    I0, T0, R0 = float(cur.max_idle), float(cur.max_tail), float(cur.retire)
+    gid, s, e = rows.pop("gid"), rows["s"], rows["e"]
+    first = np.ones(len(gid), bool)
+    first[1:] = gid[1:] != gid[:-1]
+    last = np.ones(len(gid), bool)
+    last[:-1] = first[1:]
+    segment = np.cumsum(first) - 1
+    runs = np.diff(np.append(np.flatnonzero(first), len(first)))
+    ends = _running_max(segment, e)
+    cursor = _shifted(ends, first)
+    gap = np.maximum(s - cursor, 0.0)
+    rp = _running_max_rank(segment, _rank(np.where(first, 0.0, np.minimum(gap, T0)), T), len(T))
+    cend = np.repeat(ends[last], runs)
+    bi = np.repeat(np.minimum(s[first], I0), runs)
+    lag = np.where(rows["own"], np.minimum(np.maximum(rows["L"] - cend - T0, 0.0), LAG_CAP_S), 0.0)
+    return {**{k: rows[k] for k in ("entry", "c", "L", "own", "has_jobs", "jc", "failed")},
+            "first": first, "last": last, "gap": gap, "cursor": cursor, "run": e - s, "lag": lag, "cend": cend,
+            "ri": _rank(bi, I), "rp": rp, "rn": _rank(np.minimum(s, R0), R), "rpp": _shifted(rp, first),
+            "rnp": _rank(np.minimum(_shifted(s, first), R0), R)}
 
 
 @dataclass
@@ -106,73 +148,109 @@ class Bins:
     glideins: dict   # per (entry, has_jobs, rI, rP, rN): count, recorded idle, new tail per (thr, R)
 
 
-def _fetch(con, sql: str) -> dict:
-    return {k: np.asarray(v) for k, v in con.execute(sql).fetchnumpy().items()}
+BIN_TABLES = ("kept", "first_cut", "later_cut", "glideins")
 
 
 def _concat(parts: list[dict]) -> dict:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
-def _bins_of_chunk(con, cur: Settings, grids, days) -> Bins:
-    I, T, R = grids
+def _bins_of_chunk(con, cur: Settings, grids, days, n_entries: int) -> Bins:
+    """The bins of one group of days: one sorted query, then numpy."""
     day_filter = ("AND date IN (" + ", ".join(f"DATE '{d}'" for d in days) + ")") if days[0] is not None else ""
-    ranks = (f"{_rank('bi', I)} AS ri, {_rank('pt', T)} AS rp, {_rank('nr', R)} AS rn, "
-             f"{_rank('pt_prev', T)} AS rpp, {_rank('nr_prev', R)} AS rnp")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE wj AS SELECT trace_id, entry, c, idx, gap, cursor, e - s AS run, jc, "
-                f"failed, lag, bi, pt, nr, cend, {ranks} FROM ({_jobs_sql(cur, day_filter)})")
-    kept = _fetch(con, """SELECT entry, ri, rp, rn,
-        SUM(CASE WHEN idx = 1 THEN c * gap ELSE 0 END) AS before, SUM(CASE WHEN idx > 1 THEN c * gap ELSE 0 END) AS between,
-        SUM(CASE WHEN failed THEN run * jc ELSE 0 END) AS bad, SUM(CASE WHEN failed THEN 0 ELSE run * jc END) AS good,
-        COUNT(*) AS n, SUM(run * jc) AS core_s FROM wj GROUP BY ALL""")
-    first_cols = ", ".join(
-        f"SUM(c * CASE WHEN ri > {a} THEN (CASE WHEN rn > {r} THEN LEAST({i!r} + lag, {rv!r}) ELSE {i!r} + lag END) "
-        f"ELSE {rv!r} END) AS v_{a}_{r}" for a, i in enumerate(I) for r, rv in enumerate(R))
-    first_cut = _fetch(con, f"SELECT entry, ri, rn, {first_cols} FROM wj WHERE idx = 1 AND (ri > 0 OR rn > 0) "
-                            "GROUP BY ALL")
-    later_cols = ", ".join(
-        f"SUM(c * LEAST(CASE WHEN rp > {b} THEN {t!r} + lag END, CASE WHEN rn > {r} THEN GREATEST({rv!r} - cursor, 0) END))"
-        f" AS v_{b}_{r}" for b, t in enumerate(T) for r, rv in enumerate(R))
-    later_cut = _fetch(con, f"""SELECT entry, ri, rpp, rnp, rp, rn, {later_cols}
-        FROM wj WHERE idx > 1 AND (rp > 0 OR rn > 0) AND rpp < {len(T)} AND rnp < {len(R)} AND ri < {len(I)}
-        GROUP BY ALL""")
-    glideins = _fetch(con, _glidein_bins_sql(cur, grids, day_filter))
-    con.execute("DROP TABLE wj")
-    return Bins(kept, first_cut, later_cut, glideins)
+    rows = con.execute(_rows_sql(cur, day_filter)).fetchnumpy()
+    return _bins(_replay_rows({k: np.asarray(v) for k, v in rows.items()}, cur, grids), cur, grids, n_entries)
 
 
-def _glidein_bins_sql(cur: Settings, grids, day_filter: str) -> str:
+DENSE_GROUPS = 1 << 16   # key combinations up to which a GROUP BY uses a lookup table
+
+
+def _group(rows: dict, keys: dict, sums: dict) -> dict:
+    """GROUP BY the ``keys`` columns of ``rows`` (name -> how many values, small integers from
+    0): the keys, the row count ``n`` and the sum of each array of ``sums``."""
+    code = np.zeros(len(next(iter(rows.values()))), np.int64)
+    for name, size in keys.items():
+        code = code * size + rows[name]
+    span = math.prod(keys.values())
+    if span <= DENSE_GROUPS:     # a lookup table instead of a sort
+        codes = np.flatnonzero(np.bincount(code, minlength=span))
+        lookup = np.zeros(span, np.int64)
+        lookup[codes] = np.arange(len(codes))
+        inverse = lookup[code]
+    else:
+        codes, inverse = np.unique(code, return_inverse=True)
+    groups = len(codes)
+    out = {}
+    for name, size in reversed(keys.items()):
+        codes, out[name] = np.divmod(codes, size)
+    out = {name: out[name] for name in keys}
+    out["n"] = np.bincount(inverse, minlength=groups)
+    out.update({name: np.bincount(inverse, weights=values, minlength=groups) for name, values in sums.items()})
+    return out
+
+
+def _subset(rows: dict, mask: np.ndarray, names: str) -> dict:
+    at = np.flatnonzero(mask)
+    return {name: rows[name].take(at) for name in names.split()}
+
+
+def _bins(rows: dict, cur: Settings, grids, n_entries: int) -> Bins:
+    """The four grouped contributions of a chunk's replayed rows (see Bins)."""
+    I, T, R = grids
+    size = {"entry": max(n_entries, 1), "has_jobs": 2, "ri": len(I) + 1, "rp": len(T) + 1, "rn": len(R) + 1,
+            "rpp": len(T) + 1, "rnp": len(R) + 1}
+    keys = lambda *names: {n: size[n] for n in names}  # noqa: E731
+    k = _subset(rows, rows["has_jobs"], "entry ri rp rn c gap first failed run jc")
+    idle, work = k["c"] * k["gap"], k["run"] * k["jc"]
+    kept = _group(k, keys("entry", "ri", "rp", "rn"), {
+        "before": np.where(k["first"], idle, 0.0), "between": np.where(k["first"], 0.0, idle),
+        "bad": np.where(k["failed"], work, 0.0), "good": np.where(k["failed"], 0.0, work), "core_s": work})
+    f = _subset(rows, rows["has_jobs"] & rows["first"] & ((rows["ri"] > 0) | (rows["rn"] > 0)), "entry ri rn c lag")
+    first_cut = _group(f, keys("entry", "ri", "rn"), {
+        f"v_{a}_{r}": f["c"] * np.where(f["ri"] > a, np.where(f["rn"] > r, np.minimum(i + f["lag"], rv), i + f["lag"]), rv)
+        for a, i in enumerate(I) for r, rv in enumerate(R)})
+    c = _subset(rows, ~rows["first"] & ((rows["rp"] > 0) | (rows["rn"] > 0)) & (rows["rpp"] < len(T))
+                & (rows["rnp"] < len(R)) & (rows["ri"] < len(I)), "entry ri rpp rnp rp rn c lag cursor")
+    later_cut = _group(c, keys("entry", "ri", "rpp", "rnp", "rp", "rn"), {
+        f"v_{b}_{r}": _cut_tail(c, b, t, r, rv) for b, t in enumerate(T) for r, rv in enumerate(R)})
+    columns = "entry has_jobs ri rp rn c L cend own"
+    glideins = [_glidein_bins(_subset(rows, rows["last"] & (rows["has_jobs"] == has), columns), has, cur, grids, keys)
+                for has in (True, False)]
+    return Bins(kept, first_cut, later_cut, _concat(glideins))
+
+
+def _cut_tail(c: dict, b: int, t: float, r: int, rv: float) -> np.ndarray:
+    """The new tail of a glidein cut at this job: T (+ lag) after the last kept job's cursor,
+    or the retire time, whichever comes first (0 where neither cuts here)."""
+    end = np.minimum(np.where(c["rp"] > b, t + c["lag"], np.inf),
+                     np.where(c["rn"] > r, np.maximum(rv - c["cursor"], 0.0), np.inf))
+    return np.where(np.isinf(end), 0.0, c["c"] * end)
+
+
+def _glidein_bins(g: dict, has_jobs: bool, cur: Settings, grids, keys) -> dict:
+    """Per glidein with (or without) jobs, from its last row, whose ranks are the glidein's
+    highest: the recorded tail (or no-job idle) and the new one for every threshold value
+    (t_b_r: Max_Tail T[b], n_a_r: Max_Idle I[a]; retire R[r])."""
     I, T, R = grids
     I0, T0, R0 = float(cur.max_idle), float(cur.max_tail), float(cur.retire)
+    c, L, cend = g["c"], g["L"], g["cend"]
+    tail_rec, thr0 = L - cend, (T0 if has_jobs else I0)
+    ruled = g["own"] & (tail_rec >= thr0 - OWN_RULE_EPS_S)
+    kept_tail = np.maximum(tail_rec - thr0, 0.0)
+    cap = lambda rv: np.maximum(cend, rv + np.maximum(L - R0, 0.0)) - cend  # noqa: E731
 
-    def new_tail(thr: float, rv: float) -> str:
-        ruled = f"GREATEST(tail_rec - thr0 + {thr!r}, 0)"
-        other = f"LEAST(tail_rec, {thr!r} + GREATEST(tail_rec - thr0, 0))"
-        cap = f"GREATEST(cend, {rv!r} + GREATEST(L - {R0!r}, 0)) - cend"
-        return f"c * LEAST(CASE WHEN ruled THEN {ruled} ELSE {other} END, {cap})"
-    cols = [f"SUM(CASE WHEN has_jobs THEN {new_tail(t, rv)} ELSE 0 END) AS t_{b}_{r}"
-            for b, t in enumerate(T) for r, rv in enumerate(R)]
-    cols += [f"SUM(CASE WHEN has_jobs THEN 0 ELSE {new_tail(i, rv)} END) AS n_{a}_{r}"
-             for a, i in enumerate(I) for r, rv in enumerate(R)]
-    return f"""
-    WITH per AS (SELECT trace_id, MAX(bi) AS bi, MAX(pt) AS pt, MAX(nr) AS nr, MAX(cend) AS cend FROM wj GROUP BY trace_id),
-    g AS (
-      SELECT gl.entry, {CORES} AS c, gl.condor_s AS L, per.trace_id IS NOT NULL AS has_jobs,
-             COALESCE(per.cend, 0) AS cend, gl.condor_s - COALESCE(per.cend, 0) AS tail_rec,
-             CASE WHEN per.trace_id IS NOT NULL THEN {T0!r} ELSE {I0!r} END AS thr0,
-             COALESCE(per.bi, 0) AS bi, COALESCE(per.pt, 0) AS pt, COALESCE(per.nr, 0) AS nr,
-             gl.shutdown_reason IN {OWN_TIMEOUT_REASONS} AS own
-      FROM glideins gl LEFT JOIN per ON gl.trace_id = per.trace_id
-      WHERE gl.condor_s IS NOT NULL AND gl.condor_start_at IS NOT NULL {day_filter}),
-    r AS (SELECT *, own AND tail_rec >= thr0 - {OWN_RULE_EPS_S!r} AS ruled,
-                 {_rank('bi', I)} AS ri, {_rank('pt', T)} AS rp, {_rank('nr', R)} AS rn FROM g)
-    SELECT entry, has_jobs, ri, rp, rn, COUNT(*) AS n,
-           SUM(CASE WHEN has_jobs THEN c * tail_rec ELSE 0 END) AS tail_rec,
-           SUM(CASE WHEN has_jobs THEN 0 ELSE c * L END) AS no_job_rec, {', '.join(cols)}
-    FROM r GROUP BY ALL"""
+    def new_tail(thr: float, rv: float) -> np.ndarray:
+        own = np.maximum(tail_rec - thr0 + thr, 0.0)
+        return c * np.minimum(np.where(ruled, own, np.minimum(tail_rec, thr + kept_tail)), cap(rv))
+    changed, fixed = (("t", T), ("n", I)) if has_jobs else (("n", I), ("t", T))
+    sums = {"tail_rec": c * tail_rec if has_jobs else np.zeros(len(c)), "no_job_rec": np.zeros(len(c)) if has_jobs else c * L}
+    sums.update({f"{changed[0]}_{x}_{r}": new_tail(thr, rv) for x, thr in enumerate(changed[1]) for r, rv in enumerate(R)})
+    out = _group(g, keys("entry", "has_jobs", "ri", "rp", "rn"), sums)
+    out.update({f"{fixed[0]}_{x}_{r}": np.zeros(len(out["n"])) for x in range(len(fixed[1])) for r in range(len(R))})
+    return out
 
 
-CHUNK_GLIDEINS = 1_500_000   # glideins per pass: bounds the memory of the per-job windows
+CHUNK_GLIDEINS = 500_000   # glideins per pass: bounds the memory of the sorted rows and their arrays
 
 
 def chunks(con, days: list) -> list[list]:
@@ -190,21 +268,32 @@ def chunks(con, days: list) -> list[list]:
     return out
 
 
-def collect_bins(data, current: Settings, grids) -> Bins:
-    """The grouped contributions, one pass per group of days (memory bounded by the group)."""
-    parts = [_bins_of_chunk(data.con, current, grids, days) for days in chunks(data.con, data.days())]
-    return Bins(*(_concat([getattr(p, f) for p in parts]) for f in ("kept", "first_cut", "later_cut", "glideins")))
+def entry_names(con) -> list:
+    """The entries of the glideins, in the order of their codes in the bins."""
+    return [r[0] for r in con.execute("SELECT DISTINCT entry FROM glideins ORDER BY entry").fetchall()]
+
+
+def collect_bins(data, current: Settings, grids, entries: list) -> Bins:
+    """The grouped contributions, one pass per group of days (memory bounded by the group);
+    ``entries``: the entry names, coded by their position."""
+    import pyarrow as pa
+    codes = pa.table({"name": pa.array(entries, pa.string()), "code": np.arange(len(entries), dtype=np.int32)})
+    data.con.register("whatif_entries", codes)
+    try:
+        parts = [_bins_of_chunk(data.con, current, grids, days, len(entries)) for days in chunks(data.con, data.days())]
+    finally:
+        data.con.unregister("whatif_entries")
+    return Bins(*(_concat([getattr(p, f) for p in parts]) for f in BIN_TABLES))
 
 
 class Grid:
     """Candidate totals from the bins: every sum is over the bins a candidate keeps."""
 
-    def __init__(self, bins: Bins, grids, entries: list):
+    def __init__(self, bins: Bins, grids, entry_codes: np.ndarray):
+        """``entry_codes``: the sorted entry codes present in the bins; totals per entry follow them."""
         self.b, self.grids = bins, grids
-        self.entries = entries
-        code = {name: i for i, name in enumerate(entries)}
-        self.codes = {f: np.array([code[e] for e in getattr(bins, f)["entry"]], dtype=np.int64)
-                      for f in ("kept", "first_cut", "later_cut", "glideins")}
+        self.entries = entry_codes
+        self.codes = {f: np.searchsorted(entry_codes, getattr(bins, f)["entry"]) for f in BIN_TABLES}
 
     def _by_entry(self, table: str, weights, mask) -> np.ndarray:
         return np.bincount(self.codes[table][mask], weights=np.asarray(weights, dtype=float)[mask],
@@ -280,9 +369,11 @@ def evaluate_grid(data, current: Settings, candidates: list[Settings], *,
     per entry) and the check that the current settings reproduce the recorded waste."""
     candidates = list(candidates) + ([current] if current not in candidates else [])
     grids = tuple(sorted({float(getattr(c, k)) for c in candidates}) for k in ("max_idle", "max_tail", "retire"))
-    bins = collect_bins(data, current, grids)
-    entries = sorted({e for f in ("kept", "first_cut", "later_cut", "glideins") for e in getattr(bins, f)["entry"]})
-    grid = Grid(bins, grids, entries)
+    names = entry_names(data.con)
+    bins = collect_bins(data, current, grids, names)
+    present = np.unique(np.concatenate([getattr(bins, f)["entry"] for f in BIN_TABLES]))
+    entries = [names[code] for code in present]
+    grid = Grid(bins, grids, present)
     rec = grid.recorded()
     rec_total = rec["idle"] + rec["no_job"]
     replacement = replacement_core_hours(data.con)
