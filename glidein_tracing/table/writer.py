@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from operator import itemgetter
 from pathlib import Path
 
 from . import layout
@@ -40,16 +39,16 @@ def new_token() -> str:
     return uuid.uuid4().hex
 
 
-def to_table(dataset: str, rows: list[dict]):
-    """Rows (dicts of schema columns; a missing one is NULL) as an Arrow table; a value of the
-    wrong type (a forged attribute: text where a number belongs) becomes NULL, never a
-    failed write."""
+def to_table(dataset: str, rows: list):
+    """Rows as an Arrow table, built column by column (pa.array of each column, no per-row
+    objects): rows are dicts of schema columns (a missing one is NULL) or tuples of every
+    column in the schema's order (the forwarder's sink). A value of the wrong type (a forged
+    attribute: text where a number belongs) becomes NULL, never a failed write."""
     import pyarrow as pa
     schema = arrow_schema(dataset)
-    try:
-        columns = list(zip(*map(itemgetter(*schema.names), rows))) or [()] * len(schema)
-    except KeyError:
-        columns = [[row.get(name) for row in rows] for name in schema.names]
+    if rows and isinstance(rows[0], dict):
+        rows = [tuple(map(row.get, schema.names)) for row in rows]
+    columns = list(zip(*rows)) or [()] * len(schema)
     arrays = []
     for field, values in zip(schema, columns):
         try:
