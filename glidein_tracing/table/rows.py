@@ -6,12 +6,15 @@ spans of other traces (the user's view of a job) are ignored."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from operator import itemgetter
+
 from opentelemetry.trace import StatusCode
 
 from ..core import conventions as c
 from ..core.sampling import RATIO_ATTRIBUTE
 from . import gwms
-from .schema import SCHEMA_VERSION
+from .schema import GLIDEINS, JOBS, SCHEMA_VERSION, names
 
 NS = 1_000_000_000
 MESSAGE_CHARS = 1000
@@ -85,22 +88,34 @@ def find_root(spans):
     raise NoGlideinRoot("no glidein root span")
 
 
+#: stages whose spans are summed by one of their attributes: stage -> (attribute, value -> column)
+_SUMMED_BY = {"validation": (c.GLIDEIN_SCRIPT_LIST, _VALIDATION_LISTS), "idle": (c.GLIDEIN_IDLE_KIND, _IDLE_KINDS)}
+
+
 class _Stages(dict):
     """stage -> the glidein's spans of that stage (the root and other traces' spans left out),
-    grouped in one pass that reads each span's attributes once; ``first(stage)`` is the
-    earliest span of a stage, found once however often the row asks for it."""
+    grouped in one pass that reads each span's attributes once and, as it goes, sums the
+    validation spans by list and the idle spans by kind (``sums``: column -> seconds, None
+    when no span); ``first(stage)`` is the earliest span of a stage, found once however
+    often the row asks for it."""
 
     def __init__(self, root, spans):
-        super().__init__()
-        trace = root.context.trace_id
+        trace, stage_key = root.context.trace_id, c.STAGE
+        groups: defaultdict = defaultdict(list)
+        sums = dict.fromkeys(_SUMMED_COLUMNS)
         for span in spans:
-            if span is not root and span.context.trace_id == trace:
-                stage = span.attributes.get(c.STAGE, "")
-                group = self.get(stage)
-                if group is None:
-                    self[stage] = [span]
-                else:
-                    group.append(span)
+            if span is root or span.context.trace_id != trace:
+                continue
+            attrs = span.attributes
+            stage = attrs.get(stage_key, "")
+            groups[stage].append(span)
+            if stage in _SUMMED_BY:
+                attribute, columns = _SUMMED_BY[stage]
+                column = columns.get(attrs.get(attribute))
+                if column is not None:
+                    sums[column] = (sums[column] or 0) + (span.end_time - span.start_time)
+        super().__init__(groups)
+        self.sums = {column: None if ns is None else ns / NS for column, ns in sums.items()}
         self._first: dict = {}
 
     def first(self, stage):
@@ -110,12 +125,27 @@ class _Stages(dict):
         return self._first[stage]
 
 
+_SUMMED_COLUMNS = tuple(column for _, columns in _SUMMED_BY.values() for column in columns.values())
+
+
 def _start(span) -> int:
     return span.start_time
 
 
 def glidein_rows(spans, *, trace_kept: bool = True) -> tuple[dict, list[dict]]:
-    """(the glidein's row, its jobs' rows) from one glidein's spans."""
+    """(the glidein's row, its jobs' rows) from one glidein's spans, as dicts by column."""
+    row, jobs = _rows(spans, trace_kept)
+    return row, [dict(zip(JOB_COLUMNS, job)) for job in jobs]
+
+
+def glidein_values(spans, *, trace_kept: bool = True) -> tuple[tuple, list[tuple]]:
+    """The same rows as tuples in their datasets' column order (what the writer takes with no
+    column names repeated per row)."""
+    row, jobs = _rows(spans, trace_kept)
+    return _GLIDEIN_ORDER(row), jobs
+
+
+def _rows(spans, trace_kept: bool) -> tuple[dict, list[tuple]]:
     root = find_root(spans)
     by_stage = _Stages(root, spans)
     attrs = root.attributes or {}
@@ -136,7 +166,7 @@ def glidein_rows(spans, *, trace_kept: bool = True) -> tuple[dict, list[dict]]:
     row.update({column: resource.get(name, attrs.get(name)) for column, name in _HOST})
     row["sampling_ratio"] = attrs.get(RATIO_ATTRIBUTE)
     row["trace_kept"] = trace_kept
-    return row, _job_rows(row, by_stage, jobs, job_attrs, classes)
+    return row, _job_values(row, by_stage, jobs, job_attrs, classes)
 
 
 def _times(root, by_stage: _Stages) -> dict:
@@ -155,19 +185,8 @@ def _times(root, by_stage: _Stages) -> dict:
            "teardown_s": _sum(get("teardown")),
            "post_failure_sleep_s": _sum(get("post_failure_sleep")),
            "started_at": _us(root.start_time), "ended_at": _us(root.end_time), "glidein_s": _seconds(root)}
-    out.update(_sums_by(get("validation", ()), c.GLIDEIN_SCRIPT_LIST, _VALIDATION_LISTS))
-    out.update(_sums_by(get("idle", ()), c.GLIDEIN_IDLE_KIND, _IDLE_KINDS))
+    out.update(by_stage.sums)
     return out
-
-
-def _sums_by(spans, attribute, columns) -> dict:
-    """{column: summed seconds of the spans whose ``attribute`` maps to it (None: no span)}."""
-    out = dict.fromkeys(columns.values())
-    for span in spans:
-        column = columns.get(span.attributes.get(attribute))
-        if column is not None:
-            out[column] = (out[column] or 0) + (span.end_time - span.start_time)
-    return {column: None if ns is None else ns / NS for column, ns in out.items()}
 
 
 def _failed_stage(root, by_stage: _Stages):
@@ -231,23 +250,28 @@ _SETTING_COLUMNS = tuple(SETTINGS.values())
 _SETTING_NAMES = tuple(SETTING_PREFIX + column for column in _SETTING_COLUMNS)
 
 
-def _job_rows(glidein: dict, by_stage: _Stages, jobs, job_attrs, classes) -> list[dict]:
+#: a job row's values as _job_values makes them (the glidein's, the span's own, its attributes),
+#: and the picker that puts them in the jobs dataset's column order
+_JOB_COMMON = ("schema_version", "trace_id", "factory", "entry", "site", "glidein_name")
+_JOB_MADE = _JOB_COMMON + ("span_id", "started_at", "ended_at", "wall_s", "wait_s", "idle_before_s",
+                           "gwms_class") + _JOB_COLUMNS
+_JOB_ORDER = itemgetter(*(_JOB_MADE.index(name) for name in names(JOBS)))
+JOB_COLUMNS = tuple(names(JOBS))
+GLIDEIN_COLUMNS = tuple(names(GLIDEINS))
+_GLIDEIN_ORDER = itemgetter(*GLIDEIN_COLUMNS)
+
+
+def _job_values(glidein: dict, by_stage: _Stages, jobs, job_attrs, classes) -> list[tuple]:
+    """Each job's row as a tuple in the jobs dataset's column order."""
     idle_before = {span.end_time: span.end_time - span.start_time for span in by_stage.get("idle", ())}
-    common = {"schema_version": SCHEMA_VERSION, "trace_id": glidein["trace_id"],
-              **{k: glidein[k] for k in ("factory", "entry", "site", "glidein_name")}}
+    common = tuple(glidein[k] for k in _JOB_COMMON)
     out = []
     for span, attrs, kind in zip(jobs, job_attrs, classes):
         qdate = attrs.get(c.JOB_QDATE)
         start, end = span.start_time, span.end_time
         idle = idle_before.get(start)
-        row = dict(common)
-        row.update(zip(_JOB_COLUMNS, map(attrs.get, _JOB_NAMES)))
-        row["span_id"] = format(span.context.span_id, "016x")
-        row["started_at"] = start // 1000
-        row["ended_at"] = end // 1000
-        row["wall_s"] = (end - start) / NS
-        row["wait_s"] = (start - qdate * NS) / NS if isinstance(qdate, int) and 0 < qdate * NS <= start else None
-        row["idle_before_s"] = None if idle is None else idle / NS
-        row["gwms_class"] = kind
-        out.append(row)
+        out.append(_JOB_ORDER((
+            *common, format(span.context.span_id, "016x"), start // 1000, end // 1000, (end - start) / NS,
+            (start - qdate * NS) / NS if isinstance(qdate, int) and 0 < qdate * NS <= start else None,
+            None if idle is None else idle / NS, kind, *map(attrs.get, _JOB_NAMES))))
     return out

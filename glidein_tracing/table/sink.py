@@ -13,15 +13,14 @@ finishes them: no row is lost, none is written twice."""
 from __future__ import annotations
 
 from collections import defaultdict
-from operator import itemgetter
 from pathlib import Path
 
 import msgspec
 
 from ..factory.delivery import crash_point
 from . import layout, writer
-from .rows import NoGlideinRoot, glidein_rows
-from .schema import DATASETS, GLIDEINS, GLIDEINS_DATASET, JOBS, JOBS_DATASET, names
+from .rows import GLIDEIN_COLUMNS, JOB_COLUMNS, NoGlideinRoot, glidein_values
+from .schema import GLIDEINS_DATASET, JOBS_DATASET
 
 
 class TableSink:
@@ -36,11 +35,10 @@ class TableSink:
         kept as value tuples in the schema's column order: what the ledger holds and the
         writer takes, with no column names repeated per row."""
         try:
-            row, jobs = glidein_rows(spans, trace_kept=kept)
+            row, jobs = glidein_values(spans, trace_kept=kept)
         except NoGlideinRoot:
             return
-        self._rows[gkey] = (row["trace_id"], layout.day_of(row["ended_at"]), _GLIDEIN_VALUES(row),
-                            list(map(_JOB_VALUES, jobs)))
+        self._rows[gkey] = (row[_TRACE_ID], layout.day_of(row[_ENDED_AT]), row, jobs)
 
     def claim(self, gkeys):
         """In the ledger transaction that marks ``gkeys`` done: their rows are now owed."""
@@ -100,14 +98,13 @@ class TableSink:
                 [_values(job, JOBS_DATASET) for job in msgspec.json.decode(jobs)])
 
 
-_GLIDEIN_VALUES = itemgetter(*names(GLIDEINS))   # rows.py makes every column
-_JOB_VALUES = itemgetter(*names(JOBS))
+_TRACE_ID, _ENDED_AT = GLIDEIN_COLUMNS.index("trace_id"), GLIDEIN_COLUMNS.index("ended_at")
 _encode = msgspec.json.Encoder().encode
 
 
 def _values(stored, dataset: str) -> tuple:
     """A row from the ledger in the dataset's column order."""
-    columns = names(DATASETS[dataset])
+    columns = GLIDEIN_COLUMNS if dataset == GLIDEINS_DATASET else JOB_COLUMNS
     if isinstance(stored, dict):
         return tuple(map(stored.get, columns))
     return tuple(stored) + (None,) * (len(columns) - len(stored))   # columns added since: NULL
