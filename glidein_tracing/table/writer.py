@@ -40,14 +40,19 @@ def new_token() -> str:
 
 
 def to_table(dataset: str, rows: list):
-    """Rows as an Arrow table, built column by column (pa.array of each column, no per-row
-    objects): rows are dicts of schema columns (a missing one is NULL) or tuples of every
-    column in the schema's order (the forwarder's sink). A value of the wrong type (a forged
-    attribute: text where a number belongs) becomes NULL, never a failed write."""
+    """Rows as an Arrow table: rows are dicts of schema columns (a missing one is NULL) or
+    tuples of every column in the schema's order (the forwarder's sink), converted by Arrow
+    in one call as a struct array. A value of the wrong type (a forged attribute: text where
+    a number belongs) becomes NULL, never a failed write (the column-by-column path)."""
     import pyarrow as pa
     schema = arrow_schema(dataset)
     if rows and isinstance(rows[0], dict):
         rows = [tuple(map(row.get, schema.names)) for row in rows]
+    try:
+        table = pa.Table.from_struct_array(pa.array(rows, type=_struct(dataset)))
+        return table.replace_schema_metadata(schema.metadata)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        pass
     columns = list(zip(*rows)) or [()] * len(schema)
     arrays = []
     for field, values in zip(schema, columns):
@@ -56,6 +61,11 @@ def to_table(dataset: str, rows: list):
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
             arrays.append(pa.array([_coerce(v, field.type) for v in values], type=field.type))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _struct(dataset: str):
+    import pyarrow as pa
+    return pa.struct(list(arrow_schema(dataset)))
 
 
 def _coerce(value, arrow_type):
