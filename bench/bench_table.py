@@ -63,6 +63,7 @@ def forwarder_pass(work: Path, glideins: int, jobs: int, endpoint: str, with_tab
 
 
 def table_overhead(args, endpoint) -> None:
+    import pyarrow.parquet  # noqa: F401  a forwarder imports it once, in its first pass: not a pass's cost
     best = {True: None, False: None}
     for index in range(args.rounds):
         for with_table in ((True, False) if index % 2 else (False, True)):

@@ -226,3 +226,24 @@ def test_the_table_setting(tmp_path):
     assert table_sink(None, tmp_path / "state" / "forwarder.sqlite", ledger).directory == \
         tmp_path / "state" / "glidein-table"
     assert table_sink(str(tmp_path / "t"), tmp_path / "state" / "forwarder.sqlite", ledger).directory == tmp_path / "t"
+
+
+def test_rows_an_older_forwarder_left_owed_as_dicts_are_written_by_name(tmp_path):
+    """A forwarder upgraded while rows were owed: the old one claimed them as JSON objects,
+    the new one claims arrays in column order; the next flush writes both, each once."""
+    import msgspec
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    old_row = {"schema_version": 1, "trace_id": "a" * 32, "ended_at": int(T0 * 1e6), "glidein_s": 7.5,
+               "outcome": "ok"}
+    old_job = {"schema_version": 1, "trace_id": "a" * 32, "span_id": "b" * 16, "wall_s": 3.0}
+    day = table_layout.day_of(old_row["ended_at"])
+    with ledger.transaction():
+        ledger.claim_table_rows([("a" * 32, "old|1.0", day, msgspec.json.encode(old_row).decode(),
+                                  msgspec.json.encode([old_job]).decode())])
+    sink = TableSink(tmp_path / "table", ledger)
+    assert sink.flush() == 1 and sink.flush() == 0
+    rows, _ = reader.read_rows(tmp_path / "table", "glideins")
+    assert [(r["trace_id"], r["glidein_s"], r["outcome"], r["setup_s"]) for r in rows.to_pylist()] == \
+        [("a" * 32, 7.5, "ok", None)]
+    jobs, _ = reader.read_rows(tmp_path / "table", "jobs")
+    assert [(r["span_id"], r["wall_s"]) for r in jobs.to_pylist()] == [("b" * 16, 3.0)]

@@ -250,7 +250,7 @@ class Sender:
         with self.ledger.transaction():
             for gkey, group, note in batch_keys:
                 self.ledger.mark_done(gkey, len(group), note)
-                self.table.claim(gkey)
+            self.table.claim([gkey for gkey, _, _ in batch_keys])
         stats.glideins_done += len(batch_keys)
         stats.spans_sent += sum(len(group) for _, group, _ in batch_keys)
 

@@ -205,14 +205,19 @@ class Ledger:
         return dict(self.db.execute("SELECT gkey, note FROM glideins WHERE status=?", (QUARANTINED,)))
 
     # -- the glidein table (table/sink.py): rows owed, then the file named, then written ---
-    def claim_table_rows(self, trace_id, gkey, day, glidein_json, jobs_json):
-        """A glidein's rows are owed to the table; a glidein claimed before keeps its claim."""
-        self.db.execute("INSERT OR IGNORE INTO table_rows(trace_id, gkey, day, state, glidein, jobs) "
-                        "VALUES (?,?,?,'pending',?,?)", (trace_id, gkey, day, glidein_json, jobs_json))
+    def claim_table_rows(self, claims):
+        """Glideins' rows are owed to the table: ``claims`` are (trace id, gkey, day, glidein
+        row JSON, job rows JSON); a glidein claimed before keeps its claim."""
+        self.db.executemany("INSERT OR IGNORE INTO table_rows(trace_id, gkey, day, state, glidein, jobs) "
+                            "VALUES (?,?,?,'pending',?,?)", claims)
 
-    def pending_table_rows(self) -> list[dict]:
-        cur = self.db.execute("SELECT trace_id, day, file, glidein, jobs FROM table_rows WHERE state='pending'")
-        return [dict(zip(("trace_id", "day", "file", "glidein", "jobs"), row)) for row in cur]
+    def pending_table_rows(self) -> list[tuple]:
+        """(trace id, day, file or None) of every row owed; their JSON from ``table_rows_json``."""
+        return self.db.execute("SELECT trace_id, day, file FROM table_rows WHERE state='pending'").fetchall()
+
+    def table_rows_json(self, trace_id) -> tuple:
+        """(glidein row JSON, job rows JSON) of an owed glidein."""
+        return self.db.execute("SELECT glidein, jobs FROM table_rows WHERE trace_id=?", (trace_id,)).fetchone()
 
     def name_table_files(self, token):
         """The owed rows not yet given a file go to file ``token``."""

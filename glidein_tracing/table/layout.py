@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import fcntl
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 
 from .schema import PARTITION_COLUMN
@@ -19,8 +20,13 @@ COMPACTING_MARK = "_compacting"    # in the table dir: the day a compaction is u
 
 def day_of(ended_at_us: int | None) -> str:
     """The partition of a row: the UTC day of its glidein's end (1970-01-01 when unknown)."""
-    seconds = (ended_at_us or 0) / 1e6
-    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime("%Y-%m-%d")
+    return _day_name(int((ended_at_us or 0) // 86_400_000_000))
+
+
+@lru_cache(maxsize=64)
+def _day_name(day: int) -> str:
+    """A day number's name, made once per day rather than once per row."""
+    return (dt.date(1970, 1, 1) + dt.timedelta(days=day)).isoformat()
 
 
 def day_dir(table: Path, dataset: str, day: str) -> Path:

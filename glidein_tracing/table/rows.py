@@ -6,12 +6,15 @@ spans of other traces (the user's view of a job) are ignored."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from operator import itemgetter
+
 from opentelemetry.trace import StatusCode
 
 from ..core import conventions as c
 from ..core.sampling import RATIO_ATTRIBUTE
 from . import gwms
-from .schema import SCHEMA_VERSION
+from .schema import GLIDEINS, JOBS, SCHEMA_VERSION, names
 
 NS = 1_000_000_000
 MESSAGE_CHARS = 1000
@@ -80,84 +83,128 @@ def _whole(span) -> int:
 
 def find_root(spans):
     for span in spans:
-        if _stage(span) == "glidein" and span.parent is None:
+        if span.parent is None and _stage(span) == "glidein":
             return span
     raise NoGlideinRoot("no glidein root span")
 
 
+#: stages whose spans are summed by one of their attributes: stage -> (attribute, value -> column)
+_SUMMED_BY = {"validation": (c.GLIDEIN_SCRIPT_LIST, _VALIDATION_LISTS), "idle": (c.GLIDEIN_IDLE_KIND, _IDLE_KINDS)}
+
+
+class _Stages(dict):
+    """stage -> the glidein's spans of that stage (the root and other traces' spans left out),
+    grouped in one pass that reads each span's attributes once and, as it goes, sums the
+    validation spans by list and the idle spans by kind (``sums``: column -> seconds, None
+    when no span); ``first(stage)`` is the earliest span of a stage, found once however
+    often the row asks for it."""
+
+    def __init__(self, root, spans):
+        trace, stage_key = root.context.trace_id, c.STAGE
+        groups: defaultdict = defaultdict(list)
+        sums = dict.fromkeys(_SUMMED_COLUMNS)
+        for span in spans:
+            if span is root or span.context.trace_id != trace:
+                continue
+            attrs = span.attributes
+            stage = attrs.get(stage_key, "")
+            groups[stage].append(span)
+            if stage in _SUMMED_BY:
+                attribute, columns = _SUMMED_BY[stage]
+                column = columns.get(attrs.get(attribute))
+                if column is not None:
+                    sums[column] = (sums[column] or 0) + (span.end_time - span.start_time)
+        super().__init__(groups)
+        self.sums = {column: None if ns is None else ns / NS for column, ns in sums.items()}
+        self._first: dict = {}
+
+    def first(self, stage):
+        if stage not in self._first:
+            spans = self.get(stage)
+            self._first[stage] = (spans[0] if len(spans) == 1 else min(spans, key=_start)) if spans else None
+        return self._first[stage]
+
+
+_SUMMED_COLUMNS = tuple(column for _, columns in _SUMMED_BY.values() for column in columns.values())
+
+
+def _start(span) -> int:
+    return span.start_time
+
+
 def glidein_rows(spans, *, trace_kept: bool = True) -> tuple[dict, list[dict]]:
-    """(the glidein's row, its jobs' rows) from one glidein's spans."""
+    """(the glidein's row, its jobs' rows) from one glidein's spans, as dicts by column."""
+    row, jobs = _rows(spans, trace_kept)
+    return row, [dict(zip(JOB_COLUMNS, job)) for job in jobs]
+
+
+def glidein_values(spans, *, trace_kept: bool = True) -> tuple[tuple, list[tuple]]:
+    """The same rows as tuples in their datasets' column order (what the writer takes with no
+    column names repeated per row)."""
+    row, jobs = _rows(spans, trace_kept)
+    return _GLIDEIN_ORDER(row), jobs
+
+
+def _rows(spans, trace_kept: bool) -> tuple[dict, list[tuple]]:
     root = find_root(spans)
-    trace = root.context.trace_id
-    by_stage: dict[str, list] = {}
-    for span in spans:
-        if span.context.trace_id == trace and span is not root:
-            by_stage.setdefault(_stage(span), []).append(span)
+    by_stage = _Stages(root, spans)
     attrs = root.attributes or {}
-    row = {"schema_version": SCHEMA_VERSION, "trace_id": format(trace, "032x")}
+    row = {"schema_version": SCHEMA_VERSION, "trace_id": format(root.context.trace_id, "032x")}
     row.update(zip(_IDENTITY_COLUMNS, map(attrs.get, _IDENTITY_NAMES)))
     row.update(_times(root, by_stage))
-    row.update(_outcome(root, by_stage))
+    row.update(_outcome(root, attrs, by_stage))
     cpus = attrs.get(c.GLIDEIN_CPUS)   # from the node: untrusted, maybe text or absurd
-    row.update({"cpus": cpus if isinstance(cpus, int) and 0 < cpus < 1 << 31 else None,
-                "gatekeeper": attrs.get(c.GLIDEIN_GATEKEEPER)})
-    jobs = sorted(by_stage.get("job", ()), key=lambda s: s.start_time)
-    classes = [_job_class(span) for span in jobs]
+    row["cpus"] = cpus if isinstance(cpus, int) and 0 < cpus < 1 << 31 else None
+    row["gatekeeper"] = attrs.get(c.GLIDEIN_GATEKEEPER)
+    jobs = sorted(by_stage.get("job", ()), key=_start)
+    job_attrs = [span.attributes for span in jobs]
+    classes = [gwms.job_class(a.get(c.JOB_EXIT_CODE), a.get(c.JOB_EXIT_SIGNAL), a.get(c.JOB_EXIT_BY))
+               for a in job_attrs]
     row.update(gwms.quantities(_gwms_run(row, root, by_stage, jobs, classes)))
-    row.update({column: attrs.get(SETTING_PREFIX + column) for column in SETTINGS.values()})
+    row.update(zip(_SETTING_COLUMNS, map(attrs.get, _SETTING_NAMES)))
     resource = root.resource.attributes if root.resource is not None else {}
     row.update({column: resource.get(name, attrs.get(name)) for column, name in _HOST})
-    row.update({"sampling_ratio": attrs.get(RATIO_ATTRIBUTE), "trace_kept": trace_kept})
-    return row, _job_rows(row, by_stage, jobs, classes)
+    row["sampling_ratio"] = attrs.get(RATIO_ATTRIBUTE)
+    row["trace_kept"] = trace_kept
+    return row, _job_values(row, by_stage, jobs, job_attrs, classes)
 
 
-def _one(by_stage, stage):
-    spans = by_stage.get(stage)
-    return min(spans, key=lambda s: s.start_time) if spans else None
-
-
-def _times(root, by_stage) -> dict:
-    setup, condor = _one(by_stage, "setup"), _one(by_stage, c.STAGE_CONDOR)
-    submit = _one(by_stage, c.STAGE_FACTORY_SUBMIT)
+def _times(root, by_stage: _Stages) -> dict:
+    setup, condor = by_stage.first("setup"), by_stage.first(c.STAGE_CONDOR)
+    submit = by_stage.first(c.STAGE_FACTORY_SUBMIT)
+    get = by_stage.get
+    jobs = get("job", ())
     out = {"submitted_at": _us(submit.start_time) if submit else None,
-           "queue_wait_s": _sum(by_stage.get(c.STAGE_FACTORY_QUEUE)), "held_s": _sum(by_stage.get(c.STAGE_FACTORY_HELD)),
+           "queue_wait_s": _sum(get(c.STAGE_FACTORY_QUEUE)), "held_s": _sum(get(c.STAGE_FACTORY_HELD)),
            "node_start_at": _us(setup.start_time) if setup else None,
            "setup_s": _seconds(setup) if setup else None,
-           "validation_scripts": len(by_stage.get("validation", ())),
+           "validation_scripts": len(get("validation", ())),
            "condor_start_at": _us(condor.start_time) if condor else None,
            "condor_s": _seconds(condor) if condor else None,
-           "jobs": len(by_stage.get("job", ())), "jobs_wall_s": _sum(by_stage.get("job")),
-           "teardown_s": _sum(by_stage.get("teardown")),
-           "post_failure_sleep_s": _sum(by_stage.get("post_failure_sleep")),
+           "jobs": len(jobs), "jobs_wall_s": _sum(jobs),
+           "teardown_s": _sum(get("teardown")),
+           "post_failure_sleep_s": _sum(get("post_failure_sleep")),
            "started_at": _us(root.start_time), "ended_at": _us(root.end_time), "glidein_s": _seconds(root)}
-    lists: dict[str, list] = {}
-    for span in by_stage.get("validation", ()):
-        lists.setdefault(_VALIDATION_LISTS.get(span.attributes.get(c.GLIDEIN_SCRIPT_LIST)), []).append(span)
-    out.update({column: _sum(lists.get(column)) for column in _VALIDATION_LISTS.values()})
-    kinds: dict[str, list] = {}
-    for span in by_stage.get("idle", ()):
-        kinds.setdefault(_IDLE_KINDS.get(span.attributes.get(c.GLIDEIN_IDLE_KIND)), []).append(span)
-    out.update({column: _sum(kinds.get(column)) for column in _IDLE_KINDS.values()})
+    out.update(by_stage.sums)
     return out
 
 
-def _failed_stage(root, by_stage):
+def _failed_stage(root, by_stage: _Stages):
     """The span that says why a failed glidein failed: the earliest stage in error other than
     setup (which only repeats its script's error) and jobs (the user's), else setup, else the root."""
     candidates = [s for stage, group in by_stage.items() if stage not in ("setup", "job") for s in group
                   if s.status.status_code is StatusCode.ERROR]
     if candidates:
-        return min(candidates, key=lambda s: s.start_time)
-    setup = _one(by_stage, "setup")
+        return min(candidates, key=_start)
+    setup = by_stage.first("setup")
     return setup if setup is not None and setup.status.status_code is StatusCode.ERROR else root
 
 
-def _outcome(root, by_stage) -> dict:
-    attrs = root.attributes or {}
+def _outcome(root, attrs, by_stage: _Stages) -> dict:
     glidein_failed = root.status.status_code is StatusCode.ERROR or attrs.get(c.GLIDEIN_OUTCOME) not in ("ok", None)
     failed = _failed_stage(root, by_stage) if glidein_failed else None
-    condor = _one(by_stage, c.STAGE_CONDOR)
-    teardown = _one(by_stage, "teardown")
+    condor = by_stage.first(c.STAGE_CONDOR)
+    teardown = by_stage.first("teardown")
     return {"outcome": attrs.get(c.GLIDEIN_OUTCOME),
             "failed": glidein_failed,
             "failure_domain": attrs.get(c.GLIDEIN_FAILURE_DOMAIN),
@@ -174,10 +221,10 @@ def _outcome(root, by_stage) -> dict:
             "incomplete": bool(attrs.get(c.GLIDEIN_INCOMPLETE, False))}
 
 
-def _gwms_run(row, root, by_stage, jobs, classes) -> gwms.GlideinRun:
+def _gwms_run(row, root, by_stage: _Stages, jobs, classes) -> gwms.GlideinRun:
     """What GlideinWMS's parser reads, from the spans (docs/glidein-table.md, the table)."""
-    setup, condor = _one(by_stage, "setup"), _one(by_stage, c.STAGE_CONDOR)
-    node_end = _one(by_stage, "post_failure_sleep") or _one(by_stage, "teardown")
+    setup, condor = by_stage.first("setup"), by_stage.first(c.STAGE_CONDOR)
+    node_end = by_stage.first("post_failure_sleep") or by_stage.first("teardown")
     glidein_s = (node_end or root).end_time // NS - setup.start_time // NS if setup else None
     queues = by_stage.get(c.STAGE_FACTORY_QUEUE)
     factory_s = root.end_time // NS - max(q.end_time for q in queues) // NS if queues else None
@@ -197,29 +244,34 @@ def _condor_seconds(condor) -> int:
         return _whole(condor)
 
 
-def _job_class(span) -> str:
-    attrs = span.attributes
-    return gwms.job_class(attrs.get(c.JOB_EXIT_CODE), attrs.get(c.JOB_EXIT_SIGNAL), attrs.get(c.JOB_EXIT_BY))
-
-
 _JOB_COLUMNS = tuple(column for column, _ in _JOB_ATTRS)
 _JOB_NAMES = tuple(name for _, name in _JOB_ATTRS)
+_SETTING_COLUMNS = tuple(SETTINGS.values())
+_SETTING_NAMES = tuple(SETTING_PREFIX + column for column in _SETTING_COLUMNS)
 
 
-def _job_rows(glidein: dict, by_stage, jobs, classes) -> list[dict]:
-    idle_before = {span.end_time: _seconds(span) for span in by_stage.get("idle", ())}
-    common = {"schema_version": SCHEMA_VERSION, "trace_id": glidein["trace_id"],
-              **{k: glidein[k] for k in ("factory", "entry", "site", "glidein_name")}}
+#: a job row's values as _job_values makes them (the glidein's, the span's own, its attributes),
+#: and the picker that puts them in the jobs dataset's column order
+_JOB_COMMON = ("schema_version", "trace_id", "factory", "entry", "site", "glidein_name")
+_JOB_MADE = _JOB_COMMON + ("span_id", "started_at", "ended_at", "wall_s", "wait_s", "idle_before_s",
+                           "gwms_class") + _JOB_COLUMNS
+_JOB_ORDER = itemgetter(*(_JOB_MADE.index(name) for name in names(JOBS)))
+JOB_COLUMNS = tuple(names(JOBS))
+GLIDEIN_COLUMNS = tuple(names(GLIDEINS))
+_GLIDEIN_ORDER = itemgetter(*GLIDEIN_COLUMNS)
+
+
+def _job_values(glidein: dict, by_stage: _Stages, jobs, job_attrs, classes) -> list[tuple]:
+    """Each job's row as a tuple in the jobs dataset's column order."""
+    idle_before = {span.end_time: span.end_time - span.start_time for span in by_stage.get("idle", ())}
+    common = tuple(glidein[k] for k in _JOB_COMMON)
     out = []
-    for span, kind in zip(jobs, classes):
-        attrs = dict(span.attributes)
+    for span, attrs, kind in zip(jobs, job_attrs, classes):
         qdate = attrs.get(c.JOB_QDATE)
         start, end = span.start_time, span.end_time
-        row = dict(common)
-        row.update(zip(_JOB_COLUMNS, map(attrs.get, _JOB_NAMES)))
-        row.update({"span_id": format(span.context.span_id, "016x"), "started_at": start // 1000,
-                    "ended_at": end // 1000, "wall_s": (end - start) / NS,
-                    "wait_s": (start - qdate * NS) / NS if isinstance(qdate, int) and 0 < qdate * NS <= start else None,
-                    "idle_before_s": idle_before.get(start), "gwms_class": kind})
-        out.append(row)
+        idle = idle_before.get(start)
+        out.append(_JOB_ORDER((
+            *common, format(span.context.span_id, "016x"), start // 1000, end // 1000, (end - start) / NS,
+            (start - qdate * NS) / NS if isinstance(qdate, int) and 0 < qdate * NS <= start else None,
+            None if idle is None else idle / NS, kind, *map(attrs.get, _JOB_NAMES))))
     return out

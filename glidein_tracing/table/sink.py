@@ -2,8 +2,9 @@
 exactly once across crashes, reruns and concurrent forwarders.
 
 How: ``add`` computes a finished glidein's rows from its spans (before sampling drops them);
-``claim``, called in the transaction that marks the glidein done, records the rows in the
-ledger (``table_rows``, keyed by trace id: a second claim of one glidein is ignored);
+``claim``, called in the transaction that marks a batch of glideins done, records their rows
+in the ledger (``table_rows``, keyed by trace id: a second claim of one glidein is ignored;
+each row a JSON array of the schema's columns in order);
 ``flush``, under the table's lock, gives the claimed rows a file name in the ledger, writes
 the files (skipping any that a killed writer already wrote), then marks them written. A
 forwarder killed anywhere leaves rows claimed or named in the ledger, and the next flush
@@ -18,32 +19,38 @@ import msgspec
 
 from ..factory.delivery import crash_point
 from . import layout, writer
-from .rows import NoGlideinRoot, glidein_rows
+from .rows import GLIDEIN_COLUMNS, JOB_COLUMNS, NoGlideinRoot, glidein_values
+from .schema import GLIDEINS_DATASET, JOBS_DATASET
 
 
 class TableSink:
     def __init__(self, directory, ledger):
         self.directory = Path(directory)
         self.ledger = ledger
-        self._rows: dict = {}      # gkey -> (trace id, day, glidein row, job rows), until claimed
-        self._claimed: dict = {}   # trace id -> (glidein row, job rows) claimed in this pass
+        self._rows: dict = {}      # gkey -> (trace id, day, glidein values, job values), until claimed
+        self._claimed: dict = {}   # trace id -> (glidein values, job values) claimed in this pass
 
     def add(self, gkey, spans, kept: bool):
-        """Rows of a glidein the forwarder converted (kept: its trace goes to the backend)."""
+        """Rows of a glidein the forwarder converted (kept: its trace goes to the backend),
+        kept as value tuples in the schema's column order: what the ledger holds and the
+        writer takes, with no column names repeated per row."""
         try:
-            row, jobs = glidein_rows(spans, trace_kept=kept)
+            row, jobs = glidein_values(spans, trace_kept=kept)
         except NoGlideinRoot:
             return
-        self._rows[gkey] = (row["trace_id"], layout.day_of(row["ended_at"]), row, jobs)
+        self._rows[gkey] = (row[_TRACE_ID], layout.day_of(row[_ENDED_AT]), row, jobs)
 
-    def claim(self, gkey):
-        """In the ledger transaction that marks ``gkey`` done: its rows are now owed."""
-        item = self._rows.pop(gkey, None)
-        if item is not None:
-            trace_id, day, row, jobs = item
-            self.ledger.claim_table_rows(trace_id, gkey, day, msgspec.json.encode(row).decode(),
-                                         msgspec.json.encode(jobs).decode())
-            self._claimed[trace_id] = (row, jobs)
+    def claim(self, gkeys):
+        """In the ledger transaction that marks ``gkeys`` done: their rows are now owed."""
+        claims = []
+        for gkey in gkeys:
+            item = self._rows.pop(gkey, None)
+            if item is not None:
+                trace_id, day, row, jobs = item
+                claims.append((trace_id, gkey, day, _encode(row).decode(), _encode(jobs).decode()))
+                self._claimed[trace_id] = (row, jobs)
+        if claims:
+            self.ledger.claim_table_rows(claims)
 
     def flush(self) -> int:
         """Write every claimed row (this pass's and any a killed forwarder left); the number
@@ -59,30 +66,48 @@ class TableSink:
         writer.finish_compactions(self.directory)
         with self.ledger.transaction():   # no claim comes in between: all that is named is here
             pending = self.ledger.pending_table_rows()
-            if any(not item["file"] for item in pending):
+            if any(file is None for _, _, file in pending):
                 token = writer.new_token()
                 self.ledger.name_table_files(token)
-                for item in pending:
-                    item["file"] = item["file"] or token
+                pending = [(trace_id, day, file or token) for trace_id, day, file in pending]
         if not pending:
             return 0
         crash_point("table_before_write")
         self._write(pending)
         crash_point("table_after_write")
         with self.ledger.transaction():
-            self.ledger.table_files_written({item["file"] for item in pending})
+            self.ledger.table_files_written({file for _, _, file in pending})
         return len(pending)
 
     def _write(self, pending):
         by_file = defaultdict(lambda: (defaultdict(list), defaultdict(list)))
-        for item in pending:
-            glideins, jobs = by_file[item["file"]]
-            row, job_rows = self._claimed.get(item["trace_id"]) or (
-                msgspec.json.decode(item["glidein"]), msgspec.json.decode(item["jobs"]))
-            glideins[item["day"]].append(row)
-            jobs[item["day"]].extend(job_rows)
+        for trace_id, day, file in pending:
+            glideins, jobs = by_file[file]
+            row, job_rows = self._claimed.get(trace_id) or self._owed(trace_id)
+            glideins[day].append(row)
+            jobs[day].extend(job_rows)
         for token, (glideins, jobs) in by_file.items():
             writer.append(self.directory, glideins, jobs, token)
+
+    def _owed(self, trace_id):
+        """The rows of a glidein claimed but not written by an earlier pass (a killed
+        forwarder's, or another forwarder's), from the ledger; rows an older version claimed
+        as dicts are put in column order."""
+        glidein, jobs = self.ledger.table_rows_json(trace_id)
+        return (_values(msgspec.json.decode(glidein), GLIDEINS_DATASET),
+                [_values(job, JOBS_DATASET) for job in msgspec.json.decode(jobs)])
+
+
+_TRACE_ID, _ENDED_AT = GLIDEIN_COLUMNS.index("trace_id"), GLIDEIN_COLUMNS.index("ended_at")
+_encode = msgspec.json.Encoder().encode
+
+
+def _values(stored, dataset: str) -> tuple:
+    """A row from the ledger in the dataset's column order."""
+    columns = GLIDEIN_COLUMNS if dataset == GLIDEINS_DATASET else JOB_COLUMNS
+    if isinstance(stored, dict):
+        return tuple(map(stored.get, columns))
+    return tuple(stored) + (None,) * (len(columns) - len(stored))   # columns added since: NULL
 
 
 class NoTable:
@@ -91,7 +116,7 @@ class NoTable:
     def add(self, gkey, spans, kept: bool):
         pass
 
-    def claim(self, gkey):
+    def claim(self, gkeys):
         pass
 
     def flush(self) -> int:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from operator import itemgetter
 from pathlib import Path
 
 from . import layout
@@ -40,16 +39,21 @@ def new_token() -> str:
     return uuid.uuid4().hex
 
 
-def to_table(dataset: str, rows: list[dict]):
-    """Rows (dicts of schema columns; a missing one is NULL) as an Arrow table; a value of the
-    wrong type (a forged attribute: text where a number belongs) becomes NULL, never a
-    failed write."""
+def to_table(dataset: str, rows: list):
+    """Rows as an Arrow table: rows are dicts of schema columns (a missing one is NULL) or
+    tuples of every column in the schema's order (the forwarder's sink), converted by Arrow
+    in one call as a struct array. A value of the wrong type (a forged attribute: text where
+    a number belongs) becomes NULL, never a failed write (the column-by-column path)."""
     import pyarrow as pa
     schema = arrow_schema(dataset)
+    if rows and isinstance(rows[0], dict):
+        rows = [tuple(map(row.get, schema.names)) for row in rows]
     try:
-        columns = list(zip(*map(itemgetter(*schema.names), rows))) or [()] * len(schema)
-    except KeyError:
-        columns = [[row.get(name) for row in rows] for name in schema.names]
+        table = pa.Table.from_struct_array(pa.array(rows, type=_struct(dataset)))
+        return table.replace_schema_metadata(schema.metadata)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        pass
+    columns = list(zip(*rows)) or [()] * len(schema)
     arrays = []
     for field, values in zip(schema, columns):
         try:
@@ -57,6 +61,11 @@ def to_table(dataset: str, rows: list[dict]):
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
             arrays.append(pa.array([_coerce(v, field.type) for v in values], type=field.type))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _struct(dataset: str):
+    import pyarrow as pa
+    return pa.struct(list(arrow_schema(dataset)))
 
 
 def _coerce(value, arrow_type):
