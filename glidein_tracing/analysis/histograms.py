@@ -32,7 +32,8 @@ def bounds(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     low = np.power(10.0, magnitude / BINS_PER_DECADE)
     high = np.power(10.0, (magnitude + 1) / BINS_PER_DECADE)
     sign = np.sign(keys)
-    return np.where(sign > 0, low, np.where(sign < 0, -high, 0.0)), np.where(sign > 0, high, np.where(sign < 0, -low, 0.0))
+    return (np.where(sign > 0, low, np.where(sign < 0, -high, 0.0)),
+            np.where(sign > 0, high, np.where(sign < 0, -low, 0.0)))
 
 
 def percentiles(low: np.ndarray, high: np.ndarray, counts: np.ndarray, qs) -> list:

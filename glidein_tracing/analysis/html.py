@@ -1,7 +1,8 @@
 """The analysis as one self-contained HTML page: each summary is a sortable table (units in its
-headers) beside its plot (matplotlib, Agg, embedded as base64 PNG), every trace id a link:
+headers) beside its plot (matplotlib's Agg, embedded as base64 PNG), every trace id a link:
 to ``--jaeger-ui`` when given, else to the trace's waterfall page rendered from the store
-(waterfall.py), else plain text. No network, no external file: it opens anywhere.
+(waterfall.py), else plain text. No network, no external file: it opens anywhere. The page is
+drawn from the analysis document alone (its histograms: stats.py), with no query.
 """
 
 from __future__ import annotations
@@ -132,7 +133,8 @@ def _shutdowns_figure(doc: dict):
         ax.stairs([bars.get(s, 0) for s in starts[:-1]], list(starts), fill=True, color="#70ad47")
         ax.axvline(cur[key], color="#c00000", label=f"in force {cur[key]:.0f} s")
         ax.set_xlim(0, high)
-        ax.set_title(f"stopped on their own: {'idle, never a job' if key == 'max_idle' else 'tail'} (s)", fontsize=9, y=1.0)
+        what = "idle, never a job" if key == "max_idle" else "tail"
+        ax.set_title(f"stopped on their own: {what} (s)", fontsize=9, y=1.0)
         ax.legend(fontsize=7)
     return fig
 
@@ -212,7 +214,8 @@ def _overview(page: Page, doc: dict, plots: dict) -> None:
             unit = "" if metric == "jobs_per_glidein" else " (s)"
             rows.append((label + unit, r["count"], r["mean"], r["p50"], r["p90"], r["p99"]))
     page.section("Distributions", page.table(("metric", "count", "mean", "p50", "p90", "p99"), rows),
-                 ("distributions", plots["distributions"]), "seconds unless said; percentiles from log-binned histograms, within "
+                 ("distributions", plots["distributions"]),
+                 "seconds unless said; percentiles from log-binned histograms, within "
                  f"{100 * st['metrics']['max_relative_error']:.1f} % of the exact values (jobs per glidein exact)")
     per = []
     for entry, metrics in sorted(st["metrics"]["by_entry"].items()):

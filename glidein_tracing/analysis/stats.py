@@ -71,6 +71,10 @@ OWN_TIMEOUT = f"shutdown_reason IN {OWN_TIMEOUT_REASONS}"
 THRESHOLD_VALUES = {"max_idle": ("idle_no_job_s", f"jobs = 0 AND {OWN_TIMEOUT}"),
                     "max_tail": ("idle_tail_s", f"jobs > 0 AND {OWN_TIMEOUT}")}
 LEVELS = (("overall", None), ("by_entry", "entry"), ("by_site", "site"))
+# one group per (entry, site), keyed by their 64-bit hash: DuckDB turns each histogram() into a
+# GROUP BY of its keys and the value, and an integer key costs a quarter less than two strings
+PAIR_KEY = "hash(entry, site)"
+PAIR = "first(entry) AS entry, first(site) AS site"
 
 
 def _round(value, digits=3):
@@ -102,18 +106,18 @@ def _glidein_sql() -> str:
         + [f"SUM({name}) AS s_{name}" for name in sums]
         + [f"histogram({column}) AS h_{knob}" for knob, column in KNOBS.items()]
         + [f"histogram(t_{knob}) AS h_t_{knob}" for knob in THRESHOLD_VALUES])
-    return f"SELECT entry, site, {aggregates} FROM (SELECT entry, site, {inner} FROM glideins) GROUP BY entry, site"
+    return f"SELECT {PAIR}, {aggregates} FROM (SELECT entry, site, {inner} FROM glideins) GROUP BY {PAIR_KEY}"
 
 
 def _jobs_sql() -> str:
     """One scan of the jobs, per (entry, site): runtimes' histogram, failed jobs, badput, goodput."""
     cores = "COALESCE(NULLIF(request_cpus, 0), 1)"
-    return (f"SELECT entry, site, SUM(wall) AS s_wall, histogram({bin_sql('wall')}) AS h_wall, "
+    return (f"SELECT {PAIR}, SUM(wall) AS s_wall, histogram({bin_sql('wall')}) AS h_wall, "
             "COUNT(*) FILTER (WHERE failed) AS failed_jobs, "
             f"SUM(CASE WHEN failed THEN wall_s * {cores} ELSE 0 END) / 3600.0 AS badput, "
             f"SUM(CASE WHEN failed THEN 0 ELSE wall_s * {cores} END) / 3600.0 AS goodput "
             f"FROM (SELECT entry, site, wall_s, request_cpus, {_finite('wall_s', 'true')} AS wall, "
-            f"{JOB_FAILED} AS failed FROM jobs) GROUP BY entry, site")
+            f"{JOB_FAILED} AS failed FROM jobs) GROUP BY {PAIR_KEY}")
 
 
 class _Scan:
@@ -224,9 +228,11 @@ def waste_core_hours(glideins: _Scan, jobs: _Scan) -> dict:
 def _label_counts(glideins: _Scan, column: str) -> dict:
     """overall and per entry: value -> glideins, most first."""
     counts = glideins.counts(column)
-    ranked = lambda c: dict(sorted(((k, int(v)) for k, v in c.items() if k is not None), key=lambda kv: -kv[1]))  # noqa: E731
-    return {"overall": ranked(counts["overall"][None]),
-            "by_entry": {entry: ranked(c) for entry, c in counts["by_entry"].items() if ranked(c)}}
+
+    def ranked(counter: dict) -> dict:
+        return dict(sorted(((k, int(v)) for k, v in counter.items() if k is not None), key=lambda kv: -kv[1]))
+    by_entry = {entry: ranked(counter) for entry, counter in counts["by_entry"].items()}
+    return {"overall": ranked(counts["overall"][None]), "by_entry": {e: c for e, c in by_entry.items() if c}}
 
 
 def validation_groups(glideins: _Scan) -> list:
@@ -302,7 +308,8 @@ def compute_stats(con) -> dict:
     jobs = _Scan(con.sql(_jobs_sql()).to_arrow_table())
     count = lambda scan, column: int(scan.sums(column)["overall"][None])  # noqa: E731
     return {"glideins": count(glideins, "glideins"), "jobs": count(glideins, "jobs"),
-            "failed_jobs": count(jobs, "failed_jobs"), "validation_failed_glideins": count(glideins, "validation_failed"),
+            "failed_jobs": count(jobs, "failed_jobs"),
+            "validation_failed_glideins": count(glideins, "validation_failed"),
             "glideins_without_jobs": count(glideins, "without_jobs"),
             "metrics": distributions(glideins, jobs), "histograms": plot_histograms(glideins, jobs),
             "waste_core_hours": waste_core_hours(glideins, jobs),
