@@ -20,9 +20,12 @@ OFFSET = 1_000_000                # key of a value's bin: OFFSET + bin (v > 0), 
 
 
 def bin_sql(value: str) -> str:
-    """SQL: the bin key of ``value`` (a finite number or NULL)."""
-    magnitude = f"CAST(floor(log10(abs({value})) * {BINS_PER_DECADE}) AS INTEGER)"
-    return f"CASE WHEN {value} = 0 THEN 0 ELSE CAST(sign({value}) AS INTEGER) * ({OFFSET} + {magnitude}) END"
+    """SQL: the bin key of ``value`` (a finite number or NULL; the positive case first: the
+    cheapest CASE for DuckDB, which evaluates a branch only for the rows that reach it)."""
+    def magnitude(v: str) -> str:
+        return f"{OFFSET} + CAST(floor(log10({v}) * {BINS_PER_DECADE}) AS INTEGER)"
+    return (f"CASE WHEN {value} > 0 THEN {magnitude(value)} WHEN {value} < 0 THEN -({magnitude('-' + value)}) "
+            f"WHEN {value} = 0 THEN 0 END")
 
 
 def bounds(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
