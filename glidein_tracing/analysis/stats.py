@@ -64,6 +64,8 @@ WASTE = {   # category -> seconds x cores of one glidein row
 }
 
 
+COUNTED = "jobs_per_glidein"     # whole numbers: its histogram counts the values themselves (exact)
+LOG_METRICS = {name: metric for name, metric in GLIDEIN_METRICS.items() if name != COUNTED}
 VALIDATION_GROUPS = ("main", "entry", "client", "client_group")
 KNOBS = {"max_idle": "max_idle_s", "max_tail": "max_tail_s", "retire": "retire_time_s"}
 OWN_TIMEOUT = f"shutdown_reason IN {OWN_TIMEOUT_REASONS}"
@@ -87,12 +89,12 @@ def _finite(expr: str, cond: str) -> str:
 
 def _glidein_sql() -> str:
     """One scan of the glideins, per (entry, site): every sum, count and histogram the section needs."""
-    values = {f"m_{i}": _finite(expr, cond) for i, (expr, cond) in enumerate(GLIDEIN_METRICS.values())
-              if expr != "jobs"}
+    values = {f"m_{name}": _finite(expr, cond) for name, (expr, cond) in LOG_METRICS.items()}
     values.update({f"v_{g}": _finite(f"validation_{g}_s", "true") for g in VALIDATION_GROUPS})
     sums = {f"w_{c}": f"({expr}) * {CORES} / 3600.0" for c, expr in WASTE.items()}
     inner = ", ".join([f"{expr} AS {name}" for name, expr in {**values, **sums}.items()] + [
-        "jobs", f"{VALIDATION_FAILED} AS failed_validation", "condor_s IS NOT NULL AS ran_condor", "outcome",
+        "jobs", "CASE WHEN {1} THEN {0} END AS n_{2}".format(*GLIDEIN_METRICS[COUNTED], COUNTED),
+        f"{VALIDATION_FAILED} AS failed_validation", "condor_s IS NOT NULL AS ran_condor", "outcome",
         "shutdown_reason", *KNOBS.values()] + [
         f"CASE WHEN {cond} AND {expr} > 0 AND isfinite({expr}) THEN floor({expr}) END AS t_{knob}"
         for knob, (expr, cond) in THRESHOLD_VALUES.items()])
@@ -100,7 +102,8 @@ def _glidein_sql() -> str:
         ["COUNT(*) AS glideins", "SUM(jobs) AS jobs",
          "COUNT(*) FILTER (WHERE failed_validation) AS validation_failed",
          "COUNT(*) FILTER (WHERE ran_condor AND jobs = 0) AS without_jobs",
-         "histogram(CASE WHEN ran_condor THEN jobs END) AS h_jobs_per_glidein", "histogram(outcome) AS h_outcome",
+         f"histogram(n_{COUNTED}) AS h_{COUNTED}",
+         "histogram(outcome) AS h_outcome",
          "histogram(CASE WHEN ran_condor THEN shutdown_reason END) AS h_shutdown_reason"]
         + [f"SUM({name}) AS s_{name}, histogram({bin_sql(name)}) AS h_{name}" for name in values]
         + [f"SUM({name}) AS s_{name}" for name in sums]
@@ -178,7 +181,7 @@ def _summary(keys, counts, total=None) -> dict:
 
 def _metric_columns(glideins: _Scan, jobs: _Scan) -> list:
     """(metric, scan, column) of every log-binned metric."""
-    out = [(name, glideins, f"m_{i}") for i, name in enumerate(GLIDEIN_METRICS) if name != "jobs_per_glidein"]
+    out = [(name, glideins, f"m_{name}") for name in LOG_METRICS]
     return out + [("job_runtime_s", jobs, "wall")]
 
 
@@ -193,10 +196,10 @@ def distributions(glideins: _Scan, jobs: _Scan) -> dict:
             for group, (keys, counts) in groups.items():
                 if counts.sum():
                     _place(doc, key, group, name, _summary(keys, counts, totals[key][group]))
-    for key, groups in glideins.histograms("h_jobs_per_glidein").items():
+    for key, groups in glideins.histograms(f"h_{COUNTED}").items():
         for group, (keys, counts) in groups.items():
             if counts.sum():
-                _place(doc, key, group, "jobs_per_glidein", _summary(keys, counts))
+                _place(doc, key, group, COUNTED, _summary(keys, counts))
     return doc
 
 
