@@ -114,3 +114,22 @@ def test_a_failed_validation_costs_the_whole_node_life_its_sleep_included(tmp_pa
     waste = stats.compute_stats(open_dataset(tmp_path).con)["waste_core_hours"]["overall"]
     assert waste["validation"] == pytest.approx(4 * (22 + 1200 + 3) / 3600, abs=1e-3)
     assert waste["no_job"] == waste["idle"] == waste["other"] == 0.0
+
+
+def test_forged_values_neither_stop_nor_skew_the_statistics(tmp_path):
+    """Values from the worker node are untrusted: infinities and NaN are left out of the
+    distributions (counted nowhere), absurd and negative ones land in their own bins."""
+    rows, jobs = [], []
+    for index, setup in enumerate([60.0, 61.0, 62.0, float("inf"), float("nan"), -5.0, 1e300, 0.0]):
+        row, job_rows = glidein_row(f"{index:032x}", setup_s=setup, jobs=((10, 500, False),))
+        rows.append(row)
+        jobs += job_rows
+    write_rows(tmp_path, "glideins", rows)
+    write_rows(tmp_path, "jobs", jobs)
+    doc = stats.compute_stats(open_dataset(tmp_path).con)
+    setup = doc["metrics"]["overall"]["setup_s"]
+    assert doc["glideins"] == 8 and setup["count"] == 6
+    finite = np.array([60.0, 61.0, 62.0, -5.0, 1e300, 0.0])
+    assert setup["mean"] == pytest.approx(finite.mean(), rel=1e-9)
+    assert setup["p50"] == pytest.approx(np.percentile(finite, 50), rel=histograms.RELATIVE_ERROR)
+    assert doc["metrics"]["overall"]["job_runtime_s"]["p50"] == pytest.approx(490.0, rel=histograms.RELATIVE_ERROR)
