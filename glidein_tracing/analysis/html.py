@@ -114,6 +114,7 @@ def _distributions_figure(doc: dict):
     fig, axes = _figure(13, 5.5, 2, 4)
     for ax, metric in zip(axes.flat, metrics):
         histogram = doc["stats"]["histograms"].get(metric) or {"edges": [], "counts": []}
+        # a given y skips matplotlib's title placement, which measures every tick label again
         ax.set_title(f"{METRIC_LABELS[metric]} (s)", fontsize=9, y=1.0)
         if histogram["counts"]:
             _log_stairs(ax, histogram["edges"], histogram["counts"])

@@ -271,12 +271,10 @@ def estimate_threshold(seconds: np.ndarray, counts: np.ndarray, bin_s: int = 10)
     total = int(counts.sum())
     if total < 10:
         return None
-    tens = np.floor_divide(seconds, bin_s).astype(np.int64)
-    bins = {}
-    for b, c in zip(tens.tolist(), counts.tolist()):
-        bins[b] = bins.get(b, 0) + c
-    best = max(bins, key=lambda b: sum(bins.get(b + k, 0) for k in range(6)))
-    low = best * bin_s
+    tens, where = np.unique(np.floor_divide(seconds, bin_s).astype(np.int64), return_inverse=True)
+    ends = np.concatenate([[0], np.cumsum(np.bincount(where, weights=counts))])
+    windows = ends[np.searchsorted(tens, tens + 6)] - ends[:-1]       # glideins in [b, b + 6) per bin b
+    low = int(tens[int(np.argmax(windows))]) * bin_s
     near = (seconds >= low - bin_s) & (seconds < low + 6 * bin_s + 120)
     p2, p50 = percentiles(seconds[near], seconds[near] + 1, counts[near], (0.02, 0.5))
     support = int(counts[near].sum())
