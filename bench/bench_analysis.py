@@ -62,7 +62,7 @@ def child(table: str, html_out: str) -> dict:
     doc = analyze(data, whatif=True, timings=times)
     summary_text(doc)
     html_started = time.perf_counter()
-    Path(html_out).write_text(render_html(doc, data.con), encoding="utf-8")
+    Path(html_out).write_text(render_html(doc), encoding="utf-8")
     times["html"] = round(time.perf_counter() - html_started, 2)
     return {"sections_s": times, "total_s": round(time.perf_counter() - started, 2),
             "glideins": doc["stats"]["glideins"], "jobs": doc["stats"]["jobs"],

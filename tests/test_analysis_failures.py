@@ -101,6 +101,6 @@ def test_a_hostile_failure_message_is_escaped_in_the_html(with_outages):
     doc = report.analyze(with_outages)
     doc["failures"]["top_messages"] = [{"message": "<script>alert(1)</script>", "count": 1, "domain": "site",
                                         "examples": ["'><img src=x onerror=alert(1)>"]}]
-    page = render_html(doc, with_outages.con, jaeger_ui="http://j.example.org/")
+    page = render_html(doc, jaeger_ui="http://j.example.org/")
     assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
     assert "<img src=x" not in page

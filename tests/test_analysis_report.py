@@ -153,7 +153,7 @@ def test_html_is_a_page_of_sortable_tables_beside_plots(table, tmp_path):
     assert main(["analyze", str(table), "--whatif", "--html", str(out), "--quiet"]) == 0
     page = out.read_text()
     assert "<pre" not in page and page.count("class='sortable'") >= 8
-    assert page.count("data:image/png;base64,") == 5
+    assert page.count("data:image/svg+xml;base64,") == 5
     for figure in ("distributions", "shutdowns", "waste", "validation", "tradeoff"):
         assert f"id='plot-{figure}'" in page
     for header in ("p90", "strt (%)", "badp (%)", "lift (x)", "saved core-hours", "core-hours"):

@@ -117,7 +117,7 @@ def _run(args, verify: bool):
     if args.html:
         pages = _trace_pages(doc, args.store, args.html) if args.store and not args.jaeger_ui else {}
         with open(args.html, "w", encoding="utf-8") as handle:
-            handle.write(render_html(doc, data.con, jaeger_ui=args.jaeger_ui, trace_pages=pages))
+            handle.write(render_html(doc, jaeger_ui=args.jaeger_ui, trace_pages=pages))
     if not args.quiet and args.json != "-":
         echo(report_mod.summary_text(doc))
     if args.json == "-":
