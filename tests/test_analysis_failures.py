@@ -9,6 +9,7 @@ import pytest
 from glidein_tracing.analysis import compare, failure_groups, failures, report
 from glidein_tracing.analysis.dataset import open_dataset
 from glidein_tracing.analysis.html import render_html
+from glidein_tracing.analysis.stats import compute_stats
 from glidein_tracing.analysis.synth import Outage, SynthConfig
 from glidein_tracing.cli.main import main
 
@@ -75,7 +76,7 @@ def test_messages_that_differ_only_in_numbers_hosts_and_paths_are_one_group(with
 def test_compare_puts_the_outage_site_first_for_failed_glideins(tmp_path_factory):
     outage = Outage("SITE_Charlie", START, START + 3 * DAY, "Network", 0.5)
     data = dataset_of(tmp_path_factory, glideins=8000, seed=8, sites=4, period_s=3 * DAY, outages=(outage,))
-    section = compare.compare_section(data.con, data.columns("glideins"))
+    section = compare.compare_section(data.con, data.columns("glideins"), compute_stats(data.con)["metrics"]["overall"])
     sites = next(d for d in section["failed"]["dimensions"] if d["dimension"] == "site")
     assert sites["values"][0]["value"] == "SITE_Charlie" and sites["values"][0]["lift"] > 2
     assert {"failed", "slow_setup", "slow_first_job"} <= set(section)

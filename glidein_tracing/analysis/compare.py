@@ -7,8 +7,6 @@ and the lift (selection share / rest share); the values that differ most come fi
 
 from __future__ import annotations
 
-from .stats import quantile_function
-
 # dimension -> SQL expression over a glidein row (a dimension whose column the table lacks is left out)
 DIMENSIONS = {
     "entry": "entry", "site": "site", "cpu_model": "cpu_model", "os": "os_description",
@@ -19,16 +17,14 @@ MIN_COUNT = 5        # a value seen fewer times in the selection says too little
 TOP = 5
 
 
-def selections(con) -> dict:
-    """name -> SQL condition of the glideins compared against the rest."""
-    quantile = quantile_function(con)
-    p90_setup, p90_first = con.execute(
-        f"SELECT {quantile}(setup_s, 0.9), {quantile}(idle_before_first_job_s, 0.9) FROM glideins").fetchone()
+def selections(overall: dict) -> dict:
+    """name -> SQL condition of the glideins compared against the rest; ``overall``: the
+    statistics' overall metrics (their p90s, stats.py)."""
     out = {"failed": "failure_domain IS NOT NULL"}
-    if p90_setup is not None:
-        out["slow_setup"] = f"setup_s > {float(p90_setup)!r}"
-    if p90_first is not None:
-        out["slow_first_job"] = f"idle_before_first_job_s > {float(p90_first)!r}"
+    for name, metric in (("slow_setup", "setup_s"), ("slow_first_job", "idle_before_first_job_s")):
+        p90 = (overall.get(metric) or {}).get("p90")
+        if p90 is not None:
+            out[name] = f"{metric} > {float(p90)!r}"
     return out
 
 
@@ -63,18 +59,19 @@ def _ranked(groups: list, which: int) -> list[dict]:
         lift = share_sel / share_rest if share_rest else None
         values.append({"value": value, "selected": int(a), "rest": int(b), "share_selected": round(share_sel, 4),
                        "share_rest": round(share_rest, 4), "lift": None if lift is None else round(lift, 2)})
-    values.sort(key=lambda v: -(v["lift"] if v["lift"] is not None else 1e9))
+    values.sort(key=lambda v: (-(v["lift"] if v["lift"] is not None else 1e9), v["value"]))
     return [v for v in values if v["lift"] is None or v["lift"] > 1.0][:TOP]
 
 
-def compare_section(con, columns: set) -> dict:
+def compare_section(con, columns: set, overall: dict) -> dict:
     """Per selection: its condition and, per dimension, the over-represented values, the
-    dimensions whose best value stands out most first."""
-    conditions = selections(con)
+    dimensions whose best value stands out most first (ties by name); ``overall``: the
+    statistics' overall metrics, whose p90s define the slow selections."""
+    conditions = selections(overall)
     counts = _counts(con, conditions, columns)
     out = {}
     for which, (name, cond) in enumerate(conditions.items()):
         dims = [{"dimension": d, "values": top} for d, groups in counts.items() if (top := _ranked(groups, which))]
-        dims.sort(key=lambda d: -(d["values"][0]["lift"] or 1e9))
+        dims.sort(key=lambda d: (-(d["values"][0]["lift"] or 1e9), d["dimension"]))
         out[name] = {"condition": cond, "dimensions": dims}
     return out

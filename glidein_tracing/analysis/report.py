@@ -53,7 +53,7 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
            "current_settings": settings.as_dict(), "stats": stats,
            "entries": timed("analyze_entries", lambda: waste_table(con)) if "gwms_lasted_s" in columns else [],
            "failures": timed("failures", lambda: {**failures_section(con), **services_section(con)}),
-           "compare": timed("compare", lambda: compare_section(con, columns))}
+           "compare": timed("compare", lambda: compare_section(con, columns, stats["metrics"]["overall"]))}
     if whatif and stats["glideins"] and data.has_jobs:
         grid = candidate_grid(settings, max_idle, max_tail, retire)
         doc["whatif"] = timed("whatif", lambda: evaluate_grid(data, settings, grid, budget=budget))

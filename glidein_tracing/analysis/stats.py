@@ -21,15 +21,6 @@ import numpy as np
 from .histograms import RELATIVE_ERROR, bin_sql, log_percentiles, merged, percentiles, plot_bins
 
 QUANTILES = (0.5, 0.9, 0.99)
-# the compare view's exact percentiles (compare.py) hold every value in memory (DuckDB cannot
-# spill them): beyond this many glideins they are approximate (t-digest, approx_quantile)
-EXACT_QUANTILE_ROWS = 2_000_000
-
-
-def quantile_function(con) -> str:
-    """``quantile_cont`` (exact) for up to EXACT_QUANTILE_ROWS glideins, else ``approx_quantile``."""
-    rows = con.execute("SELECT COUNT(*) FROM glideins").fetchone()[0]
-    return "quantile_cont" if rows <= EXACT_QUANTILE_ROWS else "approx_quantile"
 
 
 OWN_TIMEOUT_REASONS = ("max_idle", "daemon_shutdown")
