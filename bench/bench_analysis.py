@@ -4,7 +4,7 @@ bench/README.md).
 
 1. The table: N synthetic glideins (default 1,000,000) written by the numpy generator
    (glidein_tracing.analysis.synth_table) over ``--days`` day partitions, cached under
-   ~/.cache/glidein_tracing/bench/table-N (generation is not timed against the budget).
+   ~/.cache/glidein_tracing/bench/table-N-dDAYS-sSEED-vSCHEMA.GENERATOR (generation is not timed against the budget).
 2. The whole analysis in a fresh process, as ``glidein-tracing analyze TABLE --whatif
    --html OUT`` runs it: distributions, waste, analyze_entries, failures with outage windows,
    compare, the what-if over today's candidates (GlideinWMS's 7 Max_Idle x 8 Max_Tail values,
@@ -36,10 +36,17 @@ from bench.calibration import calibrate
 CACHE = Path(os.path.expanduser("~/.cache/glidein_tracing/bench"))
 
 
+def table_dir(glideins: int, days: float, seed: int) -> Path:
+    """The cached table of these settings, of this schema and generator version."""
+    from glidein_tracing.analysis.synth import GENERATOR_VERSION
+    from glidein_tracing.table.schema import SCHEMA_VERSION
+    return CACHE / f"table-{glideins}-d{days:g}-s{seed}-v{SCHEMA_VERSION}.{GENERATOR_VERSION}"
+
+
 def build_table(glideins: int, days: float, seed: int) -> Path:
     from glidein_tracing.analysis.synth import SynthConfig
     from glidein_tracing.analysis.synth_table import write_table
-    directory = CACHE / f"table-{glideins}"
+    directory = table_dir(glideins, days, seed)
     if not (directory / "glideins").is_dir():
         started = time.time()
         partial = directory.with_name(directory.name + ".partial")
@@ -110,7 +117,7 @@ def main(argv=None) -> int:
     out, _, _ = run_child(["-m", "bench.bench_analysis", "--build", "--glideins", str(args.glideins), "--days", str(args.days),
                            "--seed", str(args.seed)])
     print(out.strip() if isinstance(out, str) else out, flush=True)
-    table = CACHE / f"table-{args.glideins}"
+    table = table_dir(args.glideins, args.days, args.seed)
     machine_ms = calibrate()
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:

@@ -60,7 +60,7 @@ def main():
     parser.add_argument("--glideins", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    big = CACHE / f"store-{args.glideins}"
+    big = CACHE / f"store-{args.glideins}-s7-g{synth.GENERATOR_VERSION}"   # the generator's rows and spans
     if not (big / "index.sqlite").exists():
         shutil.rmtree(big, ignore_errors=True)
         built, _ = timed(lambda: synth.write_store(synth.SynthConfig(glideins=args.glideins, seed=7), big))

@@ -49,6 +49,9 @@ from ..core import failure, ids
 from ..exporters.store import ROTATE_BYTES, Store
 
 NAN = float("nan")
+#: bumped whenever the same SynthConfig would generate other glideins (these spans or
+#: synth_table.py's rows): benchmarks key their cached stores and tables on it
+GENERATOR_VERSION = 1
 
 
 @dataclass(slots=True)
