@@ -2,6 +2,7 @@
 Jaeger's query API a day at a time), and the table agreeing with the traces: every duration
 in it equals the matching span's, for every glidein of the demo and of a synthetic store."""
 
+import gc
 import json
 import subprocess
 import sys
@@ -79,6 +80,24 @@ def test_backfill_from_a_synthetic_store_agrees_with_its_spans_and_can_run_again
     assert len({r["date"] for r in rows}) >= 3          # a partition per day the glideins ended
     again = table_cli("--store", store, "--table", table)
     assert again.returncode == 0 and "0 glideins written, 150 already in the table" in again.stderr
+
+
+def test_a_store_read_in_pieces_by_two_processes_gives_the_table_read_in_one(tmp_path, monkeypatch):
+    """Traces split across pieces (fragments written lines later) are joined; the cycle
+    collector the backfill pauses is running again after it."""
+    from glidein_tracing.table import backfill
+    store = tmp_path / "store"
+    synth.write_store(synth.SynthConfig(glideins=120, seed=6, fragment_rate=0.3, period_s=2 * 86400), store,
+                      fragment_delay_lines=4, batch_lines=5)
+    whole = backfill.from_store(store, tmp_path / "one", workers=1)
+    monkeypatch.setattr(backfill, "PIECE_BYTES", 4096)
+    pieces = backfill.from_store(store, tmp_path / "two", workers=2)
+    assert pieces.glideins == whole.glideins == 120 and pieces.spans == whole.spans and not pieces.problems
+    key = lambda row: (row["trace_id"], row.get("span_id") or "")  # noqa: E731
+    for dataset in ("glideins", "jobs"):
+        assert (sorted(rows_by_trace(tmp_path / "two", dataset), key=key)
+                == sorted(rows_by_trace(tmp_path / "one", dataset), key=key))
+    assert gc.isenabled()
 
 
 @pytest.fixture(scope="module")
@@ -174,6 +193,34 @@ def _fields(span):
             dict(span.attributes), dict(span.resource.attributes))
 
 
+def _odd_lines(raw: bytes) -> list:
+    """One line of the store with a value of another shape each: the typed path must give what
+    the reference path gives (or fail as it does)."""
+    import json as json_module
+    out = []
+    for value in ({"intValue": 12}, {"intValue": 12.5}, {"intValue": "1e3"}, {"intValue": "1.0"},
+                  {"intValue": " 12"}, {"intValue": str(1 << 70)}, {"doubleValue": "1.5"}, {"doubleValue": 3},
+                  {"boolValue": "false"}, {"boolValue": 0}, {"stringValue": 5}, {}):
+        request = json_module.loads(raw)
+        span = request["resourceSpans"][0]["scopeSpans"][0]["spans"][-1]
+        span["attributes"].append({"key": "odd", "value": value})
+        out.append(json_module.dumps(request).encode())
+    request = json_module.loads(raw)                    # upper-case ids, times as numbers
+    for span in request["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        span["traceId"], span["spanId"] = span["traceId"].upper(), span["spanId"].upper()
+        span["parentSpanId"] = span.get("parentSpanId", "").upper()
+        span["startTimeUnixNano"] = int(span["startTimeUnixNano"])
+    out.append(json_module.dumps(request).encode())
+    return out
+
+
+def _decoded_or_error(decode, raw):
+    try:
+        return [_fields(s) for s in decode(raw)]
+    except ValueError:
+        return "not OTLP JSON"
+
+
 def test_the_fast_store_reader_gives_the_reference_readers_spans(tmp_path):
     import json as json_module
 
@@ -188,9 +235,9 @@ def test_the_fast_store_reader_gives_the_reference_readers_spans(tmp_path):
     odd["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"].append(
         {"key": "list", "value": {"arrayValue": {"values": [{"intValue": "3"}]}}})
     odd["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["startTimeUnixNano"] = "1767225600000000001"
-    for raw in lines + [json_module.dumps(odd).encode()]:
-        reference = readable_spans(list(flatten_request(json_module.loads(raw))))
-        assert [_fields(s) for s in decode_line(raw)] == [_fields(s) for s in reference]
+    for raw in lines + [json_module.dumps(odd).encode()] + _odd_lines(lines[0]):
+        reference = _decoded_or_error(lambda r: readable_spans(list(flatten_request(json_module.loads(r)))), raw)
+        assert _decoded_or_error(decode_line, raw) == reference
     with pytest.raises(ValueError):
         decode_line(b"{not json")
 
