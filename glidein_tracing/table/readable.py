@@ -3,7 +3,8 @@ from flat span dicts (``otlp_json.flatten_request``, ``jaeger_query.flatten_trac
 from the store's lines for the backfill's bulk read, where msgspec decodes only the fields
 the rows read (ids, parent, name, times, status, attributes, resource) with no dicts in
 between, about 3 times faster than ``json`` + ``flatten_request``. A line it does not take as
-an ordinary request is read by that reference path instead, so both give the same spans."""
+an ordinary request is read by that reference path instead, so both give the same spans.
+Either way each span is made by the converter's ``stored_span``, the one place spans are made."""
 
 from __future__ import annotations
 
