@@ -100,6 +100,28 @@ def test_a_store_read_in_pieces_by_two_processes_gives_the_table_read_in_one(tmp
     assert gc.isenabled()
 
 
+def test_a_glidein_whose_end_is_beyond_the_calendar_is_kept_and_the_rest_backfilled(tmp_path):
+    """A forged end time (year 10^13) in a store line: its row goes to the unknown day with no
+    end time instead of stopping the backfill."""
+    from glidein_tracing.exporters.store import Store, store_files
+    from glidein_tracing.table import backfill
+    store = tmp_path / "store"
+    synth.write_store(synth.SynthConfig(glideins=5, seed=4), store, batch_lines=1)
+    path = store_files(store)[0]
+    lines = path.read_bytes().splitlines()
+    request = json.loads(lines[0])
+    root = next(s for s in request["resourceSpans"][0]["scopeSpans"][0]["spans"] if not s.get("parentSpanId"))
+    root["endTimeUnixNano"] = str(10 ** 30)
+    path.write_bytes(b"\n".join([json.dumps(request).encode()] + lines[1:]) + b"\n")
+    Store(store).reindex()
+    report = backfill.from_store(store, tmp_path / "table", workers=1)
+    assert report.glideins == 5 and not report.problems
+    rows = {r["trace_id"]: r for r in rows_by_trace(tmp_path / "table")}
+    forged = rows[root["traceId"]]
+    assert forged["ended_at"] is None and str(forged["date"]) == "1970-01-01"
+    assert all(r["ended_at"] is not None for t, r in rows.items() if t != root["traceId"])
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     root = tmp_path_factory.mktemp("demo")

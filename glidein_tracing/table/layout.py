@@ -18,9 +18,12 @@ COMPACTING_MARK = "_compacting"    # in the table dir: the day a compaction is u
 
 
 def day_of(ended_at_us: int | None) -> str:
-    """The partition of a row: the UTC day of its glidein's end (1970-01-01 when unknown)."""
-    seconds = (ended_at_us or 0) / 1e6
-    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime("%Y-%m-%d")
+    """The partition of a row: the UTC day of its glidein's end (1970-01-01 when unknown, or
+    outside the calendar: a forged time in traces read back must not stop a backfill)."""
+    try:
+        return dt.datetime.fromtimestamp((ended_at_us or 0) / 1e6, dt.timezone.utc).strftime("%Y-%m-%d")
+    except (OverflowError, ValueError, OSError):
+        return "1970-01-01"
 
 
 def day_dir(table: Path, dataset: str, day: str) -> Path:
