@@ -5,9 +5,7 @@ was stopped can simply be run again."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import gc
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,22 +79,6 @@ PIECE_BYTES = 8 * 1024 * 1024
 _WANTED: dict = {}   # trace id -> spans the store's index counts: set before the workers fork
 
 
-@contextlib.contextmanager
-def _no_cycle_collection():
-    """The backfill makes millions of objects (spans, rows) and holds a piece's or a chunk's
-    worth at a time, none of them in a cycle: reference counting frees them all, and the
-    cycle collector's passes over them (a tenth of the backfill's CPU) would free nothing.
-    So it is paused while the backfill runs (its forked workers start with it paused), and set
-    back as it was."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _read_range(piece):
     """One piece of a store file: (rows of the glideins whose spans are all in it, the ids of
     the other glideins it has spans of and the lines that hold them, spans read, problems)."""
@@ -126,7 +108,6 @@ def _read_range(piece):
     return rows, set(partial), [lines[n] for n in numbers], spans_read, problems
 
 
-@_no_cycle_collection()
 def from_store(store_dir, table_dir, *, workers: int | None = None) -> BackfillReport:
     """Every glidein trace of the embedded store. The store is read once, in pieces (in
     ``workers`` processes, default one per core); a trace is complete when it holds as many
