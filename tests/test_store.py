@@ -12,7 +12,8 @@ import pytest
 from glidein_tracing.cli.main import main
 from glidein_tracing.core.converter import convert
 from glidein_tracing.exporters.otlp_json import encode_request
-from glidein_tracing.exporters.store import JsonLinesStoreExporter, Store, StoreReadReport, iter_store, read_store
+from glidein_tracing.exporters.store import (JsonLinesStoreExporter, Store, StoreReadReport, iter_store, line_pieces,
+                                             read_store, store_files)
 from glidein_tracing.core.journal import format_line, parse_lines
 
 from tests.support.journal_builders import root_lines
@@ -65,6 +66,20 @@ def test_store_rotates_files(tmp_path):
     exporter.export(convert(events))
     assert len(list(tmp_path.glob("traces-*.jsonl"))) == 2
     assert len(read_store(tmp_path)) == 2
+
+
+def test_the_store_cut_into_pieces_gives_each_line_once_and_whole(tmp_path):
+    exporter = JsonLinesStoreExporter(tmp_path, rotate_bytes=4000)
+    for number in range(12):
+        exporter.export(glidein(f"piece{number}", 1000.0 + number))
+    files = store_files(tmp_path)
+    assert len(files) >= 2
+    pieces = line_pieces(tmp_path, 1500)
+    assert len(pieces) > len(files)
+    for piece in pieces:
+        assert piece.end - piece.start >= 1500 or piece.end == piece.path.stat().st_size
+    lines = [line for piece in pieces for line in piece.lines()]
+    assert lines == [line for path in files for line in path.read_bytes().splitlines()]
 
 
 def glidein(name, start=1000.0):

@@ -81,6 +81,44 @@ def test_backfill_from_a_synthetic_store_agrees_with_its_spans_and_can_run_again
     assert again.returncode == 0 and "0 glideins written, 150 already in the table" in again.stderr
 
 
+def test_a_store_read_in_pieces_by_two_processes_gives_the_table_read_in_one(tmp_path, monkeypatch):
+    """Traces split across pieces (fragments written lines later) are joined."""
+    from glidein_tracing.table import backfill
+    store = tmp_path / "store"
+    synth.write_store(synth.SynthConfig(glideins=120, seed=6, fragment_rate=0.3, period_s=2 * 86400), store,
+                      fragment_delay_lines=4, batch_lines=5)
+    whole = backfill.from_store(store, tmp_path / "one", workers=1)
+    monkeypatch.setattr(backfill, "PIECE_BYTES", 4096)
+    pieces = backfill.from_store(store, tmp_path / "two", workers=2)
+    assert pieces.glideins == whole.glideins == 120 and pieces.spans == whole.spans and not pieces.problems
+    key = lambda row: (row["trace_id"], row.get("span_id") or "")  # noqa: E731
+    for dataset in ("glideins", "jobs"):
+        assert (sorted(rows_by_trace(tmp_path / "two", dataset), key=key)
+                == sorted(rows_by_trace(tmp_path / "one", dataset), key=key))
+
+
+def test_a_glidein_whose_end_is_beyond_the_calendar_is_kept_and_the_rest_backfilled(tmp_path):
+    """A forged end time (year 10^13) in a store line: its row goes to the unknown day with no
+    end time instead of stopping the backfill."""
+    from glidein_tracing.exporters.store import Store, store_files
+    from glidein_tracing.table import backfill
+    store = tmp_path / "store"
+    synth.write_store(synth.SynthConfig(glideins=5, seed=4), store, batch_lines=1)
+    path = store_files(store)[0]
+    lines = path.read_bytes().splitlines()
+    request = json.loads(lines[0])
+    root = next(s for s in request["resourceSpans"][0]["scopeSpans"][0]["spans"] if not s.get("parentSpanId"))
+    root["endTimeUnixNano"] = str(10 ** 30)
+    path.write_bytes(b"\n".join([json.dumps(request).encode()] + lines[1:]) + b"\n")
+    Store(store).reindex()
+    report = backfill.from_store(store, tmp_path / "table", workers=1)
+    assert report.glideins == 5 and not report.problems
+    rows = {r["trace_id"]: r for r in rows_by_trace(tmp_path / "table")}
+    forged = rows[root["traceId"]]
+    assert forged["ended_at"] is None and str(forged["date"]) == "1970-01-01"
+    assert all(r["ended_at"] is not None for t, r in rows.items() if t != root["traceId"])
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     root = tmp_path_factory.mktemp("demo")
@@ -174,6 +212,34 @@ def _fields(span):
             dict(span.attributes), dict(span.resource.attributes))
 
 
+def _odd_lines(raw: bytes) -> list:
+    """One line of the store with a value of another shape each: the typed path must give what
+    the reference path gives (or fail as it does)."""
+    import json as json_module
+    out = []
+    for value in ({"intValue": 12}, {"intValue": 12.5}, {"intValue": "1e3"}, {"intValue": "1.0"},
+                  {"intValue": " 12"}, {"intValue": str(1 << 70)}, {"doubleValue": "1.5"}, {"doubleValue": 3},
+                  {"boolValue": "false"}, {"boolValue": 0}, {"stringValue": 5}, {}):
+        request = json_module.loads(raw)
+        span = request["resourceSpans"][0]["scopeSpans"][0]["spans"][-1]
+        span["attributes"].append({"key": "odd", "value": value})
+        out.append(json_module.dumps(request).encode())
+    request = json_module.loads(raw)                    # upper-case ids, times as numbers
+    for span in request["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        span["traceId"], span["spanId"] = span["traceId"].upper(), span["spanId"].upper()
+        span["parentSpanId"] = span.get("parentSpanId", "").upper()
+        span["startTimeUnixNano"] = int(span["startTimeUnixNano"])
+    out.append(json_module.dumps(request).encode())
+    return out
+
+
+def _decoded_or_error(decode, raw):
+    try:
+        return [_fields(s) for s in decode(raw)]
+    except ValueError:
+        return "not OTLP JSON"
+
+
 def test_the_fast_store_reader_gives_the_reference_readers_spans(tmp_path):
     import json as json_module
 
@@ -188,9 +254,9 @@ def test_the_fast_store_reader_gives_the_reference_readers_spans(tmp_path):
     odd["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"].append(
         {"key": "list", "value": {"arrayValue": {"values": [{"intValue": "3"}]}}})
     odd["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["startTimeUnixNano"] = "1767225600000000001"
-    for raw in lines + [json_module.dumps(odd).encode()]:
-        reference = readable_spans(list(flatten_request(json_module.loads(raw))))
-        assert [_fields(s) for s in decode_line(raw)] == [_fields(s) for s in reference]
+    for raw in lines + [json_module.dumps(odd).encode()] + _odd_lines(lines[0]):
+        reference = _decoded_or_error(lambda r: readable_spans(list(flatten_request(json_module.loads(r)))), raw)
+        assert _decoded_or_error(decode_line, raw) == reference
     with pytest.raises(ValueError):
         decode_line(b"{not json")
 

@@ -28,6 +28,7 @@ import os
 import sqlite3
 from collections import defaultdict
 from pathlib import Path
+from typing import NamedTuple
 
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
@@ -95,6 +96,36 @@ def iter_store(directory, report: StoreReadReport | None = None):
                 for span in flatten_request(request):
                     report.spans += 1
                     yield span
+
+
+class LinePiece(NamedTuple):
+    """Whole lines of one store file, bytes ``start`` to ``end``: a share of a bulk read."""
+    path: Path
+    start: int
+    end: int
+
+    def lines(self) -> list[bytes]:
+        with open(self.path, "rb") as handle:
+            handle.seek(self.start)
+            return handle.read(self.end - self.start).splitlines()
+
+
+def line_pieces(directory, size: int) -> list[LinePiece]:
+    """The store's files, oldest first, cut into pieces of about ``size`` bytes, each ending at
+    a line's end: for a reader that shares the whole store among processes (the table's
+    backfill)."""
+    out = []
+    for path in store_files(directory):
+        total = path.stat().st_size
+        with open(path, "rb") as handle:
+            start = 0
+            while start < total:
+                handle.seek(min(total, start + size))
+                handle.readline()
+                end = min(total, handle.tell())
+                out.append(LinePiece(path, start, end))
+                start = end
+    return out
 
 
 def read_store(directory) -> dict:

@@ -75,34 +75,15 @@ class _Rows:
 
 
 #: bytes of store lines one worker reads at a time
-RANGE_BYTES = 8 * 1024 * 1024
+PIECE_BYTES = 8 * 1024 * 1024
 _WANTED: dict = {}   # trace id -> spans the store's index counts: set before the workers fork
-
-
-def _line_ranges(paths, size: int = RANGE_BYTES) -> list:
-    """(path, start, end) pieces of the files, each ending at a line's end."""
-    out = []
-    for path in paths:
-        total = path.stat().st_size
-        with open(path, "rb") as handle:
-            start = 0
-            while start < total:
-                handle.seek(min(total, start + size))
-                handle.readline()
-                end = min(total, handle.tell())
-                out.append((path, start, end))
-                start = end
-    return out
 
 
 def _read_range(piece):
     """One piece of a store file: (rows of the glideins whose spans are all in it, the ids of
     the other glideins it has spans of and the lines that hold them, spans read, problems)."""
-    path, start, end = piece
     rows, partial, lines_of, spans_read, problems = [], defaultdict(dict), defaultdict(set), 0, []
-    with open(path, "rb") as handle:
-        handle.seek(start)
-        lines = handle.read(end - start).splitlines()
+    path, lines = piece.path, piece.lines()
     for number, raw in enumerate(lines):
         try:
             spans = decode_line(raw)
@@ -135,7 +116,7 @@ def from_store(store_dir, table_dir, *, workers: int | None = None) -> BackfillR
     import os
     from concurrent.futures import ProcessPoolExecutor
 
-    from ..exporters.store import Store, store_files
+    from ..exporters.store import Store, line_pieces
     report = BackfillReport()
     expected = {trace: count for trace, count, name, _, _ in Store(store_dir).summaries() if name}
     held = reader.trace_ids(table_dir)
@@ -144,7 +125,7 @@ def from_store(store_dir, table_dir, *, workers: int | None = None) -> BackfillR
     _WANTED.update((int(trace, 16), count) for trace, count in expected.items() if trace not in held)
     rows = _Rows(table_dir, report)
     split: dict = defaultdict(dict)
-    pieces = _line_ranges(store_files(store_dir))
+    pieces = line_pieces(store_dir, PIECE_BYTES)
     workers = min(workers or os.cpu_count() or 1, len(pieces))
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) if workers > 1 else None
     try:

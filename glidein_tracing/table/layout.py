@@ -19,14 +19,21 @@ COMPACTING_MARK = "_compacting"    # in the table dir: the day a compaction is u
 
 
 def day_of(ended_at_us: int | None) -> str:
-    """The partition of a row: the UTC day of its glidein's end (1970-01-01 when unknown)."""
-    return _day_name(int((ended_at_us or 0) // 86_400_000_000))
+    """The partition of a row: the UTC day of its glidein's end (1970-01-01 when unknown, or
+    outside the calendar: a forged time in traces read back must not stop a backfill)."""
+    try:
+        return _day_name(int((ended_at_us or 0) // 86_400_000_000))
+    except (OverflowError, ValueError, TypeError):     # inf, NaN
+        return "1970-01-01"
 
 
 @lru_cache(maxsize=64)
 def _day_name(day: int) -> str:
     """A day number's name, made once per day rather than once per row."""
-    return (dt.date(1970, 1, 1) + dt.timedelta(days=day)).isoformat()
+    try:
+        return (dt.date(1970, 1, 1) + dt.timedelta(days=day)).isoformat()
+    except (OverflowError, ValueError):
+        return "1970-01-01"
 
 
 def day_dir(table: Path, dataset: str, day: str) -> Path:

@@ -3,7 +3,8 @@ from flat span dicts (``otlp_json.flatten_request``, ``jaeger_query.flatten_trac
 from the store's lines for the backfill's bulk read, where msgspec decodes only the fields
 the rows read (ids, parent, name, times, status, attributes, resource) with no dicts in
 between, about 3 times faster than ``json`` + ``flatten_request``. A line it does not take as
-an ordinary request is read by that reference path instead, so both give the same spans."""
+an ordinary request is read by that reference path instead, so both give the same spans.
+Either way each span is made by the converter's ``stored_span``, the one place spans are made."""
 
 from __future__ import annotations
 
@@ -15,17 +16,17 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanContext, Status, StatusCode, TraceFlags
 
+from ..core.converter.readable_span import stored_span
 from ..exporters.otlp_json import flatten_request
 
 
 class _Value(Struct, frozen=True, gc=False):
+    """An AnyValue of one of the kinds the typed path converts; any other kind (array, kvlist,
+    bytes) leaves all four unset and sends the line to the reference path."""
     stringValue: str | UnsetType = UNSET
-    intValue: int | str | UnsetType = UNSET
+    intValue: int | str | UnsetType = UNSET       # "12" in OTLP JSON
     doubleValue: float | UnsetType = UNSET
     boolValue: bool | UnsetType = UNSET
-    arrayValue: msgspec.Raw | UnsetType = UNSET      # rare: the reference path reads these
-    kvlistValue: msgspec.Raw | UnsetType = UNSET
-    bytesValue: msgspec.Raw | UnsetType = UNSET
 
 
 class _KeyValue(Struct, frozen=True, gc=False):
@@ -77,8 +78,6 @@ class _Unusual(Exception):
 
 
 def _value(value: _Value):
-    if value.stringValue is not UNSET:
-        return value.stringValue
     if value.intValue is not UNSET:
         return int(value.intValue)
     if value.doubleValue is not UNSET:
@@ -89,19 +88,36 @@ def _value(value: _Value):
 
 
 def _attributes(items) -> dict:
-    return {kv.key: _value(kv.value) for kv in items}
+    out = {}
+    for kv in items:        # most values are text: those without a call
+        value = kv.value
+        text = value.stringValue
+        out[kv.key] = text if text is not UNSET else _value(value)
+    return out
 
 
-def _span(span: _Span, resource: Resource) -> ReadableSpan:
-    trace_id = int(span.traceId, 16)
-    context = SpanContext(trace_id, int(span.spanId, 16), True, _SAMPLED)
-    parent = SpanContext(trace_id, int(span.parentSpanId, 16), True) if span.parentSpanId else None
-    status = span.status
-    return ReadableSpan(name=span.name, context=context, parent=parent, resource=resource,
-                        attributes=_attributes(span.attributes), start_time=int(span.startTimeUnixNano),
-                        end_time=int(span.endTimeUnixNano),
-                        status=Status(_CODES.get(status.code, StatusCode.UNSET), status.message)
-                        if status.message else _STATUS.get(status.code, _STATUS[0]))
+def _spans(request: _Request) -> list:
+    """The typed request's spans; contexts shared within the line (a trace id, a parent)."""
+    out = []
+    trace_hex, trace_id, parents = None, 0, {}
+    for resource_spans in request.resourceSpans:
+        resource = Resource(_attributes(resource_spans.resource.attributes))
+        for scope in resource_spans.scopeSpans:
+            for span in scope.spans:
+                if span.traceId != trace_hex:
+                    trace_hex, trace_id, parents = span.traceId, int(span.traceId, 16), {}
+                parent = None
+                if span.parentSpanId:
+                    parent = parents.get(span.parentSpanId)
+                    if parent is None:
+                        parent = parents[span.parentSpanId] = SpanContext(trace_id, int(span.parentSpanId, 16), True)
+                status = span.status
+                out.append(stored_span(
+                    span.name, resource, SpanContext(trace_id, int(span.spanId, 16), True, _SAMPLED), parent,
+                    Status(_CODES.get(status.code, StatusCode.UNSET), status.message) if status.message
+                    else _STATUS.get(status.code, _STATUS[0]),
+                    int(span.startTimeUnixNano), int(span.endTimeUnixNano), _attributes(span.attributes)))
+    return out
 
 
 def readable_spans(flat_spans) -> list:
@@ -121,24 +137,18 @@ def readable_spans(flat_spans) -> list:
         resource = resources.get(id(resource_attrs))
         if resource is None:
             resource = resources[id(resource_attrs)] = Resource(resource_attrs)
-        out.append(ReadableSpan(name=span.get("name", ""), context=context, parent=parent_context,
-                                resource=resource, attributes=span.get("attributes") or {},
-                                start_time=int(span.get("start_ns") or 0), end_time=int(span.get("end_ns") or 0),
-                                status=Status(_CODES.get(span.get("status_code"), StatusCode.UNSET),
-                                              span.get("status_message") or None)))
+        out.append(stored_span(span.get("name", ""), resource, context, parent_context,
+                               Status(_CODES.get(span.get("status_code"), StatusCode.UNSET),
+                                      span.get("status_message") or None),
+                               int(span.get("start_ns") or 0), int(span.get("end_ns") or 0),
+                               span.get("attributes") or {}))
     return out
 
 
 def decode_line(raw: bytes) -> list[ReadableSpan]:
     """One store line's spans; ValueError when the line is not OTLP JSON at all."""
     try:
-        request = _DECODER.decode(raw)
-        out = []
-        for resource_spans in request.resourceSpans:
-            resource = Resource(_attributes(resource_spans.resource.attributes))
-            for scope in resource_spans.scopeSpans:
-                out.extend(_span(span, resource) for span in scope.spans)
-        return out
+        return _spans(_DECODER.decode(raw))
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, _Unusual, ValueError, TypeError):
         pass
     try:

@@ -1,5 +1,6 @@
 """The one place a span becomes the SDK's ``ReadableSpan``: every span the converter makes,
-the glidein's own and those in a user's trace, is made by ``readable_span``.
+the glidein's own and those in a user's trace, is made by ``readable_span``; a span read back
+from where it was exported (the store, Jaeger: the glidein table's backfill) by ``stored_span``.
 
 What every span shares is decided here: the instrumentation scope, sampled, internal kind,
 times in ns at the microsecond, and attribute values OTLP can carry.
@@ -35,6 +36,14 @@ def readable_span(*, name: str, resource: Resource, trace_id: int, span_id: int,
         context=SpanContext(trace_id, span_id, is_remote=False, trace_flags=SAMPLED),
         parent=parent, kind=SpanKind.INTERNAL, status=status, start_time=start_ns,
         end_time=end_ns, attributes=attributes, events=events, links=links)
+
+
+def stored_span(name: str, resource: Resource, context: SpanContext, parent: SpanContext | None,
+                status: Status, start_ns: int, end_ns: int, attributes: dict) -> ReadableSpan:
+    """A span read back as it was exported, taken as it is: its digest is among its attributes
+    already, and re-making it (or anything else) would cost the backfill more than the read."""
+    return ReadableSpan(name, context, parent, resource, attributes, status=status, start_time=start_ns,
+                        end_time=end_ns)
 
 
 def with_attributes(span: ReadableSpan, changes: dict) -> ReadableSpan:
