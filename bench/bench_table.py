@@ -123,7 +123,7 @@ def main():
     parser.add_argument("--glideins", type=int, default=400)
     parser.add_argument("--jobs", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--store-glideins", type=int, default=20000)
+    parser.add_argument("--store-glideins", type=int, default=20000, help="0: no backfill run")
     args = parser.parse_args()
     _, endpoint, sink = start_sink()
     before = calibrate()
@@ -133,7 +133,8 @@ def main():
         table_overhead(args, endpoint)
     finally:
         sink.terminate()
-    backfill_rate(args)
+    if args.store_glideins:
+        backfill_rate(args)
     print(f"machine speed (bench/calibration.py, lower is faster): {before:.0f} ms before, {calibrate():.0f} ms after")
 
 
