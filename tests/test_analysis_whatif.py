@@ -97,15 +97,20 @@ def test_grid_pareto_front_and_recommendation(table):
     assert set(grid["by_entry"]) == {r[0] for r in data.con.execute("SELECT DISTINCT entry FROM glideins").fetchall()}
 
 
-def test_grouping_by_day_groups_and_by_sorted_keys_gives_the_same_replay(table, monkeypatch):
-    """The replay's results do not depend on how the days are grouped into passes nor on
-    which way the bins are grouped (lookup table or sort, for large candidate lists)."""
+@pytest.mark.parametrize("chunk_glideins", [400, 150])
+def test_grouping_by_day_groups_and_by_sorted_keys_gives_the_same_replay(table, monkeypatch, chunk_glideins):
+    """The replay's results do not depend on how the days are grouped into passes, on a day
+    too big for one pass being cut into shares of its glideins, nor on which way the bins are
+    grouped (lookup table or sort, for large candidate lists)."""
     candidates = [Settings(600, 200, 14400), Settings(2400, 900, 28800), CURRENT]
     whole = whatif.evaluate_grid(open_dataset(table), CURRENT, candidates)
-    monkeypatch.setattr(whatif, "CHUNK_GLIDEINS", 400)
+    monkeypatch.setattr(whatif, "CHUNK_GLIDEINS", chunk_glideins)
+    monkeypatch.setattr(whatif, "SPLIT_GLIDEINS", chunk_glideins)
     monkeypatch.setattr(whatif, "DENSE_GROUPS", 0)
     data = open_dataset(table)
-    assert len(whatif.chunks(data.con, data.days())) > 2
+    passes = whatif.chunks(data.con, data.days())
+    assert len(passes) > 2 and (chunk_glideins > 300 or any(p.parts > 1 for p in passes))
+    assert sorted(d for p in passes for d in p.days if p.part == 0) == sorted(data.days())   # every day, once
     split = whatif.evaluate_grid(data, CURRENT, candidates)
     for a, b in zip(whole["candidates"], split["candidates"]):
         assert a["settings"] == b["settings"] and {k: v for k, v in a.items() if k != "settings"} == pytest.approx(

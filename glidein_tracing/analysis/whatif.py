@@ -155,10 +155,9 @@ def _concat(parts: list[dict]) -> dict:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
-def _bins_of_chunk(con, cur: Settings, grids, days, n_entries: int) -> Bins:
-    """The bins of one group of days: one sorted query, then numpy."""
-    day_filter = ("AND date IN (" + ", ".join(f"DATE '{d}'" for d in days) + ")") if days[0] is not None else ""
-    rows = con.execute(_rows_sql(cur, day_filter)).fetchnumpy()
+def _bins_of_chunk(con, cur: Settings, grids, chunk: Chunk, n_entries: int) -> Bins:
+    """The bins of one pass: one sorted query, then numpy."""
+    rows = con.execute(_rows_sql(cur, chunk.sql())).fetchnumpy()
     return _bins(_replay_rows({k: np.asarray(v) for k, v in rows.items()}, cur, grids), cur, grids, n_entries)
 
 
@@ -251,21 +250,48 @@ def _glidein_bins(g: dict, has_jobs: bool, cur: Settings, grids, keys) -> dict:
 
 
 CHUNK_GLIDEINS = 500_000   # glideins per pass: bounds the memory of the sorted rows and their arrays
+# a day of more glideins than this (about 1 GB of the replay's arrays) is cut into shares of at
+# most this many; a smaller day is read whole (each share reads the whole day's files again)
+SPLIT_GLIDEINS = 1_200_000
 
 
-def chunks(con, days: list) -> list[list]:
-    """Consecutive day partitions in groups of about CHUNK_GLIDEINS glideins."""
+@dataclass(frozen=True)
+class Chunk:
+    """One pass of the replay: some days (``(None,)``: a dataset not partitioned by day), or,
+    for a day of more than SPLIT_GLIDEINS glideins, share ``part`` of ``parts`` of its glideins
+    (by their trace id's hash, the same for a glidein and its jobs)."""
+
+    days: tuple
+    part: int = 0
+    parts: int = 1
+
+    def sql(self) -> str:
+        """The condition (``AND ...``) on a glideins or jobs row of this pass."""
+        out = ("AND date IN (" + ", ".join(f"DATE '{d}'" for d in self.days) + ")") if self.days[0] is not None else ""
+        return out + (f" AND hash(trace_id) % {self.parts} = {self.part}" if self.parts > 1 else "")
+
+
+def chunks(con, days: list) -> list[Chunk]:
+    """The passes: consecutive day partitions in groups of about CHUNK_GLIDEINS glideins, a day
+    (or an unpartitioned dataset) of more than SPLIT_GLIDEINS cut into shares of its glideins:
+    memory stays bounded however many glideins a day holds."""
     if days == [None]:
-        return [[None]]
-    counts = dict(con.execute("SELECT date, COUNT(*) FROM glideins GROUP BY date").fetchall())
-    out, size = [[]], 0
+        counts = {None: con.execute("SELECT COUNT(*) FROM glideins").fetchone()[0]}
+    else:
+        counts = dict(con.execute("SELECT date, COUNT(*) FROM glideins GROUP BY date").fetchall())
+    out, group, size = [], [], 0
     for day in days:
-        if out[-1] and size + counts.get(day, 0) > CHUNK_GLIDEINS:
-            out.append([])
-            size = 0
-        out[-1].append(day)
-        size += counts.get(day, 0)
-    return out
+        n = counts.get(day, 0)
+        if n > SPLIT_GLIDEINS:
+            parts = math.ceil(n / SPLIT_GLIDEINS)
+            out += [Chunk((day,), part, parts) for part in range(parts)]
+            continue
+        if group and size + n > CHUNK_GLIDEINS:
+            out.append(Chunk(tuple(group)))
+            group, size = [], 0
+        group.append(day)
+        size += n
+    return out + [Chunk(tuple(group))] if group else out
 
 
 def entry_names(con) -> list:
@@ -274,13 +300,13 @@ def entry_names(con) -> list:
 
 
 def collect_bins(data, current: Settings, grids, entries: list) -> Bins:
-    """The grouped contributions, one pass per group of days (memory bounded by the group);
+    """The grouped contributions, one pass per chunk (memory bounded by the chunk);
     ``entries``: the entry names, coded by their position."""
     import pyarrow as pa
     codes = pa.table({"name": pa.array(entries, pa.string()), "code": np.arange(len(entries), dtype=np.int32)})
     data.con.register("whatif_entries", codes)
     try:
-        parts = [_bins_of_chunk(data.con, current, grids, days, len(entries)) for days in chunks(data.con, data.days())]
+        parts = [_bins_of_chunk(data.con, current, grids, chunk, len(entries)) for chunk in chunks(data.con, data.days())]
     finally:
         data.con.unregister("whatif_entries")
     return Bins(*(_concat([getattr(p, f) for p in parts]) for f in BIN_TABLES))
