@@ -30,8 +30,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import NamedTuple
 
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-
 from ..core import conventions as c
 from ..core.errors import UserError
 from ..core.nospace import NoSpaceError, is_no_space

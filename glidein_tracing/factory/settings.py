@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..core.errors import ConfigError
 from ..core.numbers import is_finite_number
+from . import config
 
 DEFAULT_CONFIG = Path("/etc/glidein-tracing/forwarder.yaml")
 COMPRESSIONS = ("none", "gzip", "deflate")
@@ -249,28 +250,25 @@ def parse_entry_schedds(items) -> dict:
     return out
 
 
+def _per_entry(conf: dict, read) -> dict:
+    """What ``read`` (config.entry_schedds, config.entry_sites) finds in glideinWMS.xml
+    (``factory_config``), {} without one; a file that cannot be read is a ConfigError."""
+    if not conf["factory_config"]:
+        return {}
+    try:
+        return read(conf["factory_config"])
+    except ValueError as exc:
+        raise ConfigError([str(exc)], heading=None) from exc
+
+
 def entry_schedds_of(conf: dict) -> dict:
     """Each entry's schedd: glideinWMS.xml's (``factory_config``), then the settings' own."""
-    out = {}
-    if conf["factory_config"]:
-        from .config import entry_schedds as configured_schedds
-        try:
-            out.update(configured_schedds(conf["factory_config"]))
-        except ValueError as exc:
-            raise ConfigError([str(exc)], heading=None) from exc
-    out.update(conf["entry_schedds"])
-    return out
+    return {**_per_entry(conf, config.entry_schedds), **conf["entry_schedds"]}
 
 
 def entry_sites_of(conf: dict) -> dict:
     """Each entry's GLIDEIN_Site from glideinWMS.xml (``factory_config``); {} without one."""
-    if not conf["factory_config"]:
-        return {}
-    from .config import entry_sites
-    try:
-        return entry_sites(conf["factory_config"])
-    except ValueError as exc:
-        raise ConfigError([str(exc)], heading=None) from exc
+    return _per_entry(conf, config.entry_sites)
 
 
 def factory_of(conf: dict) -> str:
