@@ -32,7 +32,7 @@ def add_arguments(parser):
     parser.add_argument("--schedd", help="the schedd of every entry not named otherwise (part of "
                         "trace ids; journals claiming another are rejected)")
     parser.add_argument("--factory-config", metavar="GLIDEINWMS_XML",
-                        help="the Factory's glideinWMS.xml: each entry's schedd_name")
+                        help="the Factory's glideinWMS.xml: each entry's schedd_name and GLIDEIN_Site")
     parser.add_argument("--entry-schedd", action="append", default=[], metavar="ENTRY=SCHEDD",
                         help="schedd of one entry (repeatable)")
     parser.add_argument("--endpoint", help="OTLP/HTTP base URL (else OTEL_EXPORTER_OTLP_ENDPOINT, else the store)")
