@@ -13,7 +13,7 @@ from glidein_tracing.analysis.stats import compute_stats
 from glidein_tracing.analysis.synth import Outage, SynthConfig
 from glidein_tracing.cli.main import main
 
-from tests.support.analysis_helpers import write_synth_table
+from tests.support.analysis_helpers import glidein_row, trace_id, write_rows, write_synth_table
 
 DAY, HOUR = 86400.0, 3600.0
 START = SynthConfig().start
@@ -82,6 +82,51 @@ def test_compare_puts_the_outage_site_first_for_failed_glideins(tmp_path_factory
     assert {"failed", "slow_setup", "slow_first_job"} <= set(section)
     dims = {d["dimension"] for s in section.values() for d in s["dimensions"]}
     assert {"entry", "site", "hour_of_day"} <= dims
+
+
+def test_compare_counts_the_glideins_whichever_section_read_them_first(tmp_path_factory):
+    """compare's counts come from the read of all glideins the failures section shares
+    (glidein_counts.py): the glideins' own counts, whether the failures section read them first
+    (without compare's selections) or not."""
+    directory = tmp_path_factory.mktemp("compare-order")
+    write_synth_table(directory, glideins=6000, seed=3, sites=4, outages=OUTAGES[:1])
+    alone, after_failures = open_dataset(directory), open_dataset(directory)
+    overall = compute_stats(alone.con)["metrics"]["overall"]
+    failures.failures_section(after_failures.con)
+    section = compare.compare_section(alone.con, alone.columns("glideins"), overall)
+    assert compare.compare_section(after_failures.con, after_failures.columns("glideins"), overall) == section
+    of_row = {"entry": "entry", "site": "site", "cpu_model": "cpu_model", "os": "os_description",
+              "hour_of_day": "CAST(hour(COALESCE(node_start_at, submitted_at)) AS VARCHAR)"}
+    checked = 0
+    for selection in section.values():
+        cond = selection["condition"]
+        for dimension in selection["dimensions"]:
+            for value in dimension["values"]:
+                expected = alone.con.execute(
+                    f"SELECT COUNT(*) FILTER (WHERE ({cond}) IS TRUE), COUNT(*) FILTER (WHERE ({cond}) IS NOT TRUE) "
+                    f"FROM glideins WHERE COALESCE(CAST({of_row[dimension['dimension']]} AS VARCHAR), '(unknown)') = ?",
+                    [value["value"]]).fetchone()
+                assert (value["selected"], value["rest"]) == expected
+                checked += 1
+    assert checked >= 10 and {"site", "hour_of_day"} <= {d["dimension"] for d in section["failed"]["dimensions"]}
+
+
+def test_a_tie_between_domains_or_types_reads_the_same_every_run(tmp_path):
+    """A message whose failed glideins are split evenly between domains shows the first domain
+    by name, and equal counts of (domain, type) come in name order: the report is the same from
+    run to run."""
+    rows = []
+    for i, (domain, kind, text) in enumerate([("site", "Network", "disk /a/1 full"), ("site", "Network", "disk /b/2 full"),
+                                              ("glidein", "Config", "disk /c/3 full"), ("glidein", "Config", "disk /d full"),
+                                              ("vo", "Network", "proxy expired")]):
+        row, _ = glidein_row(trace_id(i), failure_domain=domain, failure_type=kind, failure_message=text)
+        rows.append(row)
+    write_rows(tmp_path, "glideins", rows)
+    section = failures.failures_section(open_dataset(tmp_path).con)
+    assert section["top_messages"][0] == {"message": "disk <path> full", "count": 4, "domain": "glidein",
+                                          "examples": [trace_id(0), trace_id(1), trace_id(2)]}
+    assert section["glideins_by_domain_and_type"] == [["glidein", "Config", 2], ["site", "Network", 2],
+                                                      ["vo", "Network", 1]]
 
 
 def test_the_report_lists_failures_and_links_trace_ids_to_jaeger(tmp_path, capsys):

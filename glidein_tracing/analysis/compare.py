@@ -7,11 +7,13 @@ and the lift (selection share / rest share); the values that differ most come fi
 
 from __future__ import annotations
 
-# dimension -> SQL expression over a glidein row (a dimension whose column the table lacks is left out)
+from . import glidein_counts
+
+# dimension -> SQL expression over the glidein counts (glidein_counts.py; a dimension whose column
+# the table lacks is left out); the hour of day is the hour's, in UTC as the timestamps are
 DIMENSIONS = {
     "entry": "entry", "site": "site", "cpu_model": "cpu_model", "os": "os_description",
-    "hour_of_day": "CAST(hour(COALESCE(node_start_at, submitted_at)) AS VARCHAR)",
-    "glidein_version": "glidein_version",
+    "hour_of_day": "CAST(((b % 24) + 24) % 24 AS VARCHAR)", "glidein_version": "glidein_version",
 }
 MIN_COUNT = 5        # a value seen fewer times in the selection says too little
 TOP = 5
@@ -29,15 +31,16 @@ def selections(overall: dict) -> dict:
 
 
 def _counts(con, conditions: dict, columns: set) -> dict:
-    """One scan: per dimension and value, the glideins in each selection and in all."""
+    """Per dimension and value, the glideins in each selection and in all (from the counts)."""
+    table = glidein_counts.of(con, conditions)
     dims = {name: expr for name, expr in DIMENSIONS.items()
             if name not in ("glidein_version", "cpu_model", "os") or expr in columns}
     values = ", ".join(f"COALESCE(CAST({expr} AS VARCHAR), '(unknown)') AS {name}" for name, expr in dims.items())
-    flags = ", ".join(f"({cond}) IS TRUE AS sel_{i}" for i, cond in enumerate(conditions.values()))
-    sums = ", ".join(f"SUM(CASE WHEN sel_{i} THEN 1 ELSE 0 END)" for i in range(len(conditions)))
+    selected = ", ".join(f"sel_{name}" for name in conditions)
+    sums = ", ".join(f"SUM(sel_{name})" for name in conditions)
     sets = ", ".join(f"({name})" for name in dims)
-    rows = con.execute(f"SELECT {', '.join(f'GROUPING({n})' for n in dims)}, {', '.join(dims)}, COUNT(*), {sums} "
-                       f"FROM (SELECT {values}, {flags} FROM glideins) GROUP BY GROUPING SETS ({sets})").fetchall()
+    rows = con.execute(f"SELECT {', '.join(f'GROUPING({n})' for n in dims)}, {', '.join(dims)}, SUM(n), {sums} "
+                       f"FROM (SELECT {values}, n, {selected} FROM {table}) GROUP BY GROUPING SETS ({sets})").fetchall()
     out: dict = {}
     k = len(dims)
     for row in rows:

@@ -1,13 +1,16 @@
-"""The failure sections' one pass over each view: the glideins and the jobs summed into small
-tables that failures.py and services.py answer every question from.
+"""The failure sections' passes: the failed glideins and jobs summed into small tables that
+failures.py and services.py answer every question from, beside the counts of all glideins
+(glidein_counts.py) and of all jobs per hour.
 
 At 30M glideins every scan of the glidein files costs seconds, so each view is read once per
-dataset (per connection: its views are fixed once opened). A group is a site, an entry and an
-hour of meeting the site (a job's: of its start); a failed row's group also holds its domain,
-error type, service, label, declared downtime, whether a rule decided it, and its message. Each
-group keeps its rows' count, their core-hours and its failed rows' first trace ids in order:
-the first ``EXAMPLES`` of a union of groups are the first of their groups' firsts. The
-messages are normalised once per distinct text (``messages``), not once per failed row.
+dataset (per connection: its views are fixed once opened), and the failed rows, a few percent,
+in a pass of their own whose filter DuckDB applies while reading (the other columns are decoded
+for the failed rows only). A group of failed glideins is a site, an entry, an hour of meeting
+the site, a domain, an error type, a service, a label, a declared downtime, whether no rule
+decided it while it has a message, and its normalised message; a group of failed jobs an hour
+of their start, a domain, a service, a label and a downtime. Each group keeps its rows' count,
+their core-hours and their first trace ids in order (the jobs': of those blamed on a service):
+the first ``EXAMPLES`` of a union of groups are the first of their groups' firsts.
 """
 
 from __future__ import annotations
@@ -15,14 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
+from . import glidein_counts
+from .glidein_counts import BUCKET_S, HOUR
 from .stats import CORES, NODE_LIFE
 
 EXAMPLES = 3
-BUCKET_S = 3600
-MET_SITE = "epoch(COALESCE(node_start_at, submitted_at))"   # when the glidein met its site
 RULE_COLUMNS = ("failure_service", "failure_label", "failure_rule", "failure_downtime")
 GLIDEIN_CORE_H = f"GREATEST(COALESCE({NODE_LIFE}, 0), 0) * {CORES} / 3600.0"
 JOB_CORE_H = "wall_s * COALESCE(NULLIF(request_cpus, 0), 1) / 3600.0"   # NULL without a wall time
+JOB_HOUR = f"CAST(floor(epoch(started_at) / {BUCKET_S}) AS BIGINT)"
 
 # (RE2 pattern, replacement): what differs between glideins, in this order
 NORMALISE = (
@@ -39,9 +43,10 @@ NORMALISE = (
 @dataclass(frozen=True)
 class Groups:
     """A connection's failure groups: its tables' names, and which views have the rule columns."""
-    glideins: str = "failure_groups_glideins"
-    jobs: str = "failure_groups_jobs"
-    messages: str = "failure_groups_messages"
+    glideins: str = "failure_groups_glideins"       # the failed glideins' groups
+    jobs: str = "failure_groups_jobs"               # the failed jobs' groups
+    counts: str = glidein_counts.TABLE              # all glideins: n and failed per site, entry, hour
+    job_hours: str = "failure_groups_job_hours"     # all jobs: n per hour of their start
     rules: frozenset = frozenset()
 
 
@@ -60,11 +65,10 @@ def of(con) -> Groups:
     if con not in _SUMMED:
         names = Groups()
         rules = frozenset(view for view in ("glideins", "jobs") if set(RULE_COLUMNS) <= _columns(con, view))
+        glidein_counts.of(con)
         con.execute(_glideins_sql(names.glideins, "glideins" in rules))
         con.execute(_jobs_sql(names.jobs, "jobs" in rules))
-        con.execute(f"CREATE TEMP TABLE {names.messages} AS SELECT failure_message, "
-                    f"{normalised_sql('failure_message')} AS m FROM (SELECT DISTINCT failure_message "
-                    f"FROM {names.glideins} WHERE failure_message IS NOT NULL)")
+        con.execute(f"CREATE TEMP TABLE {names.job_hours} AS SELECT {JOB_HOUR} AS b, COUNT(*) AS n FROM jobs GROUP BY ALL")
         _SUMMED[con] = Groups(rules=rules)
     return _SUMMED[con]
 
@@ -74,47 +78,51 @@ def _columns(con, view: str) -> set:
     return {r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()}
 
 
-def _failed_only(column: str) -> str:
-    return f"CASE WHEN failure_domain IS NOT NULL THEN {column} END"
-
-
 def _rule_column(column: str, rules: bool) -> str:
-    return _failed_only(column) if rules else "CAST(NULL AS VARCHAR)"
+    return column if rules else "CAST(NULL AS VARCHAR)"
 
 
 def _glideins_sql(table: str, rules: bool) -> str:
-    """The glidein groups: site, entry, b (hour of meeting the site, NULL if unknown),
-    failure_domain, failure_type, failure_service, failure_label, failure_downtime, unruled,
-    failure_message (all NULL for the rows that did not fail), n, core_h, examples."""
+    """The failed glideins' groups: site, entry, b (hour of meeting the site, NULL if unknown),
+    failure_domain, failure_type, failure_service, failure_label, failure_downtime, unruled (no
+    rule decided it and it has a message), m (its normalised message, NULL without one), n,
+    core_h, examples. Each message is normalised once per failed row that has it (most differ:
+    ids, hosts, numbers), in the same read."""
+    unruled = "COALESCE(failure_rule, '') = '' AND failure_message <> ''" if rules else "failure_message <> ''"
     return f"""CREATE TEMP TABLE {table} AS
-        SELECT site, entry, CAST(floor({MET_SITE} / {BUCKET_S}) AS BIGINT) AS b, failure_domain,
-               {_failed_only('failure_type')} AS failure_type, {_rule_column('failure_service', rules)} AS failure_service,
+        SELECT site, entry, {HOUR} AS b, failure_domain, failure_type,
+               {_rule_column('failure_service', rules)} AS failure_service,
                {_rule_column('failure_label', rules)} AS failure_label,
                {_rule_column('failure_downtime', rules)} AS failure_downtime,
-               {_failed_only("COALESCE(failure_rule, '') = ''") if rules else 'true'} AS unruled,
-               {_failed_only('failure_message')} AS failure_message, COUNT(*) AS n, SUM({GLIDEIN_CORE_H}) AS core_h,
-               min(trace_id, {EXAMPLES}) FILTER (WHERE failure_domain IS NOT NULL) AS examples
-        FROM glideins GROUP BY ALL"""
+               COALESCE({unruled}, false) AS unruled, {normalised_sql('failure_message')} AS m,
+               COUNT(*) AS n, SUM({GLIDEIN_CORE_H}) AS core_h, min(trace_id, {EXAMPLES}) AS examples
+        FROM glideins WHERE failure_domain IS NOT NULL GROUP BY ALL"""
 
 
 def _jobs_sql(table: str, rules: bool) -> str:
-    """The job groups: b (hour of the start, NULL if unknown), failure_domain, failure_service,
-    failure_label, failure_downtime, n, core_h (NULL when no row has a wall time), and the
-    first trace ids of its failed rows blamed on a service (examples)."""
+    """The failed jobs' groups: b (hour of the start, NULL if unknown), failure_domain,
+    failure_service, failure_label, failure_downtime, n, core_h (NULL when no row has a wall
+    time), and the first trace ids of its rows blamed on a service (examples)."""
     keys = ("b", "failure_domain", "failure_service", "failure_label", "failure_downtime")
-    hour = f"CAST(floor(epoch(started_at) / {BUCKET_S}) AS BIGINT) AS b"
-    # the examples from a second, filtered read: reading every job's trace id costs more
-    blamed = (f"SELECT {hour}, {', '.join(keys[1:])}, min(trace_id, {EXAMPLES}) AS examples FROM jobs "
-              "WHERE failure_domain IS NOT NULL AND COALESCE(failure_service, '') <> '' GROUP BY ALL"
+    # the examples from a second read filtered to the blamed rows: reading every failed job's
+    # trace id costs more
+    blamed = (f"SELECT {JOB_HOUR} AS b, {', '.join(keys[1:])}, min(trace_id, {EXAMPLES}) AS examples FROM jobs "
+              "WHERE failure_domain IS NOT NULL AND failure_service <> '' GROUP BY ALL"
               if rules else f"SELECT {', '.join('NULL AS ' + k for k in keys)}, NULL AS examples WHERE false")
     return f"""CREATE TEMP TABLE {table} AS
-        WITH counts AS (SELECT {hour}, failure_domain, {_rule_column('failure_service', rules)} AS failure_service,
+        WITH counts AS (SELECT {JOB_HOUR} AS b, failure_domain, {_rule_column('failure_service', rules)} AS failure_service,
                                {_rule_column('failure_label', rules)} AS failure_label,
                                {_rule_column('failure_downtime', rules)} AS failure_downtime,
-                               COUNT(*) AS n, SUM({JOB_CORE_H}) AS core_h FROM jobs GROUP BY ALL),
+                               COUNT(*) AS n, SUM({JOB_CORE_H}) AS core_h FROM jobs WHERE failure_domain IS NOT NULL GROUP BY ALL),
              blamed AS ({blamed})
         SELECT counts.*, blamed.examples FROM counts LEFT JOIN blamed ON
             {' AND '.join(f'counts.{k} IS NOT DISTINCT FROM blamed.{k}' for k in keys)}"""
+
+
+def most(value: str, weight: str) -> str:
+    """SQL: the aggregate's ``value`` of the largest ``weight``, the first by value on a tie (so
+    the report is the same from run to run)."""
+    return f"first({value} ORDER BY {weight} DESC, {value})"
 
 
 def first_examples(lists: str) -> str:

@@ -2,8 +2,8 @@
 
 It answers the operators' triage questions from the table's failure columns (each failed
 glidein's ``failure_domain``, ``failure_type`` and ``failure_message``, each failed job's
-``failure_domain``; failure.py decides the domains), as SQL over the groups failure_groups.py
-sums in one pass over each view:
+``failure_domain``; failure.py decides the domains), as SQL over the small tables
+failure_groups.py sums (the failed rows' groups, all glideins and jobs counted per hour):
 
 - failed glideins and jobs by domain and by error type, overall and per site and entry, with
   the core-hours each domain cost (a failed glidein's node life, its post-failure sleep
@@ -27,7 +27,8 @@ import math
 import numpy as np
 
 from . import failure_groups as groups
-from .failure_groups import BUCKET_S, first_examples
+from .failure_groups import first_examples, most
+from .glidein_counts import BUCKET_S
 
 MIN_GLIDEINS = 5
 MIN_BUCKETS = 2
@@ -40,12 +41,12 @@ def failures_section(con, *, top: int = 10) -> dict:
     """The failures section of ``analyze``'s document (JSON-ready)."""
     summed = groups.of(con)
     g, j = summed.glideins, summed.jobs
-    n, failed = con.execute(f"SELECT SUM(n), SUM(n) FILTER (WHERE failure_domain IS NOT NULL) FROM {g}").fetchone()
-    jobs, failed_jobs = con.execute(f"SELECT SUM(n), SUM(n) FILTER (WHERE failure_domain IS NOT NULL) FROM {j}").fetchone()
-    pairs = con.execute(f"SELECT failure_domain, COALESCE(failure_type, ''), SUM(n) FROM {g} WHERE failure_domain IS NOT NULL "
-                        "GROUP BY 1, 2 ORDER BY 3 DESC").fetchall()
+    n, failed = con.execute(f"SELECT SUM(n), SUM(failed) FROM {summed.counts}").fetchone()
+    jobs, failed_jobs = con.execute(f"SELECT (SELECT SUM(n) FROM {summed.job_hours}), (SELECT SUM(n) FROM {j})").fetchone()
+    pairs = con.execute(f"SELECT failure_domain, COALESCE(failure_type, ''), SUM(n) FROM {g} "
+                        "GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2").fetchall()
     by_domain = lambda table: con.execute(f"SELECT failure_domain, SUM(n), SUM(core_h) FROM {table} "  # noqa: E731
-                                          "WHERE failure_domain IS NOT NULL GROUP BY 1").fetchall()
+                                          "GROUP BY 1").fetchall()
     glidein_domains, job_domains = by_domain(g), by_domain(j)
     return {
         "failed_glideins": int(failed or 0), "glideins": int(n or 0), "failed_jobs": int(failed_jobs or 0),
@@ -64,22 +65,19 @@ def failures_section(con, *, top: int = 10) -> dict:
 
 def _grouped(con, column: str) -> dict:
     """Per site or entry: glideins, failed, and failed by domain."""
-    out = {}
-    rows = con.execute(f"SELECT {column}, failure_domain, SUM(n) FROM {groups.of(con).glideins} GROUP BY 1, 2").fetchall()
-    for group, domain, count in rows:
-        count = int(count)
-        row = out.setdefault(group, {"glideins": 0, "failed": 0, "by_domain": {}})
-        row["glideins"] += count
-        if domain is not None:
-            row["failed"] += count
-            row["by_domain"][domain] = count
+    summed = groups.of(con)
+    out = {group: {"glideins": int(n), "failed": int(failed), "by_domain": {}} for group, n, failed in con.execute(
+        f"SELECT {column}, SUM(n), SUM(failed) FROM {summed.counts} GROUP BY 1").fetchall()}
+    for group, domain, count in con.execute(f"SELECT {column}, failure_domain, SUM(n) FROM {summed.glideins} "
+                                            "GROUP BY 1, 2").fetchall():
+        out[group]["by_domain"][domain] = int(count)
     return out
 
 
 def hourly_counts(con) -> dict:
     """site -> (first bucket start, glideins per bucket, failed per bucket) as numpy arrays."""
-    rows = con.execute(f"SELECT site, b, SUM(n), COALESCE(SUM(n) FILTER (WHERE failure_domain IS NOT NULL), 0) "
-                       f"FROM {groups.of(con).glideins} WHERE b IS NOT NULL GROUP BY 1, 2").fetchall()
+    rows = con.execute(f"SELECT site, b, SUM(n), SUM(failed) FROM {groups.of(con).counts} "
+                       "WHERE b IS NOT NULL GROUP BY 1, 2").fetchall()
     out = {}
     by_site: dict = {}
     for site, bucket, total, bad in rows:
@@ -105,12 +103,12 @@ def outage_windows(con) -> list:
             lo, hi = t0 + first * BUCKET_S, t0 + (last + 1) * BUCKET_S
             window = [site, lo // BUCKET_S, hi // BUCKET_S - 1]
             error_type, domain, examples = con.execute(
-                f"SELECT (SELECT arg_max(failure_type, c) FROM (SELECT failure_type, SUM(n) AS c FROM {g} "
+                f"SELECT (SELECT {most('failure_type', 'c')} FROM (SELECT failure_type, SUM(n) AS c FROM {g} "
                 "  WHERE site = $1 AND b BETWEEN $2 AND $3 AND failure_type IS NOT NULL GROUP BY 1)), "
-                f"(SELECT arg_max(failure_domain, c) FROM (SELECT failure_domain, SUM(n) AS c FROM {g} "
-                "  WHERE site = $1 AND b BETWEEN $2 AND $3 AND failure_domain IS NOT NULL GROUP BY 1)), "
-                f"(SELECT {first_examples('examples')} FROM {g} WHERE site = $1 AND b BETWEEN $2 AND $3 "
-                "  AND failure_domain IS NOT NULL)", window).fetchone()
+                f"(SELECT {most('failure_domain', 'c')} FROM (SELECT failure_domain, SUM(n) AS c FROM {g} "
+                "  WHERE site = $1 AND b BETWEEN $2 AND $3 GROUP BY 1)), "
+                f"(SELECT {first_examples('examples')} FROM {g} WHERE site = $1 AND b BETWEEN $2 AND $3)",
+                window).fetchone()
             out.append({"site": site, "start": float(lo), "end": float(hi), "glideins": n, "failed": k,
                         "failure_rate": round(k / n, 4) if n else 0.0, "baseline_rate": round(baseline, 4),
                         "error_type": error_type or "", "domain": domain or "", "examples": examples or []})
@@ -155,17 +153,15 @@ def _runs(mask: np.ndarray):
 
 def top_messages(con, *, top: int = 10) -> list:
     """The most frequent failure messages once normalised: message, count, domain, examples."""
-    return message_groups(con, "failure_message IS NOT NULL", top)
+    return message_groups(con, "m IS NOT NULL", top)
 
 
 def message_groups(con, where: str, top: int) -> list:
     """The failed glideins' normalised messages of the groups where ``where``, most frequent
     first: message, count, the domain most of them had, the first trace ids."""
-    summed = groups.of(con)
     rows = con.execute(
-        f"SELECT m, SUM(c), arg_max(failure_domain, c), {first_examples('ex')} FROM ("
-        f"  SELECT x.m, g.failure_domain, SUM(g.n) AS c, {first_examples('g.examples')} AS ex "
-        f"  FROM {summed.glideins} g JOIN {summed.messages} x USING (failure_message) "
-        f"  WHERE g.failure_domain IS NOT NULL AND {where} GROUP BY 1, 2) "
+        f"SELECT m, SUM(c), {most('failure_domain', 'c')}, {first_examples('ex')} FROM ("
+        f"  SELECT m, failure_domain, SUM(n) AS c, {first_examples('examples')} AS ex "
+        f"  FROM {groups.of(con).glideins} WHERE {where} GROUP BY 1, 2) "
         "GROUP BY m ORDER BY 2 DESC, 1 LIMIT ?", [top]).fetchall()
     return [{"message": m, "count": int(c), "domain": d or "", "examples": ex or []} for m, c, d, ex in rows]

@@ -44,6 +44,9 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
         return value
     stats = timed("stats", lambda: compute_stats(con))
     settings = current_settings(stats, **(current or {}))
+    # compare first: its selections are counted in the one pass over all glideins that the
+    # failures' totals share (glidein_counts.py)
+    compared = timed("compare", lambda: compare_section(con, columns, stats["metrics"]["overall"]))
     doc = {"tool": f"glidein_tracing {__version__}",
            "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "source": source or {},
@@ -53,7 +56,7 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
            "current_settings": settings.as_dict(), "stats": stats,
            "entries": timed("analyze_entries", lambda: waste_table(con)) if "gwms_lasted_s" in columns else [],
            "failures": timed("failures", lambda: {**failures_section(con), **services_section(con)}),
-           "compare": timed("compare", lambda: compare_section(con, columns, stats["metrics"]["overall"]))}
+           "compare": compared}
     if whatif and stats["glideins"] and data.has_jobs:
         grid = candidate_grid(settings, max_idle, max_tail, retire)
         doc["whatif"] = timed("whatif", lambda: evaluate_grid(data, settings, grid, budget=budget))

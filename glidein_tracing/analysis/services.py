@@ -1,6 +1,6 @@
 """What failures cost by domain, service and label; services' outage windows, planned or not;
-and the failure messages no rule decided yet, as SQL over the groups failure_groups.py sums in
-one pass over each of the glidein table's views.
+and the failure messages no rule decided yet, as SQL over the small tables failure_groups.py
+sums (the failed rows' groups, all glideins and jobs counted per hour).
 
 Failure rules (glidein_tracing/failure_rules/) name the service a failure blames and its
 label; the forwarder writes them with the declared downtime the failure fell in into the
@@ -20,18 +20,22 @@ from __future__ import annotations
 import numpy as np
 
 from . import failure_groups as groups
-from .failure_groups import BUCKET_S, first_examples
+from .failure_groups import first_examples, most
+from .glidein_counts import BUCKET_S
 from .failures import message_groups, outage_runs
 
 
-def _attempts(con) -> str:
-    """The glidein and job groups of the views that have the rule columns, as one relation
-    (b, failed, service, downtime, n, examples): the rows the services' windows count."""
+def _attempts(con) -> tuple[str, str]:
+    """Of the views that have the rule columns, as two relations: all attempts (b, n) and the
+    failed ones' groups (b, service, downtime, n, examples): what the services' windows count."""
     summed = groups.of(con)
-    parts = [f"SELECT b, failure_domain IS NOT NULL AS failed, failure_service AS service, "
-             f"failure_downtime AS downtime, n, examples FROM {table}"
-             for view, table in (("glideins", summed.glideins), ("jobs", summed.jobs)) if view in summed.rules]
-    return " UNION ALL ".join(parts)
+    views = [(view, table, failed) for view, table, failed in (("glideins", summed.counts, summed.glideins),
+                                                               ("jobs", summed.job_hours, summed.jobs))
+             if view in summed.rules]
+    every = " UNION ALL ".join(f"SELECT b, n FROM {table}" for _, table, _ in views)
+    failed = " UNION ALL ".join(f"SELECT b, failure_service AS service, failure_downtime AS downtime, n, examples "
+                                f"FROM {table}" for _, _, table in views)
+    return every, failed
 
 
 def breakdown(con) -> list[dict]:
@@ -39,8 +43,7 @@ def breakdown(con) -> list[dict]:
     core-hours they cost, most core-hours first."""
     summed = groups.of(con)
     parts = [f"SELECT '{kind}' AS kind, failure_domain AS d, COALESCE(failure_service, '') AS s, "
-             f"COALESCE(failure_label, '') AS l, n, COALESCE(core_h, 0) AS h FROM {table} "
-             "WHERE failure_domain IS NOT NULL"
+             f"COALESCE(failure_label, '') AS l, n, COALESCE(core_h, 0) AS h FROM {table}"
              for kind, view, table in (("glidein", "glideins", summed.glideins), ("job", "jobs", summed.jobs))
              if view in summed.rules]
     if not parts:
@@ -55,7 +58,7 @@ def breakdown(con) -> list[dict]:
 def service_windows(con) -> list[dict]:
     """Outage windows per service, earliest first: service, start, end, hours, attempts,
     failures, rates, ``planned`` (and the declared ``downtime`` its failures fell in), examples."""
-    attempts = _attempts(con)
+    attempts, failed = _attempts(con)
     if not attempts:
         return []
     totals = con.execute(f"SELECT b, SUM(n) FROM ({attempts}) WHERE b IS NOT NULL GROUP BY 1").fetchall()
@@ -66,7 +69,7 @@ def service_windows(con) -> list[dict]:
     for b, n in totals:
         total[b - first] = n
     out = []
-    blamed = con.execute(f"SELECT service, b, SUM(n) FROM ({attempts}) WHERE b IS NOT NULL AND failed "
+    blamed = con.execute(f"SELECT service, b, SUM(n) FROM ({failed}) WHERE b IS NOT NULL "
                          "AND COALESCE(service, '') <> '' GROUP BY 1, 2 ORDER BY 1").fetchall()
     by_service: dict = {}
     for service, b, n in blamed:
@@ -76,9 +79,9 @@ def service_windows(con) -> list[dict]:
             start, end = float((first + lo) * BUCKET_S), float((first + hi + 1) * BUCKET_S)
             n, k = int(total[lo:hi + 1].sum()), int(bad[lo:hi + 1].sum())
             downtime, examples = con.execute(
-                f"SELECT (SELECT arg_max(downtime, c) FROM (SELECT downtime, SUM(n) AS c FROM ({attempts}) "
-                "  WHERE failed AND service = $1 AND b BETWEEN $2 AND $3 AND COALESCE(downtime, '') <> '' GROUP BY 1)), "
-                f"(SELECT {first_examples('examples')} FROM ({attempts}) WHERE failed AND service = $1 "
+                f"SELECT (SELECT {most('downtime', 'c')} FROM (SELECT downtime, SUM(n) AS c FROM ({failed}) "
+                "  WHERE service = $1 AND b BETWEEN $2 AND $3 AND COALESCE(downtime, '') <> '' GROUP BY 1)), "
+                f"(SELECT {first_examples('examples')} FROM ({failed}) WHERE service = $1 "
                 "  AND b BETWEEN $2 AND $3)", [service, first + lo, first + hi]).fetchone()
             out.append({"service": service, "start": start, "end": end, "hours": (end - start) / 3600,
                         "attempts": n, "failures": k, "failure_rate": round(k / n, 4),
@@ -92,7 +95,7 @@ def top_unclassified(con, *, top: int = 10) -> list[dict]:
     normalised (numbers, ids, paths, hosts out): what to write a rule for next."""
     if "glideins" not in groups.of(con).rules:
         return []
-    return message_groups(con, "unruled AND failure_message <> ''", top)
+    return message_groups(con, "unruled", top)
 
 
 def services_section(con, *, top: int = 10) -> dict:
