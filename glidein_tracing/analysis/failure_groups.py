@@ -2,12 +2,12 @@
 failures.py and services.py answer every question from, beside the counts of all glideins
 (glidein_counts.py) and of all jobs per hour.
 
-At 30M glideins every scan of the glidein files costs seconds, so each view is read once per
-dataset (per connection: its views are fixed once opened), and the failed rows, a few percent,
-in a pass of their own whose filter DuckDB applies while reading (the other columns are decoded
-for the failed rows only). A group of failed glideins is a site, an entry, an hour of meeting
-the site, a domain, an error type, a service, a label, a declared downtime, whether no rule
-decided it while it has a message, and its normalised message; a group of failed jobs an hour
+At 30M glideins every scan of the glidein files costs seconds, so all rows of each view are
+read once per dataset (per connection: its views are fixed once opened), for counts only, and
+the failed rows, a few percent, in a pass of their own whose filter DuckDB applies while
+reading (the other columns are decoded for the failed rows only). A group of failed glideins is a site, an entry, an hour of meeting
+the site, a domain, an error type, a service, a label, a declared downtime, whether it is
+unclassified (a message no rule decided), and its normalised message; a group of failed jobs an hour
 of their start, a domain, a service, a label and a downtime. Each group keeps its rows' count,
 their core-hours and their first trace ids in order (the jobs': of those blamed on a service):
 the first ``EXAMPLES`` of a union of groups are the first of their groups' firsts.
@@ -84,17 +84,18 @@ def _rule_column(column: str, rules: bool) -> str:
 
 def _glideins_sql(table: str, rules: bool) -> str:
     """The failed glideins' groups: site, entry, b (hour of meeting the site, NULL if unknown),
-    failure_domain, failure_type, failure_service, failure_label, failure_downtime, unruled (no
-    rule decided it and it has a message), m (its normalised message, NULL without one), n,
-    core_h, examples. Each message is normalised once per failed row that has it (most differ:
-    ids, hosts, numbers), in the same read."""
-    unruled = "COALESCE(failure_rule, '') = '' AND failure_message <> ''" if rules else "failure_message <> ''"
+    failure_domain, failure_type, failure_service, failure_label, failure_downtime, unclassified
+    (a message no rule decided), m (its normalised message, NULL without one), n, core_h,
+    examples. Each message is normalised in the same read, once per failed row that has it:
+    most texts differ (ids, hosts, numbers), and finding the distinct ones first costs a
+    grouping by text about as dear as the normalising."""
+    unclassified = "COALESCE(failure_rule, '') = '' AND failure_message <> ''" if rules else "failure_message <> ''"
     return f"""CREATE TEMP TABLE {table} AS
         SELECT site, entry, {HOUR} AS b, failure_domain, failure_type,
                {_rule_column('failure_service', rules)} AS failure_service,
                {_rule_column('failure_label', rules)} AS failure_label,
                {_rule_column('failure_downtime', rules)} AS failure_downtime,
-               COALESCE({unruled}, false) AS unruled, {normalised_sql('failure_message')} AS m,
+               COALESCE({unclassified}, false) AS unclassified, {normalised_sql('failure_message')} AS m,
                COUNT(*) AS n, SUM({GLIDEIN_CORE_H}) AS core_h, min(trace_id, {EXAMPLES}) AS examples
         FROM glideins WHERE failure_domain IS NOT NULL GROUP BY ALL"""
 

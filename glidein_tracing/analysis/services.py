@@ -95,7 +95,7 @@ def top_unclassified(con, *, top: int = 10) -> list[dict]:
     normalised (numbers, ids, paths, hosts out): what to write a rule for next."""
     if "glideins" not in groups.of(con).rules:
         return []
-    return message_groups(con, "unruled", top)
+    return message_groups(con, "unclassified", top)
 
 
 def services_section(con, *, top: int = 10) -> dict:
