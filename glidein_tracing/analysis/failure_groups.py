@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
-from .stats import CORES, NODE_LIFE
+from ..table.aggregates import CORES, NODE_LIFE
 
 EXAMPLES = 3
 BUCKET_S = 3600
