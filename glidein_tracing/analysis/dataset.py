@@ -118,7 +118,8 @@ def _rollup_views(con, dataset: str, scan: reader.Scan, columns, where: str) -> 
     long rows of the others' rollups."""
     rolled = rollup.usable(scan.files, scan.rows)
     raw = [f for f in scan.files if f not in rolled]
-    _view(con, f"{dataset}_unrolled", reader.Scan(files=raw, schemas={f: scan.schemas[f] for f in raw}), columns, where)
+    unrolled = reader.Scan(files=raw, schemas={f: scan.schemas[f] for f in raw})
+    _view(con, f"{dataset}_unrolled", unrolled, columns, where)
     names = ", ".join(name for name, _ in LONG_COLUMNS)
     source = (f"read_parquet([{_listing(rolled.values())}], hive_partitioning=false)" if rolled else
               "(SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {n}" for n, t in LONG_COLUMNS) + " WHERE false)")
