@@ -1,9 +1,11 @@
 """Distributions and waste per entry and site: SQL over the glidein table (dataset.py).
 
-Two scans make the whole section: one of the glideins and one of the jobs, each one aggregate
-per (entry, site) of sums, counts and fine log-binned histograms (histograms.py); per entry, per
-site and overall are sums of those rows, and the percentiles are read from the histograms
-(within 1.01 % of the exact ones, in constant memory at any size). Definitions
+Two aggregates make the whole section: one of the glideins and one of the jobs, each per
+(entry, site) of sums, counts and fine log-binned histograms (table/aggregates.py, the
+definitions; histograms.py), read from the files' rollups where present and computed from the
+rows of the other files (table/rollup.py); per entry, per site and overall are sums of those
+rows, and the percentiles are read from the histograms (within 1.01 % of the exact ones, in
+constant memory at any size). Definitions
 (docs/analysis.md has the long form): ``queue_wait_s``, ``setup_s``, ``time_to_first_job_s``
 (node start to the first job), ``idle_before_first_job_s``, ``idle_between_jobs_s`` (per
 glidein with 2+ jobs, the sum of its gaps), ``tail_s``, ``no_job_s``, ``jobs_per_glidein``,
@@ -35,7 +37,8 @@ def _aggregate(con, dataset: str):
     """The statistics' aggregate of a dataset (table/aggregates.py), long rows summed per
     (entry, site, name, key, label): the rollups' rows (view ``<dataset>_rollups``) and the
     aggregate of the files without a usable one (``<dataset>_unrolled``), both from open_dataset.
-    A rollup whose data does not decode (damaged past its footer) makes every file read raw."""
+    A rollup that cannot be read after all (damaged past its footer, deleted since it was
+    chosen) makes every file read raw."""
     import duckdb
     total = "SELECT entry, site, name, key, label, SUM(value) AS value FROM {} GROUP BY ALL"
     con.register("_unrolled_rows", long_rows(con, dataset, f"{dataset}_unrolled"))
