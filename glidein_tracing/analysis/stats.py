@@ -172,7 +172,7 @@ def _label_counts(glideins: _Scan, column: str) -> dict:
     counts = glideins.counts(column)
 
     def ranked(counter: dict) -> dict:
-        return dict(sorted(((k, int(v)) for k, v in counter.items() if k is not None), key=lambda kv: -kv[1]))
+        return dict(sorted(((k, int(v)) for k, v in counter.items() if k is not None), key=lambda kv: (-kv[1], kv[0])))
     by_entry = {entry: ranked(counter) for entry, counter in counts["by_entry"].items()}
     return {"overall": ranked(counts["overall"][None]), "by_entry": {e: c for e, c in by_entry.items() if c}}
 
@@ -198,7 +198,7 @@ def validation_groups(glideins: _Scan) -> list:
 
 def failed_scripts(con, top: int = 15) -> list:
     sql = (f"SELECT failure_stage, failure_type, COUNT(*) FROM glideins WHERE {VALIDATION_FAILED} "
-           "GROUP BY 1, 2 ORDER BY 3 DESC LIMIT ?")
+           "GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 LIMIT ?")     # ties in one order, run after run
     return [{"script": s or "(unknown)", "error_type": t or "", "failures": int(c)}
             for s, t, c in con.execute(sql, [top]).fetchall()]
 
