@@ -92,7 +92,7 @@ def test_histogram_percentiles_stay_within_the_bound_over_many_decades_zeros_and
     con.register("v", pa.table({"v": values, "g": rng.integers(0, 3, len(values))}))
     table = con.sql(f"SELECT g, histogram({aggregates.bin_sql('v')}) AS h FROM v GROUP BY g").to_arrow_table()
     maps = table["h"].combine_chunks()
-    keys, counts = histograms.merged(maps.keys.to_numpy(), maps.items.to_numpy(), [None] * len(maps.keys))[None]
+    keys, counts = histograms.merged(maps.keys.to_numpy(), maps.items.to_numpy(), np.zeros(len(maps.keys)))[0]
     assert counts.sum() == len(values)
     qs = (0.001, 0.02, 0.25, 0.5, 0.9, 0.99, 0.999)
     for q, got in zip(qs, histograms.log_percentiles(keys, counts, qs)):

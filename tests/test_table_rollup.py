@@ -94,6 +94,14 @@ def test_statistics_from_rollups_equal_those_from_rows_with_filters(table, tmp_p
     assert stats_of(table, entries=entries)["glideins"] < stats_of(table)["glideins"]
 
 
+def test_the_failing_scripts_from_rollups_are_those_the_rows_name(table):
+    rows = open_dataset(table).con.execute(
+        "SELECT COALESCE(failure_stage, '(unknown)'), COALESCE(failure_type, ''), COUNT(*) AS n FROM glideins "
+        "WHERE outcome = 'validation_failed' GROUP BY 1, 2 ORDER BY n DESC, 1, 2 LIMIT 15").fetchall()
+    assert len(rows) > 1
+    assert stats_of(table)["failed_scripts"] == [{"script": s, "error_type": t, "failures": n} for s, t, n in rows]
+
+
 def _forge(path, how: str):
     """A rollup that must not be taken: its numbers doubled, so that taking it would show."""
     if how == "garbage":

@@ -72,12 +72,11 @@ def plot_bins(keys, counts) -> tuple[list, list]:
 
 
 def merged(keys, counts, owners) -> dict:
-    """Sum histograms given as entries (bin or value key, its count), each entry of an owner:
-    owner -> (keys in increasing order, counts)."""
+    """Sum histograms given as entries (bin or value key, its count), each entry of an owner (an
+    integer code): owner -> (keys in increasing order, counts)."""
     keys = np.asarray(keys)
     counts = np.rint(np.asarray(counts, dtype=float)).astype(np.int64)
-    index: dict = {}
-    rows = np.array([index.setdefault(owner, len(index)) for owner in owners], dtype=np.int64)
+    names, rows = np.unique(np.asarray(owners, dtype=np.int64), return_inverse=True)
     order = np.lexsort((keys, rows))
     keys, counts, rows = keys[order], counts[order], rows[order]
     first = np.ones(len(keys), dtype=bool)
@@ -85,10 +84,6 @@ def merged(keys, counts, owners) -> dict:
     starts = np.flatnonzero(first)
     keys, rows = keys[starts], rows[starts]
     counts = np.add.reduceat(counts, starts) if len(starts) else counts
-    names = list(index)
-    out = {owner: (keys[:0], counts[:0]) for owner in names}
     cuts = np.flatnonzero(np.diff(rows)) + 1
-    for part_keys, part_counts, part_rows in zip(np.split(keys, cuts), np.split(counts, cuts), np.split(rows, cuts)):
-        if len(part_rows):
-            out[names[part_rows[0]]] = (part_keys, part_counts)
-    return out
+    return {int(names[part_rows[0]]): (part_keys, part_counts) for part_keys, part_counts, part_rows
+            in zip(np.split(keys, cuts), np.split(counts, cuts), np.split(rows, cuts)) if len(part_rows)}

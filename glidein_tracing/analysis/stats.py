@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..table.aggregates import (COUNTED, KNOBS, LOG_METRICS, THRESHOLD_VALUES, VALIDATION_FAILED, VALIDATION_GROUPS,
+from ..table.aggregates import (COUNTED, KNOBS, LOG_METRICS, SCRIPT_SEPARATOR, THRESHOLD_VALUES, VALIDATION_GROUPS,
                                 WASTE, long_rows)
 from ..table.schema import GLIDEINS_DATASET, JOBS_DATASET
 from .histograms import RELATIVE_ERROR, log_percentiles, merged, percentiles, plot_bins
@@ -65,8 +65,12 @@ class _Scan:
         self.key = table["key"].to_numpy(zero_copy_only=False)
         self.label = table["label"].to_numpy(zero_copy_only=False)
         self.value = np.nan_to_num(table["value"].to_numpy(zero_copy_only=False))
-        self.owners = {key: (np.full(table.num_rows, None) if column is None
-                             else table[column].to_numpy(zero_copy_only=False)) for key, column in LEVELS}
+        self.owners, self.codes, self.names = {}, {}, {}
+        for key, column in LEVELS:
+            owners = [None] * table.num_rows if column is None else table[column].to_pylist()
+            index: dict = {}
+            self.codes[key] = np.array([index.setdefault(owner, len(index)) for owner in owners], dtype=np.int64)
+            self.owners[key], self.names[key] = np.array(owners, dtype=object), list(index)
 
     def _of(self, column: str) -> np.ndarray:
         return self.rows.get(column, np.zeros(0, dtype=np.int64))
@@ -82,8 +86,10 @@ class _Scan:
 
     def histograms(self, column: str) -> dict:
         """level -> group -> (keys in increasing order, counts) of a histogram column."""
-        rows = self._of(column)
-        out = {key: merged(self.key[rows], self.value[rows], owners[rows]) for key, owners in self.owners.items()}
+        rows, out = self._of(column), {}
+        for key, codes in self.codes.items():
+            groups = merged(self.key[rows], self.value[rows], codes[rows])
+            out[key] = {self.names[key][code]: histogram for code, histogram in groups.items()}
         out["overall"].setdefault(None, (np.zeros(0), np.zeros(0, dtype=np.int64)))
         return out
 
@@ -196,11 +202,12 @@ def validation_groups(glideins: _Scan) -> list:
     return sorted(out, key=lambda r: -r["total_s"])
 
 
-def failed_scripts(con, top: int = 15) -> list:
-    sql = (f"SELECT failure_stage, failure_type, COUNT(*) FROM glideins WHERE {VALIDATION_FAILED} "
-           "GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 LIMIT ?")     # ties in one order, run after run
-    return [{"script": s or "(unknown)", "error_type": t or "", "failures": int(c)}
-            for s, t, c in con.execute(sql, [top]).fetchall()]
+def failed_scripts(glideins: _Scan, top: int = 15) -> list:
+    """The validation scripts that failed most, with their error type (ties by name)."""
+    counts = glideins.counts("h_failing_script")["overall"][None]
+    rows = sorted((-count, *label.split(SCRIPT_SEPARATOR, 1)) for label, count in counts.items())
+    return [{"script": script or "(unknown)", "error_type": error_type, "failures": -count}
+            for count, script, error_type in rows[:top]]
 
 
 def estimate_threshold(seconds: np.ndarray, counts: np.ndarray, bin_s: int = 10) -> dict | None:
@@ -254,5 +261,5 @@ def compute_stats(con) -> dict:
             "waste_core_hours": waste_core_hours(glideins, jobs),
             "outcomes": _label_counts(glideins, "h_outcome"),
             "shutdown_reasons": _label_counts(glideins, "h_shutdown_reason"),
-            "validation_groups": validation_groups(glideins), "failed_scripts": failed_scripts(con),
+            "validation_groups": validation_groups(glideins), "failed_scripts": failed_scripts(glideins),
             "settings_in_force": settings_in_force(glideins)}

@@ -56,6 +56,9 @@ OWN_TIMEOUT = f"shutdown_reason IN {OWN_TIMEOUT_REASONS}"
 # where timeout shutdowns cluster: the seconds idle of the glideins that stopped on their own timeout
 THRESHOLD_VALUES = {"max_idle": ("idle_no_job_s", f"jobs = 0 AND {OWN_TIMEOUT}"),
                     "max_tail": ("idle_tail_s", f"jobs > 0 AND {OWN_TIMEOUT}")}
+# a failed validation's script and error type as one label (NULL as empty: the report shows both alike)
+SCRIPT_SEPARATOR = "\x1f"
+FAILING_SCRIPT = f"COALESCE(failure_stage, '') || chr({ord(SCRIPT_SEPARATOR)}) || COALESCE(failure_type, '')"
 # one group per (entry, site), keyed by their 64-bit hash: DuckDB turns each histogram() into a
 # GROUP BY of its keys and the value, and an integer key costs a quarter less than two strings
 PAIR_KEY = "hash(entry, site)"
@@ -84,6 +87,7 @@ def glidein_sql(relation: str) -> str:
     inner = ", ".join([f"{expr} AS {name}" for name, expr in {**values, **sums}.items()] + [
         "jobs", "CASE WHEN {1} THEN {0} END AS n_{2}".format(*GLIDEIN_METRICS[COUNTED], COUNTED),
         f"{VALIDATION_FAILED} AS failed_validation", "condor_s IS NOT NULL AS ran_condor", "outcome",
+        f"CASE WHEN {VALIDATION_FAILED} THEN {FAILING_SCRIPT} END AS failing_script",
         "shutdown_reason", *KNOBS.values()] + [
         f"CASE WHEN {cond} AND {expr} > 0 AND isfinite({expr}) THEN floor({expr}) END AS t_{knob}"
         for knob, (expr, cond) in THRESHOLD_VALUES.items()])
@@ -93,7 +97,8 @@ def glidein_sql(relation: str) -> str:
          "COUNT(*) FILTER (WHERE ran_condor AND jobs = 0) AS without_jobs",
          f"histogram(n_{COUNTED}) AS h_{COUNTED}",
          "histogram(outcome) AS h_outcome",
-         "histogram(CASE WHEN ran_condor THEN shutdown_reason END) AS h_shutdown_reason"]
+         "histogram(CASE WHEN ran_condor THEN shutdown_reason END) AS h_shutdown_reason",
+         "histogram(failing_script) AS h_failing_script"]
         + [f"SUM({name}) AS s_{name}, histogram({bin_sql(name)}) AS h_{name}" for name in values]
         + [f"SUM({name}) AS s_{name}" for name in sums]
         + [f"histogram({column}) AS h_{knob}" for knob, column in KNOBS.items()]
