@@ -120,9 +120,18 @@ def jobs_sql(relation: str) -> str:
 
 SQL = {GLIDEINS_DATASET: glidein_sql, JOBS_DATASET: jobs_sql}
 # the long rows: a sum or count (name, value), a histogram's bin or value (name, key, value: its
-# count) or a label's count (name, label, value)
+# count) or a label's count (name, label, value); LONG_FORMAT: bumped when long_rows' unpivot
+# changes (a rollup's version is a digest of the SQL and of these)
+LONG_FORMAT = 1
 LONG_COLUMNS = (("entry", "VARCHAR"), ("site", "VARCHAR"), ("name", "VARCHAR"), ("key", "DOUBLE"),
                 ("label", "VARCHAR"), ("value", "DOUBLE"))
+
+
+def long_schema():
+    """LONG_COLUMNS as an Arrow schema."""
+    import pyarrow as pa
+    types = {"VARCHAR": pa.string(), "DOUBLE": pa.float64()}
+    return pa.schema([(name, types[sql_type]) for name, sql_type in LONG_COLUMNS])
 
 
 def _long_parts(wide):
@@ -149,8 +158,7 @@ def long_rows(con, dataset: str, relation: str):
     """The aggregate of ``dataset``'s rows in ``relation`` (a view or table of DuckDB
     connection ``con``), as long rows (Arrow, LONG_COLUMNS)."""
     import pyarrow as pa
-    types = {"VARCHAR": pa.string(), "DOUBLE": pa.float64()}
-    schema = pa.schema([(name, types[sql_type]) for name, sql_type in LONG_COLUMNS])
+    schema = long_schema()
     wide = con.sql(SQL[dataset](relation)).to_arrow_table()
     entry, site = (wide[name].combine_chunks().cast(pa.string()) for name in ("entry", "site"))
     parts = []

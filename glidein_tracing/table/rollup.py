@@ -3,7 +3,8 @@ table, so that the analysis's statistics read a few rows per file instead of its
 
 ``<table>/rollups/<dataset>/date=D/<name>`` (Parquet) holds the aggregate rows of the data file
 ``<table>/<dataset>/date=D/<name>``; its footer names the rollup version (a digest of the
-aggregate SQL: any change to the definitions makes the older rollups stale) and the data file's
+aggregate SQL and the long rows' format: any change to the definitions makes the older rollups
+stale) and the data file's
 row count. The writer (writer.py) writes the rollup of every merged file before that file
 appears and removes it with the file; the analysis (analysis/dataset.py) takes a data file's
 rollup only when it is there, of this version, of the data file's row count and readable with
@@ -23,7 +24,7 @@ ROLLUPS_DIR = "rollups"
 VERSION_KEY = b"glidein_tracing.rollup_version"
 ROWS_KEY = b"glidein_tracing.rollup_of_rows"     # the data file's row count
 VERSION = hashlib.sha256("\n".join([*(sql("data_rows") for sql in aggregates.SQL.values()),
-                                    repr(aggregates.LONG_COLUMNS)]).encode()).hexdigest()[:16]
+                                    repr((aggregates.LONG_FORMAT, aggregates.LONG_COLUMNS))]).encode()).hexdigest()[:16]
 
 
 def path_of(data_file) -> Path:
@@ -69,18 +70,12 @@ def remove_orphans(day_dir) -> None:
         stale.unlink(missing_ok=True)
 
 
-def _schema():
-    import pyarrow as pa
-    types = {"VARCHAR": pa.string(), "DOUBLE": pa.float64()}
-    return pa.schema([(name, types[sql_type]) for name, sql_type in aggregates.LONG_COLUMNS])
-
-
 def usable(data_files, rows: dict) -> dict:
     """data file -> its rollup, for those of ``data_files`` whose rollup can stand for them:
     there, its footer readable, of this VERSION, of the data file's row count (``rows``: file ->
     its footer's row count) and of the long rows' columns. Any other file is read raw."""
     import pyarrow.parquet as pq
-    expected, out = _schema(), {}
+    expected, out = aggregates.long_schema(), {}
     for data_file in data_files:
         path = path_of(data_file)
         try:
