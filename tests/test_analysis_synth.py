@@ -8,6 +8,7 @@ import pytest
 
 from glidein_tracing.analysis import histograms, stats, synth, synth_table
 from glidein_tracing.analysis.dataset import open_dataset
+from glidein_tracing.table import aggregates
 
 from tests.support.analysis_helpers import glidein_row, write_rows, write_synth_table
 
@@ -89,8 +90,9 @@ def test_histogram_percentiles_stay_within_the_bound_over_many_decades_zeros_and
                              np.full(2000, 1200.0), rng.integers(0, 50, 5000).astype(float)])
     con = duckdb.connect()
     con.register("v", pa.table({"v": values, "g": rng.integers(0, 3, len(values))}))
-    table = con.sql(f"SELECT g, histogram({histograms.bin_sql('v')}) AS h FROM v GROUP BY g").to_arrow_table()
-    keys, counts = histograms.merged(table["h"].combine_chunks(), [None] * table.num_rows)[None]
+    table = con.sql(f"SELECT g, histogram({aggregates.bin_sql('v')}) AS h FROM v GROUP BY g").to_arrow_table()
+    maps = table["h"].combine_chunks()
+    keys, counts = histograms.merged(maps.keys.to_numpy(), maps.items.to_numpy(), np.zeros(len(maps.keys)))[0]
     assert counts.sum() == len(values)
     qs = (0.001, 0.02, 0.25, 0.5, 0.9, 0.99, 0.999)
     for q, got in zip(qs, histograms.log_percentiles(keys, counts, qs)):

@@ -8,6 +8,10 @@ is named in ``skipped`` and left out, the rest is analysed; a file of a newer sc
 refused, here as ``DatasetError``); files without the columns the analysis reads are refused
 too; older files lacking columns added since are read with those columns NULL
 (``union_by_name``). A day with no rows, or no files, is simply empty.
+
+For the statistics (stats.py), each dataset also has the views ``<dataset>_unrolled`` (its
+files without a usable rollup, table/rollup.py decides which) and ``<dataset>_rollups`` (the
+long rows of the others' rollups), filtered like the rest.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import glob
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..table import reader
+from ..table import reader, rollup
+from ..table.aggregates import LONG_COLUMNS
 from ..table.schema import GLIDEINS, GLIDEINS_DATASET, JOBS, JOBS_DATASET
 
 # what the analysis reads; a file lacking one of these is no glidein table this reader understands
@@ -86,9 +91,14 @@ def _usable(scans: list, verify: bool) -> reader.Scan:
         out.versions.update(scan.versions)
         out.skipped += scan.skipped
         out.schemas.update(scan.schemas)
+        out.rows.update(scan.rows)
     if verify:
         _decoded(out)
     return out
+
+
+def _listing(files) -> str:
+    return ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
 
 
 def _view(con, view: str, scan: reader.Scan, columns, where: str) -> None:
@@ -96,12 +106,24 @@ def _view(con, view: str, scan: reader.Scan, columns, where: str) -> None:
     column NULL; that makes DuckDB read every file's footer at every query's bind (seconds per
     query over 2,000 files), so files of one schema are read as they are."""
     if scan.files:
-        listing = ", ".join("'" + str(f).replace("'", "''") + "'" for f in scan.files)
-        con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet([{listing}], hive_partitioning=true, "
+        con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet([{_listing(scan.files)}], hive_partitioning=true, "
                     f"union_by_name={str(not scan.one_schema).lower()}) {where}")
     else:   # no files: an empty view with the table's columns
         cols = ", ".join(f"CAST(NULL AS {c.sql_type}) AS {c.name}" for c in columns)
         con.execute(f"CREATE VIEW {view} AS SELECT {cols}, CAST(NULL AS DATE) AS date WHERE false")
+
+
+def _rollup_views(con, dataset: str, scan: reader.Scan, columns, where: str) -> None:
+    """``<dataset>_unrolled``: the files without a usable rollup; ``<dataset>_rollups``: the
+    long rows of the others' rollups."""
+    rolled = rollup.usable(scan.files, scan.rows)
+    raw = [f for f in scan.files if f not in rolled]
+    unrolled = reader.Scan(files=raw, schemas={f: scan.schemas[f] for f in raw})
+    _view(con, f"{dataset}_unrolled", unrolled, columns, where)
+    names = ", ".join(name for name, _ in LONG_COLUMNS)
+    source = (f"read_parquet([{_listing(rolled.values())}], hive_partitioning=false)" if rolled else
+              "(SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {n}" for n, t in LONG_COLUMNS) + " WHERE false)")
+    con.execute(f"CREATE VIEW {dataset}_rollups AS SELECT {names} FROM {source} {where}")
 
 
 def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = MEMORY_LIMIT,
@@ -141,8 +163,9 @@ def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = 
         if values:
             conditions.append(f"{column} IN (" + ", ".join("'" + v.replace("'", "''") + "'" for v in values) + ")")
     where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
-    _view(con, "glideins", glideins, GLIDEINS, where)
-    _view(con, "jobs", jobs_found, JOBS, where)
+    for dataset, scan, columns in ((GLIDEINS_DATASET, glideins, GLIDEINS), (JOBS_DATASET, jobs_found, JOBS)):
+        _view(con, dataset, scan, columns, where)
+        _rollup_views(con, dataset, scan, columns, where)
     data = Dataset(con, glidein_files, job_files, skipped)
     present = data.columns("glideins")
     missing = [c for c in REQUIRED if c not in present]

@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
+from ..table.aggregates import CORES, NODE_LIFE
 from . import glidein_counts
 from .glidein_counts import BUCKET_S, HOUR
-from .stats import CORES, NODE_LIFE
 
 EXAMPLES = 3
 RULE_COLUMNS = ("failure_service", "failure_label", "failure_rule", "failure_downtime")

@@ -1,31 +1,23 @@
 """Fine log-binned histograms: how the analysis keeps a distribution, in constant memory.
 
-A value v > 0 falls in bin ``floor(log10(v) * BINS_PER_DECADE)``: bins 1.006 % wide, so a
+A value v > 0 falls in bin ``floor(log10(v) * BINS_PER_DECADE)`` (the bin key's SQL,
+``bin_sql``, is the statistics' aggregate's: table/aggregates.py): bins 1.006 % wide, so a
 percentile read from the histogram (its rank placed linearly inside its bin) is within 1.01 % of
 the exact one (``quantile_cont``'s), at any number of rows. DuckDB's ``histogram()`` counts the
-bins per (entry, site) in the one scan that computes everything else; per entry, per site and
-overall are sums of those (``merged``), so no value is held and nothing is scanned twice. 23 fine
-bins make one plot bin (10 per decade) exactly. Zero has its own bin; negative values mirror the
-positive ones (bin keys order as the values do).
+bins per (entry, site) in the one scan that computes everything else (or a file's rollup holds
+them); per entry, per site and overall are sums of those (``merged``), so no value is held and
+nothing is scanned twice. 23 fine bins make one plot bin (10 per decade) exactly. Zero has its
+own bin; negative values mirror the positive ones (bin keys order as the values do).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-BINS_PER_DECADE = 230
+from ..table.aggregates import BINS_PER_DECADE, OFFSET
+
 PLOT_BINS_PER_DECADE = 10         # divides BINS_PER_DECADE: a plot bin is 23 fine bins
 RELATIVE_ERROR = 10 ** (1 / BINS_PER_DECADE) - 1      # a bin's width / its lower edge (1.006 %)
-OFFSET = 1_000_000                # key of a value's bin: OFFSET + bin (v > 0), 0 (v = 0), -(OFFSET + bin of -v)
-
-
-def bin_sql(value: str) -> str:
-    """SQL: the bin key of ``value`` (a finite number or NULL; the positive case first: the
-    cheapest CASE for DuckDB, which evaluates a branch only for the rows that reach it)."""
-    def magnitude(v: str) -> str:
-        return f"{OFFSET} + CAST(floor(log10({v}) * {BINS_PER_DECADE}) AS INTEGER)"
-    return (f"CASE WHEN {value} > 0 THEN {magnitude(value)} WHEN {value} < 0 THEN -({magnitude('-' + value)}) "
-            f"WHEN {value} = 0 THEN 0 END")
 
 
 def bounds(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -79,15 +71,12 @@ def plot_bins(keys, counts) -> tuple[list, list]:
     return [float(10 ** (e / PLOT_BINS_PER_DECADE)) for e in edges], [int(c) for c in sums]
 
 
-def merged(maps, owners: list) -> dict:
-    """Sum a column of DuckDB ``histogram()`` maps (pyarrow MapArray, one map per row) per owner:
-    owner -> (keys in increasing order, counts)."""
-    offsets = maps.offsets.to_numpy()
-    keys = maps.keys.to_numpy(zero_copy_only=False)[offsets[0]:offsets[-1]]
-    counts = maps.items.to_numpy(zero_copy_only=False)[offsets[0]:offsets[-1]].astype(np.int64)
-    index: dict = {}
-    codes = np.array([index.setdefault(owner, len(index)) for owner in owners], dtype=np.int64)
-    rows = np.repeat(codes, np.diff(offsets))
+def merged(keys, counts, owners) -> dict:
+    """Sum histograms given as entries (bin or value key, its count), each entry of an owner (an
+    integer code): owner -> (keys in increasing order, counts)."""
+    keys = np.asarray(keys)
+    counts = np.rint(np.asarray(counts, dtype=float)).astype(np.int64)
+    names, rows = np.unique(np.asarray(owners, dtype=np.int64), return_inverse=True)
     order = np.lexsort((keys, rows))
     keys, counts, rows = keys[order], counts[order], rows[order]
     first = np.ones(len(keys), dtype=bool)
@@ -95,10 +84,6 @@ def merged(maps, owners: list) -> dict:
     starts = np.flatnonzero(first)
     keys, rows = keys[starts], rows[starts]
     counts = np.add.reduceat(counts, starts) if len(starts) else counts
-    names = list(index)
-    out = {owner: (keys[:0], counts[:0]) for owner in names}
     cuts = np.flatnonzero(np.diff(rows)) + 1
-    for part_keys, part_counts, part_rows in zip(np.split(keys, cuts), np.split(counts, cuts), np.split(rows, cuts)):
-        if len(part_rows):
-            out[names[part_rows[0]]] = (part_keys, part_counts)
-    return out
+    return {int(names[part_rows[0]]): (part_keys, part_counts) for part_keys, part_counts, part_rows
+            in zip(np.split(keys, cuts), np.split(counts, cuts), np.split(rows, cuts)) if len(part_rows)}

@@ -1,9 +1,11 @@
 """Distributions and waste per entry and site: SQL over the glidein table (dataset.py).
 
-Two scans make the whole section: one of the glideins and one of the jobs, each one aggregate
-per (entry, site) of sums, counts and fine log-binned histograms (histograms.py); per entry, per
-site and overall are sums of those rows, and the percentiles are read from the histograms
-(within 1.01 % of the exact ones, in constant memory at any size). Definitions
+Two aggregates make the whole section: one of the glideins and one of the jobs, each per
+(entry, site) of sums, counts and fine log-binned histograms (table/aggregates.py, the
+definitions; histograms.py), read from the files' rollups where present and computed from the
+rows of the other files (table/rollup.py); per entry, per site and overall are sums of those
+rows, and the percentiles are read from the histograms (within 1.01 % of the exact ones, in
+constant memory at any size). Definitions
 (docs/analysis.md has the long form): ``queue_wait_s``, ``setup_s``, ``time_to_first_job_s``
 (node start to the first job), ``idle_before_first_job_s``, ``idle_between_jobs_s`` (per
 glidein with 2+ jobs, the sum of its gaps), ``tail_s``, ``no_job_s``, ``jobs_per_glidein``,
@@ -18,135 +20,87 @@ from __future__ import annotations
 
 import numpy as np
 
-from .histograms import RELATIVE_ERROR, bin_sql, log_percentiles, merged, percentiles, plot_bins
+from ..table.aggregates import (COUNTED, KNOBS, LOG_METRICS, SCRIPT_SEPARATOR, THRESHOLD_VALUES, VALIDATION_GROUPS,
+                                WASTE, long_rows)
+from ..table.schema import GLIDEINS_DATASET, JOBS_DATASET
+from .histograms import RELATIVE_ERROR, log_percentiles, merged, percentiles, plot_bins
 
 QUANTILES = (0.5, 0.9, 0.99)
-
-
-OWN_TIMEOUT_REASONS = ("max_idle", "daemon_shutdown")
-
-# SQL fragments over one glidein row (plain SQL: DuckDB and Spark read the same)
-CORES = "COALESCE(NULLIF(cpus, 0), cpu_logical_count, 1)"
-NODE_LIFE = "(epoch(ended_at) - epoch(node_start_at))"
-VALIDATION_FAILED = "(outcome = 'validation_failed')"
-JOB_FAILED = ("(failure_domain IS NOT NULL OR COALESCE(exit_code, 0) <> 0 OR exit_signal IS NOT NULL "
-              "OR exit_by IN ('remove', 'hold', 'evict'))")
-
-# metric -> (expression, the rows it has a value for)
-GLIDEIN_METRICS = {
-    "queue_wait_s": ("queue_wait_s", "true"),
-    "setup_s": ("setup_s", "true"),
-    "time_to_first_job_s": ("epoch(condor_start_at) - epoch(node_start_at) + idle_before_first_job_s", "jobs > 0"),
-    "idle_before_first_job_s": ("idle_before_first_job_s", "jobs > 0"),
-    "idle_between_jobs_s": ("idle_between_jobs_s", "jobs > 1"),
-    "tail_s": ("idle_tail_s", "jobs > 0"),
-    "no_job_s": ("idle_no_job_s", "jobs = 0"),
-    "jobs_per_glidein": ("jobs", "condor_s IS NOT NULL"),
-    "lifetime_s": (NODE_LIFE, "true"),
-}
-WASTE = {   # category -> seconds x cores of one glidein row
-    "validation": f"CASE WHEN {VALIDATION_FAILED} THEN GREATEST({NODE_LIFE}, setup_s) ELSE setup_s END",
-    "idle_before_first_job": "CASE WHEN jobs > 0 THEN idle_before_first_job_s END",
-    "idle_between_jobs": "CASE WHEN jobs > 0 THEN idle_between_jobs_s END",
-    "idle_tail": "CASE WHEN jobs > 0 THEN idle_tail_s END",
-    "no_job": "CASE WHEN jobs = 0 THEN idle_no_job_s END",
-    "other": f"CASE WHEN NOT {VALIDATION_FAILED} THEN GREATEST({NODE_LIFE} - setup_s - COALESCE(condor_s, 0), 0) END",
-    "lifetime": NODE_LIFE,
-}
-
-
-COUNTED = "jobs_per_glidein"     # whole numbers: its histogram counts the values themselves (exact)
-LOG_METRICS = {name: metric for name, metric in GLIDEIN_METRICS.items() if name != COUNTED}
-VALIDATION_GROUPS = ("main", "entry", "client", "client_group")
-KNOBS = {"max_idle": "max_idle_s", "max_tail": "max_tail_s", "retire": "retire_time_s"}
-OWN_TIMEOUT = f"shutdown_reason IN {OWN_TIMEOUT_REASONS}"
-# where timeout shutdowns cluster: the seconds idle of the glideins that stopped on their own timeout
-THRESHOLD_VALUES = {"max_idle": ("idle_no_job_s", f"jobs = 0 AND {OWN_TIMEOUT}"),
-                    "max_tail": ("idle_tail_s", f"jobs > 0 AND {OWN_TIMEOUT}")}
 LEVELS = (("overall", None), ("by_entry", "entry"), ("by_site", "site"))
-# one group per (entry, site), keyed by their 64-bit hash: DuckDB turns each histogram() into a
-# GROUP BY of its keys and the value, and an integer key costs a quarter less than two strings
-PAIR_KEY = "hash(entry, site)"
-PAIR = "first(entry) AS entry, first(site) AS site"
 
 
 def _round(value, digits=3):
     return None if value is None else round(float(value), digits)
 
 
-def _finite(expr: str, cond: str) -> str:
-    return f"CASE WHEN {cond} AND isfinite({expr}) THEN {expr} END"
-
-
-def _glidein_sql() -> str:
-    """One scan of the glideins, per (entry, site): every sum, count and histogram the section needs."""
-    values = {f"m_{name}": _finite(expr, cond) for name, (expr, cond) in LOG_METRICS.items()}
-    values.update({f"v_{g}": _finite(f"validation_{g}_s", "true") for g in VALIDATION_GROUPS})
-    sums = {f"w_{c}": f"({expr}) * {CORES} / 3600.0" for c, expr in WASTE.items()}
-    inner = ", ".join([f"{expr} AS {name}" for name, expr in {**values, **sums}.items()] + [
-        "jobs", "CASE WHEN {1} THEN {0} END AS n_{2}".format(*GLIDEIN_METRICS[COUNTED], COUNTED),
-        f"{VALIDATION_FAILED} AS failed_validation", "condor_s IS NOT NULL AS ran_condor", "outcome",
-        "shutdown_reason", *KNOBS.values()] + [
-        f"CASE WHEN {cond} AND {expr} > 0 AND isfinite({expr}) THEN floor({expr}) END AS t_{knob}"
-        for knob, (expr, cond) in THRESHOLD_VALUES.items()])
-    aggregates = ", ".join(
-        ["COUNT(*) AS glideins", "SUM(jobs) AS jobs",
-         "COUNT(*) FILTER (WHERE failed_validation) AS validation_failed",
-         "COUNT(*) FILTER (WHERE ran_condor AND jobs = 0) AS without_jobs",
-         f"histogram(n_{COUNTED}) AS h_{COUNTED}",
-         "histogram(outcome) AS h_outcome",
-         "histogram(CASE WHEN ran_condor THEN shutdown_reason END) AS h_shutdown_reason"]
-        + [f"SUM({name}) AS s_{name}, histogram({bin_sql(name)}) AS h_{name}" for name in values]
-        + [f"SUM({name}) AS s_{name}" for name in sums]
-        + [f"histogram({column}) AS h_{knob}" for knob, column in KNOBS.items()]
-        + [f"histogram(t_{knob}) AS h_t_{knob}" for knob in THRESHOLD_VALUES])
-    return f"SELECT {PAIR}, {aggregates} FROM (SELECT entry, site, {inner} FROM glideins) GROUP BY {PAIR_KEY}"
-
-
-def _jobs_sql() -> str:
-    """One scan of the jobs, per (entry, site): runtimes' histogram, failed jobs, badput, goodput."""
-    cores = "COALESCE(NULLIF(request_cpus, 0), 1)"
-    return (f"SELECT {PAIR}, SUM(wall) AS s_wall, histogram({bin_sql('wall')}) AS h_wall, "
-            "COUNT(*) FILTER (WHERE failed) AS failed_jobs, "
-            f"SUM(CASE WHEN failed THEN wall_s * {cores} ELSE 0 END) / 3600.0 AS badput, "
-            f"SUM(CASE WHEN failed THEN 0 ELSE wall_s * {cores} END) / 3600.0 AS goodput "
-            f"FROM (SELECT entry, site, wall_s, request_cpus, {_finite('wall_s', 'true')} AS wall, "
-            f"{JOB_FAILED} AS failed FROM jobs) GROUP BY {PAIR_KEY}")
+def _aggregate(con, dataset: str):
+    """The statistics' aggregate of a dataset (table/aggregates.py), long rows summed per
+    (entry, site, name, key, label): the rollups' rows (view ``<dataset>_rollups``) and the
+    aggregate of the files without a usable one (``<dataset>_unrolled``), both from open_dataset.
+    A rollup that cannot be read after all (damaged past its footer, deleted since it was
+    chosen) makes every file read raw."""
+    import duckdb
+    total = "SELECT entry, site, name, key, label, SUM(value) AS value FROM {} GROUP BY ALL"
+    con.register("_unrolled_rows", long_rows(con, dataset, f"{dataset}_unrolled"))
+    try:
+        return con.sql(total.format(f"(SELECT * FROM _unrolled_rows UNION ALL SELECT * FROM {dataset}_rollups)")
+                       ).to_arrow_table()
+    except duckdb.Error:
+        con.unregister("_unrolled_rows")
+        con.register("_unrolled_rows", long_rows(con, dataset, dataset))
+        return con.sql(total.format("_unrolled_rows")).to_arrow_table()
+    finally:
+        con.unregister("_unrolled_rows")
 
 
 class _Scan:
-    """The rows of one per-(entry, site) scan, summed per level: overall, per entry, per site."""
+    """The statistics' aggregate of one dataset (long rows, one per (entry, site) and name, bin
+    or label), summed per level: overall, per entry, per site."""
 
     def __init__(self, table):
-        self.table = table
-        self.owners = {key: ([None] * table.num_rows if column is None else table[column].to_pylist())
-                       for key, column in LEVELS}
+        names = table["name"].to_numpy(zero_copy_only=False)
+        order = np.argsort(names, kind="stable")
+        found, starts = np.unique(names[order], return_index=True)
+        self.rows = dict(zip(found, np.split(order, starts[1:])))
+        self.key = table["key"].to_numpy(zero_copy_only=False)
+        self.label = table["label"].to_numpy(zero_copy_only=False)
+        self.value = np.nan_to_num(table["value"].to_numpy(zero_copy_only=False))
+        self.owners, self.codes, self.names = {}, {}, {}
+        for key, column in LEVELS:
+            owners = [None] * table.num_rows if column is None else table[column].to_pylist()
+            index: dict = {}
+            self.codes[key] = np.array([index.setdefault(owner, len(index)) for owner in owners], dtype=np.int64)
+            self.owners[key], self.names[key] = np.array(owners, dtype=object), list(index)
+
+    def _of(self, column: str) -> np.ndarray:
+        return self.rows.get(column, np.zeros(0, dtype=np.int64))
 
     def sums(self, column: str) -> dict:
         """level -> group -> the column's sum."""
-        out = {"overall": {None: 0}}
+        rows, out = self._of(column), {"overall": {None: 0}}
         for key, owners in self.owners.items():
             groups = out.setdefault(key, {})
-            for owner, value in zip(owners, self.table[column].to_pylist()):
-                groups[owner] = groups.get(owner, 0) + (value or 0)
+            for owner, value in zip(owners[rows], self.value[rows]):
+                groups[owner] = groups.get(owner, 0) + value
         return out
 
     def histograms(self, column: str) -> dict:
         """level -> group -> (keys in increasing order, counts) of a histogram column."""
-        maps = self.table[column].combine_chunks()
-        out = {key: merged(maps, owners) for key, owners in self.owners.items()}
+        rows, out = self._of(column), {}
+        for key, codes in self.codes.items():
+            groups = merged(self.key[rows], self.value[rows], codes[rows])
+            out[key] = {self.names[key][code]: histogram for code, histogram in groups.items()}
         out["overall"].setdefault(None, (np.zeros(0), np.zeros(0, dtype=np.int64)))
         return out
 
     def counts(self, column: str) -> dict:
-        """level -> group -> {value: count} of a histogram column of labels (few values)."""
-        out = {"overall": {None: {}}}
+        """level -> group -> {label: count} of a histogram column of labels (few values)."""
+        rows, out = self._of(column), {"overall": {None: {}}}
         for key, owners in self.owners.items():
             groups = out.setdefault(key, {})
-            for owner, pairs in zip(owners, self.table[column].to_pylist()):
+            for owner, label, count in zip(owners[rows], self.label[rows], self.value[rows]):
                 counter = groups.setdefault(owner, {})
-                for value, count in pairs or ():
-                    counter[value] = counter.get(value, 0) + count
+                counter[label] = counter.get(label, 0) + int(count)
         return out
 
 
@@ -224,7 +178,7 @@ def _label_counts(glideins: _Scan, column: str) -> dict:
     counts = glideins.counts(column)
 
     def ranked(counter: dict) -> dict:
-        return dict(sorted(((k, int(v)) for k, v in counter.items() if k is not None), key=lambda kv: -kv[1]))
+        return dict(sorted(((k, int(v)) for k, v in counter.items() if k is not None), key=lambda kv: (-kv[1], kv[0])))
     by_entry = {entry: ranked(counter) for entry, counter in counts["by_entry"].items()}
     return {"overall": ranked(counts["overall"][None]), "by_entry": {e: c for e, c in by_entry.items() if c}}
 
@@ -248,11 +202,12 @@ def validation_groups(glideins: _Scan) -> list:
     return sorted(out, key=lambda r: -r["total_s"])
 
 
-def failed_scripts(con, top: int = 15) -> list:
-    sql = (f"SELECT failure_stage, failure_type, COUNT(*) FROM glideins WHERE {VALIDATION_FAILED} "
-           "GROUP BY 1, 2 ORDER BY 3 DESC LIMIT ?")
-    return [{"script": s or "(unknown)", "error_type": t or "", "failures": int(c)}
-            for s, t, c in con.execute(sql, [top]).fetchall()]
+def failed_scripts(glideins: _Scan, top: int = 15) -> list:
+    """The validation scripts that failed most, with their error type (ties by name)."""
+    counts = glideins.counts("h_failing_script")["overall"][None]
+    rows = sorted((-count, *label.split(SCRIPT_SEPARATOR, 1)) for label, count in counts.items())
+    return [{"script": script or "(unknown)", "error_type": error_type, "failures": -count}
+            for count, script, error_type in rows[:top]]
 
 
 def estimate_threshold(seconds: np.ndarray, counts: np.ndarray, bin_s: int = 10) -> dict | None:
@@ -296,8 +251,7 @@ def settings_in_force(glideins: _Scan) -> dict:
 def compute_stats(con) -> dict:
     """The statistics section of the analysis document (JSON-ready): one scan of the glideins and
     one of the jobs, per (entry, site), summed here per entry, per site and overall."""
-    glideins = _Scan(con.sql(_glidein_sql()).to_arrow_table())
-    jobs = _Scan(con.sql(_jobs_sql()).to_arrow_table())
+    glideins, jobs = _Scan(_aggregate(con, GLIDEINS_DATASET)), _Scan(_aggregate(con, JOBS_DATASET))
     count = lambda scan, column: int(scan.sums(column)["overall"][None])  # noqa: E731
     return {"glideins": count(glideins, "glideins"), "jobs": count(glideins, "jobs"),
             "failed_jobs": count(jobs, "failed_jobs"),
@@ -307,5 +261,5 @@ def compute_stats(con) -> dict:
             "waste_core_hours": waste_core_hours(glideins, jobs),
             "outcomes": _label_counts(glideins, "h_outcome"),
             "shutdown_reasons": _label_counts(glideins, "h_shutdown_reason"),
-            "validation_groups": validation_groups(glideins), "failed_scripts": failed_scripts(con),
+            "validation_groups": validation_groups(glideins), "failed_scripts": failed_scripts(glideins),
             "settings_in_force": settings_in_force(glideins)}

@@ -10,7 +10,8 @@ GlideinWMS's own quantities (``gwms_*``, ``waste_*_mill``) are filled from the g
 durations with glideFactoryLogParser's definitions, so the analyze_entries table has data.
 
 ``write_table(cfg, directory)`` writes ``glideins/date=YYYY-MM-DD/`` and ``jobs/date=.../``
-(hive style, the glidein's UTC end day) and returns counts.
+(hive style, the glidein's UTC end day), each file with its rollup (``rollups/``, as the
+writer leaves a merged file), and returns counts.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core import failure
+from ..table import rollup
 from ..table.schema import GLIDEINS, GLIDEINS_DATASET, JOBS, JOBS_DATASET, SCHEMA_VERSION
 from .synth import MESSAGES, SCRIPTS, SynthConfig, entry_profiles
 
@@ -258,7 +260,9 @@ def write_table(cfg: SynthConfig, directory, *, chunk_rows: int = CHUNK) -> dict
             for day in np.unique(row_days):
                 part = directory / name / f"date={day}"
                 part.mkdir(parents=True, exist_ok=True)
-                pq.write_table(table.filter(pa.array(row_days == day)), part / f"part-synth-{cfg.seed}-{chunk:05d}.parquet")
+                rows, path = table.filter(pa.array(row_days == day)), part / f"part-synth-{cfg.seed}-{chunk:05d}.parquet"
+                pq.write_table(rows, path)
+                rollup.write(rows, name, path)      # as the writer does for each merged file
                 counts["files"] += 1
         counts["glideins"] += n
         counts["jobs"] += len(jobs["trace_id"])

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .stats import CORES, JOB_FAILED, OWN_TIMEOUT_REASONS
+from ..table.aggregates import CORES, JOB_FAILED, OWN_TIMEOUT_REASONS
 
 OWN_RULE_EPS_S = 1.0      # a recorded idle this close under the threshold still counts as "hit it"
 LAG_CAP_S = 300.0         # longest startd notice delay carried over to new thresholds

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
+import os
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -48,6 +49,18 @@ def tmp_path(final: Path) -> Path:
     """Where a file is written before its rename: hidden and not ``*.parquet``, so no reader's
     glob ever sees a half-written file."""
     return final.with_name(f".{final.name}.tmp")
+
+
+def write_hidden(table, final: Path) -> Path:
+    """``table`` (Arrow) as Parquet under ``final``'s hidden name, synced: renamed to ``final``
+    it appears whole. Returns the hidden name."""
+    import pyarrow.parquet as pq
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_path(final)
+    pq.write_table(table, tmp)
+    with open(tmp, "rb") as handle:
+        os.fsync(handle.fileno())
+    return tmp
 
 
 def part_files(directory: Path) -> list[Path]:

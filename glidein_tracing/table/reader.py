@@ -23,6 +23,7 @@ class Scan:
     versions: dict = field(default_factory=dict)    # file -> schema version
     skipped: list = field(default_factory=list)     # (file, why it was left out)
     schemas: dict = field(default_factory=dict)     # file -> its footer's Parquet schema
+    rows: dict = field(default_factory=dict)        # file -> its footer's row count
 
     @property
     def one_schema(self) -> bool:
@@ -65,6 +66,7 @@ def check_files(paths) -> Scan:
         scan.files.append(path)
         scan.versions[path] = version
         scan.schemas[path] = metadata.schema
+        scan.rows[path] = metadata.num_rows
     return scan
 
 

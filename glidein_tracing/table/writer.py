@@ -1,7 +1,8 @@
 """The one writer of the glidein table's Parquet files (pyarrow): rows -> one file per day and
 dataset, written to a hidden name and renamed (a reader never sees half a file), and a day's
 files merged into one when there are too many (compaction, crash-safe through the day's
-``_compacted.log``). Callers hold ``layout.locked``."""
+``_compacted.log``), each merged file with its rollup (rollup.py: the statistics' aggregate
+of its rows). Callers hold ``layout.locked``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import os
 import uuid
 from pathlib import Path
 
-from . import layout
+from . import layout, rollup
 from .schema import DATASETS, GLIDEINS_DATASET, JOBS_DATASET, SCHEMA_VERSION
 
 VERSION_KEY = b"glidein_tracing.schema_version"
@@ -79,13 +80,7 @@ def _coerce(value, arrow_type):
 def write_file(table, final: Path):
     """``table`` (Arrow) as ``final``, atomically: written and synced under a hidden name, then
     renamed."""
-    import pyarrow.parquet as pq
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = layout.tmp_path(final)
-    pq.write_table(table, tmp)
-    with open(tmp, "rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(tmp, final)
+    os.replace(layout.write_hidden(table, final), final)
 
 
 def write_days(table_dir: Path, dataset: str, rows_by_day: dict, token: str) -> list[Path]:
@@ -139,19 +134,20 @@ def compact(day_dir: Path, dataset: str, max_files: int = MAX_FILES_PER_DAY) -> 
 
 
 def _merge(day_dir: Path, dataset: str, inputs: list):
+    """The inputs as one merged file with its rollup (rollup.py), written before the file
+    appears, so a merged file is never without it; the inputs and their rollups then go."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     table = pa.concat_tables([pq.read_table(p, schema=arrow_schema(dataset)) for p in inputs])
     final = day_dir / f"{layout.PART_PREFIX}c{new_token()}{layout.PART_SUFFIX}"
-    tmp = layout.tmp_path(final)
-    pq.write_table(table, tmp)
-    with open(tmp, "rb") as handle:
-        os.fsync(handle.fileno())
+    tmp = layout.write_hidden(table, final)
     marker = _marker(day_dir)
     marker.write_text(str(day_dir.relative_to(marker.parent)))
+    rollup.write(table, dataset, final)
     _append_log(day_dir, [final.name] + [p.name for p in inputs])
     os.replace(tmp, final)
     for path in inputs:
+        rollup.remove(path)
         path.unlink(missing_ok=True)
     marker.unlink()
 
@@ -171,8 +167,8 @@ def _append_log(day_dir: Path, names: list[str]):
 
 def finish_compactions(table_dir: Path):
     """After a crash: the compaction a killed writer left is completed (its output renamed
-    into place when its log line was written, its inputs removed; else its hidden output
-    removed)."""
+    into place when its log line was written, its inputs and their rollups removed; else its
+    hidden output and its rollup removed)."""
     marker = Path(table_dir) / layout.COMPACTING_MARK
     if not marker.exists():
         return
@@ -185,7 +181,9 @@ def finish_compactions(table_dir: Path):
             os.replace(layout.tmp_path(final), final)
         if final.exists():
             for name in inputs:
+                rollup.remove(day_dir / name)
                 (day_dir / name).unlink(missing_ok=True)
     for stale in day_dir.glob(".*.tmp"):
         stale.unlink(missing_ok=True)
+    rollup.remove_orphans(day_dir)
     marker.unlink()
