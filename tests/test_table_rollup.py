@@ -222,3 +222,28 @@ def test_a_rollup_whose_file_is_gone_is_not_counted(table, tmp_path):
     os.unlink(gone)
     assert rollup.path_of(gone).exists()        # left behind: never consulted
     assert_same(stats_of(table), stats_of(without_rollups(table, tmp_path)))
+
+
+def test_the_table_verb_writes_the_rollups_a_table_lacks(table, tmp_path):
+    """A table written before rollups existed (or whose rollups/ was deleted): `glidein-tracing
+    table --rollups` gives every file its rollup, the numbers unchanged; run again it writes
+    none; a damaged file is named and left without one, the others get theirs."""
+    raw = without_rollups(table, tmp_path)
+    want = stats_of(raw)
+    command = [sys.executable, "-m", "glidein_tracing", "table", "--table", str(raw), "--rollups"]
+    first = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    files = len(data_files(raw)) + len(data_files(raw, "jobs"))
+    assert first.returncode == 0, first.stderr
+    assert f"{files} rollups written, 0 files had theirs" in first.stderr
+    assert rolled_and_raw_rows(raw)[1] == rolled_and_raw_rows(raw, "jobs")[1] == 0
+    assert_same(stats_of(raw), want)
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and f"0 rollups written, {files} files had theirs" in again.stderr
+    shutil.rmtree(raw / rollup.ROLLUPS_DIR)
+    damaged = data_files(raw)[0]
+    content = damaged.read_bytes()
+    damaged.write_bytes(content[:4] + b"\0" * (len(content) - 200) + content[-196:])   # footer intact, data not
+    third = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert third.returncode == 1 and str(damaged) in third.stderr
+    assert f"{files - 1} rollups written" in third.stderr
+    assert not rollup.path_of(damaged).exists()

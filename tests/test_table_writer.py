@@ -247,3 +247,18 @@ def test_rows_an_older_forwarder_left_owed_as_dicts_are_written_by_name(tmp_path
         [("a" * 32, 7.5, "ok", None)]
     jobs, _ = reader.read_rows(tmp_path / "table", "jobs")
     assert [(r["span_id"], r["wall_s"]) for r in jobs.to_pylist()] == [("b" * 16, 3.0)]
+
+
+def test_a_pass_file_is_never_taken_for_a_merged_one(tmp_path):
+    """compact() tells a pass's files from merged ones by name: whatever token a pass draws,
+    more than MAX_FILES_PER_DAY of them are merged (a token starting with "c" once made about
+    one pass file in 16 look merged: never merged, never rolled up)."""
+    assert not any(writer.new_token().startswith("c") for _ in range(1000))
+    table = tmp_path / "table"
+    day = table_layout.day_of(_rows(1)[0]["ended_at"])
+    for k in range(writer.MAX_FILES_PER_DAY + 1):
+        rows = [dict(r, trace_id=f"{k:08x}{i:024x}") for i, r in enumerate(_rows(2))]
+        writer.write_days(table, "glideins", {day: rows}, writer.new_token())
+    assert writer.compact(table_layout.day_dir(table, "glideins", day), "glideins")
+    [merged] = table_layout.part_files(table_layout.day_dir(table, "glideins", day))
+    assert merged.name.startswith("part-c")

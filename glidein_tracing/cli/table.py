@@ -6,7 +6,8 @@ store, or Jaeger's query API a day at a time.
 The Factory forwarder writes the table as it finishes glideins; this verb fills it for what
 was traced before. Glideins the table already holds are left out, so it can be run again
 (after an interruption, or on a store that grew). `--check` reads the table back: rows per
-dataset, files that are damaged (named, left out) and schema versions.
+dataset, files that are damaged (named, left out) and schema versions. `--rollups` writes the
+statistics rollups (docs/glidein-table.md) of the files that lack one.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ def add_arguments(parser):
     source.add_argument("--jaeger", metavar="URL", help="build from Jaeger's query API at URL (e.g. "
                         "http://localhost:16686), a day at a time from --since to --until")
     source.add_argument("--check", action="store_true", help="read the table back and report")
+    source.add_argument("--rollups", action="store_true", help="write the statistics rollups the table's "
+                        "files lack (a table written before rollups existed, or whose rollups/ was deleted)")
     parser.add_argument("--since", metavar="YYYY-MM-DD", help="with --jaeger: first day (UTC) of trace starts")
     parser.add_argument("--until", metavar="YYYY-MM-DD", help="with --jaeger: last day (default: today)")
     parser.add_argument("--service", default="glidein", help="with --jaeger: the glideins' service.name")
@@ -43,6 +46,8 @@ def run(args):
 
     if args.check:
         return _check(args.table)
+    if args.rollups:
+        return _rollups(args.table)
     if args.jaeger:
         if not args.since:
             raise UserError("--jaeger needs --since YYYY-MM-DD (the first day to read)")
@@ -65,6 +70,20 @@ def run(args):
     print(f"glidein-tracing table: {report.glideins} glideins written, {report.already} already in the "
           f"table, {report.spans} spans read, {report.not_glideins} other traces", file=sys.stderr)
     return 1 if report.problems else 0
+
+
+def _rollups(table) -> int:
+    from ..table import backfill, reader
+    if not Path(table).is_dir():
+        raise UserError(f"{table}: no such table directory")
+    try:
+        written, kept, problems = backfill.missing_rollups(table)
+    except reader.TableError as exc:
+        raise UserError(str(exc)) from None
+    for problem in problems:
+        print(f"glidein-tracing table: {problem}", file=sys.stderr)
+    print(f"glidein-tracing table: {written} rollups written, {kept} files had theirs", file=sys.stderr)
+    return 1 if problems else 0
 
 
 def _check(table) -> int:

@@ -10,9 +10,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import layout, reader, writer
+from . import layout, reader, rollup, writer
 from .readable import decode_line, readable_spans
 from .rows import NoGlideinRoot, glidein_rows
+from .schema import DATASETS
 
 #: rows held before they are written as one file per day
 CHUNK_GLIDEINS = 200_000
@@ -170,3 +171,31 @@ def from_jaeger(base_url: str, table_dir, since: dt.date, until: dt.date, *, ser
         rows.write()
         day += dt.timedelta(days=1)
     return report
+
+
+def missing_rollups(table_dir) -> tuple[int, int, list]:
+    """The rollup (rollup.py) of every data file of the table that has none usable: a table
+    written before rollups existed, whose ``rollups/`` was deleted, or of an older rollup
+    version; pass files included (a compaction removes their rollups with them). Under the
+    table's lock, so no compaction removes a file being read. Returns (rollups written, files
+    that had one, problems: the files whose rows do not read, named and left without one)."""
+    import pyarrow.parquet as pq
+    written, kept, problems = 0, 0, []
+    with layout.locked(Path(table_dir)):
+        for dataset in DATASETS:
+            scan = reader.usable_files(table_dir, dataset)
+            have = rollup.usable(scan.files, scan.rows)
+            kept += len(have)
+            problems += scan.problems
+            for path in scan.files:
+                if path in have:
+                    continue
+                try:
+                    rows = pq.read_table(path, schema=writer.arrow_schema(dataset))
+                except (OSError, ValueError) as exc:
+                    problems.append(f"{path}: damaged Parquet file, no rollup written ({str(exc)[:200]})")
+                    continue
+                rollup.write(rows, dataset, path)
+                written += 1
+    return written, kept, problems
+

@@ -37,7 +37,9 @@ def arrow_schema(dataset: str):
 
 
 def new_token() -> str:
-    return uuid.uuid4().hex
+    """A pass's file token: ``p`` and 32 hex digits, so that a pass file (``part-p...``) is
+    never taken for a merged one (``part-c...``)."""
+    return "p" + uuid.uuid4().hex
 
 
 def to_table(dataset: str, rows: list):
@@ -139,7 +141,7 @@ def _merge(day_dir: Path, dataset: str, inputs: list):
     import pyarrow as pa
     import pyarrow.parquet as pq
     table = pa.concat_tables([pq.read_table(p, schema=arrow_schema(dataset)) for p in inputs])
-    final = day_dir / f"{layout.PART_PREFIX}c{new_token()}{layout.PART_SUFFIX}"
+    final = day_dir / f"{layout.PART_PREFIX}c{uuid.uuid4().hex}{layout.PART_SUFFIX}"
     tmp = layout.write_hidden(table, final)
     marker = _marker(day_dir)
     marker.write_text(str(day_dir.relative_to(marker.parent)))
