@@ -51,7 +51,7 @@ from ..exporters.store import ROTATE_BYTES, Store
 NAN = float("nan")
 #: bumped whenever the same SynthConfig would generate other glideins (these spans or
 #: synth_table.py's rows): benchmarks key their cached stores and tables on it
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 
 
 @dataclass(slots=True)

@@ -132,6 +132,44 @@ def _start(span) -> int:
     return span.start_time
 
 
+def _job_order(span) -> tuple:
+    """Jobs by start, then end, then span id: one order however the spans came."""
+    return span.start_time, span.end_time, span.context.span_id
+
+
+def _int32(value) -> int | None:
+    """An INTEGER column's value as the writer stores it: a forged one (text, absurd) is NULL."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if type(value) is int and -(1 << 31) <= value < 1 << 31 else None
+
+
+def _instant(ns: int) -> int | None:
+    """A TIMESTAMP column's value (microseconds) as the writer stores it: beyond Arrow's range, NULL."""
+    us = ns // 1000
+    return us if -(1 << 63) <= us < 1 << 63 else None
+
+
+FAILED_EXITS = ("remove", "hold", "evict")
+
+
+def _job_failed(attrs) -> bool:
+    """The jobs dataset's rule for a failed job (analysis/stats.py JOB_FAILED) on the values its
+    row stores: a failure domain, a non-zero exit code, a signal, or removed, held or evicted."""
+    domain, exit_by = attrs.get(c.JOB_FAILURE_DOMAIN), attrs.get(c.JOB_EXIT_BY)
+    return (isinstance(domain, str) or (_int32(attrs.get(c.JOB_EXIT_CODE)) or 0) != 0
+            or _int32(attrs.get(c.JOB_EXIT_SIGNAL)) is not None or exit_by in FAILED_EXITS)
+
+
+def _timeline(jobs, job_attrs) -> dict:
+    """The glidein's job timeline (its jobs in order, as lists): what the what-if replay reads
+    from the glidein's own row, without joining and sorting the jobs dataset."""
+    return {"job_started_at": [_instant(span.start_time) for span in jobs],
+            "job_ended_at": [_instant(span.end_time) for span in jobs],
+            "job_request_cpus": [_int32(attrs.get(c.JOB_REQUEST_CPUS)) for attrs in job_attrs],
+            "job_failed": [_job_failed(attrs) for attrs in job_attrs]}
+
+
 def glidein_rows(spans, *, trace_kept: bool = True) -> tuple[dict, list[dict]]:
     """(the glidein's row, its jobs' rows) from one glidein's spans, as dicts by column."""
     row, jobs = _rows(spans, trace_kept)
@@ -156,8 +194,9 @@ def _rows(spans, trace_kept: bool) -> tuple[dict, list[tuple]]:
     cpus = attrs.get(c.GLIDEIN_CPUS)   # from the node: untrusted, maybe text or absurd
     row["cpus"] = cpus if isinstance(cpus, int) and 0 < cpus < 1 << 31 else None
     row["gatekeeper"] = attrs.get(c.GLIDEIN_GATEKEEPER)
-    jobs = sorted(by_stage.get("job", ()), key=_start)
+    jobs = sorted(by_stage.get("job", ()), key=_job_order)
     job_attrs = [span.attributes for span in jobs]
+    row.update(_timeline(jobs, job_attrs))
     classes = [gwms.job_class(a.get(c.JOB_EXIT_CODE), a.get(c.JOB_EXIT_SIGNAL), a.get(c.JOB_EXIT_BY))
                for a in job_attrs]
     row.update(gwms.quantities(_gwms_run(row, root, by_stage, jobs, classes)))
