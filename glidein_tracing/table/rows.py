@@ -6,6 +6,7 @@ spans of other traces (the user's view of a job) are ignored."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from operator import itemgetter
 
@@ -138,8 +139,9 @@ def _job_order(span) -> tuple:
 
 
 def _int32(value) -> int | None:
-    """An INTEGER column's value as the writer stores it: a forged one (text, absurd) is NULL."""
-    if isinstance(value, float) and value.is_integer():
+    """An INTEGER column's value as the writer (Arrow) stores it: a number truncated to an
+    integer, a forged one (text, a truth value, out of range) NULL."""
+    if isinstance(value, float) and math.isfinite(value):
         value = int(value)
     return value if type(value) is int and -(1 << 31) <= value < 1 << 31 else None
 

@@ -77,6 +77,35 @@ def glidein_row(trace: str, *, condor=(0.0, 3000.0), jobs=(), reason="daemon_shu
     return row, job_rows
 
 
+def timeline_mismatches(con) -> list:
+    """Trace ids of the glideins whose job timeline (``job_*`` lists) is not their job rows'
+    values in the order of start, end and span id (``con``: views glideins and jobs)."""
+    from glidein_tracing.analysis.stats import JOB_FAILED
+    order = "ORDER BY started_at, ended_at, span_id"
+    lists = {"job_started_at": "started_at", "job_ended_at": "ended_at", "job_request_cpus": "request_cpus",
+             "job_failed": f"COALESCE({JOB_FAILED}, false)"}
+    built = ", ".join(f"list({value} {order}) AS {name}" for name, value in lists.items())
+    differs = " OR ".join(f"g.{name} IS DISTINCT FROM COALESCE(j.{name}, [])" for name in lists)
+    return [r[0] for r in con.execute(f"WITH j AS (SELECT trace_id, {built} FROM jobs GROUP BY trace_id) "
+                                      f"SELECT g.trace_id FROM glideins g LEFT JOIN j USING (trace_id) "
+                                      f"WHERE {differs}").fetchall()]
+
+
+def as_schema_1(table_dir, out_dir, days=None) -> Path:
+    """A copy of a glidein table as schema version 1 wrote it (no job timeline columns, version
+    1 in the files); ``days``: only these days' files (the others copied as they are)."""
+    for path in sorted(Path(table_dir).rglob("*.parquet")):
+        target = Path(out_dir) / path.relative_to(table_dir)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        table = pq.read_table(path, partitioning=None)
+        if days is None or path.parent.name.split("=", 1)[1] in days:
+            table = table.drop_columns([n for n in whatif.TIMELINE if n in table.column_names])
+            table = table.set_column(0, "schema_version", pa.array([1] * table.num_rows, pa.int32()))
+            table = table.replace_schema_metadata({writer.VERSION_KEY: b"1"})
+        pq.write_table(table, target)
+    return Path(out_dir)
+
+
 def replay_one(L: float, jobs: list, own: bool, cores: float, current, candidate) -> dict:
     """Plain-Python reference of the what-if model for one glidein (docs/analysis.md):
     ``jobs``: (start, end, failed) relative to the condor start. Core-seconds."""
