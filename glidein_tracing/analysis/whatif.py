@@ -84,7 +84,7 @@ def _glideins_sql(chunk_sql: str, timeline: str = ", ".join(TIMELINE)) -> str:
     """The glideins of a pass that have a condor phase: entry (its code in ``whatif_entries``),
     cores, phase length and start, whether it stopped on its own timeout, job timeline."""
     return f"""
-    SELECT trace_id, code AS entry, {CORES} AS c, condor_s AS L, epoch_us(condor_start_at) AS cs,
+    SELECT code AS entry, {CORES} AS c, condor_s AS L, epoch_us(condor_start_at) AS cs,
            COALESCE(shutdown_reason IN {OWN_TIMEOUT_REASONS}, false) AS own, {timeline}
     FROM glideins JOIN whatif_entries ON glideins.entry IS NOT DISTINCT FROM whatif_entries.name
     WHERE condor_s IS NOT NULL AND condor_start_at IS NOT NULL {chunk_sql}"""
@@ -93,16 +93,16 @@ def _glideins_sql(chunk_sql: str, timeline: str = ", ".join(TIMELINE)) -> str:
 def _rebuilt_sql(chunk_sql: str, stored: bool) -> str:
     """The same rows, the timeline of a glidein whose row lacks it (``_no_timeline``; every
     row when the files have no timeline columns, ``stored`` False) built from the jobs
-    dataset: a join and a sort, slower, the same lists."""
+    dataset: a join and a GROUP BY, slower, the same jobs in any order (``_in_order`` sorts)."""
     own = ", ".join(TIMELINE) if stored else ", ".join(
         f"CAST(NULL AS {t}[]) AS {n}" for n, t in zip(TIMELINE, ("TIMESTAMP", "TIMESTAMP", "INTEGER", "BOOLEAN")))
     rebuilt = ", ".join(f"CASE WHEN {_no_timeline('g.')} THEN COALESCE([x.{n} FOR x IN t.jobs], []) "
                         f"ELSE g.{n} END AS {n}" for n in TIMELINE)
     return f"""
-    WITH g AS ({_glideins_sql(chunk_sql, own)}),
+    WITH g AS ({_glideins_sql(chunk_sql, "trace_id, " + own)}),
     t AS (SELECT trace_id, list({{'job_started_at': started_at, 'job_ended_at': ended_at,
-                                  'job_request_cpus': request_cpus, 'job_failed': COALESCE({JOB_FAILED}, false)}}
-                                ORDER BY started_at, ended_at) AS jobs
+                                  'job_request_cpus': request_cpus, 'job_failed': COALESCE({JOB_FAILED}, false)}})
+            AS jobs
           FROM jobs WHERE trace_id IN (SELECT trace_id FROM g WHERE {_no_timeline()}) {chunk_sql} GROUP BY trace_id)
     SELECT g.entry, g.c, g.L, g.cs, g.own, {rebuilt} FROM g LEFT JOIN t USING (trace_id)"""
 
@@ -152,7 +152,7 @@ def _job_rows(table) -> dict:
     clipped to [0, L], end to [start, L] (a missing one skipped, as SQL's GREATEST/LEAST do),
     cores the job's request_cpus (0 or NULL: 1) at most the glidein's."""
     import pyarrow.compute as pc
-    glidein = {n: table.column(n).to_numpy() for n in ("entry", "c", "L", "cs", "own")}
+    glidein = {n: table.column(n).to_numpy() for n in ("entry", "c", "L", "own")}
     lists = {n: table.column(n).combine_chunks() for n in TIMELINE}
     n_jobs = pc.list_value_length(lists["job_started_at"]).to_numpy(zero_copy_only=False)
     has_jobs = n_jobs > 0
@@ -162,7 +162,7 @@ def _job_rows(table) -> dict:
     rows.update(gid=np.repeat(np.arange(len(runs)), runs), has_jobs=is_job)
     flat = {n: pc.list_flatten(v) for n, v in lists.items()}
     start, end = (np.full(len(is_job), np.nan) for _ in range(2))
-    cs = rows.pop("cs")[is_job]
+    cs = np.repeat(table.column("cs").to_numpy(), n_jobs)
     start[is_job], end[is_job] = _seconds(flat["job_started_at"], cs), _seconds(flat["job_ended_at"], cs)
     cpus = np.zeros(len(is_job), np.int64)
     cpus[is_job] = flat["job_request_cpus"].fill_null(0).to_numpy(zero_copy_only=False)
@@ -175,10 +175,11 @@ def _job_rows(table) -> dict:
 
 
 def _in_order(rows: dict) -> dict:
-    """The rows by glidein and start, as the replay needs them. A timeline is in that order
-    already (the table writes it by start, then end; rounding and clipping keep it), unless a
-    job's start is missing (read as 0) or the lists come from elsewhere. Rows of one start may
-    come in any order of their ends: each one after the first has no gap, the same bins."""
+    """The rows by glidein and start, as the replay needs them. A stored timeline is in that
+    order already (the table writes it by start, then end; rounding and clipping keep it),
+    unless a job's start is missing (read as 0); one rebuilt from the jobs is not. Rows of one
+    start may come in any order of their ends: each one after the first has no gap, the same
+    bins."""
     gid, s, e = rows["gid"], rows["s"], rows["e"]
     if not np.any((s[1:] < s[:-1]) & (gid[1:] == gid[:-1])):
         return rows
