@@ -64,8 +64,10 @@ def test_sql_replay_equals_the_plain_python_reference(table, candidate):
 @pytest.mark.parametrize("version", [2, 1])
 def test_rules_on_single_glideins(tmp_path, version):
     """The same from the job timelines (schema 2) and from the jobs dataset (schema 1)."""
-    rows = [glidein_row("a" * 32, condor=(0, 1260), jobs=(), reason="max_idle", version=version),  # idled out at 1200 + 60
-            glidein_row("b" * 32, condor=(0, 5000), jobs=((700, 4500, False),), version=version),  # first job after 700 s
+    rows = [glidein_row("a" * 32, condor=(0, 1260), jobs=(), reason="max_idle",   # idled out at 1200 + 60
+                        version=version),
+            glidein_row("b" * 32, condor=(0, 5000), jobs=((700, 4500, False),),   # first job after 700 s
+                        version=version),
             glidein_row("c" * 32, condor=(0, 9000), jobs=((10, 1000, False), (1300, 8500, True)),  # 300 s gap
                         version=version)]
     write_rows(tmp_path, "glideins", [r for r, _ in rows], version=version)
@@ -201,13 +203,15 @@ def test_a_day_whose_schema_1_and_2_files_compaction_merged_gives_the_same_numbe
     day = tmp_path / "glideins" / "date=2026-01-01"
     for index in range(10):
         version = 1 if index % 2 else 2
+        begins = [100.0 * index + 900 * k for k in range(index)]
         row, jobs = glidein_row(f"{index:032x}", condor=(0, 9000), version=version, reason="max_idle",
-                                jobs=tuple((100.0 * index + 900 * k, 100.0 * index + 900 * k + 600, k == 1) for k in range(index)))
+                                jobs=tuple((b, b + 600, k == 1) for k, b in enumerate(begins)))
         write_rows(tmp_path, "glideins", [row], name=f"part-{index:02d}", version=version)
         write_rows(tmp_path, "jobs", jobs, name=f"part-{index:02d}", version=version)
     candidates = [Settings(600, 200, 21600), Settings(300, 120, 4000), CURRENT]
     before = whatif.evaluate_grid(open_dataset(tmp_path), CURRENT, candidates)
     assert writer.compact(day, "glideins") and len(list(day.glob("*.parquet"))) == 1
     data = open_dataset(tmp_path)
-    assert data.versions == [2] and data.con.execute("SELECT count(*) FROM glideins WHERE job_started_at IS NULL").fetchone()[0] == 5
+    assert data.versions == [2]
+    assert data.con.execute("SELECT count(*) FROM glideins WHERE job_started_at IS NULL").fetchone()[0] == 5
     assert whatif.evaluate_grid(data, CURRENT, candidates) == before and before["total_jobs"] == 45

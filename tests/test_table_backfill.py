@@ -95,7 +95,7 @@ def test_backfill_from_a_synthetic_store_agrees_with_its_spans_and_can_run_again
     assert len({r["date"] for r in rows}) >= 3          # a partition per day the glideins ended
     data = open_dataset(table)
     assert timeline_mismatches(data.con) == []           # failed as the analysis counts the jobs
-    failed = data.con.execute("SELECT count(*) FILTER (WHERE f), count(*) FROM (SELECT unnest(job_failed) AS f FROM glideins)")
+    failed = data.con.execute("SELECT count(*) FILTER (WHERE f) FROM (SELECT unnest(job_failed) AS f FROM glideins)")
     assert 0 < failed.fetchone()[0] < len([j for js in jobs.values() for j in js])
     again = table_cli("--store", store, "--table", table)
     assert again.returncode == 0 and "0 glideins written, 150 already in the table" in again.stderr
