@@ -2,6 +2,7 @@
 Jaeger's query API a day at a time), and the table agreeing with the traces: every duration
 in it equals the matching span's, for every glidein of the demo and of a synthetic store."""
 
+import datetime
 import json
 import subprocess
 import sys
@@ -12,10 +13,12 @@ import uuid
 import pytest
 
 from glidein_tracing.analysis import synth
+from glidein_tracing.analysis.dataset import open_dataset
 from glidein_tracing.exporters.otlp_json import request_from_span_dicts
 from glidein_tracing.exporters.store import read_store
 from glidein_tracing.table import reader
 
+from tests.support.analysis_helpers import timeline_mismatches
 from tests.support.table_helpers import own_spans, seconds, total
 
 IDLE = {"before_first_job": "idle_before_first_job_s", "between_jobs": "idle_between_jobs_s",
@@ -59,6 +62,19 @@ def assert_agrees_with_spans(row, job_rows, spans, waits=None):
         assert job["wall_s"] == seconds(jobs[job["span_id"]])
         if waits is not None and job["job_global_id"] in waits:   # jobs with a user's trace
             assert job["wait_s"] == waits[job["job_global_id"]], job["job_global_id"]
+    # the job timeline: the job spans' times in the order of their starts, then ends; the
+    # jobs' rows in that order
+    ordered = sorted(jobs.values(), key=lambda s: (s["start_ns"], s["end_ns"], s["span_id"]))
+    assert [micros(t) for t in row["job_started_at"]] == [s["start_ns"] // 1000 for s in ordered]
+    assert [micros(t) for t in row["job_ended_at"]] == [s["end_ns"] // 1000 for s in ordered]
+    by_span = {job["span_id"]: job for job in job_rows}
+    assert row["job_request_cpus"] == [by_span[s["span_id"]]["request_cpus"] for s in ordered]
+    assert len(row["job_failed"]) == len(ordered)
+
+
+def micros(instant) -> int:
+    """A timestamp as the table read it (a naive UTC datetime), in microseconds since the epoch."""
+    return round(instant.replace(tzinfo=datetime.timezone.utc).timestamp() * 1e6)
 
 
 def test_backfill_from_a_synthetic_store_agrees_with_its_spans_and_can_run_again(tmp_path):
@@ -77,6 +93,10 @@ def test_backfill_from_a_synthetic_store_agrees_with_its_spans_and_can_run_again
     for row in rows:
         assert_agrees_with_spans(row, jobs.get(row["trace_id"], []), traces[row["trace_id"]])
     assert len({r["date"] for r in rows}) >= 3          # a partition per day the glideins ended
+    data = open_dataset(table)
+    assert timeline_mismatches(data.con) == []           # failed as the analysis counts the jobs
+    failed = data.con.execute("SELECT count(*) FILTER (WHERE f) FROM (SELECT unnest(job_failed) AS f FROM glideins)")
+    assert 0 < failed.fetchone()[0] < len([j for js in jobs.values() for j in js])
     again = table_cli("--store", store, "--table", table)
     assert again.returncode == 0 and "0 glideins written, 150 already in the table" in again.stderr
 

@@ -123,6 +123,11 @@ def test_rows_of_a_glidein_of_known_times():
     assert [j["gwms_class"] for j in jobs] == ["goodZ", "goodNZ", "badSignal"]
     assert jobs[0]["wait_s"] == pytest.approx(condor + 100 - int(condor)) and jobs[0]["idle_before_s"] == 100 and jobs[1]["idle_before_s"] == 100
     assert [j["wall_s"] for j in jobs] == [1000, 500, 300]
+    # the job timeline: the jobs' values in the order of their starts
+    job_spans = [spans[8], spans[10], spans[11]]
+    assert row["job_started_at"] == [s["start_ns"] // 1000 for s in job_spans] == [j["started_at"] for j in jobs]
+    assert row["job_ended_at"] == [s["end_ns"] // 1000 for s in job_spans] == [j["ended_at"] for j in jobs]
+    assert row["job_request_cpus"] == [None, None, None] and row["job_failed"] == [False, True, True]
 
 
 def test_a_failed_glidein_names_its_failed_script_and_its_sleep_counts_in_lasted():
@@ -221,3 +226,35 @@ def test_forged_values_make_nulls_not_a_failed_row(tmp_path):
     stored_jobs = reader.read_rows(tmp_path, "jobs")[0].to_pylist()
     assert stored_jobs[0]["exit_code"] is None and stored_jobs[0]["request_cpus"] is None
     assert stored_jobs[0]["wait_s"] is None and stored_jobs[0]["gwms_class"] == "goodNZ"
+    assert stored["job_request_cpus"] == [j["request_cpus"] for j in stored_jobs] == [None, None, None]
+    assert stored["job_failed"] == [False, True, True]      # a forged exit code is no failure
+
+
+def test_a_glidein_of_thousands_of_jobs_writes_its_timeline_in_one_order(tmp_path):
+    """A hostile node reports 6,000 jobs, many of one start, some of one start and end, one
+    ending beyond the calendar, forged cpus and exit codes: the row is written, its timeline
+    in the same order however the spans arrive, and it is the jobs dataset's rows."""
+    import random
+    from glidein_tracing.analysis.dataset import open_dataset
+    from glidein_tracing.table import reader, writer
+    from tests.support.analysis_helpers import timeline_mismatches
+    spans, t, node, condor = synthetic_glidein()
+    for i in range(6000):
+        start = condor + 100 + (i // 3)
+        attrs = {"job.exit_code": [0, 1, "zero", 2.5][i % 4], "job.request_cpus": [1, 8, "many", 10**30][i % 4]}
+        spans.append(_span(spans[0]["trace_id"], f"many/{i}", "job", start, start + 1 + i % 2, "condor", attrs))
+    spans[-1]["end_ns"] = 10**30
+    rng = random.Random(5)
+    rows = []
+    for _ in range(2):
+        rng.shuffle(spans)
+        rows.append(glidein_rows(readable_spans(spans)))
+    (row, jobs), (again, _) = rows
+    assert row == again and len(row["job_started_at"]) == row["jobs"] == 6003 and row["job_ended_at"][-1] is None
+    assert row["job_started_at"] == sorted(row["job_started_at"])
+    writer.write_days(tmp_path, "glideins", {"2026-11-22": [row]}, "t")
+    writer.write_days(tmp_path, "jobs", {"2026-11-22": jobs}, "t")
+    (stored,) = reader.read_rows(tmp_path, "glideins")[0].to_pylist()
+    cpus = stored["job_request_cpus"]
+    assert len(stored["job_failed"]) == 6003 and (cpus.count(1), cpus.count(8), cpus.count(None)) == (1500, 1500, 3003)
+    assert timeline_mismatches(open_dataset(tmp_path).con) == []

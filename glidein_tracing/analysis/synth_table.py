@@ -5,7 +5,8 @@ The model is the span generator's (``synth.py``, same ``SynthConfig`` and entry 
 HTCondor rules: Max_Idle before the first job, Max_Tail after a job, retire time plus spread,
 a startd lag up to ``shutdown_lag_s``, site kills, validation failures, outage windows), drawn
 vectorized from ``numpy.random.default_rng((seed, chunk))`` instead of one ``random.Random``:
-the same seed gives the same rows, not the same glideins as the span generator.
+the same seed gives the same rows, not the same glideins as the span generator. Each glidein
+row carries its jobs' timeline (the ``job_*`` lists) as the forwarder writes it.
 GlideinWMS's own quantities (``gwms_*``, ``waste_*_mill``) are filled from the generated
 durations with glideFactoryLogParser's definitions, so the analyze_entries table has data.
 
@@ -24,6 +25,7 @@ import numpy as np
 from ..core import failure
 from ..table import rollup
 from ..table.schema import GLIDEINS, GLIDEINS_DATASET, JOBS, JOBS_DATASET, SCHEMA_VERSION
+from ..table.writer import arrow_type
 from .synth import MESSAGES, SCRIPTS, SynthConfig, entry_profiles
 
 CHUNK = 1_000_000
@@ -131,7 +133,18 @@ def generate_chunk(cfg: SynthConfig, chunk: int, n: int) -> tuple[dict, dict]:
     out = _glidein_columns(cfg, rng, n, e, profiles, sites, cores, submitted, queue, node_start, groups, setup,
                            vfail, etype, length, reason, killed, condor_start, jg, js, je, jfail)
     jobs = _job_columns(rng, out, e, profiles, jg, js, je, jfail, evicted, condor_start, cores)
+    out.update(_timeline(n, jg, jobs, jfail))
     return out, jobs
+
+
+def _timeline(n: int, jg, jobs: dict, failed) -> dict:
+    """The glideins' job timelines (list columns) from their jobs' rows, which come sorted by
+    glidein, then start; ``failed``: the jobs that fail by the jobs dataset's rule."""
+    import pyarrow as pa
+    offsets = pa.array(np.concatenate(([0], np.cumsum(np.bincount(jg, minlength=n)))).astype(np.int32))
+    lists = lambda values: pa.ListArray.from_arrays(offsets, pa.array(values))  # noqa: E731
+    return {"job_started_at": lists(jobs["started_at"]), "job_ended_at": lists(jobs["ended_at"]),
+            "job_request_cpus": lists(jobs["request_cpus"]), "job_failed": lists(failed)}
 
 
 def _glidein_columns(cfg, rng, n, e, profiles, sites, cores, submitted, queue, node_start, groups, setup,
@@ -223,20 +236,18 @@ def _job_columns(rng, g: dict, e, profiles, jg, js, je, jfail, evicted, condor_s
 
 def _arrow(columns: dict, schema_columns):
     import pyarrow as pa
-    types = {"INTEGER": pa.int32(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), "VARCHAR": pa.string(),
-             "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us")}
     n = len(next(iter(columns.values())))
     arrays = []
     for col in schema_columns:
         value = columns.get(col.name)
         if value is None:
-            arrays.append(pa.nulls(n, types[col.sql_type]))
+            arrays.append(pa.nulls(n, arrow_type(col.sql_type)))
         elif isinstance(value, pa.Array):
             arrays.append(value)
         elif col.sql_type == "DOUBLE":
             arrays.append(pa.array(value, type=pa.float64(), from_pandas=True))   # NaN -> null
         else:
-            arrays.append(pa.array(value.tolist() if value.dtype == object else value, type=types[col.sql_type]))
+            arrays.append(pa.array(value.tolist() if value.dtype == object else value, type=arrow_type(col.sql_type)))
     table = pa.table(arrays, names=[c.name for c in schema_columns])
     return table.replace_schema_metadata({"glidein_tracing.schema_version": str(SCHEMA_VERSION)})
 

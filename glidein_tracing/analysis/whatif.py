@@ -1,5 +1,5 @@
 """What-if replay: each recorded glidein under other GLIDEIN_Max_Idle, Max_Tail and retire times,
-in one sorted pass over the glidein table's jobs.
+in one pass over the glidein rows and their job timelines.
 
 The model (docs/analysis.md, "What-if"), per glidein, on its condor phase (times relative to
 its start; ``gap`` = idle time before a job, measured from when the earlier jobs finished):
@@ -21,9 +21,10 @@ How it runs: whether a job is kept depends on the candidate only through three t
 (the glidein's first-job need against I, the prefix maximum of the tail needs against T, the
 start against R), so every job and glidein is binned by its *rank* in each candidate list and
 what each bin contributes is summed (kept idle, badput, jobs; the new tail for every threshold
-value). Per group of days, DuckDB joins the jobs to their glideins and returns them sorted by
-glidein and start (the one sort); numpy computes the running values (cursor, gap, running
-maximum of the tail-need ranks) and the grouped sums. A candidate's totals are then sums over
+value). Per group of days, DuckDB scans the glideins, each with its job timeline (the row's
+``job_*`` lists, already by start: no join, no sort; rows of schema version 1 have them built
+from the jobs dataset); numpy flattens the lists and computes the running values (cursor,
+gap, running maximum of the tail-need ranks) and the grouped sums. A candidate's totals are then sums over
 bins (a few thousand rows), exact, with one pass over the data for the whole grid.
 """
 
@@ -68,24 +69,122 @@ def _rank(x: np.ndarray, grid) -> np.ndarray:
     return rank
 
 
-def _rows_sql(cur: Settings, day_filter: str) -> str:
-    """One row per job of a glidein with a condor phase (one row for a glidein without jobs),
-    relative to the phase, sorted by glidein, start and end: the one sort of the replay. The
-    entry is its code in ``whatif_entries``."""
+#: the glidein row's job timeline (table schema version 2): parallel lists, one element per job
+TIMELINE = ("job_started_at", "job_ended_at", "job_request_cpus", "job_failed")
+
+
+def _no_timeline(row: str = "") -> str:
+    """A row (``row``: its table's alias and a dot) whose timeline is missing (a file of schema
+    version 1) or not four lists of one length."""
+    first = f"len({row}{TIMELINE[0]})"
+    return f"{row}{TIMELINE[0]} IS NULL OR " + " OR ".join(f"{first} <> len({row}{n})" for n in TIMELINE[1:])
+
+
+def _glideins_sql(chunk_sql: str, timeline: str = ", ".join(TIMELINE)) -> str:
+    """The glideins of a pass that have a condor phase: entry (its code in ``whatif_entries``),
+    cores, phase length and start, whether it stopped on its own timeout, job timeline."""
     return f"""
-    WITH g AS (
-      SELECT row_number() OVER () AS gid, trace_id, code AS entry, {CORES} AS c, condor_s AS L,
-             epoch(condor_start_at) AS cs, COALESCE(shutdown_reason IN {OWN_TIMEOUT_REASONS}, false) AS own
-      FROM glideins JOIN whatif_entries ON glideins.entry IS NOT DISTINCT FROM whatif_entries.name
-      WHERE condor_s IS NOT NULL AND condor_start_at IS NOT NULL {day_filter}),
-    j0 AS (
-      SELECT g.gid, g.entry, g.c, g.L, g.own, j.trace_id IS NOT NULL AS has_jobs,
-             LEAST(GREATEST(round(epoch(j.started_at) - g.cs, 3), 0), g.L) AS s,
-             round(epoch(j.ended_at) - g.cs, 3) AS e_raw,
-             LEAST(COALESCE(NULLIF(j.request_cpus, 0), 1), g.c) AS jc, COALESCE({JOB_FAILED}, false) AS failed
-      FROM g LEFT JOIN (SELECT * FROM jobs WHERE true {day_filter}) j ON j.trace_id = g.trace_id)
-    SELECT gid, entry, c, L, own, has_jobs, s, LEAST(GREATEST(e_raw, s), L) AS e, jc, failed
-    FROM j0 ORDER BY gid, s, e"""
+    SELECT code AS entry, {CORES} AS c, condor_s AS L, epoch_us(condor_start_at) AS cs,
+           COALESCE(shutdown_reason IN {OWN_TIMEOUT_REASONS}, false) AS own, {timeline}
+    FROM glideins JOIN whatif_entries ON glideins.entry IS NOT DISTINCT FROM whatif_entries.name
+    WHERE condor_s IS NOT NULL AND condor_start_at IS NOT NULL {chunk_sql}"""
+
+
+def _rebuilt_sql(chunk_sql: str, stored: bool) -> str:
+    """The same rows, the timeline of a glidein whose row lacks it (``_no_timeline``; every
+    row when the files have no timeline columns, ``stored`` False) built from the jobs
+    dataset: a join and a GROUP BY, slower, the same jobs in any order (``_in_order`` sorts)."""
+    own = ", ".join(TIMELINE) if stored else ", ".join(
+        f"CAST(NULL AS {t}[]) AS {n}" for n, t in zip(TIMELINE, ("TIMESTAMP", "TIMESTAMP", "INTEGER", "BOOLEAN")))
+    rebuilt = ", ".join(f"CASE WHEN {_no_timeline('g.')} THEN COALESCE([x.{n} FOR x IN t.jobs], []) "
+                        f"ELSE g.{n} END AS {n}" for n in TIMELINE)
+    return f"""
+    WITH g AS ({_glideins_sql(chunk_sql, "trace_id, " + own)}),
+    t AS (SELECT trace_id, list({{'job_started_at': started_at, 'job_ended_at': ended_at,
+                                  'job_request_cpus': request_cpus, 'job_failed': COALESCE({JOB_FAILED}, false)}})
+            AS jobs
+          FROM jobs WHERE trace_id IN (SELECT trace_id FROM g WHERE {_no_timeline()}) {chunk_sql} GROUP BY trace_id)
+    SELECT g.entry, g.c, g.L, g.cs, g.own, {rebuilt} FROM g LEFT JOIN t USING (trace_id)"""
+
+
+def _glideins_of(con, chunk_sql: str, stored: bool):
+    """One pass's glideins with their timelines (Arrow): read from their own rows when every
+    row has one, else rebuilt from the jobs for those that lack it."""
+    if stored:
+        table = con.sql(_glideins_sql(chunk_sql)).to_arrow_table()
+        if _timeline_usable(table):
+            return table
+    return con.sql(_rebuilt_sql(chunk_sql, stored)).to_arrow_table()
+
+
+def _timeline_usable(table) -> bool:
+    """Every row has its four timeline lists, of one length per row."""
+    import pyarrow.compute as pc
+    lengths = [pc.list_value_length(table.column(n)) for n in TIMELINE]
+    if any(x.null_count for x in lengths):
+        return False
+    first = lengths[0].to_numpy()
+    return all(np.array_equal(first, x.to_numpy()) for x in lengths[1:])
+
+
+def _round_ms(x: np.ndarray) -> np.ndarray:
+    """``x`` to the millisecond as SQL's ``round(x, 3)`` (halves away from zero)."""
+    y = x * 1000.0
+    out = np.rint(y)
+    whole = np.trunc(y)
+    half = np.abs(y - whole) == 0.5
+    out[half] = (whole + np.sign(y))[half]
+    return out / 1000.0
+
+
+def _seconds(values, cs: np.ndarray) -> np.ndarray:
+    """Timestamps (Arrow, NULL allowed: NaN) in seconds since ``cs`` (epoch microseconds), to
+    the millisecond, as epoch seconds subtracted: the jobs' timestamps relative to the phase."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    epoch_s = np.asarray(pc.divide(pc.cast(values, pa.int64()), 1e6).to_numpy(zero_copy_only=False), float)
+    return _round_ms(epoch_s - cs / 1e6)
+
+
+def _job_rows(table) -> dict:
+    """The replay's rows of one pass's glideins: one per job in the order of its glidein's
+    timeline (one per glidein without jobs, at time 0), relative to the condor phase: start
+    clipped to [0, L], end to [start, L] (a missing one skipped, as SQL's GREATEST/LEAST do),
+    cores the job's request_cpus (0 or NULL: 1) at most the glidein's."""
+    import pyarrow.compute as pc
+    glidein = {n: table.column(n).to_numpy() for n in ("entry", "c", "L", "own")}
+    lists = {n: table.column(n).combine_chunks() for n in TIMELINE}
+    n_jobs = pc.list_value_length(lists["job_started_at"]).to_numpy(zero_copy_only=False)
+    has_jobs = n_jobs > 0
+    runs = np.where(has_jobs, n_jobs, 1)
+    is_job = np.repeat(has_jobs, runs)
+    rows = {n: np.repeat(v, runs) for n, v in glidein.items()}
+    rows.update(gid=np.repeat(np.arange(len(runs)), runs), has_jobs=is_job)
+    flat = {n: pc.list_flatten(v) for n, v in lists.items()}
+    start, end = (np.full(len(is_job), np.nan) for _ in range(2))
+    cs = np.repeat(table.column("cs").to_numpy(), n_jobs)
+    start[is_job], end[is_job] = _seconds(flat["job_started_at"], cs), _seconds(flat["job_ended_at"], cs)
+    cpus = np.zeros(len(is_job), np.int64)
+    cpus[is_job] = flat["job_request_cpus"].fill_null(0).to_numpy(zero_copy_only=False)
+    rows["failed"] = np.zeros(len(is_job), bool)
+    rows["failed"][is_job] = flat["job_failed"].fill_null(False).to_numpy(zero_copy_only=False)
+    rows["s"] = np.fmin(np.fmax(start, 0.0), rows["L"])
+    rows["e"] = np.fmin(np.fmax(end, rows["s"]), rows["L"])
+    rows["jc"] = np.minimum(np.where(cpus == 0, 1, cpus), rows["c"])
+    return _in_order(rows)
+
+
+def _in_order(rows: dict) -> dict:
+    """The rows by glidein and start, as the replay needs them. A stored timeline is in that
+    order already (the table writes it by start, then end; rounding and clipping keep it),
+    unless a job's start is missing (read as 0); one rebuilt from the jobs is not. Rows of one
+    start may come in any order of their ends: each one after the first has no gap, the same
+    bins."""
+    gid, s, e = rows["gid"], rows["s"], rows["e"]
+    if not np.any((s[1:] < s[:-1]) & (gid[1:] == gid[:-1])):
+        return rows
+    order = np.lexsort((e, s, gid))
+    return {n: v[order] for n, v in rows.items()}
 
 
 def _running_max(segment: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -155,10 +254,10 @@ def _concat(parts: list[dict]) -> dict:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
-def _bins_of_chunk(con, cur: Settings, grids, chunk: Chunk, n_entries: int) -> Bins:
-    """The bins of one pass: one sorted query, then numpy."""
-    rows = con.execute(_rows_sql(cur, chunk.sql())).fetchnumpy()
-    return _bins(_replay_rows({k: np.asarray(v) for k, v in rows.items()}, cur, grids), cur, grids, n_entries)
+def _bins_of_chunk(con, cur: Settings, grids, chunk: Chunk, n_entries: int, stored: bool) -> Bins:
+    """The bins of one pass: one scan of its glideins (their timelines), then numpy."""
+    rows = _job_rows(_glideins_of(con, chunk.sql(), stored))
+    return _bins(_replay_rows(rows, cur, grids), cur, grids, n_entries)
 
 
 DENSE_GROUPS = 1 << 16   # key combinations up to which a GROUP BY uses a lookup table
@@ -249,7 +348,7 @@ def _glidein_bins(g: dict, has_jobs: bool, cur: Settings, grids, keys) -> dict:
     return out
 
 
-CHUNK_GLIDEINS = 500_000   # glideins per pass: bounds the memory of the sorted rows and their arrays
+CHUNK_GLIDEINS = 500_000   # glideins per pass: bounds the memory of the rows and their arrays
 # a day of more glideins than this (about 1 GB of the replay's arrays) is cut into shares of at
 # most this many; a smaller day is read whole (each share reads the whole day's files again)
 SPLIT_GLIDEINS = 1_200_000
@@ -306,7 +405,9 @@ def collect_bins(data, current: Settings, grids, entries: list) -> Bins:
     codes = pa.table({"name": pa.array(entries, pa.string()), "code": np.arange(len(entries), dtype=np.int32)})
     data.con.register("whatif_entries", codes)
     try:
-        parts = [_bins_of_chunk(data.con, current, grids, chunk, len(entries)) for chunk in chunks(data.con, data.days())]
+        stored = set(TIMELINE) <= data.columns("glideins")
+        parts = [_bins_of_chunk(data.con, current, grids, chunk, len(entries), stored)
+                 for chunk in chunks(data.con, data.days())]
     finally:
         data.con.unregister("whatif_entries")
     return Bins(*(_concat([getattr(p, f) for p in parts]) for f in BIN_TABLES))

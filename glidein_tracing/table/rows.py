@@ -6,6 +6,7 @@ spans of other traces (the user's view of a job) are ignored."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from operator import itemgetter
 
@@ -132,6 +133,50 @@ def _start(span) -> int:
     return span.start_time
 
 
+def _in_job_order(spans) -> list:
+    """Jobs by start, then end, then span id: one order however the spans came (the full key
+    only when two jobs share a start, which is rare)."""
+    jobs = sorted(spans, key=_start)
+    if len({span.start_time for span in jobs}) < len(jobs):
+        jobs.sort(key=lambda span: (span.start_time, span.end_time, span.context.span_id))
+    return jobs
+
+
+def _int32(value) -> int | None:
+    """An INTEGER column's value as the writer (Arrow) stores it: a number truncated to an
+    integer, a forged one (text, a truth value, out of range) NULL."""
+    if isinstance(value, float) and math.isfinite(value):
+        value = int(value)
+    return value if type(value) is int and -(1 << 31) <= value < 1 << 31 else None
+
+
+def _instants(us) -> list:
+    """TIMESTAMP values (microseconds) as the writer stores them: beyond Arrow's range, NULL."""
+    if us and not (-(1 << 63) <= min(us) and max(us) < 1 << 63):
+        return [t if -(1 << 63) <= t < 1 << 63 else None for t in us]
+    return list(us)
+
+
+FAILED_EXITS = ("remove", "hold", "evict")
+
+
+def _failed(domain, exit_code, exit_signal, exit_by) -> bool:
+    """The jobs dataset's rule for a failed job (analysis/stats.py JOB_FAILED) on the values its
+    row stores: a failure domain, a non-zero exit code, a signal, or removed, held or evicted."""
+    return (isinstance(domain, str) or exit_code not in (0, None) and (_int32(exit_code) or 0) != 0
+            or exit_signal is not None and _int32(exit_signal) is not None or exit_by in FAILED_EXITS)
+
+
+def _timeline(job_rows: list) -> dict:
+    """The glidein's job timeline: its job rows' values (in their order) as lists, what the
+    what-if replay reads from the glidein's own row without joining and sorting the jobs."""
+    if not job_rows:
+        return {name: [] for name in _TIMELINE}
+    started, ended, cpus, domain, code, signal, by = _TIMELINE_SOURCES(list(zip(*job_rows)))
+    return {"job_started_at": _instants(started), "job_ended_at": _instants(ended),
+            "job_request_cpus": list(map(_int32, cpus)), "job_failed": list(map(_failed, domain, code, signal, by))}
+
+
 def glidein_rows(spans, *, trace_kept: bool = True) -> tuple[dict, list[dict]]:
     """(the glidein's row, its jobs' rows) from one glidein's spans, as dicts by column."""
     row, jobs = _rows(spans, trace_kept)
@@ -156,7 +201,7 @@ def _rows(spans, trace_kept: bool) -> tuple[dict, list[tuple]]:
     cpus = attrs.get(c.GLIDEIN_CPUS)   # from the node: untrusted, maybe text or absurd
     row["cpus"] = cpus if isinstance(cpus, int) and 0 < cpus < 1 << 31 else None
     row["gatekeeper"] = attrs.get(c.GLIDEIN_GATEKEEPER)
-    jobs = sorted(by_stage.get("job", ()), key=_start)
+    jobs = _in_job_order(by_stage.get("job", ()))
     job_attrs = [span.attributes for span in jobs]
     classes = [gwms.job_class(a.get(c.JOB_EXIT_CODE), a.get(c.JOB_EXIT_SIGNAL), a.get(c.JOB_EXIT_BY))
                for a in job_attrs]
@@ -166,7 +211,9 @@ def _rows(spans, trace_kept: bool) -> tuple[dict, list[tuple]]:
     row.update({column: resource.get(name, attrs.get(name)) for column, name in _HOST})
     row["sampling_ratio"] = attrs.get(RATIO_ATTRIBUTE)
     row["trace_kept"] = trace_kept
-    return row, _job_values(row, by_stage, jobs, job_attrs, classes)
+    job_rows = _job_values(row, by_stage, jobs, job_attrs, classes)
+    row.update(_timeline(job_rows))
+    return row, job_rows
 
 
 def _times(root, by_stage: _Stages) -> dict:
@@ -259,6 +306,10 @@ _JOB_ORDER = itemgetter(*(_JOB_MADE.index(name) for name in names(JOBS)))
 JOB_COLUMNS = tuple(names(JOBS))
 GLIDEIN_COLUMNS = tuple(names(GLIDEINS))
 _GLIDEIN_ORDER = itemgetter(*GLIDEIN_COLUMNS)
+_TIMELINE = ("job_started_at", "job_ended_at", "job_request_cpus", "job_failed")
+#: the job row columns the timeline is made of
+_TIMELINE_SOURCES = itemgetter(*(JOB_COLUMNS.index(name) for name in (
+    "started_at", "ended_at", "request_cpus", "failure_domain", "exit_code", "exit_signal", "exit_by")))
 
 
 def _job_values(glidein: dict, by_stage: _Stages, jobs, job_attrs, classes) -> list[tuple]:

@@ -1,13 +1,15 @@
 """The glidein table's columns: a public contract (docs/glidein-table.md) that users' SQL
 depends on. One constant per dataset; SCHEMA_VERSION changes whenever a column is renamed,
-retyped or removed (adding a column at the end keeps old files readable, see reader.py)."""
+retyped or removed, or when files gain columns a reader must tell apart from absent ones
+(columns added at the end keep old files readable, those columns NULL: see reader.py).
+Version 2 added the glidein's job timeline (``job_*`` list columns)."""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 from ..core import conventions as c
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: The datasets under the table's directory, each hive-partitioned ``date=YYYY-MM-DD/`` by
 #: the UTC day the glidein ended.
@@ -18,7 +20,7 @@ PARTITION_COLUMN = "date"
 
 class Column(NamedTuple):
     name: str
-    sql_type: str  # DuckDB type; every one maps to a plain Parquet type
+    sql_type: str  # DuckDB type; every one maps to a plain Parquet type (``T[]``: a Parquet LIST of T)
     unit: str
     meaning: str
 
@@ -114,6 +116,12 @@ GLIDEINS: tuple[Column, ...] = _IDENTITY + (
     _c("os_version", "VARCHAR", "", "os.version (kernel release)"),
     _c("sampling_ratio", "DOUBLE", "", "glidein_tracing.sampling_ratio the glidein ran with (null: none in the journal)"),
     _c("trace_kept", "BOOLEAN", "", "the forwarder kept the trace (sampling); false: the row is the only record"),
+    # the job timeline: one element per job span, in the order of their starts (then ends, then
+    # span ids); the same values as the jobs' rows (NULL: a file of schema version 1)
+    _c("job_started_at", "TIMESTAMP[]", "UTC", "each job's start (the jobs' started_at)"),
+    _c("job_ended_at", "TIMESTAMP[]", "UTC", "each job's end (the jobs' ended_at)"),
+    _c("job_request_cpus", "INTEGER[]", "cores", "each job's request_cpus"),
+    _c("job_failed", "BOOLEAN[]", "", "each job failed: a failure domain, a non-zero exit code, a signal, or removed, held or evicted"),
 )
 
 JOBS: tuple[Column, ...] = (

@@ -18,8 +18,11 @@ VERSION_KEY = b"glidein_tracing.schema_version"
 MAX_FILES_PER_DAY = 8
 
 
-def _arrow_type(sql_type: str):
+def arrow_type(sql_type: str):
+    """The Arrow type of a schema column's DuckDB type (``T[]``: a list of T)."""
     import pyarrow as pa
+    if sql_type.endswith("[]"):
+        return pa.list_(arrow_type(sql_type[:-2]))
     return {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "DOUBLE": pa.float64(),
             "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us")}[sql_type]
 
@@ -31,7 +34,7 @@ def arrow_schema(dataset: str):
     """The dataset's Arrow schema, the schema version in its metadata."""
     if dataset not in _SCHEMAS:
         import pyarrow as pa
-        _SCHEMAS[dataset] = pa.schema([(c.name, _arrow_type(c.sql_type)) for c in DATASETS[dataset]],
+        _SCHEMAS[dataset] = pa.schema([(c.name, arrow_type(c.sql_type)) for c in DATASETS[dataset]],
                                       metadata={VERSION_KEY: str(SCHEMA_VERSION).encode()})
     return _SCHEMAS[dataset]
 

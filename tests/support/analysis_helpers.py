@@ -10,9 +10,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from glidein_tracing.analysis import synth, synth_table
+from glidein_tracing.analysis import synth, synth_table, whatif
 from glidein_tracing.core import ids
-from glidein_tracing.table.schema import GLIDEINS, JOBS
+from glidein_tracing.table import writer
+from glidein_tracing.table.schema import GLIDEINS, JOBS, SCHEMA_VERSION
 
 BASE = 1767225600.0  # 2026-01-01T00:00:00Z
 
@@ -29,12 +30,17 @@ def write_synth_table(directory, **kwargs) -> synth.SynthConfig:
     return cfg
 
 
-def write_rows(directory, dataset: str, rows: list[dict], day: str = "2026-01-01", name: str = "part-0") -> Path:
-    """Hand-made rows (column -> value; the rest NULL) as one Parquet file of a day."""
+def write_rows(directory, dataset: str, rows: list[dict], day: str = "2026-01-01", name: str = "part-0",
+               version: int = SCHEMA_VERSION) -> Path:
+    """Hand-made rows (column -> value; the rest NULL) as one Parquet file of a day;
+    ``version`` 1: a file of schema version 1 (no job timeline columns)."""
     columns = GLIDEINS if dataset == "glideins" else JOBS
+    if version < 2:
+        columns = [c for c in columns if c.name not in whatif.TIMELINE]
     table = synth_table._arrow({c.name: _column(c, [r.get(c.name) for r in rows]) for c in columns
                                 if any(c.name in r for r in rows)} or {"schema_version": _column(columns[0], [])},
                                columns)
+    table = table.replace_schema_metadata({writer.VERSION_KEY: str(version)})
     path = Path(directory) / dataset / f"date={day}" / f"{name}.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path)
@@ -42,26 +48,62 @@ def write_rows(directory, dataset: str, rows: list[dict], day: str = "2026-01-01
 
 
 def _column(column, values):
+    """Values as the column's Arrow array; instants given as epoch seconds."""
+    us = lambda v: None if v is None else int(round(v * 1e6))  # noqa: E731
     if column.sql_type == "TIMESTAMP":
-        return pa.array([None if v is None else int(round(v * 1e6)) for v in values], type=pa.timestamp("us"))
-    types = {"INTEGER": pa.int32(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), "VARCHAR": pa.string(),
-             "BOOLEAN": pa.bool_()}
-    return pa.array(values, type=types[column.sql_type])
+        values = [us(v) for v in values]
+    elif column.sql_type == "TIMESTAMP[]":
+        values = [None if v is None else [us(x) for x in v] for v in values]
+    return pa.array(values, type=writer.arrow_type(column.sql_type))
 
 
 def glidein_row(trace: str, *, condor=(0.0, 3000.0), jobs=(), reason="daemon_shutdown", cores=1, entry="E1",
-                site="S1", start=BASE, outcome="ok", **extra) -> tuple[dict, list[dict]]:
-    """A glidein row and its job rows; ``jobs``: (start, end, failed) relative to condor start."""
+                site="S1", start=BASE, outcome="ok", version=SCHEMA_VERSION, **extra) -> tuple[dict, list[dict]]:
+    """A glidein row and its job rows; ``jobs``: (start, end, failed) relative to condor start;
+    ``version`` 1: a row of schema version 1 (no job timeline)."""
     cs, L = condor
-    row = {"schema_version": 1, "trace_id": trace, "entry": entry, "site": site, "cpus": cores, "outcome": outcome,
-           "submitted_at": start - 100, "node_start_at": start, "setup_s": 60.0, "condor_start_at": start + 60 + cs,
-           "condor_s": L, "shutdown_reason": reason, "jobs": len(jobs), "ended_at": start + 60 + cs + L + 5}
-    job_rows = [{"schema_version": 1, "trace_id": trace, "entry": entry, "site": site, "request_cpus": cores,
+    row = {"schema_version": version, "trace_id": trace, "entry": entry, "site": site, "cpus": cores,
+           "outcome": outcome, "submitted_at": start - 100, "node_start_at": start, "setup_s": 60.0,
+           "condor_start_at": start + 60 + cs, "condor_s": L, "shutdown_reason": reason, "jobs": len(jobs),
+           "ended_at": start + 60 + cs + L + 5}
+    job_rows = [{"schema_version": version, "trace_id": trace, "entry": entry, "site": site, "request_cpus": cores,
                  "started_at": start + 60 + cs + s, "ended_at": start + 60 + cs + e, "wall_s": e - s,
                  "exit_code": 1 if failed else 0, "exit_by": "exit", "failure_domain": "user_code" if failed else None}
-                for s, e, failed in jobs]
+                for s, e, failed in sorted(jobs)]
+    if version >= 2:
+        row.update(job_started_at=[j["started_at"] for j in job_rows], job_ended_at=[j["ended_at"] for j in job_rows],
+                   job_request_cpus=[cores] * len(jobs), job_failed=[failed for _, _, failed in sorted(jobs)])
     row.update(extra)
     return row, job_rows
+
+
+def timeline_mismatches(con) -> list:
+    """Trace ids of the glideins whose job timeline (``job_*`` lists) is not their job rows'
+    values in the order of start, end and span id (``con``: views glideins and jobs)."""
+    from glidein_tracing.analysis.stats import JOB_FAILED
+    order = "ORDER BY started_at, ended_at, span_id"
+    lists = {"job_started_at": "started_at", "job_ended_at": "ended_at", "job_request_cpus": "request_cpus",
+             "job_failed": f"COALESCE({JOB_FAILED}, false)"}
+    built = ", ".join(f"list({value} {order}) AS {name}" for name, value in lists.items())
+    differs = " OR ".join(f"g.{name} IS DISTINCT FROM COALESCE(j.{name}, [])" for name in lists)
+    return [r[0] for r in con.execute(f"WITH j AS (SELECT trace_id, {built} FROM jobs GROUP BY trace_id) "
+                                      f"SELECT g.trace_id FROM glideins g LEFT JOIN j USING (trace_id) "
+                                      f"WHERE {differs}").fetchall()]
+
+
+def as_schema_1(table_dir, out_dir, days=None) -> Path:
+    """A copy of a glidein table as schema version 1 wrote it (no job timeline columns, version
+    1 in the files); ``days``: only these days' files (the others copied as they are)."""
+    for path in sorted(Path(table_dir).rglob("*.parquet")):
+        target = Path(out_dir) / path.relative_to(table_dir)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        table = pq.read_table(path, partitioning=None)
+        if days is None or path.parent.name.split("=", 1)[1] in days:
+            table = table.drop_columns([n for n in whatif.TIMELINE if n in table.column_names])
+            table = table.set_column(0, "schema_version", pa.array([1] * table.num_rows, pa.int32()))
+            table = table.replace_schema_metadata({writer.VERSION_KEY: b"1"})
+        pq.write_table(table, target)
+    return Path(out_dir)
 
 
 def replay_one(L: float, jobs: list, own: bool, cores: float, current, candidate) -> dict:
