@@ -161,7 +161,7 @@ FAILED_EXITS = ("remove", "hold", "evict")
 
 
 def _failed(domain, exit_code, exit_signal, exit_by) -> bool:
-    """The jobs dataset's rule for a failed job (analysis/stats.py JOB_FAILED) on the values its
+    """The jobs dataset's rule for a failed job (table/aggregates.py JOB_FAILED) on the values its
     row stores: a failure domain, a non-zero exit code, a signal, or removed, held or evicted."""
     return (isinstance(domain, str) or exit_code not in (0, None) and (_int32(exit_code) or 0) != 0
             or exit_signal is not None and _int32(exit_signal) is not None or exit_by in FAILED_EXITS)

@@ -80,7 +80,7 @@ def glidein_row(trace: str, *, condor=(0.0, 3000.0), jobs=(), reason="daemon_shu
 def timeline_mismatches(con) -> list:
     """Trace ids of the glideins whose job timeline (``job_*`` lists) is not their job rows'
     values in the order of start, end and span id (``con``: views glideins and jobs)."""
-    from glidein_tracing.analysis.stats import JOB_FAILED
+    from glidein_tracing.table.aggregates import JOB_FAILED
     order = "ORDER BY started_at, ended_at, span_id"
     lists = {"job_started_at": "started_at", "job_ended_at": "ended_at", "job_request_cpus": "request_cpus",
              "job_failed": f"COALESCE({JOB_FAILED}, false)"}
