@@ -49,6 +49,21 @@ class _Values:
         return out
 
 
+def _to_ipc(table) -> bytes:
+    """An Arrow table as an IPC stream, how a worker sends it: 5-10 times cheaper to make and
+    to read back than pickling the table."""
+    import pyarrow as pa
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as stream:
+        stream.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _from_ipc(data: bytes):
+    import pyarrow as pa
+    return pa.ipc.open_stream(data).read_all()
+
+
 def _without(table, trace_ids: set):
     """``table``'s rows of glideins other than ``trace_ids``."""
     if not trace_ids:
@@ -86,6 +101,7 @@ class _Rows:
     def add_tables(self, tables: dict):
         """A piece's rows: day -> Arrow tables of its glideins and their jobs."""
         for day, (glideins, jobs) in tables.items():
+            glideins, jobs = _from_ipc(glideins), _from_ipc(jobs)
             ids = glideins.column("trace_id").to_pylist()
             again = self.seen.intersection(ids)
             self.seen.update(ids)
@@ -129,7 +145,7 @@ _WANTED: dict = {}   # trace id -> spans the store's index counts: set before th
 @dataclass
 class _Piece:
     """What a worker found in one piece of a store file."""
-    tables: dict = field(default_factory=dict)   # day -> Arrow tables of the glideins whole in it
+    tables: dict = field(default_factory=dict)   # day -> the glideins whole in it, their jobs (IPC)
     partial: set = field(default_factory=set)    # ids of the glideins it has only some spans of
     lines: list = field(default_factory=list)    # the lines that hold those spans
     spans: int = 0
@@ -166,7 +182,8 @@ def _read_range(piece) -> _Piece:
                     values.add(*glidein_values(list(group.values())))
                 except NoGlideinRoot:
                     out.not_glideins += 1
-    out.tables, out.partial = values.tables(), set(groups)
+    out.tables = {day: (_to_ipc(glideins), _to_ipc(jobs)) for day, (glideins, jobs) in values.tables().items()}
+    out.partial = set(groups)
     out.lines = [lines[n] for n in sorted(set().union(*lines_of.values()))] if lines_of else []
     return out
 
