@@ -70,7 +70,7 @@ def _without(table, trace_ids: set):
         return table
     import pyarrow as pa
     import pyarrow.compute as pc
-    return table.filter(pc.invert(pc.is_in(table["trace_id"], value_set=pa.array(sorted(trace_ids), pa.string()))))
+    return table.filter(pc.invert(pc.is_in(table["trace_id"], value_set=pa.array(list(trace_ids), pa.string()))))
 
 
 class _Rows:
