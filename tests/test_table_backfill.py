@@ -139,6 +139,30 @@ def test_a_glidein_whose_end_is_beyond_the_calendar_is_kept_and_the_rest_backfil
     assert all(r["ended_at"] is not None for t, r in rows.items() if t != root["traceId"])
 
 
+
+@pytest.mark.parametrize("piece_bytes", [None, 4096])
+def test_a_glidein_the_store_holds_twice_is_written_once(tmp_path, monkeypatch, piece_bytes):
+    """A store file holding some of its lines twice (copied into itself, then reindexed):
+    read in one piece by one process or in small pieces by two, each glidein is one row."""
+    from glidein_tracing.exporters.store import Store, store_files
+    from glidein_tracing.table import backfill
+    store = tmp_path / "store"
+    synth.write_store(synth.SynthConfig(glideins=30, seed=8, period_s=2 * 86400), store, batch_lines=5)
+    whole = backfill.from_store(store, tmp_path / "once", workers=1)
+    path = store_files(store)[0]
+    lines = path.read_bytes().splitlines()
+    with open(path, "ab") as handle:
+        handle.write(b"\n".join(lines[:10] + lines[-5:]) + b"\n")
+    Store(store).reindex()
+    if piece_bytes:
+        monkeypatch.setattr(backfill, "PIECE_BYTES", piece_bytes)
+    report = backfill.from_store(store, tmp_path / "twice", workers=2 if piece_bytes else 1)
+    assert report.glideins == whole.glideins == 30 and not report.problems
+    key = lambda row: (row["trace_id"], row.get("span_id") or "")  # noqa: E731
+    for dataset in ("glideins", "jobs"):
+        assert (sorted(rows_by_trace(tmp_path / "twice", dataset), key=key)
+                == sorted(rows_by_trace(tmp_path / "once", dataset), key=key))
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     root = tmp_path_factory.mktemp("demo")

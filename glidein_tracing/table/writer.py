@@ -48,9 +48,12 @@ def new_token() -> str:
 def to_table(dataset: str, rows: list):
     """Rows as an Arrow table: rows are dicts of schema columns (a missing one is NULL) or
     tuples of every column in the schema's order (the forwarder's sink), converted by Arrow
-    in one call as a struct array. A value of the wrong type (a forged attribute: text where
-    a number belongs) becomes NULL, never a failed write (the column-by-column path)."""
+    in one call as a struct array, or already an Arrow table (the backfill's workers make
+    theirs). A value of the wrong type (a forged attribute: text where a number belongs)
+    becomes NULL, never a failed write (the column-by-column path)."""
     import pyarrow as pa
+    if isinstance(rows, pa.Table):
+        return rows
     schema = arrow_schema(dataset)
     if rows and isinstance(rows[0], dict):
         rows = [tuple(map(row.get, schema.names)) for row in rows]
