@@ -24,8 +24,9 @@ what each bin contributes is summed (kept idle, badput, jobs; the new tail for e
 value). Per group of days, DuckDB scans the glideins, each with its job timeline (the row's
 ``job_*`` lists, already by start: no join, no sort; rows of schema version 1 have them built
 from the jobs dataset); numpy flattens the lists and computes the running values (cursor,
-gap, running maximum of the tail-need ranks) and the grouped sums. A candidate's totals are then sums over
-bins (a few thousand rows), exact, with one pass over the data for the whole grid.
+gap, running maximum of the tail-need ranks) and the grouped sums; two groups are replayed at
+a time, on two threads (numpy uses one core per thread). A candidate's totals are then sums over bins (a few thousand rows),
+exact, with one pass over the data for the whole grid.
 """
 
 from __future__ import annotations
@@ -254,10 +255,31 @@ def _concat(parts: list[dict]) -> dict:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
-def _bins_of_chunk(con, cur: Settings, grids, chunk: Chunk, n_entries: int, stored: bool) -> Bins:
-    """The bins of one pass: one scan of its glideins (their timelines), then numpy."""
-    rows = _job_rows(_glideins_of(con, chunk.sql(), stored))
-    return _bins(_replay_rows(rows, cur, grids), cur, grids, n_entries)
+def _bins_of_pass(glideins, cur: Settings, grids, n_entries: int) -> Bins:
+    """The bins of one pass's glideins (with their timelines): the numpy replay."""
+    return _bins(_replay_rows(_job_rows(glideins), cur, grids), cur, grids, n_entries)
+
+
+def _on_two_threads(work, items, connect) -> list:
+    """``work(connection, item)`` for every item, two at a time, each thread with its own
+    DuckDB connection (``connect()``) to the same views: numpy's replay runs on one core per
+    thread (it releases the GIL over whole arrays) and the reads overlap; at most two passes
+    are held at once."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    local, opened = threading.local(), []
+
+    def run(item):
+        if not hasattr(local, "con"):
+            local.con = connect()
+            opened.append(local.con)
+        return work(local.con, item)
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            return list(pool.map(run, items))
+    finally:
+        for con in opened:
+            con.close()
 
 
 DENSE_GROUPS = 1 << 16   # key combinations up to which a GROUP BY uses a lookup table
@@ -403,13 +425,16 @@ def collect_bins(data, current: Settings, grids, entries: list) -> Bins:
     ``entries``: the entry names, coded by their position."""
     import pyarrow as pa
     codes = pa.table({"name": pa.array(entries, pa.string()), "code": np.arange(len(entries), dtype=np.int32)})
-    data.con.register("whatif_entries", codes)
-    try:
-        stored = set(TIMELINE) <= data.columns("glideins")
-        parts = [_bins_of_chunk(data.con, current, grids, chunk, len(entries), stored)
-                 for chunk in chunks(data.con, data.days())]
-    finally:
-        data.con.unregister("whatif_entries")
+    stored = set(TIMELINE) <= data.columns("glideins")
+
+    def connect():
+        con = data.con.cursor()
+        con.register("whatif_entries", codes)
+        return con
+
+    def replay(con, chunk):
+        return _bins_of_pass(_glideins_of(con, chunk.sql(), stored), current, grids, len(entries))
+    parts = _on_two_threads(replay, chunks(data.con, data.days()), connect)
     return Bins(*(_concat([getattr(p, f) for p in parts]) for f in BIN_TABLES))
 
 
