@@ -207,6 +207,7 @@ def test_the_backfills_merged_files_have_their_rollups(tmp_path, monkeypatch):
     store, table = tmp_path / "store", tmp_path / "table"
     synth.write_store(synth.SynthConfig(glideins=120, seed=8, period_s=86400 / 2), store)
     monkeypatch.setattr(backfill, "CHUNK_GLIDEINS", 10)       # a batch every 10 glideins: compactions
+    monkeypatch.setattr(backfill, "PIECE_BYTES", 4096)        # of pieces of a few glideins each
     assert backfill.from_store(store, table, workers=1).glideins == 120
     logs = [day / layout.COMPACTED_LOG for dataset in ("glideins", "jobs") for day in layout.day_dirs(table, dataset)]
     merged = [log.parent / line.split()[0] for log in logs if log.exists() for line in log.read_text().splitlines()]
