@@ -249,8 +249,9 @@ def settings_in_force(glideins: _Scan) -> dict:
 
 
 def compute_stats(con) -> dict:
-    """The statistics section of the analysis document (JSON-ready): one scan of the glideins and
-    one of the jobs, per (entry, site), summed here per entry, per site and overall."""
+    """The statistics section of the analysis document (JSON-ready): the glideins' and the
+    jobs' aggregates per (entry, site) (rollups, and the rows of the files without one),
+    summed here per entry, per site and overall."""
     glideins, jobs = _Scan(_aggregate(con, GLIDEINS_DATASET)), _Scan(_aggregate(con, JOBS_DATASET))
     count = lambda scan, column: int(scan.sums(column)["overall"][None])  # noqa: E731
     return {"glideins": count(glideins, "glideins"), "jobs": count(glideins, "jobs"),

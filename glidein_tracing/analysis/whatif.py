@@ -25,8 +25,8 @@ value). Per group of days, DuckDB scans the glideins, each with its job timeline
 ``job_*`` lists, already by start: no join, no sort; rows of schema version 1 have them built
 from the jobs dataset); numpy flattens the lists and computes the running values (cursor,
 gap, running maximum of the tail-need ranks) and the grouped sums; two groups are replayed at
-a time, on two threads (numpy uses one core per thread). A candidate's totals are then sums over bins (a few thousand rows),
-exact, with one pass over the data for the whole grid.
+a time, on two threads (numpy uses one core per thread). A candidate's totals are then sums
+over bins (a few thousand rows), exact, with one pass over the data for the whole grid.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..table.aggregates import CORES, JOB_FAILED, OWN_TIMEOUT_REASONS
+from ..table.schema import GLIDEINS, TIMELINE
 
 OWN_RULE_EPS_S = 1.0      # a recorded idle this close under the threshold still counts as "hit it"
 LAG_CAP_S = 300.0         # longest startd notice delay carried over to new thresholds
@@ -70,10 +71,6 @@ def _rank(x: np.ndarray, grid) -> np.ndarray:
     return rank
 
 
-#: the glidein row's job timeline (table schema version 2): parallel lists, one element per job
-TIMELINE = ("job_started_at", "job_ended_at", "job_request_cpus", "job_failed")
-
-
 def _no_timeline(row: str = "") -> str:
     """A row (``row``: its table's alias and a dot) whose timeline is missing (a file of schema
     version 1) or not four lists of one length."""
@@ -96,7 +93,7 @@ def _rebuilt_sql(chunk_sql: str, stored: bool) -> str:
     row when the files have no timeline columns, ``stored`` False) built from the jobs
     dataset: a join and a GROUP BY, slower, the same jobs in any order (``_in_order`` sorts)."""
     own = ", ".join(TIMELINE) if stored else ", ".join(
-        f"CAST(NULL AS {t}[]) AS {n}" for n, t in zip(TIMELINE, ("TIMESTAMP", "TIMESTAMP", "INTEGER", "BOOLEAN")))
+        f"CAST(NULL AS {column.sql_type}) AS {column.name}" for column in GLIDEINS if column.name in TIMELINE)
     rebuilt = ", ".join(f"CASE WHEN {_no_timeline('g.')} THEN COALESCE([x.{n} FOR x IN t.jobs], []) "
                         f"ELSE g.{n} END AS {n}" for n in TIMELINE)
     return f"""

@@ -23,8 +23,9 @@ OWN_TIMEOUT_REASONS = ("max_idle", "daemon_shutdown")
 CORES = "COALESCE(NULLIF(cpus, 0), cpu_logical_count, 1)"
 NODE_LIFE = "(epoch(ended_at) - epoch(node_start_at))"
 VALIDATION_FAILED = "(outcome = 'validation_failed')"
+FAILED_EXITS = ("remove", "hold", "evict")   # how a job ended that counts as failed (exit_by)
 JOB_FAILED = ("(failure_domain IS NOT NULL OR COALESCE(exit_code, 0) <> 0 OR exit_signal IS NOT NULL "
-              "OR exit_by IN ('remove', 'hold', 'evict'))")
+              f"OR exit_by IN {FAILED_EXITS})")
 
 # metric -> (expression, the rows it has a value for)
 GLIDEIN_METRICS = {

@@ -15,7 +15,8 @@ from opentelemetry.trace import StatusCode
 from ..core import conventions as c
 from ..core.sampling import RATIO_ATTRIBUTE
 from . import gwms
-from .schema import GLIDEINS, JOBS, SCHEMA_VERSION, names
+from .aggregates import FAILED_EXITS
+from .schema import GLIDEINS, JOBS, SCHEMA_VERSION, TIMELINE, names
 
 NS = 1_000_000_000
 MESSAGE_CHARS = 1000
@@ -157,9 +158,6 @@ def _instants(us) -> list:
     return list(us)
 
 
-FAILED_EXITS = ("remove", "hold", "evict")
-
-
 def _failed(domain, exit_code, exit_signal, exit_by) -> bool:
     """The jobs dataset's rule for a failed job (table/aggregates.py JOB_FAILED) on the values its
     row stores: a failure domain, a non-zero exit code, a signal, or removed, held or evicted."""
@@ -171,7 +169,7 @@ def _timeline(job_rows: list) -> dict:
     """The glidein's job timeline: its job rows' values (in their order) as lists, what the
     what-if replay reads from the glidein's own row without joining and sorting the jobs."""
     if not job_rows:
-        return {name: [] for name in _TIMELINE}
+        return {name: [] for name in TIMELINE}
     started, ended, cpus, domain, code, signal, by = _TIMELINE_SOURCES(list(zip(*job_rows)))
     return {"job_started_at": _instants(started), "job_ended_at": _instants(ended),
             "job_request_cpus": list(map(_int32, cpus)), "job_failed": list(map(_failed, domain, code, signal, by))}
@@ -306,7 +304,6 @@ _JOB_ORDER = itemgetter(*(_JOB_MADE.index(name) for name in names(JOBS)))
 JOB_COLUMNS = tuple(names(JOBS))
 GLIDEIN_COLUMNS = tuple(names(GLIDEINS))
 _GLIDEIN_ORDER = itemgetter(*GLIDEIN_COLUMNS)
-_TIMELINE = ("job_started_at", "job_ended_at", "job_request_cpus", "job_failed")
 #: the job row columns the timeline is made of
 _TIMELINE_SOURCES = itemgetter(*(JOB_COLUMNS.index(name) for name in (
     "started_at", "ended_at", "request_cpus", "failure_domain", "exit_code", "exit_signal", "exit_by")))

@@ -124,6 +124,9 @@ GLIDEINS: tuple[Column, ...] = _IDENTITY + (
     _c("job_failed", "BOOLEAN[]", "", "each job failed: a failure domain, a non-zero exit code, a signal, or removed, held or evicted"),
 )
 
+#: the glidein row's job timeline (version 2): parallel lists, one element per job
+TIMELINE = ("job_started_at", "job_ended_at", "job_request_cpus", "job_failed")
+
 JOBS: tuple[Column, ...] = (
     _IDENTITY[0], _IDENTITY[1],
     _c("span_id", "VARCHAR", "16 hex", "the glidein's job span"),
