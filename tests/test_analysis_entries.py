@@ -7,6 +7,7 @@ import pytest
 
 from glidein_tracing.analysis import entries
 from glidein_tracing.analysis.dataset import open_dataset
+from glidein_tracing.analysis.stats import aggregate_scans
 
 from tests.support.analysis_helpers import glidein_row, write_rows, write_synth_table
 
@@ -36,6 +37,12 @@ def expected(rows: list[dict]) -> dict:
             "glideins": n}
 
 
+def waste_table(table) -> list[dict]:
+    """The table as the analysis makes it: from the statistics' aggregate of the glideins."""
+    con = open_dataset(table).con
+    return entries.waste_table(con, aggregate_scans(con)[0])
+
+
 GWMS = [  # (condor started, lasted, jobs nr, jobs lasted, goodput, waste mills validation/idle)
     (True, 7200, 2, 6000, 5000, 10.0, 150.0), (False, 1500, 0, 0, 0, 1000.0, 0.0),
     (True, 3600, 0, 0, 0, 30.0, 990.0), (True, 10000, 5, 9500, 9500, 1.0, 50.0)]
@@ -49,7 +56,7 @@ def test_the_table_follows_glideinwms_definitions(tmp_path):
                    gwms_jobs_goodput_s=good, waste_validation_mill=val, waste_idle_mill=idle)
         rows.append(row)
     write_rows(tmp_path, "glideins", rows)
-    got = {r["entry"]: r for r in entries.waste_table(open_dataset(tmp_path).con)}
+    got = {r["entry"]: r for r in waste_table(tmp_path)}
     for entry in ("ENTRY_X", "ENTRY_Y"):
         want = expected([r for r in rows if r["entry"] == entry])
         for column, value in want.items():
@@ -70,7 +77,7 @@ def test_the_waste_table_query_runs_unchanged_on_spark(tmp_path):
     """The same SQL text on Spark in local mode over the same files gives the same table."""
     _, SparkSession = _spark()
     write_synth_table(tmp_path, glideins=3000, seed=13, period_s=2 * 86400)
-    duck = entries.waste_table(open_dataset(tmp_path).con)
+    duck = waste_table(tmp_path)
     spark = (SparkSession.builder.master("local[1]").appName("glidein-tracing-test")
              .config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1")
              .config("spark.driver.host", "127.0.0.1").config("spark.sql.session.timeZone", "UTC").getOrCreate())

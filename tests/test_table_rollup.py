@@ -1,5 +1,5 @@
-"""Statistics rollups (table/rollup.py): the statistics read from the rollups of a table's files
-equal those read from its rows, field by field (some files with a rollup and some without,
+"""Statistics rollups (table/rollup.py): the statistics and GlideinWMS's analyze_entries table
+read from the rollups of a table's files equal those read from its rows, field by field (some files with a rollup and some without,
 with entry and site filters); a forged or damaged rollup is ignored, never trusted and never
 a failed analysis; a compaction killed at any point leaves every merged file with its rollup
 and no rollup without its file; the backfill's merged files get theirs too."""
@@ -16,7 +16,8 @@ import pytest
 
 from glidein_tracing.analysis import synth, synth_table
 from glidein_tracing.analysis.dataset import open_dataset
-from glidein_tracing.analysis.stats import compute_stats
+from glidein_tracing.analysis import entries as analyze_entries
+from glidein_tracing.analysis.stats import aggregate_scans, compute_stats
 from glidein_tracing.table import layout, rollup, writer
 
 
@@ -49,7 +50,13 @@ def without_rollups(table, tmp_path):
 
 
 def stats_of(table, **filters):
-    return compute_stats(open_dataset(table, **filters).con)
+    return statistics(open_dataset(table, **filters).con)
+
+
+def statistics(con) -> dict:
+    """The statistics section and the analyze_entries table, as the analysis makes them."""
+    scans = aggregate_scans(con)
+    return {**compute_stats(con, scans), "analyze_entries": analyze_entries.waste_table(con, scans[0])}
 
 
 def assert_same(got, want, where="stats"):
@@ -89,8 +96,12 @@ def test_statistics_from_rollups_equal_those_from_rows_with_filters(table, tmp_p
     entries, sites = [pairs[0][0], pairs[-1][0]], [pairs[1][1]]
     for filters in ({}, {"entries": entries}, {"sites": sites}, {"entries": entries, "sites": sites}):
         got, want = stats_of(table, **filters), stats_of(raw, **filters)
-        assert want["glideins"] > 0 and want["jobs"] > 0
+        assert want["glideins"] > 0 and want["jobs"] > 0 and want["analyze_entries"]
         assert_same(got, want)
+        con = open_dataset(raw, **filters).con       # and the plain SQL over the rows, as Spark runs it
+        rows = con.execute(analyze_entries.WASTE_TABLE_SQL.replace("`", '"')).fetchall()
+        assert_same(got["analyze_entries"], [{c: (round(v, 2) if isinstance(v, float) else v)
+                                              for c, v in zip(analyze_entries.COLUMNS, row)} for row in rows])
     assert stats_of(table, entries=entries)["glideins"] < stats_of(table)["glideins"]
 
 
@@ -134,7 +145,7 @@ def test_rollups_deleted_while_an_analysis_runs_leave_its_numbers_right(table, t
     raw = without_rollups(table, tmp_path)
     data = open_dataset(table)
     shutil.rmtree(table / rollup.ROLLUPS_DIR)       # after open_dataset chose them
-    assert_same(compute_stats(data.con), stats_of(raw))
+    assert_same(statistics(data.con), stats_of(raw))
 
 
 def _compact_killed(day_dir, point: str):

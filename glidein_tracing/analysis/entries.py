@@ -15,46 +15,63 @@ tool reads the same sums from the Factory's Log_Completed* monitoring files):
 - ``waste``: Lasted - JobsLasted in hours; ``time``: Lasted in hours; ``glideins``.
 Percentages are 0-100. The original Python 2 tool divided the multiplier by 1000 in integer
 arithmetic, which kept only the 'All' range in ``val`` and ``idle``; here every range counts
-as documented. ``WASTE_TABLE_SQL`` is plain SQL (number literals in exponent form, DOUBLE on
-every engine: Spark reads ``100.0`` as a DECIMAL) over a relation named ``glideins``: the same
-text runs on DuckDB and on Spark (tests/test_analysis_spark.py).
+as documented.
+
+Every column is a ratio of per-entry sums (table/aggregates.py's ``ENTRY_SUMS``, part of the
+statistics' aggregate, so read from the files' rollups like the statistics). ``WASTE_TABLE_SQL``
+is the same table as plain SQL over the rows (number literals in exponent form, DOUBLE on
+every engine: Spark reads ``100.0`` as a DECIMAL) of a relation named ``glideins``: the text
+runs on DuckDB and on Spark (tests/test_analysis_entries.py).
 """
 
 from __future__ import annotations
 
+from ..table.aggregates import ENTRY_SUMS, ENTRY_SUMS_OF
+
 COLUMNS = ("entry", "strt", "fval", "0job", "val", "idle", "wst", "badp", "waste", "time", "glideins")
 UNITS = ("", "%", "%", "%", "%", "%", "%", "%", "h", "h", "")
 
-
-def _multiplier(column: str) -> str:
-    """getMillRange's range of a per-mille value, as analyze_entries' multiplier."""
-    return (f"CASE WHEN {column} < 2 THEN 0 WHEN {column} < 15 THEN 5 WHEN {column} < 60 THEN 25 "
-            f"WHEN {column} < 180 THEN 100 WHEN {column} < 400 THEN 250 WHEN {column} < 700 THEN 500 "
-            f"WHEN {column} > 998 THEN 1000 ELSE 750 END")
-
-
-WASTE_TABLE_SQL = f"""
-SELECT entry,
-       1e2 * SUM(CASE WHEN gwms_condor_started THEN 0 ELSE 1 END) / COUNT(*) AS strt,
-       1e2 * SUM(CASE WHEN waste_validation_mill > 998 THEN gwms_lasted_s ELSE 0 END) / SUM(gwms_lasted_s) AS fval,
-       1e2 * SUM(CASE WHEN gwms_jobs_nr = 0 THEN 1 ELSE 0 END) / COUNT(*) AS `0job`,
-       1e2 * SUM(gwms_lasted_s * {_multiplier('waste_validation_mill')} / 1e3) / SUM(gwms_lasted_s) AS val,
-       1e2 * SUM(gwms_lasted_s * {_multiplier('waste_idle_mill')} / 1e3) / SUM(gwms_lasted_s) AS idle,
-       1e2 * (SUM(gwms_lasted_s) - SUM(gwms_jobs_lasted_s)) / SUM(gwms_lasted_s) AS wst,
-       1e2 * (SUM(gwms_lasted_s) - SUM(gwms_jobs_goodput_s)) / SUM(gwms_lasted_s) AS badp,
-       (SUM(gwms_lasted_s) - SUM(gwms_jobs_lasted_s)) / 36e2 AS waste,
-       SUM(gwms_lasted_s) / 36e2 AS time,
-       COUNT(*) AS glideins
-FROM glideins
-WHERE gwms_lasted_s IS NOT NULL
-GROUP BY entry
-HAVING SUM(gwms_lasted_s) > 0
-ORDER BY waste DESC, entry
-"""
+# each column from the sums ({name}: ENTRY_SUMS' sum of that name over the entry's glideins)
+RATIOS = {
+    "strt": "1e2 * {condor_not_started} / {glideins}",
+    "fval": "1e2 * {lasted_all_validation} / {lasted}",
+    "0job": "1e2 * {no_job} / {glideins}",
+    "val": "1e2 * {lasted_x_validation} / {lasted}",
+    "idle": "1e2 * {lasted_x_idle} / {lasted}",
+    "wst": "1e2 * ({lasted} - {jobs_lasted}) / {lasted}",
+    "badp": "1e2 * ({lasted} - {jobs_goodput}) / {lasted}",
+    "waste": "({lasted} - {jobs_lasted}) / 36e2",
+    "time": "{lasted} / 36e2",
+    "glideins": "{glideins}",
+}
 
 
-def waste_table(con) -> list[dict]:
-    """The analyze_entries rows, most waste first."""
-    sql = WASTE_TABLE_SQL.replace("`0job`", '"0job"')     # backquotes are Spark's; DuckDB quotes with "
-    return [{c: (round(v, 2) if isinstance(v, float) else v) for c, v in zip(COLUMNS, row)}
-            for row in con.execute(sql).fetchall()]
+def _table_sql(sums: dict, relation: str, where: str, group: str) -> str:
+    """The table's SELECT with each sum's SQL (``sums``: name -> SQL) over ``relation``."""
+    columns = ", ".join(f"{RATIOS[c].format(**sums)} AS `{c}`" for c in COLUMNS[1:])
+    return (f"SELECT entry, {columns} FROM {relation} {where} {group} "
+            f"{'HAVING' if group else 'WHERE'} {sums['lasted']} > 0 ORDER BY waste DESC, entry")
+
+
+WASTE_TABLE_SQL = _table_sql({name: f"SUM({term})" for name, term in ENTRY_SUMS.items()}, "glideins",
+                             f"WHERE {ENTRY_SUMS_OF}", "GROUP BY entry")
+
+
+def waste_table(con, glideins) -> list[dict]:
+    """The analyze_entries rows, most waste first, from the statistics' aggregate of the
+    glideins (stats.aggregate_scans: rollups and the rows of the files without one)."""
+    import pyarrow as pa
+    sums = {name: glideins.sums(f"e_{name}")["by_entry"] for name in ENTRY_SUMS}
+    entries = list(sums["glideins"])
+    per_entry = pa.table({"entry": pa.array(entries, pa.string()),
+                          **{name: pa.array([float(sums[name].get(e, 0.0)) for e in entries], pa.float64())
+                             for name in ENTRY_SUMS}})
+    per_entry = per_entry.set_column(per_entry.schema.get_field_index("glideins"), "glideins",
+                                     per_entry["glideins"].cast(pa.int64()))
+    sql = _table_sql({name: name for name in ENTRY_SUMS}, "entry_sums", "", "").replace("`", '"')
+    con.register("entry_sums", per_entry)
+    try:
+        rows = con.execute(sql).fetchall()
+    finally:
+        con.unregister("entry_sums")
+    return [{c: (round(v, 2) if isinstance(v, float) else v) for c, v in zip(COLUMNS, row)} for row in rows]

@@ -16,7 +16,7 @@ from .compare import compare_section
 from .entries import waste_table
 from .failures import failures_section
 from .services import services_section
-from .stats import compute_stats
+from .stats import aggregate_scans, compute_stats
 from .whatif import DEFAULT_LOST_BUDGET, Settings, candidate_grid, evaluate_grid
 
 
@@ -42,7 +42,10 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
         value = work()
         timings[name] = round(time.perf_counter() - started, 2)
         return value
-    stats = timed("stats", lambda: compute_stats(con))
+    def statistics():
+        scans = aggregate_scans(con)      # analyze_entries' sums are in the same aggregate
+        return scans, compute_stats(con, scans)
+    scans, stats = timed("stats", statistics)
     settings = current_settings(stats, **(current or {}))
     # compare first: its selections are counted in the one pass over all glideins that the
     # failures' totals share (glidein_counts.py)
@@ -54,7 +57,7 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
                        "skipped": [{"file": f, "reason": r} for f, r in data.skipped],
                        "schema_versions": data.versions},
            "current_settings": settings.as_dict(), "stats": stats,
-           "entries": timed("analyze_entries", lambda: waste_table(con)) if "gwms_lasted_s" in columns else [],
+           "entries": timed("analyze_entries", lambda: waste_table(con, scans[0])) if "gwms_lasted_s" in columns else [],
            "failures": timed("failures", lambda: {**failures_section(con), **services_section(con)}),
            "compare": compared}
     if whatif and stats["glideins"] and data.has_jobs:

@@ -248,11 +248,16 @@ def settings_in_force(glideins: _Scan) -> dict:
     return out
 
 
-def compute_stats(con) -> dict:
-    """The statistics section of the analysis document (JSON-ready): the glideins' and the
-    jobs' aggregates per (entry, site) (rollups, and the rows of the files without one),
-    summed here per entry, per site and overall."""
-    glideins, jobs = _Scan(_aggregate(con, GLIDEINS_DATASET)), _Scan(_aggregate(con, JOBS_DATASET))
+def aggregate_scans(con) -> tuple:
+    """The glideins' and the jobs' aggregates per (entry, site) (rollups, and the rows of the
+    files without one), each ready to be summed per entry, per site and overall."""
+    return _Scan(_aggregate(con, GLIDEINS_DATASET)), _Scan(_aggregate(con, JOBS_DATASET))
+
+
+def compute_stats(con, scans: tuple | None = None) -> dict:
+    """The statistics section of the analysis document (JSON-ready), from ``scans``
+    (``aggregate_scans``; read here when not given)."""
+    glideins, jobs = scans or aggregate_scans(con)
     count = lambda scan, column: int(scan.sums(column)["overall"][None])  # noqa: E731
     return {"glideins": count(glideins, "glideins"), "jobs": count(glideins, "jobs"),
             "failed_jobs": count(jobs, "failed_jobs"),

@@ -66,6 +66,30 @@ PAIR_KEY = "hash(entry, site)"
 PAIR = "first(entry) AS entry, first(site) AS site"
 
 
+def mill_range_multiplier(column: str) -> str:
+    """SQL: GlideinWMS's range of a per-mille value (glideFactoryMonitoring.getMillRange: None,
+    5m, 25m, 100m, 250m, 500m, Most, All) as analyze_entries' multiplier."""
+    return (f"CASE WHEN {column} < 2 THEN 0 WHEN {column} < 15 THEN 5 WHEN {column} < 60 THEN 25 "
+            f"WHEN {column} < 180 THEN 100 WHEN {column} < 400 THEN 250 WHEN {column} < 700 THEN 500 "
+            f"WHEN {column} > 998 THEN 1000 ELSE 750 END")
+
+
+# analyze_entries' sums (analysis/entries.py makes its columns of them): one glidein row's term of
+# each, summed over the glideins whose Lasted is known
+ENTRY_SUMS_OF = "gwms_lasted_s IS NOT NULL"
+ENTRY_SUMS = {
+    "glideins": "1",
+    "condor_not_started": "CASE WHEN gwms_condor_started THEN 0 ELSE 1 END",
+    "no_job": "CASE WHEN gwms_jobs_nr = 0 THEN 1 ELSE 0 END",
+    "lasted": "gwms_lasted_s",
+    "lasted_all_validation": "CASE WHEN waste_validation_mill > 998 THEN gwms_lasted_s ELSE 0 END",
+    "lasted_x_validation": f"gwms_lasted_s * {mill_range_multiplier('waste_validation_mill')} / 1e3",
+    "lasted_x_idle": f"gwms_lasted_s * {mill_range_multiplier('waste_idle_mill')} / 1e3",
+    "jobs_lasted": "gwms_jobs_lasted_s",
+    "jobs_goodput": "gwms_jobs_goodput_s",
+}
+
+
 def bin_sql(value: str) -> str:
     """SQL: the bin key of ``value`` (a finite number or NULL; the positive case first: the
     cheapest CASE for DuckDB, which evaluates a branch only for the rows that reach it)."""
@@ -89,7 +113,8 @@ def glidein_sql(relation: str) -> str:
         "jobs", "CASE WHEN {1} THEN {0} END AS n_{2}".format(*GLIDEIN_METRICS[COUNTED], COUNTED),
         f"{VALIDATION_FAILED} AS failed_validation", "condor_s IS NOT NULL AS ran_condor", "outcome",
         f"CASE WHEN {VALIDATION_FAILED} THEN {FAILING_SCRIPT} END AS failing_script",
-        "shutdown_reason", *KNOBS.values()] + [
+        "shutdown_reason", *KNOBS.values(), "gwms_lasted_s", "gwms_condor_started", "gwms_jobs_nr",
+        "gwms_jobs_lasted_s", "gwms_jobs_goodput_s", "waste_validation_mill", "waste_idle_mill"] + [
         f"CASE WHEN {cond} AND {expr} > 0 AND isfinite({expr}) THEN floor({expr}) END AS t_{knob}"
         for knob, (expr, cond) in THRESHOLD_VALUES.items()])
     aggregates = ", ".join(
@@ -102,6 +127,7 @@ def glidein_sql(relation: str) -> str:
          "histogram(failing_script) AS h_failing_script"]
         + [f"SUM({name}) AS s_{name}, histogram({bin_sql(name)}) AS h_{name}" for name in values]
         + [f"SUM({name}) AS s_{name}" for name in sums]
+        + [f"SUM(CASE WHEN {ENTRY_SUMS_OF} THEN {term} END) AS e_{name}" for name, term in ENTRY_SUMS.items()]
         + [f"histogram({column}) AS h_{knob}" for knob, column in KNOBS.items()]
         + [f"histogram(t_{knob}) AS h_t_{knob}" for knob in THRESHOLD_VALUES])
     return f"SELECT {PAIR}, {aggregates} FROM (SELECT entry, site, {inner} FROM {relation}) GROUP BY {PAIR_KEY}"
