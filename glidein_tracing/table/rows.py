@@ -66,21 +66,8 @@ def _stage(span) -> str:
     return (span.attributes or {}).get(c.STAGE, "")
 
 
-def _seconds(span) -> float:
-    return (span.end_time - span.start_time) / NS
-
-
-def _sum(spans) -> float | None:
-    return sum(s.end_time - s.start_time for s in spans) / NS if spans else None
-
-
 def _us(ns) -> int | None:
     return None if ns is None else ns // 1000
-
-
-def _whole(span) -> int:
-    """A span's length in GlideinWMS's integer seconds (both ends truncated to the second)."""
-    return span.end_time // NS - span.start_time // NS
 
 
 def find_root(spans):
@@ -95,11 +82,12 @@ _SUMMED_BY = {"validation": (c.GLIDEIN_SCRIPT_LIST, _VALIDATION_LISTS), "idle": 
 
 
 class _Stages(dict):
-    """stage -> the glidein's spans of that stage (the root and other traces' spans left out),
-    grouped in one pass that reads each span's attributes once and, as it goes, sums the
-    validation spans by list and the idle spans by kind (``sums``: column -> seconds, None
-    when no span); ``first(stage)`` is the earliest span of a stage, found once however
-    often the row asks for it."""
+    """stage -> the glidein's spans of that stage (the root and other traces' spans left out)
+    as records ``(start ns, end ns, attributes, span)``: each span's properties are read once
+    here (the SDK's ``attributes`` makes a new mapping at every read), in one pass that also
+    sums the validation spans by list and the idle spans by kind (``sums``: column -> seconds,
+    None when no span); ``first(stage)`` is the record of a stage's earliest span, found once
+    however often the row asks for it."""
 
     def __init__(self, root, spans):
         trace, stage_key = root.context.trace_id, c.STAGE
@@ -110,36 +98,47 @@ class _Stages(dict):
                 continue
             attrs = span.attributes
             stage = attrs.get(stage_key, "")
-            groups[stage].append(span)
-            if stage in _SUMMED_BY:
-                attribute, columns = _SUMMED_BY[stage]
-                column = columns.get(attrs.get(attribute))
+            record = (span.start_time, span.end_time, attrs, span)
+            groups[stage].append(record)
+            summed = _SUMMED_BY.get(stage)
+            if summed is not None:
+                column = summed[1].get(attrs.get(summed[0]))
                 if column is not None:
-                    sums[column] = (sums[column] or 0) + (span.end_time - span.start_time)
+                    sums[column] = (sums[column] or 0) + (record[1] - record[0])
         super().__init__(groups)
         self.sums = {column: None if ns is None else ns / NS for column, ns in sums.items()}
         self._first: dict = {}
 
     def first(self, stage):
         if stage not in self._first:
-            spans = self.get(stage)
-            self._first[stage] = (spans[0] if len(spans) == 1 else min(spans, key=_start)) if spans else None
+            records = self.get(stage)
+            self._first[stage] = (records[0] if len(records) == 1 else min(records, key=_START)) if records else None
         return self._first[stage]
 
 
 _SUMMED_COLUMNS = tuple(column for _, columns in _SUMMED_BY.values() for column in columns.values())
+_START = itemgetter(0)
 
 
-def _start(span) -> int:
-    return span.start_time
+def _seconds(record) -> float:
+    return (record[1] - record[0]) / NS
 
 
-def _in_job_order(spans) -> list:
+def _sum(records) -> float | None:
+    return sum(end - start for start, end, _, _ in records) / NS if records else None
+
+
+def _whole(record) -> int:
+    """A span's length in GlideinWMS's integer seconds (both ends truncated to the second)."""
+    return record[1] // NS - record[0] // NS
+
+
+def _in_job_order(records) -> list:
     """Jobs by start, then end, then span id: one order however the spans came (the full key
     only when two jobs share a start, which is rare)."""
-    jobs = sorted(spans, key=_start)
-    if len({span.start_time for span in jobs}) < len(jobs):
-        jobs.sort(key=lambda span: (span.start_time, span.end_time, span.context.span_id))
+    jobs = sorted(records, key=_START)
+    if len({record[0] for record in jobs}) < len(jobs):
+        jobs.sort(key=lambda record: (record[0], record[1], record[3].context.span_id))
     return jobs
 
 
@@ -170,7 +169,7 @@ def _timeline(job_rows: list) -> dict:
     what-if replay reads from the glidein's own row without joining and sorting the jobs."""
     if not job_rows:
         return {name: [] for name in TIMELINE}
-    started, ended, cpus, domain, code, signal, by = _TIMELINE_SOURCES(list(zip(*job_rows)))
+    started, ended, cpus, domain, code, signal, by = zip(*map(_TIMELINE_SOURCES, job_rows))
     return {"job_started_at": _instants(started), "job_ended_at": _instants(ended),
             "job_request_cpus": list(map(_int32, cpus)), "job_failed": list(map(_failed, domain, code, signal, by))}
 
@@ -200,16 +199,15 @@ def _rows(spans, trace_kept: bool) -> tuple[dict, list[tuple]]:
     row["cpus"] = cpus if isinstance(cpus, int) and 0 < cpus < 1 << 31 else None
     row["gatekeeper"] = attrs.get(c.GLIDEIN_GATEKEEPER)
     jobs = _in_job_order(by_stage.get("job", ()))
-    job_attrs = [span.attributes for span in jobs]
     classes = [gwms.job_class(a.get(c.JOB_EXIT_CODE), a.get(c.JOB_EXIT_SIGNAL), a.get(c.JOB_EXIT_BY))
-               for a in job_attrs]
+               for _, _, a, _ in jobs]
     row.update(gwms.quantities(_gwms_run(row, root, by_stage, jobs, classes)))
     row.update(zip(_SETTING_COLUMNS, map(attrs.get, _SETTING_NAMES)))
     resource = root.resource.attributes if root.resource is not None else {}
     row.update({column: resource.get(name, attrs.get(name)) for column, name in _HOST})
     row["sampling_ratio"] = attrs.get(RATIO_ATTRIBUTE)
     row["trace_kept"] = trace_kept
-    job_rows = _job_values(row, by_stage, jobs, job_attrs, classes)
+    job_rows = _job_values(row, by_stage, jobs, classes)
     row.update(_timeline(job_rows))
     return row, job_rows
 
@@ -219,17 +217,18 @@ def _times(root, by_stage: _Stages) -> dict:
     submit = by_stage.first(c.STAGE_FACTORY_SUBMIT)
     get = by_stage.get
     jobs = get("job", ())
-    out = {"submitted_at": _us(submit.start_time) if submit else None,
+    start, end = root.start_time, root.end_time
+    out = {"submitted_at": submit[0] // 1000 if submit else None,
            "queue_wait_s": _sum(get(c.STAGE_FACTORY_QUEUE)), "held_s": _sum(get(c.STAGE_FACTORY_HELD)),
-           "node_start_at": _us(setup.start_time) if setup else None,
+           "node_start_at": setup[0] // 1000 if setup else None,
            "setup_s": _seconds(setup) if setup else None,
            "validation_scripts": len(get("validation", ())),
-           "condor_start_at": _us(condor.start_time) if condor else None,
+           "condor_start_at": condor[0] // 1000 if condor else None,
            "condor_s": _seconds(condor) if condor else None,
            "jobs": len(jobs), "jobs_wall_s": _sum(jobs),
            "teardown_s": _sum(get("teardown")),
            "post_failure_sleep_s": _sum(get("post_failure_sleep")),
-           "started_at": _us(root.start_time), "ended_at": _us(root.end_time), "glidein_s": _seconds(root)}
+           "started_at": _us(start), "ended_at": _us(end), "glidein_s": (end - start) / NS}
     out.update(by_stage.sums)
     return out
 
@@ -237,12 +236,12 @@ def _times(root, by_stage: _Stages) -> dict:
 def _failed_stage(root, by_stage: _Stages):
     """The span that says why a failed glidein failed: the earliest stage in error other than
     setup (which only repeats its script's error) and jobs (the user's), else setup, else the root."""
-    candidates = [s for stage, group in by_stage.items() if stage not in ("setup", "job") for s in group
-                  if s.status.status_code is StatusCode.ERROR]
+    candidates = [record for stage, group in by_stage.items() if stage not in ("setup", "job") for record in group
+                  if record[3].status.status_code is StatusCode.ERROR]
     if candidates:
-        return min(candidates, key=_start)
+        return min(candidates, key=_START)[3]
     setup = by_stage.first("setup")
-    return setup if setup is not None and setup.status.status_code is StatusCode.ERROR else root
+    return setup[3] if setup is not None and setup[3].status.status_code is StatusCode.ERROR else root
 
 
 def _outcome(root, attrs, by_stage: _Stages) -> dict:
@@ -261,8 +260,8 @@ def _outcome(root, attrs, by_stage: _Stages) -> dict:
             "failure_label": attrs.get(c.GLIDEIN_FAILURE_LABEL),
             "failure_service": attrs.get(c.GLIDEIN_FAILURE_SERVICE),
             "failure_downtime": attrs.get(c.GLIDEIN_FAILURE_DOWNTIME),
-            "shutdown_reason": condor.attributes.get(c.GLIDEIN_SHUTDOWN_REASON) if condor else None,
-            "exit_code": teardown.attributes.get(c.GLIDEIN_EXIT_CODE) if teardown else None,
+            "shutdown_reason": condor[2].get(c.GLIDEIN_SHUTDOWN_REASON) if condor else None,
+            "exit_code": teardown[2].get(c.GLIDEIN_EXIT_CODE) if teardown else None,
             "incomplete": bool(attrs.get(c.GLIDEIN_INCOMPLETE, False))}
 
 
@@ -270,10 +269,11 @@ def _gwms_run(row, root, by_stage: _Stages, jobs, classes) -> gwms.GlideinRun:
     """What GlideinWMS's parser reads, from the spans (docs/glidein-table.md, the table)."""
     setup, condor = by_stage.first("setup"), by_stage.first(c.STAGE_CONDOR)
     node_end = by_stage.first("post_failure_sleep") or by_stage.first("teardown")
-    glidein_s = (node_end or root).end_time // NS - setup.start_time // NS if setup else None
+    end = root.end_time
+    glidein_s = (node_end[1] if node_end else end) // NS - setup[0] // NS if setup else None
     queues = by_stage.get(c.STAGE_FACTORY_QUEUE)
-    factory_s = root.end_time // NS - max(q.end_time for q in queues) // NS if queues else None
-    runs = [(max(0, _whole(span)), kind) for span, kind in zip(jobs, classes)]
+    factory_s = end // NS - max(queue[1] for queue in queues) // NS if queues else None
+    runs = [(max(0, _whole(job)), kind) for job, kind in zip(jobs, classes)]
     return gwms.GlideinRun(glidein_s=glidein_s, factory_s=factory_s, condor_started=condor is not None,
                            validation_s=_whole(setup) if setup and condor else None,
                            condor_s=_condor_seconds(condor) if condor else None,
@@ -284,7 +284,7 @@ def _condor_seconds(condor) -> int:
     """condor_startup.sh's own count (its record's CondorDuration metric, the "Condor ended
     ... after N" banner), else the span truncated to seconds."""
     try:
-        return int(condor.attributes.get("condor.metric.CondorDuration"))
+        return int(condor[2].get("condor.metric.CondorDuration"))
     except (TypeError, ValueError):
         return _whole(condor)
 
@@ -309,14 +309,13 @@ _TIMELINE_SOURCES = itemgetter(*(JOB_COLUMNS.index(name) for name in (
     "started_at", "ended_at", "request_cpus", "failure_domain", "exit_code", "exit_signal", "exit_by")))
 
 
-def _job_values(glidein: dict, by_stage: _Stages, jobs, job_attrs, classes) -> list[tuple]:
+def _job_values(glidein: dict, by_stage: _Stages, jobs, classes) -> list[tuple]:
     """Each job's row as a tuple in the jobs dataset's column order."""
-    idle_before = {span.end_time: span.end_time - span.start_time for span in by_stage.get("idle", ())}
+    idle_before = {end: end - start for start, end, _, _ in by_stage.get("idle", ())}
     common = tuple(glidein[k] for k in _JOB_COMMON)
     out = []
-    for span, attrs, kind in zip(jobs, job_attrs, classes):
+    for (start, end, attrs, span), kind in zip(jobs, classes):
         qdate = attrs.get(c.JOB_QDATE)
-        start, end = span.start_time, span.end_time
         idle = idle_before.get(start)
         out.append(_JOB_ORDER((
             *common, format(span.context.span_id, "016x"), start // 1000, end // 1000, (end - start) / NS,
