@@ -107,12 +107,14 @@ def test_grid_pareto_front_and_recommendation(table):
 @pytest.mark.parametrize("chunk_glideins", [400, 150])
 def test_grouping_by_day_groups_and_by_sorted_keys_gives_the_same_replay(table, monkeypatch, chunk_glideins):
     """The replay's results do not depend on how the days are grouped into passes, on a day
-    too big for one pass being cut into shares of its glideins, nor on which way the bins are
-    grouped (lookup table or sort, for large candidate lists)."""
+    too big for one pass being cut into shares of its glideins, on a pass being replayed in
+    slices of its glideins, nor on which way the bins are grouped (lookup table or sort, for
+    large candidate lists)."""
     candidates = [Settings(600, 200, 14400), Settings(2400, 900, 28800), CURRENT]
     whole = whatif.evaluate_grid(open_dataset(table), CURRENT, candidates)
     monkeypatch.setattr(whatif, "CHUNK_GLIDEINS", chunk_glideins)
     monkeypatch.setattr(whatif, "SPLIT_GLIDEINS", chunk_glideins)
+    monkeypatch.setattr(whatif, "SLICE_GLIDEINS", chunk_glideins // 3)
     monkeypatch.setattr(whatif, "DENSE_GROUPS", 0)
     data = open_dataset(table)
     passes = whatif.chunks(data.con, data.days())

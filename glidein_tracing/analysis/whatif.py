@@ -252,9 +252,16 @@ def _concat(parts: list[dict]) -> dict:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
+SLICE_GLIDEINS = 200_000   # glideins replayed at once: the numpy arrays of one slice, about 80 MB
+
+
 def _bins_of_pass(glideins, cur: Settings, grids, n_entries: int) -> Bins:
-    """The bins of one pass's glideins (with their timelines): the numpy replay."""
-    return _bins(_replay_rows(_job_rows(glideins), cur, grids), cur, grids, n_entries)
+    """The bins of one pass's glideins (with their timelines): the numpy replay, a slice of
+    SLICE_GLIDEINS glideins at a time (Arrow slices, no copy; bins add up), so the replay's
+    memory does not grow with the pass."""
+    parts = [_bins(_replay_rows(_job_rows(glideins.slice(at, SLICE_GLIDEINS)), cur, grids), cur, grids, n_entries)
+             for at in range(0, max(glideins.num_rows, 1), SLICE_GLIDEINS)]
+    return Bins(*(_concat([getattr(p, f) for p in parts]) for f in BIN_TABLES))
 
 
 def _on_two_threads(work, items, connect) -> list:
@@ -367,9 +374,10 @@ def _glidein_bins(g: dict, has_jobs: bool, cur: Settings, grids, keys) -> dict:
     return out
 
 
-CHUNK_GLIDEINS = 500_000   # glideins per pass: bounds the memory of the rows and their arrays
-# a day of more glideins than this (about 1 GB of the replay's arrays) is cut into shares of at
-# most this many; a smaller day is read whole (each share reads the whole day's files again)
+CHUNK_GLIDEINS = 500_000   # glideins per pass (days grouped up to this many)
+# a day of more glideins than this (about 90 MB of Arrow with their timelines) is cut into
+# shares of at most this many; a smaller day is read whole (each share reads the whole day's
+# files again)
 SPLIT_GLIDEINS = 1_200_000
 
 
