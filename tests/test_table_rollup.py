@@ -138,7 +138,34 @@ def test_a_forged_rollup_is_ignored_and_its_file_read_raw(table, tmp_path, how):
     _forge(rollup.path_of(data_files(table, "jobs")[1]), how)
     _, unrolled = rolled_and_raw_rows(table)
     assert unrolled == pq.read_metadata(forged).num_rows, "the forged one's file, and only it, read raw"
+    assert open_dataset(table).rollups["stale"] == (2 if how == "version" else 0)
     assert_same(stats_of(table), stats_of(raw))
+
+
+def test_rollups_an_older_release_wrote_are_named_and_rewritten_by_the_table_verb(table):
+    """After an upgrade that changes a definition every rollup is stale: the analysis reads the
+    rows (same numbers), says so once and names the command; `table --rollups` rewrites them."""
+    files = len(data_files(table)) + len(data_files(table, "jobs"))
+    want = stats_of(table)
+    for data_file in data_files(table) + data_files(table, "jobs"):
+        path = rollup.path_of(data_file)
+        rows = pq.read_table(path)
+        pq.write_table(rows.replace_schema_metadata({**rows.schema.metadata, rollup.VERSION_KEY: b"0" * 16}), path)
+    data = open_dataset(table)
+    assert data.rollups == {"files": files, "used": 0, "stale": files}
+    assert_same(statistics(data.con), want)
+    analyze = [sys.executable, "-m", "glidein_tracing", "analyze", str(table), "--quiet"]
+    before = subprocess.run(analyze, capture_output=True, text=True, timeout=300)
+    assert before.returncode == 0, before.stderr
+    assert f"{files} files have rollups an older release wrote" in before.stderr
+    assert "glidein-tracing table --table DIR --rollups" in before.stderr
+    rewrite = subprocess.run([sys.executable, "-m", "glidein_tracing", "table", "--table", str(table), "--rollups"],
+                             capture_output=True, text=True, timeout=300)
+    assert rewrite.returncode == 0 and f"{files} rollups written" in rewrite.stderr
+    assert open_dataset(table).rollups == {"files": files, "used": files, "stale": 0}
+    after = subprocess.run(analyze, capture_output=True, text=True, timeout=300)
+    assert after.returncode == 0 and "older release" not in after.stderr
+    assert_same(stats_of(table), want)
 
 
 def test_rollups_deleted_while_an_analysis_runs_leave_its_numbers_right(table, tmp_path):

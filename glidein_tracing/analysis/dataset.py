@@ -11,7 +11,8 @@ too; older files lacking columns added since are read with those columns NULL
 
 For the statistics (stats.py), each dataset also has the views ``<dataset>_unrolled`` (its
 files without a usable rollup, table/rollup.py decides which) and ``<dataset>_rollups`` (the
-long rows of the others' rollups), filtered like the rest.
+long rows of the others' rollups), filtered like the rest; ``rollups`` counts both, and the
+files whose rollup an older release wrote (stale: read raw until they are rewritten).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class Dataset:
     job_files: list
     skipped: list = field(default_factory=list)  # (file, reason)
     versions: list = field(default_factory=list)
+    rollups: dict = field(default_factory=dict)  # data files, those read from their rollup, those whose rollup is stale
 
     @property
     def has_jobs(self) -> bool:
@@ -113,10 +115,11 @@ def _view(con, view: str, scan: reader.Scan, columns, where: str) -> None:
         con.execute(f"CREATE VIEW {view} AS SELECT {cols}, CAST(NULL AS DATE) AS date WHERE false")
 
 
-def _rollup_views(con, dataset: str, scan: reader.Scan, columns, where: str) -> None:
+def _rollup_views(con, dataset: str, scan: reader.Scan, columns, where: str) -> tuple[int, int]:
     """``<dataset>_unrolled``: the files without a usable rollup; ``<dataset>_rollups``: the
-    long rows of the others' rollups."""
-    rolled = rollup.usable(scan.files, scan.rows)
+    long rows of the others' rollups. Returns (files read from their rollup, files whose
+    rollup is stale)."""
+    rolled, stale = rollup.usable(scan.files, scan.rows)
     raw = [f for f in scan.files if f not in rolled]
     unrolled = reader.Scan(files=raw, schemas={f: scan.schemas[f] for f in raw})
     _view(con, f"{dataset}_unrolled", unrolled, columns, where)
@@ -124,6 +127,7 @@ def _rollup_views(con, dataset: str, scan: reader.Scan, columns, where: str) -> 
     source = (f"read_parquet([{_listing(rolled.values())}], hive_partitioning=false)" if rolled else
               "(SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {n}" for n, t in LONG_COLUMNS) + " WHERE false)")
     con.execute(f"CREATE VIEW {dataset}_rollups AS SELECT {names} FROM {source} {where}")
+    return len(rolled), len(stale)
 
 
 def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = MEMORY_LIMIT,
@@ -163,10 +167,13 @@ def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = 
         if values:
             conditions.append(f"{column} IN (" + ", ".join("'" + v.replace("'", "''") + "'" for v in values) + ")")
     where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
+    rollups = {"files": len(glidein_files) + len(job_files), "used": 0, "stale": 0}
     for dataset, scan, columns in ((GLIDEINS_DATASET, glideins, GLIDEINS), (JOBS_DATASET, jobs_found, JOBS)):
         _view(con, dataset, scan, columns, where)
-        _rollup_views(con, dataset, scan, columns, where)
-    data = Dataset(con, glidein_files, job_files, skipped)
+        used, stale = _rollup_views(con, dataset, scan, columns, where)
+        rollups["used"] += used
+        rollups["stale"] += stale
+    data = Dataset(con, glidein_files, job_files, skipped, rollups=rollups)
     present = data.columns("glideins")
     missing = [c for c in REQUIRED if c not in present]
     if missing:

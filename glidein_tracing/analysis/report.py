@@ -55,6 +55,7 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
            "source": source or {},
            "dataset": {"glidein_files": len(data.glidein_files), "job_files": len(data.job_files),
                        "skipped": [{"file": f, "reason": r} for f, r in data.skipped],
+                       "rollups": data.rollups,
                        "schema_versions": data.versions},
            "current_settings": settings.as_dict(), "stats": stats,
            "entries": timed("analyze_entries", lambda: waste_table(con, scans[0])) if "gwms_lasted_s" in columns else [],

@@ -263,7 +263,7 @@ def missing_rollups(table_dir) -> tuple[int, int, list]:
     with layout.locked(Path(table_dir)):
         for dataset in DATASETS:
             scan = reader.usable_files(table_dir, dataset)
-            have = rollup.usable(scan.files, scan.rows)
+            have, _ = rollup.usable(scan.files, scan.rows)
             kept += len(have)
             problems += scan.problems
             for path in scan.files:

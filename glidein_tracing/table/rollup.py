@@ -70,12 +70,14 @@ def remove_orphans(day_dir) -> None:
         stale.unlink(missing_ok=True)
 
 
-def usable(data_files, rows: dict) -> dict:
-    """data file -> its rollup, for those of ``data_files`` whose rollup can stand for them:
+def usable(data_files, rows: dict) -> tuple[dict, list]:
+    """(data file -> its rollup, for those of ``data_files`` whose rollup can stand for them:
     there, its footer readable, of this VERSION, of the data file's row count (``rows``: file ->
-    its footer's row count) and of the long rows' columns. Any other file is read raw."""
+    its footer's row count) and of the long rows' columns; the data files whose rollup is of
+    another version: stale, as a release that changes a definition leaves them, for
+    ``glidein-tracing table --rollups`` to rewrite). Any other file is read raw."""
     import pyarrow.parquet as pq
-    expected, out = aggregates.long_schema(), {}
+    expected, out, stale = aggregates.long_schema(), {}, []
     for data_file in data_files:
         path = path_of(data_file)
         try:
@@ -84,7 +86,8 @@ def usable(data_files, rows: dict) -> dict:
         except (OSError, ValueError):       # absent, or no Parquet file
             continue
         meta = metadata.metadata or {}
-        if (meta.get(VERSION_KEY) == VERSION.encode() and meta.get(ROWS_KEY) == str(rows[data_file]).encode()
-                and columns.equals(expected, check_metadata=False)):
+        if meta.get(VERSION_KEY) != VERSION.encode():
+            stale.append(data_file)
+        elif meta.get(ROWS_KEY) == str(rows[data_file]).encode() and columns.equals(expected, check_metadata=False):
             out[data_file] = path
-    return out
+    return out, stale
