@@ -7,8 +7,15 @@
 2. Backfill from the embedded store: `glidein-tracing table --store` (table.backfill.from_store)
    over a synthetic store (glidein_tracing.analysis.synth), spans read per second (wall) and
    CPU per span (the main process and its workers). Target: at least 100,000 spans/s.
+3. A busy day's compactions, which a single pass does not reach: ``--day-passes`` passes of
+   ``--day-glideins`` glideins each (synthetic glideins' rows, new trace ids per pass) written
+   into one day by ``writer.append`` as the forwarder's flush does, against the same files
+   written without compaction (``writer.write_days``) in the same run: CPU per glidein, the
+   compactions' share, files left in the day. Their cost belongs to the table's share of a
+   pass, amortised.
 
     python -m bench.bench_table [--glideins 400] [--jobs 10] [--rounds 3] [--store-glideins 20000]
+                                [--day-passes 729] [--day-glideins 100]
 """
 
 from __future__ import annotations
@@ -117,12 +124,72 @@ def backfill_rate(args) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _pass_rows(glideins: int):
+    """Rows of synthetic glideins (rows.glidein_values of their spans) to write pass after pass."""
+    from glidein_tracing.table.readable import decode_line
+    from glidein_tracing.table.rows import glidein_values
+    work = Path(tempfile.mkdtemp(prefix="gt-bench-day-"))
+    try:
+        synth.write_store(synth.SynthConfig(glideins=glideins, seed=5, period_s=86400), work / "store")
+        values = [glidein_values(decode_line(line)) for path in sorted((work / "store").rglob("*.jsonl"))
+                  for line in path.read_bytes().splitlines() if line]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return values
+
+
+def day_of_passes(args) -> None:
+    from glidein_tracing.table import layout, writer
+    from glidein_tracing.table.rows import GLIDEIN_COLUMNS, JOB_COLUMNS
+    base = _pass_rows(args.day_glideins)
+    at, job_at = GLIDEIN_COLUMNS.index("trace_id"), JOB_COLUMNS.index("trace_id")
+    day = layout.day_of(base[0][0][GLIDEIN_COLUMNS.index("ended_at")])
+
+    def batch(k):
+        glideins, jobs = [], []
+        for index, (row, job_rows) in enumerate(base):
+            trace = f"{k:016x}{index:016x}"
+            glideins.append(row[:at] + (trace,) + row[at + 1:])
+            jobs += [job[:job_at] + (trace,) + job[job_at + 1:] for job in job_rows]
+        return {day: glideins}, {day: jobs}
+    glideins = args.day_passes * len(base)
+    results = {}
+    for compacting in (False, True):
+        table = Path(tempfile.mkdtemp(prefix="gt-bench-day-table-"))
+        wall = cpu = 0.0
+        try:
+            for k in range(args.day_passes):    # each pass's rows made outside the timing
+                glidein_rows, job_rows = batch(k)
+                token = writer.new_token()
+
+                def write():
+                    with layout.locked(table):
+                        if compacting:
+                            writer.append(table, glidein_rows, job_rows, token)
+                        else:
+                            writer.write_days(table, "glideins", glidein_rows, token)
+                            writer.write_days(table, "jobs", job_rows, token)
+                _, pass_wall, pass_cpu = measure(write)
+                wall, cpu = wall + pass_wall, cpu + pass_cpu
+            files = len(layout.part_files(layout.day_dir(table, "glideins", day)))
+            results[compacting] = (wall, cpu, files)
+        finally:
+            shutil.rmtree(table, ignore_errors=True)
+    (_, plain, plain_files), (wall, cpu, files) = results[False], results[True]
+    print(f"a day of {args.day_passes} passes of {len(base)} glideins: written with compaction "
+          f"{1000 * cpu / glideins:.3f} ms CPU per glidein ({wall:.1f} s wall), {files} glidein files left; "
+          f"without compaction {1000 * plain / glideins:.3f} ms ({plain_files} files): the compactions add "
+          f"{1000 * (cpu - plain) / glideins:.3f} ms per glidein")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--glideins", type=int, default=400)
     parser.add_argument("--jobs", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--store-glideins", type=int, default=20000, help="0: no backfill run")
+    parser.add_argument("--day-passes", type=int, default=729, help="0: no day of passes")
+    parser.add_argument("--day-glideins", type=int, default=100)
     args = parser.parse_args()
     _, endpoint, sink = start_sink()
     before = calibrate()
@@ -134,6 +201,8 @@ def main():
         sink.terminate()
     if args.store_glideins:
         backfill_rate(args)
+    if args.day_passes:
+        day_of_passes(args)
     print(f"machine speed (bench/calibration.py, lower is faster): {before:.0f} ms before, {calibrate():.0f} ms after")
 
 

@@ -2,9 +2,11 @@
 out or not, exactly once across crashes, reruns and two forwarders at once; bounded files per
 day; damaged files named and skipped; schema versions checked; DuckDB reads it as it is."""
 
+import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -216,6 +218,35 @@ def test_merged_files_are_merged_in_turn(tmp_path):
     assert len(table_layout.part_files(day_dir)) == 1
     assert len(set(table_trace_ids(table))) == len(table_trace_ids(table)) == 2 * n
     assert not writer.compact(day_dir, "glideins")
+
+
+def test_compaction_rewrites_each_row_once_per_level_and_keeps_few_files_per_level(tmp_path, monkeypatch):
+    """A busy day of many passes: files are merged level by level (more than max_files of one
+    level make one of the next), so a row is rewritten once per level, not every time the
+    day's merged files are merged again, and each level keeps at most max_files files."""
+    table = tmp_path / "table"
+    day = table_layout.day_of(_rows(1)[0]["ended_at"])
+    day_dir = table_layout.day_dir(table, "glideins", day)
+    merged_rows, merge = [], writer._merge
+
+    def counted(day_dir, dataset, inputs, level):
+        merged_rows.append(sum(pq.read_metadata(p).num_rows for p in inputs))
+        return merge(day_dir, dataset, inputs, level)
+    monkeypatch.setattr(writer, "_merge", counted)
+    passes, per_pass, max_files = 100, 3, 2
+    for k in range(passes):
+        rows = [dict(r, trace_id=f"{k:08x}{i:024x}") for i, r in enumerate(_rows(per_pass))]
+        writer.write_days(table, "glideins", {day: rows}, writer.new_token())
+        writer.compact(day_dir, "glideins", max_files=max_files)
+        levels = [writer.level_of(p) for p in table_layout.part_files(day_dir)]
+        assert all(levels.count(level) <= max_files for level in levels)
+    levels = sorted(set(writer.level_of(p) for p in table_layout.part_files(day_dir)))
+    assert levels[-1] == 4 == int(math.log(passes, max_files + 1))   # a level L file: 3**L passes
+    assert sum(merged_rows) <= levels[-1] * passes * per_pass     # each row at most once per level
+    ids = table_trace_ids(table)
+    assert len(ids) == len(set(ids)) == passes * per_pass
+    assert writer.level_of(Path("part-p" + "0" * 32 + ".parquet")) == 0
+    assert writer.level_of(Path("part-c" + "a" * 32 + ".parquet")) == 1     # an older release's merged file
 
 
 def test_the_table_setting(tmp_path):

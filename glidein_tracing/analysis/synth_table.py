@@ -273,7 +273,7 @@ def write_table(cfg: SynthConfig, directory, *, chunk_rows: int = CHUNK) -> dict
                 part.mkdir(parents=True, exist_ok=True)
                 rows, path = table.filter(pa.array(row_days == day)), part / f"part-synth-{cfg.seed}-{chunk:05d}.parquet"
                 pq.write_table(rows, path)
-                rollup.write(rows, name, path)      # as the writer does for each merged file
+                rollup.write(rollup.compute(rows, name), path)      # as the writer does for each merged file
                 counts["files"] += 1
         counts["glideins"] += n
         counts["jobs"] += len(jobs["trace_id"])

@@ -274,7 +274,7 @@ def missing_rollups(table_dir) -> tuple[int, int, list]:
                 except (OSError, ValueError) as exc:
                     problems.append(f"{path}: damaged Parquet file, no rollup written ({str(exc)[:200]})")
                     continue
-                rollup.write(rows, dataset, path)
+                rollup.write(rollup.compute(rows, dataset), path)
                 written += 1
     return written, kept, problems
 

@@ -51,13 +51,19 @@ def tmp_path(final: Path) -> Path:
     return final.with_name(f".{final.name}.tmp")
 
 
-def write_hidden(table, final: Path) -> Path:
-    """``table`` (Arrow) as Parquet under ``final``'s hidden name, synced: renamed to ``final``
-    it appears whole. Returns the hidden name."""
+def write_hidden(table, final: Path, schema=None) -> Path:
+    """``table`` (Arrow; or, with its ``schema``, Arrow tables one after the other, each written
+    as it comes) as Parquet under ``final``'s hidden name, synced: renamed to ``final`` it
+    appears whole. Returns the hidden name."""
     import pyarrow.parquet as pq
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = tmp_path(final)
-    pq.write_table(table, tmp)
+    if schema is None:
+        pq.write_table(table, tmp)
+    else:
+        with pq.ParquetWriter(tmp, schema) as out:
+            for part in table:
+                out.write_table(part)
     with open(tmp, "rb") as handle:
         os.fsync(handle.fileno())
     return tmp

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from functools import lru_cache
 from pathlib import Path
 
 from . import aggregates, layout
@@ -34,24 +35,62 @@ def path_of(data_file) -> Path:
     return dataset_dir.parent / ROLLUPS_DIR / dataset_dir.name / day.name / data_file.name
 
 
-def compute(table, dataset: str):
-    """The rollup of ``table`` (Arrow, rows of ``dataset``): its aggregate's long rows, the
-    footer metadata naming VERSION and the row count."""
+def _stamped(long_rows, rows: int):
+    """Long rows with the footer metadata naming VERSION and the data file's row count."""
+    return long_rows.replace_schema_metadata({VERSION_KEY: VERSION.encode(), ROWS_KEY: str(rows).encode()})
+
+
+@lru_cache(maxsize=1)
+def _duckdb(pid: int):
+    """This process's DuckDB for rollups (keyed by ``pid``: a forked child makes its own): a
+    new connection costs about 15 ms, a compaction of small files about as much again."""
     import duckdb
-    con = duckdb.connect()
+    return duckdb.connect()
+
+
+def compute(table, dataset: str):
+    """The rollup of ``table`` (Arrow, rows of ``dataset``): its aggregate's long rows."""
+    con = _duckdb(os.getpid())
+    con.register("data_rows", table)
     try:
-        con.register("data_rows", table)
-        rows = aggregates.long_rows(con, dataset, "data_rows")
+        return _stamped(aggregates.long_rows(con, dataset, "data_rows"), table.num_rows)
     finally:
-        con.close()
-    return rows.replace_schema_metadata({VERSION_KEY: VERSION.encode(), ROWS_KEY: str(table.num_rows).encode()})
+        con.unregister("data_rows")
 
 
-def write(table, dataset: str, data_file) -> Path:
-    """The rollup of ``table``, the rows ``data_file`` holds (or will once renamed into place),
-    written atomically next to the others of its day."""
+def of_merge(inputs, dataset: str, merged_file):
+    """The rollup of ``merged_file``, the rows of data files ``inputs`` merged: the sum of the
+    inputs' rollups when each has a usable one (long rows add up: a few rows per file, however
+    many rows the files hold), else the aggregate of the merged file's rows, which DuckDB
+    reads from the file."""
+    import duckdb
+    import pyarrow.parquet as pq
+    rows = {path: pq.read_metadata(path).num_rows for path in inputs}
+    total = pq.read_metadata(merged_file).num_rows
+    con = _duckdb(os.getpid())
+    rolled, _ = usable(inputs, rows)
+    if len(rolled) == len(inputs) and sum(rows.values()) == total:
+        keys = ", ".join(name for name, _ in aggregates.LONG_COLUMNS if name != "value")
+        try:
+            files = ", ".join(_quoted(path) for path in rolled.values())
+            summed = con.sql(f"SELECT {keys}, SUM(value) AS value FROM read_parquet([{files}]) GROUP BY ALL"
+                             ).to_arrow_table()
+            return _stamped(summed.cast(aggregates.long_schema()), total)
+        except duckdb.Error:     # a rollup damaged past its footer: the rows decide
+            pass
+    return _stamped(aggregates.long_rows(con, dataset, f"read_parquet({_quoted(merged_file)})"), total)
+
+
+def _quoted(path) -> str:
+    """A path as an SQL string literal."""
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def write(rollup, data_file) -> Path:
+    """``rollup`` (``compute``, ``of_merge``), that of the rows ``data_file`` holds (or will once
+    renamed into place), written atomically next to the others of its day."""
     final = path_of(data_file)
-    os.replace(layout.write_hidden(compute(table, dataset), final), final)
+    os.replace(layout.write_hidden(rollup, final), final)
     return final
 
 

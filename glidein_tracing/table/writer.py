@@ -124,40 +124,74 @@ def is_written(final: Path) -> bool:
     return any(name in line.split()[1:] for line in log.read_text().splitlines())
 
 
+def level_of(data_file: Path) -> int:
+    """A data file's compaction level: 0 for a pass's file (``part-p<token>``, or an older
+    forwarder's ``part-<token>``), L for a merge of level L - 1 files (``part-c<L>-<token>``); a
+    merged file of an older release (``part-c<token>``) counts as level 1."""
+    name = data_file.name[len(layout.PART_PREFIX):]
+    if not name.startswith("c"):
+        return 0
+    level, dash, _ = name[1:].partition("-")
+    return int(level) if dash and level.isdigit() else 1
+
+
 def compact(day_dir: Path, dataset: str, max_files: int = MAX_FILES_PER_DAY) -> bool:
-    """Keep a day's files few without rewriting the day at every pass: when more than
-    ``max_files`` files of passes (``part-<token>``) are there, they are merged into one
-    ``part-c<token>``; when more than ``max_files`` merged files are there, those are merged
-    in turn. So a day holds at most about 2 x ``max_files`` files and each row is rewritten a
-    few times at most. The log line naming the output and its inputs is written before the
-    output appears, so a crash at any point is finished by ``finish_compactions``."""
-    files = layout.part_files(day_dir)
-    merged = [p for p in files if p.name.startswith(layout.PART_PREFIX + "c")]
-    small = [p for p in files if p not in merged]
-    inputs = small if len(small) > max_files else merged if len(merged) > max_files else []
-    if not inputs:
-        return False
-    _merge(day_dir, dataset, inputs)
-    return True
+    """Keep a day's files few without rewriting the day at every pass, as a log-structured
+    merge: when more than ``max_files`` files of one level are there (a pass's files are level
+    0), they are merged into one file of the next level, which may in turn make that level
+    merge. So each row is rewritten once per level, a level holds at most ``max_files`` files,
+    and a day of P passes has about log9(P) levels (3 for 729 passes). The log line naming the
+    output and its inputs is written before the output appears, so a crash at any point is
+    finished by ``finish_compactions``."""
+    levels: dict = {}
+    for path in layout.part_files(day_dir):
+        levels.setdefault(level_of(path), []).append(path)
+    merged, level = False, 0
+    while level <= max(levels, default=-1):
+        if len(levels.get(level, ())) > max_files:
+            levels.setdefault(level + 1, []).append(_merge(day_dir, dataset, levels.pop(level), level + 1))
+            merged = True
+        level += 1
+    return merged
 
 
-def _merge(day_dir: Path, dataset: str, inputs: list):
-    """The inputs as one merged file with its rollup (rollup.py), written before the file
-    appears, so a merged file is never without it; the inputs and their rollups then go."""
+#: rows a merge holds at once (its output's row groups): a merge's memory does not grow with the day
+MERGE_ROWS = 131_072
+
+
+def _merged_rows(inputs: list, schema):
+    """The inputs' rows in order, as tables of about MERGE_ROWS rows, one input read at a time
+    (older files read with the schema's columns, those they lack NULL)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    table = pa.concat_tables([pq.read_table(p, schema=arrow_schema(dataset)) for p in inputs])
-    final = day_dir / f"{layout.PART_PREFIX}c{uuid.uuid4().hex}{layout.PART_SUFFIX}"
-    tmp = layout.write_hidden(table, final)
+    held, count = [], 0
+    for path in inputs:
+        held.append(pq.read_table(path, schema=schema))
+        count += held[-1].num_rows
+        if count >= MERGE_ROWS:
+            yield pa.concat_tables(held)
+            held, count = [], 0
+    if held:
+        yield pa.concat_tables(held)
+
+
+def _merge(day_dir: Path, dataset: str, inputs: list, level: int) -> Path:
+    """The inputs as one merged file of ``level`` with its rollup (rollup.py), written before
+    the file appears, so a merged file is never without it; the inputs and their rollups then
+    go. Returns the merged file."""
+    schema = arrow_schema(dataset)
+    final = day_dir / f"{layout.PART_PREFIX}c{level}-{uuid.uuid4().hex}{layout.PART_SUFFIX}"
+    tmp = layout.write_hidden(_merged_rows(inputs, schema), final, schema)
     marker = _marker(day_dir)
     marker.write_text(str(day_dir.relative_to(marker.parent)))
-    rollup.write(table, dataset, final)
+    rollup.write(rollup.of_merge(inputs, dataset, tmp), final)
     _append_log(day_dir, [final.name] + [p.name for p in inputs])
     os.replace(tmp, final)
     for path in inputs:
         rollup.remove(path)
         path.unlink(missing_ok=True)
     marker.unlink()
+    return final
 
 
 def _marker(day_dir: Path) -> Path:
