@@ -155,13 +155,14 @@ def compact(day_dir: Path, dataset: str, max_files: int = MAX_FILES_PER_DAY) -> 
     return merged
 
 
-#: rows a merge holds at once (its output's row groups): a merge's memory does not grow with the day
+#: rows of small inputs a merge gathers before writing them (a row group of its output)
 MERGE_ROWS = 131_072
 
 
 def _merged_rows(inputs: list, schema):
-    """The inputs' rows in order, as tables of about MERGE_ROWS rows, one input read at a time
-    (older files read with the schema's columns, those they lack NULL)."""
+    """The inputs' rows in order, one input read at a time, small ones gathered up to
+    MERGE_ROWS rows: a merge never holds the whole day (older files read with the schema's
+    columns, those they lack NULL)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     held, count = [], 0
