@@ -1,8 +1,8 @@
 """The one writer of the glidein table's Parquet files (pyarrow): rows -> one file per day and
 dataset, written to a hidden name and renamed (a reader never sees half a file), and a day's
-files merged into one when there are too many (compaction, crash-safe through the day's
-``_compacted.log``), each merged file with its rollup (rollup.py: the statistics' aggregate
-of its rows). Callers hold ``layout.locked``."""
+files merged level by level when one level has too many (compaction, crash-safe through the
+day's ``_compacted.log``), each merged file with its rollup (rollup.py: the statistics'
+aggregate of its rows). Callers hold ``layout.locked``."""
 
 from __future__ import annotations
 
