@@ -64,10 +64,9 @@ def waste_table(con, glideins) -> list[dict]:
     sums = {name: glideins.sums(f"e_{name}")["by_entry"] for name in ENTRY_SUMS}
     entries = list(sums["glideins"])
     per_entry = pa.table({"entry": pa.array(entries, pa.string()),
-                          **{name: pa.array([float(sums[name].get(e, 0.0)) for e in entries], pa.float64())
+                          **{name: pa.array([sums[name].get(e, 0.0) for e in entries],
+                                            pa.int64() if name == "glideins" else pa.float64())   # a count
                              for name in ENTRY_SUMS}})
-    per_entry = per_entry.set_column(per_entry.schema.get_field_index("glideins"), "glideins",
-                                     per_entry["glideins"].cast(pa.int64()))
     sql = _table_sql({name: name for name in ENTRY_SUMS}, "entry_sums", "", "").replace("`", '"')
     con.register("entry_sums", per_entry)
     try:
