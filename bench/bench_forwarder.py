@@ -76,8 +76,8 @@ def glidein_journal(layout, cluster, proc, start, jobs):
     return "".join(lines)
 
 
-def build_tree(root: Path, glideins: int, jobs: int) -> FactoryLayout:
-    layout = FactoryLayout(logs=root / "logs", instance="bench", entry="BENCH_ENTRY")
+def build_tree(root: Path, glideins: int, jobs: int, entry: str = "BENCH_ENTRY") -> FactoryLayout:
+    layout = FactoryLayout(logs=root / "logs", instance="bench", entry=entry)
     log = CondorGLog(layout)
     start = time.time() - 86400
     for proc in range(glideins):

@@ -13,9 +13,13 @@
    flush does, against the same files written without compaction (``writer.write_days``) in
    the same run: CPU per glidein, files left in the day. Their cost belongs to the table's
    share of a pass, amortised: the last figure adds it to part 1's.
+4. The ledger's growth: ``--ledger-passes`` passes of ``--glideins`` new glideins each into one
+   ledger (as a forwarder service runs), the ledger file's growth per glidein after the first
+   pass (WAL checkpointed; what SQLite's freelist holds is reused by the next passes) and, where
+   SQLite has dbstat, each table's pages per glidein and their unused share.
 
     python -m bench.bench_table [--glideins 400] [--jobs 10] [--rounds 3] [--store-glideins 20000]
-                                [--day-passes 729] [--day-glideins 400]
+                                [--day-passes 729] [--day-glideins 400] [--ledger-passes 6]
 """
 
 from __future__ import annotations
@@ -189,6 +193,32 @@ def day_of_passes(args, endpoint, pass_share) -> None:
               f"{'met' if own + added / 1000 <= 0.05 * rest else 'NOT met'}")
 
 
+def ledger_growth(args, endpoint) -> None:
+    import sqlite3
+    work = Path(tempfile.mkdtemp(prefix="gt-bench-ledger-"))
+    try:
+        ledger, sizes = Ledger(work / "ledger.sqlite"), []
+        for k in range(args.ledger_passes):
+            layout = build_tree(work / f"tree{k}", args.glideins, args.jobs, entry=f"BENCH_ENTRY_{k}")
+            Forwarder([layout.logs], make_otlp_exporter(endpoint, 30), ledger, FACTORY, grace_s=1, batch_spans=2000,
+                      table=TableSink(work / "table", ledger)).run_once()
+            ledger.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            sizes.append((work / "ledger.sqlite").stat().st_size)
+        glideins = (args.ledger_passes - 1) * args.glideins
+        print(f"the ledger over {args.ledger_passes} passes of {args.glideins} new glideins: "
+              f"{(sizes[-1] - sizes[0]) / glideins:,.0f} bytes per glidein after the first pass")
+        try:
+            tables = ledger.db.execute("SELECT name, sum(pgsize), sum(unused) FROM dbstat GROUP BY name "
+                                       "ORDER BY 2 DESC LIMIT 6").fetchall()
+        except sqlite3.OperationalError:
+            return
+        total = args.ledger_passes * args.glideins
+        print("  pages per glidein: " + ", ".join(f"{name} {size / total:,.0f} bytes ({100 * unused / size:.0f} % unused)"
+                                                 for name, size, unused in tables))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--glideins", type=int, default=400)
@@ -197,6 +227,7 @@ def main():
     parser.add_argument("--store-glideins", type=int, default=20000, help="0: no backfill run")
     parser.add_argument("--day-passes", type=int, default=729, help="0: no day of passes")
     parser.add_argument("--day-glideins", type=int, default=400, help="glideins per pass of that day")
+    parser.add_argument("--ledger-passes", type=int, default=6, help="0: no ledger growth run")
     args = parser.parse_args()
     _, endpoint, sink = start_sink()
     before = calibrate()
@@ -206,6 +237,8 @@ def main():
         share = table_overhead(args, endpoint) if args.rounds else None
         if args.day_passes:
             day_of_passes(args, endpoint, share)
+        if args.ledger_passes:
+            ledger_growth(args, endpoint)
     finally:
         sink.terminate()
     if args.store_glideins:

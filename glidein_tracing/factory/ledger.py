@@ -23,18 +23,23 @@ CREATE TABLE IF NOT EXISTS logs (path TEXT PRIMARY KEY, state BLOB, events INTEG
 CREATE TABLE IF NOT EXISTS glideins (
     gkey TEXT PRIMARY KEY, entry_dir TEXT, instance TEXT, entry TEXT,
     cluster INTEGER, proc INTEGER, status TEXT, ended_at REAL, updated REAL,
-    trace_id TEXT, spans INTEGER DEFAULT 0, pending TEXT, note TEXT, activity_state TEXT,
+    trace_id TEXT, spans INTEGER DEFAULT 0, note TEXT, activity_state TEXT,
     attempts INTEGER DEFAULT 0);
 CREATE INDEX IF NOT EXISTS glideins_status ON glideins(status);
 CREATE TABLE IF NOT EXISTS factory_events (gkey TEXT, seq INTEGER, event TEXT, PRIMARY KEY (gkey, seq));
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER);
 CREATE TABLE IF NOT EXISTS early_spans (gkey TEXT, span_id TEXT, state TEXT, PRIMARY KEY (gkey, span_id));
-CREATE TABLE IF NOT EXISTS table_rows (trace_id TEXT PRIMARY KEY, gkey TEXT, day TEXT, file TEXT,
-    state TEXT, glidein TEXT, jobs TEXT);
+CREATE TABLE IF NOT EXISTS sending_spans (gkey TEXT PRIMARY KEY, span_ids TEXT);
+CREATE TABLE IF NOT EXISTS table_rows (trace_id TEXT PRIMARY KEY, gkey TEXT, day TEXT, file TEXT, state TEXT);
 CREATE INDEX IF NOT EXISTS table_rows_state ON table_rows(state, file);
+CREATE TABLE IF NOT EXISTS table_pending (trace_id TEXT PRIMARY KEY, glidein TEXT, jobs TEXT);
 """
 
 OPEN, ENDED, SENDING, DONE, SKIPPED = "open", "ended", "sending", "done", "skipped"
+#: the ledger's layout (its user_version): 1 keeps what waits (the rows owed to the glidein
+#: table, the span ids being sent) in tables of its own, deleted when done, so the ledger grows
+#: by a small row per glidein, not by what it once waited for
+LAYOUT = 1
 QUARANTINED = "quarantined"  # failed alone while others went through: waits for --retry-quarantined
 
 
@@ -80,11 +85,12 @@ class Ledger:
                 raise LedgerError(f"{self.path} is locked by another process (another forwarder, "
                                   f"or a copy being taken?): {exc}") from exc
             raise
-        columns = {row[1] for row in self.db.execute("PRAGMA table_info(glideins)")}
-        if "attempts" not in columns:  # a ledger written before quarantine existed
+        if "attempts" not in _columns(self.db, "glideins"):  # a ledger written before quarantine existed
             self.db.execute("ALTER TABLE glideins ADD COLUMN attempts INTEGER DEFAULT 0")
         if self.db.execute("SELECT 1 FROM sqlite_master WHERE name='activity'").fetchone():
             self._migrate_activity_lines()
+        if self.db.execute("PRAGMA user_version").fetchone()[0] < LAYOUT:
+            self._migrate_layout()
 
     def close(self):
         self.db.close()
@@ -165,26 +171,35 @@ class Ledger:
             query += f" LIMIT {int(limit)}"
         return [r[0] for r in self.db.execute(query, (status,))]
 
+    # a glidein being sent keeps its span ids in ``sending_spans``, deleted when it settles, so
+    # their pages are reused rather than left emptied in the glideins table
     def mark_sending(self, gkey, trace_id, span_ids):
-        self.db.execute("UPDATE glideins SET status=?, trace_id=?, pending=?, updated=? WHERE gkey=?",
-                        (SENDING, trace_id, json.dumps(span_ids), time.time(), gkey))
+        self.db.execute("UPDATE glideins SET status=?, trace_id=?, updated=? WHERE gkey=?",
+                        (SENDING, trace_id, time.time(), gkey))
+        self.db.execute("INSERT OR REPLACE INTO sending_spans(gkey, span_ids) VALUES (?,?)", (gkey, json.dumps(span_ids)))
 
     def pending_spans(self, gkey) -> list[str]:
-        row = self.db.execute("SELECT pending FROM glideins WHERE gkey=?", (gkey,)).fetchone()
+        row = self.db.execute("SELECT span_ids FROM sending_spans WHERE gkey=?", (gkey,)).fetchone()
         return json.loads(row[0]) if row and row[0] else []
 
+    def _settled(self, gkey):
+        self.db.execute("DELETE FROM sending_spans WHERE gkey=?", (gkey,))
+
     def mark_done(self, gkey, spans, note=""):
-        self.db.execute("UPDATE glideins SET status=?, spans=?, pending=NULL, note=?, updated=? WHERE gkey=?",
+        self.db.execute("UPDATE glideins SET status=?, spans=?, note=?, updated=? WHERE gkey=?",
                         (DONE, spans, note, time.time(), gkey))
         self.db.execute("DELETE FROM factory_events WHERE gkey=?", (gkey,))
+        self._settled(gkey)
 
     def mark_skipped(self, gkey, note):
-        self.db.execute("UPDATE glideins SET status=?, pending=NULL, note=?, updated=? WHERE gkey=?",
+        self.db.execute("UPDATE glideins SET status=?, note=?, updated=? WHERE gkey=?",
                         (SKIPPED, note, time.time(), gkey))
         self.db.execute("DELETE FROM factory_events WHERE gkey=?", (gkey,))
+        self._settled(gkey)
 
     def back_to_ended(self, gkey):
-        self.db.execute("UPDATE glideins SET status=?, pending=NULL WHERE gkey=?", (ENDED, gkey))
+        self.db.execute("UPDATE glideins SET status=? WHERE gkey=?", (ENDED, gkey))
+        self._settled(gkey)
 
     def failed_alone(self, gkey, reason) -> int:
         """One more failed export of this glidein on its own; returns its count of them."""
@@ -193,8 +208,9 @@ class Ledger:
         return self.db.execute("SELECT attempts FROM glideins WHERE gkey=?", (gkey,)).fetchone()[0]
 
     def quarantine(self, gkey, reason):
-        self.db.execute("UPDATE glideins SET status=?, pending=NULL, note=?, updated=? WHERE gkey=?",
+        self.db.execute("UPDATE glideins SET status=?, note=?, updated=? WHERE gkey=?",
                         (QUARANTINED, reason, time.time(), gkey))
+        self._settled(gkey)
 
     def release_quarantined(self) -> int:
         """Give every quarantined glidein a fresh set of tries (``forward --retry-quarantined``)."""
@@ -205,11 +221,17 @@ class Ledger:
         return dict(self.db.execute("SELECT gkey, note FROM glideins WHERE status=?", (QUARANTINED,)))
 
     # -- the glidein table (table/sink.py): rows owed, then the file named, then written ---
+    # ``table_rows`` keeps a small row per glidein (its claim, file and state); the rows'
+    # JSON waits in ``table_pending`` and is deleted once written, so its pages are reused and
+    # the ledger grows by about 150 bytes per glidein, not by the rows (a few kB each)
     def claim_table_rows(self, claims):
         """Glideins' rows are owed to the table: ``claims`` are (trace id, gkey, day, glidein
         row JSON, job rows JSON); a glidein claimed before keeps its claim."""
-        self.db.executemany("INSERT OR IGNORE INTO table_rows(trace_id, gkey, day, state, glidein, jobs) "
-                            "VALUES (?,?,?,'pending',?,?)", claims)
+        self.db.executemany("INSERT OR IGNORE INTO table_pending(trace_id, glidein, jobs) SELECT ?, ?, ? "
+                            "WHERE NOT EXISTS (SELECT 1 FROM table_rows WHERE trace_id=?)",
+                            [(trace_id, glidein, jobs, trace_id) for trace_id, _, _, glidein, jobs in claims])
+        self.db.executemany("INSERT OR IGNORE INTO table_rows(trace_id, gkey, day, state) VALUES (?,?,?,'pending')",
+                            [claim[:3] for claim in claims])
 
     def pending_table_rows(self) -> list[tuple]:
         """(trace id, day, file or None) of every row owed; their JSON from ``table_rows_json``."""
@@ -217,15 +239,32 @@ class Ledger:
 
     def table_rows_json(self, trace_id) -> tuple:
         """(glidein row JSON, job rows JSON) of an owed glidein."""
-        return self.db.execute("SELECT glidein, jobs FROM table_rows WHERE trace_id=?", (trace_id,)).fetchone()
+        return self.db.execute("SELECT glidein, jobs FROM table_pending WHERE trace_id=?", (trace_id,)).fetchone()
 
     def name_table_files(self, token):
         """The owed rows not yet given a file go to file ``token``."""
         self.db.execute("UPDATE table_rows SET file=? WHERE state='pending' AND file IS NULL", (token,))
 
     def table_files_written(self, tokens):
-        self.db.executemany("UPDATE table_rows SET state='written', glidein=NULL, jobs=NULL "
-                            "WHERE file=? AND state='pending'", [(t,) for t in tokens])
+        for token in tokens:
+            self.db.execute("DELETE FROM table_pending WHERE trace_id IN "
+                            "(SELECT trace_id FROM table_rows WHERE file=? AND state='pending')", (token,))
+            self.db.execute("UPDATE table_rows SET state='written' WHERE file=? AND state='pending'", (token,))
+
+    def _migrate_layout(self):
+        """A ledger of an older release kept what waits in the rows it waits for: the owed
+        rows' JSON in ``table_rows``, the span ids being sent in ``glideins.pending``. They move
+        to ``table_pending`` and ``sending_spans``, once (the ledger's user_version says so)."""
+        with self.transaction():
+            if "glidein" in _columns(self.db, "table_rows"):
+                self.db.execute("INSERT OR IGNORE INTO table_pending(trace_id, glidein, jobs) "
+                                "SELECT trace_id, glidein, jobs FROM table_rows WHERE state='pending'")
+                self.db.execute("UPDATE table_rows SET glidein=NULL, jobs=NULL WHERE state='pending'")
+            if "pending" in _columns(self.db, "glideins"):
+                self.db.execute("INSERT OR REPLACE INTO sending_spans(gkey, span_ids) "
+                                "SELECT gkey, pending FROM glideins WHERE pending IS NOT NULL")
+                self.db.execute("UPDATE glideins SET pending=NULL WHERE pending IS NOT NULL")
+            self.db.execute(f"PRAGMA user_version={LAYOUT}")
 
     # -- counters ----------------------------------------------------------------------
     def bump(self, name, by=1):
@@ -262,6 +301,7 @@ def _create(path: Path):
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
+            db.execute(f"PRAGMA user_version={LAYOUT}")
         finally:
             db.close()
         os.replace(fresh, path)
@@ -293,6 +333,10 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
     except sqlite3.DatabaseError:
         pass   # not a database: _check_is_ledger says so
     return db
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set:
+    return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
 
 
 def _check_is_ledger(db: sqlite3.Connection, path: Path):
