@@ -294,6 +294,8 @@ def test_factory_stages_of_a_running_glidein_go_out_before_it_ends_and_only_once
     log.terminated(700, 1, when=T0 + 30)
     stats = forwarder().run_once()
     assert stats.glideins_done == 1
+    running = Ledger(tmp_path / "ledger.sqlite").db.execute("SELECT DISTINCT gkey FROM early_spans").fetchall()
+    assert [gkey.endswith("|700.0") for (gkey,) in running] == [True]    # the done one's ids are gone
     received = CountingCollector.received
     assert len(received) == len(set(received)), "a span arrived twice"
     stages = {s for t, s in received if t == trace1}

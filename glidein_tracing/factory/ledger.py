@@ -188,13 +188,18 @@ class Ledger:
     def mark_done(self, gkey, spans, note=""):
         self.db.execute("UPDATE glideins SET status=?, spans=?, note=?, updated=? WHERE gkey=?",
                         (DONE, spans, note, time.time(), gkey))
-        self.db.execute("DELETE FROM factory_events WHERE gkey=?", (gkey,))
-        self._settled(gkey)
+        self._finished(gkey)
 
     def mark_skipped(self, gkey, note):
         self.db.execute("UPDATE glideins SET status=?, note=?, updated=? WHERE gkey=?",
                         (SKIPPED, note, time.time(), gkey))
+        self._finished(gkey)
+
+    def _finished(self, gkey):
+        """A glidein done or skipped for good keeps only its row: its Factory events, the ids
+        of its stages sent early and of the spans it was sending are not needed again."""
         self.db.execute("DELETE FROM factory_events WHERE gkey=?", (gkey,))
+        self.db.execute("DELETE FROM early_spans WHERE gkey=?", (gkey,))
         self._settled(gkey)
 
     def back_to_ended(self, gkey):
