@@ -4,7 +4,8 @@ exactly once across crashes, reruns and concurrent forwarders.
 How: ``add`` computes a finished glidein's rows from its spans (before sampling drops them);
 ``claim``, called in the transaction that marks a batch of glideins done, records their rows
 in the ledger (``table_rows``, keyed by trace id: a second claim of one glidein is ignored;
-each row a JSON array of the schema's columns in order);
+the rows themselves, JSON arrays of the schema's columns in order, wait in ``table_pending``
+until written);
 ``flush``, under the table's lock, gives the claimed rows a file name in the ledger, writes
 the files (skipping any that a killed writer already wrote), then marks them written. A
 forwarder killed anywhere leaves rows claimed or named in the ledger, and the next flush
