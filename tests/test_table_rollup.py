@@ -227,21 +227,28 @@ def long_rows_by_key(rows) -> dict:
     return {(r["entry"], r["site"], r["name"], r["key"], r["label"]): r["value"] for r in rows.to_pylist()}
 
 
+@pytest.mark.parametrize("dataset", ["glideins", "jobs"])
 @pytest.mark.parametrize("inputs_rolled", [True, False])
-def test_a_merges_rollup_is_that_of_its_rows(table, inputs_rolled):
+def test_a_merges_rollup_is_that_of_its_rows(table, inputs_rolled, dataset, monkeypatch):
     """A merge sums its inputs' rollups when each has one (a few rows per file, however many
-    rows it holds), else aggregates its rows: either way the rollup is that of the merged rows."""
-    day_dir = layout.day_dirs(table, "glideins")[0]
+    rows it holds; the rows are not aggregated then), else aggregates its rows: either way the
+    rollup is that of the merged rows."""
+    from glidein_tracing.table import aggregates
+    day_dir = layout.day_dirs(table, dataset)[0]
     inputs = layout.part_files(day_dir)
     assert len(inputs) > 1
     if not inputs_rolled:
         rollup.remove(inputs[0])
     rolled, _ = rollup.usable(inputs, {p: pq.read_metadata(p).num_rows for p in inputs})
     assert len(rolled) == len(inputs) - (not inputs_rolled)
-    assert writer.compact(day_dir, "glideins", max_files=1)
+    aggregate = aggregates.long_rows
+    if inputs_rolled:
+        monkeypatch.setattr(aggregates, "long_rows", lambda *a: pytest.fail("the rows were aggregated"))
+    assert writer.compact(day_dir, dataset, max_files=1)
+    monkeypatch.setattr(aggregates, "long_rows", aggregate)
     [merged] = layout.part_files(day_dir)
     stored = pq.read_table(rollup.path_of(merged))
-    want = rollup.compute(pq.read_table(merged, schema=writer.arrow_schema("glideins")), "glideins")
+    want = rollup.compute(pq.read_table(merged, schema=writer.arrow_schema(dataset)), dataset)
     assert stored.schema.metadata == want.schema.metadata and stored.schema.equals(want.schema)
     assert_same(long_rows_by_key(stored), long_rows_by_key(want))
 

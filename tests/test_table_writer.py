@@ -283,8 +283,9 @@ def test_rows_an_older_forwarder_left_owed_as_dicts_are_written_by_name(tmp_path
 
 def test_what_an_older_releases_ledger_holds_owed_or_being_sent_is_kept(tmp_path):
     """A ledger of an older release kept the owed rows' JSON in table_rows and the span ids
-    being sent in glideins.pending: opened by this one, both move to tables of their own, once;
-    the next flush writes the rows, once, and the glidein being sent keeps its span ids."""
+    being sent in glideins.pending: opened by this one, both move to tables of their own; the
+    next flush writes the rows, once, and the glidein being sent keeps its span ids; after a
+    downgrade and an upgrade again, what the older release wrote meanwhile moves too."""
     import msgspec
     path = tmp_path / "ledger.sqlite"
     Ledger(path).close()
@@ -295,7 +296,6 @@ def test_what_an_older_releases_ledger_holds_owed_or_being_sent_is_kept(tmp_path
     db.execute("ALTER TABLE glideins ADD COLUMN pending TEXT")
     db.execute("INSERT INTO glideins(gkey, status, trace_id, pending) VALUES ('old|7.0', 'sending', ?, ?)",
                ("e" * 32, '["' + "1" * 16 + '", "' + "2" * 16 + '"]'))
-    db.execute("PRAGMA user_version=0")
     rows = [dict(r, trace_id=f"{i:032x}") for i, r in enumerate(_rows(3))]
     day = table_layout.day_of(rows[0]["ended_at"])
     db.executemany("INSERT INTO table_rows VALUES (?, ?, ?, ?, ?, ?, ?)", [
@@ -314,7 +314,13 @@ def test_what_an_older_releases_ledger_holds_owed_or_being_sent_is_kept(tmp_path
     ledger.mark_done("old|7.0", 2)
     assert ledger.pending_spans("old|7.0") == []
     ledger.close()
-    assert Ledger(path).db.execute("PRAGMA user_version").fetchone()[0] == 1    # moved once
+    db = sqlite3.connect(path, isolation_level=None)     # the older release again, claiming one more
+    later = dict(rows[0], trace_id="d" * 32)
+    db.execute("INSERT INTO table_rows VALUES (?, 'old|8.0', ?, NULL, 'pending', ?, '[]')",
+               ("d" * 32, day, msgspec.json.encode(later).decode()))
+    db.close()
+    assert TableSink(tmp_path / "table", Ledger(path)).flush() == 1
+    assert sorted(table_trace_ids(tmp_path / "table")) == sorted([r["trace_id"] for r in rows] + ["d" * 32])
 
 
 def test_the_ledger_does_not_grow_by_what_it_waited_for(factory, tmp_path):

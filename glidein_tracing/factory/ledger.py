@@ -36,10 +36,6 @@ CREATE TABLE IF NOT EXISTS table_pending (trace_id TEXT PRIMARY KEY, glidein TEX
 """
 
 OPEN, ENDED, SENDING, DONE, SKIPPED = "open", "ended", "sending", "done", "skipped"
-#: the ledger's layout (its user_version): 1 keeps what waits (the rows owed to the glidein
-#: table, the span ids being sent) in tables of its own, deleted when done, so the ledger grows
-#: by a small row per glidein, not by what it once waited for
-LAYOUT = 1
 QUARANTINED = "quarantined"  # failed alone while others went through: waits for --retry-quarantined
 
 
@@ -80,17 +76,20 @@ class Ledger:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(SCHEMA)     # tables added since the ledger was made
+            self._migrate()
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
                 raise LedgerError(f"{self.path} is locked by another process (another forwarder, "
                                   f"or a copy being taken?): {exc}") from exc
             raise
+
+    def _migrate(self):
+        """What a ledger of an older release holds, in this release's layout."""
         if "attempts" not in _columns(self.db, "glideins"):  # a ledger written before quarantine existed
             self.db.execute("ALTER TABLE glideins ADD COLUMN attempts INTEGER DEFAULT 0")
         if self.db.execute("SELECT 1 FROM sqlite_master WHERE name='activity'").fetchone():
             self._migrate_activity_lines()
-        if self.db.execute("PRAGMA user_version").fetchone()[0] < LAYOUT:
-            self._migrate_layout()
+        self._move_what_waits()
 
     def close(self):
         self.db.close()
@@ -244,7 +243,11 @@ class Ledger:
 
     def table_rows_json(self, trace_id) -> tuple:
         """(glidein row JSON, job rows JSON) of an owed glidein."""
-        return self.db.execute("SELECT glidein, jobs FROM table_pending WHERE trace_id=?", (trace_id,)).fetchone()
+        row = self.db.execute("SELECT glidein, jobs FROM table_pending WHERE trace_id=?", (trace_id,)).fetchone()
+        if row is None:
+            raise LedgerError(f"{self.path} owes the glidein table the rows of {trace_id} but holds none; "
+                              "the ledger was changed by hand or by another program")
+        return row
 
     def name_table_files(self, token):
         """The owed rows not yet given a file go to file ``token``."""
@@ -256,20 +259,27 @@ class Ledger:
                             "(SELECT trace_id FROM table_rows WHERE file=? AND state='pending')", (token,))
             self.db.execute("UPDATE table_rows SET state='written' WHERE file=? AND state='pending'", (token,))
 
-    def _migrate_layout(self):
-        """A ledger of an older release kept what waits in the rows it waits for: the owed
-        rows' JSON in ``table_rows``, the span ids being sent in ``glideins.pending``. They move
-        to ``table_pending`` and ``sending_spans``, once (the ledger's user_version says so)."""
+    def _move_what_waits(self):
+        """A ledger an older release wrote (or wrote again, after a downgrade) keeps what waits
+        in the rows it waits for: the owed rows' JSON in ``table_rows``, the span ids being
+        sent in ``glideins.pending``. They move to ``table_pending`` and ``sending_spans``. The
+        checks read only the rows owed or being sent (indexed), so an open costs the same in a
+        ledger of millions of glideins."""
+        owed = ("glidein" in _columns(self.db, "table_rows") and self.db.execute(
+            "SELECT 1 FROM table_rows WHERE state='pending' AND glidein IS NOT NULL LIMIT 1").fetchone())
+        sending = ("pending" in _columns(self.db, "glideins") and self.db.execute(
+            "SELECT 1 FROM glideins WHERE status=? AND pending IS NOT NULL LIMIT 1", (SENDING,)).fetchone())
+        if not (owed or sending):
+            return
         with self.transaction():
-            if "glidein" in _columns(self.db, "table_rows"):
-                self.db.execute("INSERT OR IGNORE INTO table_pending(trace_id, glidein, jobs) "
-                                "SELECT trace_id, glidein, jobs FROM table_rows WHERE state='pending'")
+            if owed:
+                self.db.execute("INSERT OR REPLACE INTO table_pending(trace_id, glidein, jobs) SELECT trace_id, "
+                                "glidein, jobs FROM table_rows WHERE state='pending' AND glidein IS NOT NULL")
                 self.db.execute("UPDATE table_rows SET glidein=NULL, jobs=NULL WHERE state='pending'")
-            if "pending" in _columns(self.db, "glideins"):
-                self.db.execute("INSERT OR REPLACE INTO sending_spans(gkey, span_ids) "
-                                "SELECT gkey, pending FROM glideins WHERE pending IS NOT NULL")
-                self.db.execute("UPDATE glideins SET pending=NULL WHERE pending IS NOT NULL")
-            self.db.execute(f"PRAGMA user_version={LAYOUT}")
+            if sending:
+                self.db.execute("INSERT OR REPLACE INTO sending_spans(gkey, span_ids) SELECT gkey, pending "
+                                "FROM glideins WHERE status=? AND pending IS NOT NULL", (SENDING,))
+                self.db.execute("UPDATE glideins SET pending=NULL WHERE status=? AND pending IS NOT NULL", (SENDING,))
 
     # -- counters ----------------------------------------------------------------------
     def bump(self, name, by=1):
@@ -306,7 +316,6 @@ def _create(path: Path):
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
-            db.execute(f"PRAGMA user_version={LAYOUT}")
         finally:
             db.close()
         os.replace(fresh, path)

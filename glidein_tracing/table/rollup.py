@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from functools import lru_cache
 from pathlib import Path
 
 from . import aggregates, layout
@@ -40,22 +39,36 @@ def _stamped(long_rows, rows: int):
     return long_rows.replace_schema_metadata({VERSION_KEY: VERSION.encode(), ROWS_KEY: str(rows).encode()})
 
 
-@lru_cache(maxsize=1)
-def _duckdb(pid: int):
-    """This process's DuckDB for rollups (keyed by ``pid``: a forked child makes its own): a
-    new connection costs about 15 ms, a compaction of small files about as much again."""
-    import duckdb
-    return duckdb.connect()
+_DATABASE: list = []    # this process's in-memory DuckDB for rollups, made at first use
+
+
+def _duckdb():
+    """A cursor of this process's DuckDB for rollups (close it after use): a new database
+    costs about 15 ms, as much as a compaction of small files. It is closed before the
+    process forks (a DuckDB inherited by a child hangs or crashes it when the child lets go
+    of it), and made again when needed."""
+    if not _DATABASE:
+        import duckdb
+        _DATABASE.append(duckdb.connect())
+    return _DATABASE[0].cursor()
+
+
+def _close_before_fork():
+    while _DATABASE:
+        _DATABASE.pop().close()
+
+
+os.register_at_fork(before=_close_before_fork)
 
 
 def compute(table, dataset: str):
     """The rollup of ``table`` (Arrow, rows of ``dataset``): its aggregate's long rows."""
-    con = _duckdb(os.getpid())
-    con.register("data_rows", table)
+    con = _duckdb()
     try:
+        con.register("data_rows", table)
         return _stamped(aggregates.long_rows(con, dataset, "data_rows"), table.num_rows)
     finally:
-        con.unregister("data_rows")
+        con.close()
 
 
 def of_merge(inputs, dataset: str, merged_file):
@@ -67,18 +80,21 @@ def of_merge(inputs, dataset: str, merged_file):
     import pyarrow.parquet as pq
     rows = {path: pq.read_metadata(path).num_rows for path in inputs}
     total = pq.read_metadata(merged_file).num_rows
-    con = _duckdb(os.getpid())
     rolled, _ = usable(inputs, rows)
-    if len(rolled) == len(inputs) and sum(rows.values()) == total:
-        keys = ", ".join(name for name, _ in aggregates.LONG_COLUMNS if name != "value")
-        try:
-            files = ", ".join(_quoted(path) for path in rolled.values())
-            summed = con.sql(f"SELECT {keys}, SUM(value) AS value FROM read_parquet([{files}]) GROUP BY ALL"
-                             ).to_arrow_table()
-            return _stamped(summed.cast(aggregates.long_schema()), total)
-        except duckdb.Error:     # a rollup damaged past its footer: the rows decide
-            pass
-    return _stamped(aggregates.long_rows(con, dataset, f"read_parquet({_quoted(merged_file)})"), total)
+    con = _duckdb()
+    try:
+        if len(rolled) == len(inputs) and sum(rows.values()) == total:
+            keys = ", ".join(name for name, _ in aggregates.LONG_COLUMNS if name != "value")
+            try:
+                files = ", ".join(_quoted(path) for path in rolled.values())
+                summed = con.sql(f"SELECT {keys}, SUM(value) AS value FROM read_parquet([{files}]) GROUP BY ALL"
+                                 ).to_arrow_table()
+                return _stamped(summed.cast(aggregates.long_schema()), total)
+            except duckdb.Error:     # a rollup damaged past its footer: the rows decide
+                pass
+        return _stamped(aggregates.long_rows(con, dataset, f"read_parquet({_quoted(merged_file)})"), total)
+    finally:
+        con.close()
 
 
 def _quoted(path) -> str:

@@ -161,8 +161,8 @@ MERGE_ROWS = 131_072
 
 def _merged_rows(inputs: list, schema):
     """The inputs' rows in order, one input read at a time, small ones gathered up to
-    MERGE_ROWS rows: a merge never holds the whole day (older files read with the schema's
-    columns, those they lack NULL)."""
+    MERGE_ROWS rows: a merge holds one input, about a ninth of its output, never the whole
+    day (older files read with the schema's columns, those they lack NULL)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     held, count = [], 0
