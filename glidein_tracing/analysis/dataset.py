@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..table import reader, rollup
-from ..table.aggregates import LONG_COLUMNS
+from ..table.aggregates import LONG_COLUMNS, sql_text
 from ..table.schema import GLIDEINS, GLIDEINS_DATASET, JOBS, JOBS_DATASET
 
 # what the analysis reads; a file lacking one of these is no glidein table this reader understands
@@ -100,7 +100,7 @@ def _usable(scans: list, verify: bool) -> reader.Scan:
 
 
 def _listing(files) -> str:
-    return ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
+    return ", ".join(map(sql_text, files))
 
 
 def _view(con, view: str, scan: reader.Scan, columns, where: str) -> None:
@@ -165,7 +165,7 @@ def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = 
     conditions = []
     for column, values in (("entry", entries), ("site", sites)):
         if values:
-            conditions.append(f"{column} IN (" + ", ".join("'" + v.replace("'", "''") + "'" for v in values) + ")")
+            conditions.append(f"{column} IN (" + ", ".join(map(sql_text, values)) + ")")
     where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
     rollups = {"files": len(glidein_files) + len(job_files), "used": 0, "stale": 0}
     for dataset, scan, columns in ((GLIDEINS_DATASET, glideins, GLIDEINS), (JOBS_DATASET, jobs_found, JOBS)):

@@ -252,6 +252,11 @@ def _concat(parts: list[dict]) -> dict:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
+def _joined(parts: list) -> Bins:
+    """The bins of several parts of the glideins as one (bins add up)."""
+    return Bins(*(_concat([getattr(p, f) for p in parts]) for f in BIN_TABLES))
+
+
 SLICE_GLIDEINS = 200_000   # glideins replayed at once: the numpy arrays of one slice, about 80 MB
 
 
@@ -259,9 +264,8 @@ def _bins_of_pass(glideins, cur: Settings, grids, n_entries: int) -> Bins:
     """The bins of one pass's glideins (with their timelines): the numpy replay, a slice of
     SLICE_GLIDEINS glideins at a time (Arrow slices, no copy; bins add up), so the replay's
     memory does not grow with the pass."""
-    parts = [_bins(_replay_rows(_job_rows(glideins.slice(at, SLICE_GLIDEINS)), cur, grids), cur, grids, n_entries)
-             for at in range(0, max(glideins.num_rows, 1), SLICE_GLIDEINS)]
-    return Bins(*(_concat([getattr(p, f) for p in parts]) for f in BIN_TABLES))
+    return _joined([_bins(_replay_rows(_job_rows(glideins.slice(at, SLICE_GLIDEINS)), cur, grids), cur, grids,
+                          n_entries) for at in range(0, max(glideins.num_rows, 1), SLICE_GLIDEINS)])
 
 
 def _on_two_threads(work, items, connect) -> list:
@@ -439,8 +443,7 @@ def collect_bins(data, current: Settings, grids, entries: list) -> Bins:
 
     def replay(con, chunk):
         return _bins_of_pass(_glideins_of(con, chunk.sql(), stored), current, grids, len(entries))
-    parts = _on_two_threads(replay, chunks(data.con, data.days()), connect)
-    return Bins(*(_concat([getattr(p, f) for p in parts]) for f in BIN_TABLES))
+    return _joined(_on_two_threads(replay, chunks(data.con, data.days()), connect))
 
 
 class Grid:

@@ -66,6 +66,11 @@ PAIR_KEY = "hash(entry, site)"
 PAIR = "first(entry) AS entry, first(site) AS site"
 
 
+def sql_text(value) -> str:
+    """``value`` (text, a path) as an SQL string literal."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
 def mill_range_multiplier(column: str) -> str:
     """SQL: GlideinWMS's range of a per-mille value (glideFactoryMonitoring.getMillRange: None,
     5m, 25m, 100m, 250m, 500m, Most, All) as analyze_entries' multiplier."""

@@ -86,20 +86,15 @@ def of_merge(inputs, dataset: str, merged_file):
         if len(rolled) == len(inputs) and sum(rows.values()) == total:
             keys = ", ".join(name for name, _ in aggregates.LONG_COLUMNS if name != "value")
             try:
-                files = ", ".join(_quoted(path) for path in rolled.values())
+                files = ", ".join(aggregates.sql_text(path) for path in rolled.values())
                 summed = con.sql(f"SELECT {keys}, SUM(value) AS value FROM read_parquet([{files}]) GROUP BY ALL"
                                  ).to_arrow_table()
                 return _stamped(summed.cast(aggregates.long_schema()), total)
             except duckdb.Error:     # a rollup damaged past its footer: the rows decide
                 pass
-        return _stamped(aggregates.long_rows(con, dataset, f"read_parquet({_quoted(merged_file)})"), total)
+        return _stamped(aggregates.long_rows(con, dataset, f"read_parquet({aggregates.sql_text(merged_file)})"), total)
     finally:
         con.close()
-
-
-def _quoted(path) -> str:
-    """A path as an SQL string literal."""
-    return "'" + str(path).replace("'", "''") + "'"
 
 
 def write(rollup, data_file) -> Path:

@@ -218,12 +218,12 @@ def _times(root, by_stage: _Stages) -> dict:
     get = by_stage.get
     jobs = get("job", ())
     start, end = root.start_time, root.end_time
-    out = {"submitted_at": submit[0] // 1000 if submit else None,
+    out = {"submitted_at": _us(submit[0]) if submit else None,
            "queue_wait_s": _sum(get(c.STAGE_FACTORY_QUEUE)), "held_s": _sum(get(c.STAGE_FACTORY_HELD)),
-           "node_start_at": setup[0] // 1000 if setup else None,
+           "node_start_at": _us(setup[0]) if setup else None,
            "setup_s": _seconds(setup) if setup else None,
            "validation_scripts": len(get("validation", ())),
-           "condor_start_at": condor[0] // 1000 if condor else None,
+           "condor_start_at": _us(condor[0]) if condor else None,
            "condor_s": _seconds(condor) if condor else None,
            "jobs": len(jobs), "jobs_wall_s": _sum(jobs),
            "teardown_s": _sum(get("teardown")),
