@@ -135,14 +135,14 @@ def test_a_csv_and_a_json_export_with_mixed_zones(tmp_path):
          "reason": "key rotation", "class": "UNSCHEDULED"},
         {"site": "Example_T2", "start": "2026-07-21T09:00:00-05:00", "end": "2026-07-21T08:00:00-05:00",
          "reason": "swapped"},
-        "not an object"]}))
+        "not an object"]}, indent=1))
     downtimes, problems = read_downtimes([table, export])
     assert sorted(d.names[0] for d in downtimes.entries) == ["cvmfs", "frontier", "token-issuer"]
     text = "\n".join(problems)
     assert f"{table}:4: no time zone in '2026-07-21 10:00:00'" in text
     assert f"{table}:5: names no service or site" in text
     assert f"{table}:6: not an ISO 8601 time: 'yesterday'" in text
-    assert f"{export}:entry 2: ends" in text and f"{export}:entry 3: not an object" in text
+    assert f"{export}:10: ends" in text and f"{export}:16: not an object" in text   # the lines they begin on
     assert downtimes.find(["CVMFS"], utc(2026, 7, 21, 11)).describe() == \
         f"{table}:2 (scheduled): Stratum-1 migration"
     assert downtimes.find(["frontier"], utc(2026, 7, 21, 10, 30)).planned is None     # 12:30 at +02:00

@@ -3,7 +3,6 @@ line, a hostile pattern or log never stalls anything, a bad file keeps the last 
 and a VO's classifier package is found by its entry point."""
 
 import base64
-import dataclasses
 import logging
 import sys
 import textwrap
@@ -20,7 +19,8 @@ from glidein_tracing.failure_rules.attribution import FailureAttribution
 from glidein_tracing.table.rows import glidein_rows
 from glidein_tracing.failure_rules.rules import Facts, RuleSet
 from glidein_tracing.core.journal import format_line, parse_lines
-from glidein_tracing.failure_rules.files import RuleBook, check, load_classifiers, parse_file
+from glidein_tracing.failure_rules.classifiers import Classifiers
+from glidein_tracing.failure_rules.files import RuleBook, check, parse_file
 
 from tests.support.journal_builders import root_lines
 
@@ -137,7 +137,7 @@ def test_check_names_each_bad_rule_with_its_line(tmp_path, capsys):
     assert f"{path}:15: rule good: name used twice" in text
     assert cli_main(["rules", "--check", str(path)]) == 1
     out = capsys.readouterr().out
-    assert f"{path}:7: rule no-service" in out and "1 good rule(s), 5 problem(s)" in out
+    assert f"{path}:7: rule no-service" in out and "1 good rule(s) in force, 5 problem(s)" in out
     assert cli_main(["rules", "--check", str(EXAMPLES)]) == 0
 
 
@@ -218,16 +218,34 @@ def test_a_rules_file_bad_from_the_start_or_missing_gives_no_rules_and_stops_not
 
 
 CLASSIFIER = textwrap.dedent('''\
-    """A VO's failure classifier, shipped as a package."""
+    """A VO's failure classifier, shipped as a package: every way a VO's code goes wrong."""
+    import os
+    import sys
+    import time
+
+
+    class Unreadable:
+        def get(self, key):
+            raise ValueError("an answer that raises when read")
+
 
     def classify(facts):
+        text = facts.log_tail + facts.hold_reason
         if facts.kind == "job" and "SAM project" in facts.log_tail:
             return {"domain": "service", "service": "samweb", "label": "SAM project unavailable",
                     "rule": "sam-down"}
-        if "liar" in facts.log_tail:
+        if "liar" in text:
             return {"domain": "everything", "label": "a bad answer"}
-        if "boom" in facts.log_tail:
+        if "boom" in text:
             raise RuntimeError("the VO's bug")
+        if "exit" in text:
+            sys.exit(3)
+        if "hang" in text:
+            time.sleep(3600)
+        if "unreadable" in text:
+            return Unreadable()
+        if "die" in text:
+            os._exit(1)
         return None
     ''')
 
@@ -238,30 +256,93 @@ def installed_classifier(tmp_path, monkeypatch):
     site = tmp_path / "site"
     (site / "vo_classifier").mkdir(parents=True)
     (site / "vo_classifier" / "__init__.py").write_text(CLASSIFIER)
+    (site / "vo_exits_on_import.py").write_text("import sys\nsys.exit('no config')\n")
     info = site / "vo_classifier-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vo-classifier\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(
         "[glidein_tracing.failure_classifiers]\nexamplevo = vo_classifier:classify\n"
-        "broken = vo_classifier_missing:classify\n")
+        "broken = vo_classifier_missing:classify\nexits = vo_exits_on_import:classify\n")
     monkeypatch.syspath_prepend(str(site))
     yield
     sys.modules.pop("vo_classifier", None)
 
 
 def test_a_vo_classifier_package_is_found_by_its_entry_point(installed_classifier, caplog):
-    with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
-        classifiers = load_classifiers()
-    assert [c.name for c in classifiers] == ["examplevo"]
-    assert any("broken" in r.getMessage() and "does not load" in r.getMessage() for r in caplog.records)
+    classifiers = Classifiers(time_limit_s=1.0)
+    assert classifiers.names == ["broken", "examplevo", "exits"]
     ruleset = RuleSet((), classifiers)
-    decision = ruleset.classify(job("ERROR: SAM project demo_project_42 is not running\n"))
-    assert (decision.rule, decision.domain, decision.service) == ("examplevo:sam-down", "service", "samweb")
-    with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
-        assert ruleset.classify(job("liar")) is None           # a bad answer counts as none
-        assert ruleset.classify(job("boom")) is None           # so does an exception
-        assert ruleset.classify(job("boom")) is None
-    assert sum("raised RuntimeError" in r.getMessage() for r in caplog.records) == 1
+    try:
+        classifiers.new_pass()
+        with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
+            decision = ruleset.classify(job("ERROR: SAM project demo_project_42 is not running\n"))
+        assert (decision.rule, decision.domain, decision.service) == ("examplevo:sam-down", "service", "samweb")
+        said = [r.getMessage() for r in caplog.records]
+        assert any("broken does not load: ModuleNotFoundError" in m for m in said)
+        assert any("exits does not load: SystemExit: no config" in m for m in said)   # exiting at import
+        assert classifiers.disabled == 0                   # not loading is not a failure of this pass
+    finally:
+        classifiers.close()
+
+
+@pytest.mark.parametrize("tail, why", [
+    ("liar", "answered badly (domain: one of"), ("boom", "raised RuntimeError: the VO's bug"),
+    ("exit", "raised SystemExit: 3"), ("hang", "gave no answer within 1 s"),
+    ("unreadable", "raised ValueError: an answer that raises when read"), ("die", "ended its process")])
+def test_a_failing_or_slow_classifier_is_disabled_for_the_pass_with_one_message(installed_classifier, caplog,
+                                                                                tail, why):
+    """Each way a VO's classifier fails: the answer is none, the classifier is off until the
+    next pass (asked no more), one message says why, the pass counts it; the next pass asks
+    it again and a good answer still comes through."""
+    classifiers = Classifiers(["examplevo"], time_limit_s=1.0)
+    ruleset = RuleSet((), classifiers)
+    try:
+        classifiers.new_pass()
+        with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
+            assert ruleset.classify(job(tail)) is None
+            assert ruleset.classify(job(tail)) is None                         # not asked again
+            assert ruleset.classify(job("SAM project x is not running")) is None   # off for the pass
+        messages = [r.getMessage() for r in caplog.records if "examplevo" in r.getMessage()]
+        assert len(messages) == 1 and why in messages[0] and "disabled for this pass" in messages[0]
+        assert classifiers.disabled == 1
+        classifiers.new_pass()
+        assert classifiers.disabled == 0
+        assert ruleset.classify(job("SAM project x is not running")).rule == "examplevo:sam-down"
+    finally:
+        classifiers.close()
+
+
+def test_the_forwarder_keeps_forwarding_past_a_classifier_that_exits_or_hangs(installed_classifier, tmp_path,
+                                                                            caplog):
+    """Through the real forwarder: a glidein whose failure makes the VO's classifier call
+    sys.exit, then one that makes it hang; both glideins are forwarded in the pass, the pass
+    counts the disabled classifier once, and the next pass is not stopped either."""
+    from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
+    from tests.support.factory_builders import SCHEDD, T0
+    from test_forwarder import make_forwarder
+
+    layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_demo_instance", entry="DEMO_ENTRY")
+    log = CondorGLog(layout)
+    for proc, reason in enumerate(("exit now", "hang here")):
+        log.submit(300, proc, when=T0 - 120)
+        log.held(300, proc, reason, code=2, when=T0 - 100)
+        log.aborted(300, proc, when=T0 - 10)
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules: []\n")
+    book = RuleBook(rules)                       # with every installed classifier, as the forwarder's
+    forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite",
+                               entry_schedds={layout.entry: SCHEDD},
+                               failure_attribution=FailureAttribution(book))
+    try:
+        with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
+            stats = forwarder.run_once()
+        assert stats.glideins_done == 2 and stats.export_failures == 0
+        assert stats.problems.get("classifier_disabled") == 1
+        assert sum("examplevo raised SystemExit: 3" in r.getMessage() for r in caplog.records) == 1
+        assert "classifier_disabled=1" in stats.summary()
+        assert forwarder.run_once().problems.get("classifier_disabled") is None   # nothing left to classify
+    finally:
+        book.classifiers.close()
 
 
 def _tail_lines(key: str, t: float, text: str):
@@ -294,7 +375,7 @@ def test_the_forwarders_step_re_decides_a_glidein_by_its_log_tail_and_marks_its_
     untouched = [s for s in out if s.attributes.get("glidein.stage") != "glidein"]
     assert all(a is b for a, b in zip(untouched, [s for s in spans if s.attributes.get("glidein.stage") != "glidein"]))
     # outside the downtime: the rule still decides, no downtime is claimed
-    later = FailureAttribution(examples, Downtimes([dataclasses.replace(downtime, start=1500.0)]))
+    later = FailureAttribution(examples, Downtimes([downtime._replace(start=1500.0)]))
     root = next(s for s in later.apply(spans) if s.attributes.get("glidein.stage") == "glidein")
     assert "glidein.failure.downtime" not in root.attributes and root.attributes["glidein.failure.rule"]
     # the glidein table carries the decision (the analysis reads it from there)
@@ -360,7 +441,7 @@ def test_the_forwarder_configured_with_rules_and_a_downtime_feed_decides_a_held_
     feed.write_text("target,start,end,reason,class\n"
                     f"DEMO_ENTRY,{int(T0 - 3600)},{int(T0 + 3600)},CE upgrade,scheduled\n"
                     "DEMO_ENTRY,2026-07-21 10:00,2026-07-21 11:00,no zone,\n")
-    conf = {"failure_rules": str(rules), "downtimes": [str(feed)]}
+    conf = {"failure_rules": str(rules), "downtimes": [str(feed)], "state": str(tmp_path / "ledger.sqlite")}
     with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
         attribution = forward.failure_attribution_of(conf)
     assert any(f"{feed}:3: no time zone" in r.getMessage() for r in caplog.records)
@@ -387,7 +468,7 @@ def test_a_directory_is_one_rule_book_in_file_order_with_names_unique_across_fil
                                                             label="never reached for 8020")[7:])
     (rules_dir / "README.txt").write_text("not a rules file")
     count, problems = check(rules_dir)
-    assert count == 3 and problems == [
+    assert count == 2 and problems == [                  # the rules in force, as the forwarder holds them
         f"{rules_dir / '90-common.yaml'}:2: rule cms-exit-8020: name already used at {rules_dir / '10-cms.yaml'}:2"]
     with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
         ruleset = RuleBook(rules_dir, classifiers=False).current()

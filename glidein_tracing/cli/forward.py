@@ -81,6 +81,22 @@ def settings_of(args) -> dict:
     return out
 
 
+def failure_problems(conf: dict) -> list[str]:
+    """What --check-config finds wrong with the failure rules and downtime feeds the settings
+    name, read by the functions the run reads them with (the same bounds, the same cache)."""
+    from ..failure_rules.downtimes import read_downtimes
+    from ..failure_rules.files import check
+    problems = check(conf["failure_rules"])[1] if conf["failure_rules"] else []
+    if conf["downtimes"]:
+        problems += read_downtimes(conf["downtimes"], downtime_cache_of(conf))[1]
+    return problems
+
+
+def downtime_cache_of(conf: dict) -> Path:
+    """Where parsed downtime feeds are kept (beside the ledger), so a large feed is parsed once."""
+    return settings.ledger_path_of(conf).parent / "downtime-cache"
+
+
 def failure_attribution_of(conf: dict):
     """The failure rules and declared downtimes the settings name (None when neither): a
     downtime file's bad entries are logged, the rest used."""
@@ -89,7 +105,7 @@ def failure_attribution_of(conf: dict):
     from ..failure_rules.downtimes import read_downtimes
     from ..failure_rules.attribution import FailureAttribution
     from ..failure_rules.files import RuleBook
-    downtimes, problems = read_downtimes(conf["downtimes"])
+    downtimes, problems = read_downtimes(conf["downtimes"], downtime_cache_of(conf) if conf["downtimes"] else None)
     for problem in problems:
         logging.getLogger("glidein_tracing.failure_rules.downtimes").warning("downtime %s", problem)
     rules = RuleBook(conf["failure_rules"]) if conf["failure_rules"] else None
@@ -107,7 +123,7 @@ def run(args):
 
     conf = settings_of(args)
     if args.check_config:
-        problems = settings.path_problems(conf)
+        problems = settings.path_problems(conf) + failure_problems(conf)
         if problems:
             raise ConfigError(problems)
         echo(f"glidein-tracing forward: settings good ({conf['config_file'] or 'no config file'})")

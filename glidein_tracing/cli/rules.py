@@ -17,7 +17,8 @@ def add_arguments(parser):
 
 
 def run(args):
-    from ..failure_rules.files import RuleBook, check, load_classifiers
+    from ..failure_rules.classifiers import installed
+    from ..failure_rules.files import RuleBook, check
 
     count, problems = check(args.check)
     for problem in problems:
@@ -26,7 +27,7 @@ def run(args):
         for rule in RuleBook(args.check, classifiers=False).current().rules:   # as the forwarder holds them
             d = rule.decision
             echo(f"{rule.name}\t{d.domain}{'/' + d.service if d.service else ''}\t{d.label}\t{rule.source}")
-        for classifier in load_classifiers():
-            echo(f"{classifier.name}:*\t(classifier package)")
-    echo(f"{args.check}: {count} good rule(s), {len(problems)} problem(s)")
+        for name in installed():
+            echo(f"{name}:*\t(classifier package)")
+    echo(f"{args.check}: {count} good rule(s) in force, {len(problems)} problem(s)")
     return 1 if problems else 0

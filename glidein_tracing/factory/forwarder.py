@@ -62,11 +62,15 @@ class Forwarder:
 
     def run_once(self) -> ForwardStats:
         stats = ForwardStats()
+        if self.failure_attribution is not None:
+            self.failure_attribution.new_pass()
         if self.reconcile_sending(stats):
             self.scan(stats)
             self.export_early(stats)
             self.export_ready(stats)
         stats.table_rows = self.table.flush()
+        if self.failure_attribution is not None and self.failure_attribution.classifiers_disabled():
+            stats.problem("classifier_disabled", self.failure_attribution.classifiers_disabled())
         for kind, count in stats.problems.items():
             self.ledger.bump(kind, count)
         return stats

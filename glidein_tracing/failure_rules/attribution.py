@@ -41,6 +41,17 @@ class FailureAttribution:
         self.rules = rules
         self.downtimes = downtimes
 
+    def new_pass(self):
+        """A forwarder pass begins: classifiers disabled in the last one are tried again."""
+        classifiers = getattr(self.rules, "classifiers", None)
+        if classifiers:
+            classifiers.new_pass()
+
+    def classifiers_disabled(self) -> int:
+        """How many classifiers this pass disabled (failed, slow, or answered badly)."""
+        classifiers = getattr(self.rules, "classifiers", None)
+        return classifiers.disabled if classifiers else 0
+
     def _ruleset(self) -> RuleSet | None:
         return self.rules.current() if hasattr(self.rules, "current") else self.rules
 

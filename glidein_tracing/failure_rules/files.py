@@ -1,13 +1,13 @@
-"""Reading failure rules (failure_rules.py) from YAML files and VO classifier packages.
+"""Reading failure rules (failure_rules.py) from YAML files.
 
 ``check(path)`` names every bad rule with its file and line (``glidein-tracing rules
---check``). ``RuleBook`` is what the forwarder holds: the rules of a file or a directory,
-re-read when a file changes. A file that turns bad never stops anything: its last good rules
-stay in force (none, if it never was good) and the problem is logged once per version of the
-file. Classifiers come from the entry-point group ``glidein_tracing.failure_classifiers``:
-each entry point names a callable taking ``Facts`` and returning None or a mapping with
-``domain``, ``service``, ``label``, ``advice`` and optionally ``rule``. A classifier that fails
-to load or raises is logged once and skipped, and its answers are checked like a rule's.
+--check``, ``forward --check-config``). ``RuleBook`` is what the forwarder holds: the rules of
+a file or a directory, re-read when a file changes. Both read through the same two functions
+(``parse_file``, ``in_force``), so a file the check accepts is one the forwarder uses. A file
+that turns bad never stops anything: its last good rules stay in force (none, if it never was
+good) and the problem is logged once per version of the file. A rules file is bounded: at most
+``MAX_FILE_BYTES``, nested at most ``MAX_DEPTH`` deep, no YAML aliases, and a book holds at most
+``MAX_RULES`` rules. VO classifier packages are run by classifiers.py.
 """
 
 from __future__ import annotations
@@ -16,13 +16,16 @@ import logging
 import time
 from pathlib import Path
 
-from .rules import (CODE_FIELDS, DOMAINS, ENTRY_POINT_GROUP, KINDS, MAX_VALUE, RULE_KEYS,
-                            SERVICE, TEXT_FIELDS, Decision, Rule, RuleSet, pattern_problem)
+from .rules import (CODE_FIELDS, KINDS, MAX_VALUE, RULE_KEYS, TEXT_FIELDS, Decision, Rule, RuleSet,
+                    decision_problems, pattern_problem)
 
 log = logging.getLogger(__name__)
 
 RELOAD_S = 10.0        # the forwarder looks for changed rule files at most this often
 FILE_KEYS = ("clients", "rules")
+MAX_FILE_BYTES = 1024 * 1024    # a rules file: a VO's few hundred rules are tens of KiB
+MAX_DEPTH = 12                  # nesting: file > rules > rule > match > list is 5
+MAX_RULES = 2000                # rules in force in a book (all its files)
 
 
 def rule_files(path) -> list[Path]:
@@ -35,19 +38,28 @@ def rule_files(path) -> list[Path]:
 
 
 def parse_file(path) -> tuple[list[Rule], list[str]]:
-    """(rules, problems) of one file; each problem is ``FILE:LINE: ...``."""
+    """(rules, problems) of one file; each problem is ``FILE:LINE: ...``. A file too large, too
+    deep, with aliases or with more than ``MAX_RULES`` rules gives no rules."""
     import yaml
 
     path = Path(path)
     try:
-        text = path.read_text(errors="replace")
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         return [], [f"{path}: cannot read: {exc.strerror or exc}"]
+    if len(data) > MAX_FILE_BYTES:
+        return [], [f"{path}:1: larger than {MAX_FILE_BYTES // 1024} KiB: not a rules file (split it)"]
+    text = data.decode("utf-8", "replace")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)     # libyaml when the wheel has it: ~10x
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        problem = _shape_problem(yaml.parse(text, Loader=loader))
+        root = None if problem else yaml.compose(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         return [], [f"{path}:{mark.line + 1 if mark else 1}: not valid YAML: {getattr(exc, 'problem', exc)}"]
+    if problem:
+        return [], [f"{path}:{problem}"]
     if root is None:
         return [], []
     if not isinstance(root, yaml.MappingNode):
@@ -67,6 +79,9 @@ def parse_file(path) -> tuple[list[Rule], list[str]]:
     if not isinstance(rule_nodes, yaml.SequenceNode):
         problems.append(f"{path}:{root.start_mark.line + 1}: no `rules:` list")
         return [], problems
+    if len(rule_nodes.value) > MAX_RULES:
+        return [], problems + [f"{path}:{rule_nodes.start_mark.line + 1}: {len(rule_nodes.value)} rules, "
+                               f"more than {MAX_RULES}: none used"]
     rules, names = [], set()
     for node in rule_nodes.value:
         rule, rule_problems = _rule(path, node, tuple(clients))
@@ -77,6 +92,24 @@ def parse_file(path) -> tuple[list[Rule], list[str]]:
             names.add(rule.name)
             rules.append(rule)
     return rules, problems
+
+
+def _shape_problem(events) -> str | None:
+    """``LINE: why`` when the YAML nests deeper than ``MAX_DEPTH`` or uses an alias, read from
+    its events before any node is built (the node builder recurses: a deep file would end it
+    with RecursionError)."""
+    import yaml
+    depth = 0
+    for event in events:
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return f"{event.start_mark.line + 1}: nested more than {MAX_DEPTH} deep: not a rules file"
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+        elif isinstance(event, yaml.AliasEvent):
+            return f"{event.start_mark.line + 1}: a YAML alias (*{event.anchor}): write each rule out"
+    return None
 
 
 def _strings(node) -> tuple | None:
@@ -108,7 +141,7 @@ def _rule(path: Path, node, clients: tuple) -> tuple[Rule | None, list[str]]:
             problems.append(f"{who}: {key}: a short string (at most {MAX_VALUE} characters)")
         else:
             values[key] = value.value
-    problems += [f"{who}: {problem}" for problem in _decision_problems(values)]
+    problems += [f"{who}: {problem}" for problem in decision_problems(values)]
     kinds = _strings(fields["applies_to"]) if "applies_to" in fields else KINDS
     if kinds is None or not set(kinds) <= set(KINDS):
         problems.append(f"{who}: applies_to: glidein, job or both")
@@ -119,23 +152,6 @@ def _rule(path: Path, node, clients: tuple) -> tuple[Rule | None, list[str]]:
                 clients=clients, decision=Decision(name, values.get("domain", ""), values.get("service", ""),
                                                    values.get("label", ""), values.get("advice", "")))
     return rule, problems
-
-
-def _decision_problems(values: dict) -> list[str]:
-    """What is wrong with a rule's (or a classifier's) answer: name, domain, service, label."""
-    problems = []
-    if not values.get("name"):
-        problems.append("name: missing")
-    if not values.get("label"):
-        problems.append("label: missing")
-    domain = values.get("domain")
-    if domain not in DOMAINS:
-        problems.append(f"domain: one of {', '.join(DOMAINS)}, not {domain!r}")
-    elif domain == SERVICE and not values.get("service"):
-        problems.append("service: missing (the domain service names its service)")
-    elif domain != SERVICE and values.get("service"):
-        problems.append("service: only with domain service")
-    return problems
 
 
 def _conditions(node) -> tuple[tuple, tuple, list[str]]:
@@ -166,70 +182,32 @@ def _conditions(node) -> tuple[tuple, tuple, list[str]]:
     return tuple(patterns), tuple(codes), problems
 
 
+def in_force(files_rules) -> tuple[list[Rule], list[str]]:
+    """The rules in force of a book, from each file's rules in file order, and the problems:
+    a name met again keeps its first rule; rules beyond ``MAX_RULES`` are left out."""
+    seen, out, problems = {}, [], []
+    for rules in files_rules:
+        for rule in rules:
+            if rule.name in seen:
+                problems.append(f"{rule.source}: rule {rule.name}: name already used at {seen[rule.name]}")
+            elif len(out) >= MAX_RULES:
+                problems.append(f"{rule.source}: rule {rule.name}: more than {MAX_RULES} rules in force: "
+                                "this one and the later ones are left out")
+                return out, problems
+            else:
+                seen[rule.name] = rule.source
+                out.append(rule)
+    return out, problems
+
+
 def check(path) -> tuple[int, list[str]]:
-    """(good rules, problems) of a rules file or directory, names unique across its files."""
-    count, problems, names = 0, [], {}
+    """(rules in force, problems) of a rules file or directory, read as the forwarder reads it."""
     files = rule_files(path)
     if not files or not files[0].exists():
         return 0, [f"{path}: no such rules file or directory"]
-    for file in files:
-        rules, file_problems = parse_file(file)
-        problems += file_problems
-        for rule in rules:
-            if rule.name in names:
-                problems.append(f"{rule.source}: rule {rule.name}: name already used at {names[rule.name]}")
-            names.setdefault(rule.name, rule.source)
-        count += len(rules)
-    return count, problems
-
-
-class PluginClassifier:
-    """One entry point's classifier, made safe: its errors are logged once and skipped, its
-    answers checked (a bad answer counts as none) and bounded."""
-
-    def __init__(self, name: str, function):
-        self.name, self.function, self.said = name, function, set()
-
-    def __call__(self, facts) -> Decision | None:
-        try:
-            answer = self.function(facts)
-        except Exception as exc:  # a VO's code: never the forwarder's end
-            self._once("raised", f"failure classifier {self.name} raised {type(exc).__name__}: {exc}")
-            return None
-        if answer is None:
-            return None
-        values = {k: str(answer.get(k) or "")[:MAX_VALUE] for k in ("domain", "service", "label", "advice", "rule")
-                  } if hasattr(answer, "get") else {}
-        values["name"] = f"{self.name}:{values.get('rule') or 'classifier'}"[:MAX_VALUE]
-        problems = _decision_problems(values)
-        if problems:
-            self._once("answer", f"failure classifier {self.name} answered badly ({'; '.join(problems)}): ignored")
-            return None
-        return Decision(values["name"], values["domain"], values["service"], values["label"], values["advice"])
-
-    def _once(self, kind: str, message: str):
-        """Log the first problem of each kind (a classifier may fail on every failure)."""
-        if kind not in self.said:
-            log.warning(message)
-            self.said.add(kind)
-
-
-def load_classifiers() -> list[PluginClassifier]:
-    """Every classifier installed under the entry-point group (those that load)."""
-    from importlib.metadata import entry_points
-    out = []
-    for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
-        try:
-            function = point.load()
-        except Exception as exc:  # a broken VO package must not stop the forwarder
-            log.warning("failure classifier %s (%s) does not load: %s: %s", point.name, point.value,
-                        type(exc).__name__, exc)
-            continue
-        if callable(function):
-            out.append(PluginClassifier(point.name, function))
-        else:
-            log.warning("failure classifier %s (%s) is not callable: skipped", point.name, point.value)
-    return out
+    parsed = [parse_file(file) for file in files]
+    rules, problems = in_force(rules for rules, _ in parsed)
+    return len(rules), [p for _, file_problems in parsed for p in file_problems] + problems
 
 
 class RuleBook:
@@ -237,9 +215,10 @@ class RuleBook:
     when a file changes, at most every ``reload_s``; a bad file keeps its last good rules."""
 
     def __init__(self, path, *, classifiers=True, reload_s: float = RELOAD_S):
+        from .classifiers import Classifiers
         self.path = Path(path)
         self.reload_s = reload_s
-        self.classifiers = load_classifiers() if classifiers else []
+        self.classifiers = Classifiers() if classifiers else None
         self._files: dict = {}        # path -> (signature, rules in force)
         self._said: set = set()       # (path, signature) whose problems were logged
         self._checked = None
@@ -285,16 +264,10 @@ class RuleBook:
             self._rules = RuleSet(self._unique(files), self.classifiers)
 
     def _unique(self, files) -> list[Rule]:
-        """Every file's rules in force, in order; a name met twice keeps its first rule (the
-        other is logged once)."""
-        seen, out = {}, []
-        for file in files:
-            for rule in self._files.get(file, (None, []))[1]:
-                if rule.name not in seen:
-                    seen[rule.name] = rule.source
-                    out.append(rule)
-                elif ("twice", rule.source) not in self._said:
-                    self._said.add(("twice", rule.source))
-                    log.warning("failure rules %s: rule %s: name already used at %s; this one is ignored",
-                                rule.source, rule.name, seen[rule.name])
-        return out
+        """Every file's rules in force, in order (``in_force``); each problem logged once."""
+        rules, problems = in_force(self._files.get(file, (None, []))[1] for file in files)
+        for problem in problems:
+            if ("book", problem) not in self._said:
+                self._said.add(("book", problem))
+                log.warning("failure rules %s; ignored", problem)
+        return rules

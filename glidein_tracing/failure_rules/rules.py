@@ -87,6 +87,23 @@ class Rule:
         return len(self.patterns) + len(self.codes)
 
 
+def decision_problems(values: dict) -> list[str]:
+    """What is wrong with a rule's (or a classifier's) answer: name, domain, service, label."""
+    problems = []
+    if not values.get("name"):
+        problems.append("name: missing")
+    if not values.get("label"):
+        problems.append("label: missing")
+    domain = values.get("domain")
+    if domain not in DOMAINS:
+        problems.append(f"domain: one of {', '.join(DOMAINS)}, not {domain!r}")
+    elif domain == SERVICE and not values.get("service"):
+        problems.append("service: missing (the domain service names its service)")
+    elif domain != SERVICE and values.get("service"):
+        problems.append("service: only with domain service")
+    return problems
+
+
 def re2_options():
     import re2
     options = re2.Options()
@@ -113,10 +130,10 @@ class RuleSet:
     """Rules compiled for speed: per text field one RE2 set of every rule's pattern (one
     search per field finds every rule it matches), per code field a table."""
 
-    def __init__(self, rules=(), classifiers=()):
+    def __init__(self, rules=(), classifiers=None):
         import re2
         self.rules = list(rules)
-        self.classifiers = list(classifiers)
+        self.classifiers = classifiers          # classifiers.Classifiers, or None
         self._sets, self._cache, self._decided = {}, {}, {}
         self._codes: dict = {field: {} for field in CODE_FIELDS}
         for field in TEXT_FIELDS:
@@ -161,13 +178,9 @@ class RuleSet:
             decision = self._rule_decision(facts)
             if short and len(self._decided) < MAX_CACHE:
                 self._decided[facts] = decision
-        if decision is not None:
+        if decision is not None or not self.classifiers:
             return decision
-        for classifier in self.classifiers:
-            decision = classifier(facts)
-            if decision is not None:
-                return decision
-        return None
+        return self.classifiers.classify(facts)
 
     def _rule_decision(self, facts: Facts) -> Decision | None:
         """The first rule that matches (fields by position, cached texts first)."""
