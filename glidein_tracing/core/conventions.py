@@ -98,6 +98,17 @@ GLIDEIN_EXIT_CODE = "glidein.exit_code"
 GLIDEIN_CPUS = "glidein.cpus"
 GLIDEIN_GATEKEEPER = "glidein.gatekeeper"
 GLIDEIN_RECORDS = "glidein.records"
+# what GlideinWMS's Factory read in the glidein's returned stdout (factory/glidein_stdout.py)
+GLIDEIN_GWMS_PREFIX = "glidein.gwms."
+GLIDEIN_GWMS_VALIDATION_S = "glidein.gwms.validation_s"     # "after validating for N"
+GLIDEIN_GWMS_CONDOR_STARTED = "glidein.gwms.condor_started"  # "=== Condor starting" printed
+GLIDEIN_GWMS_CONDOR_S = "glidein.gwms.condor_s"             # "Condor ended ... after N"
+GLIDEIN_GWMS_GLIDEIN_S = "glidein.gwms.glidein_s"           # "Glidein ending ... after N"
+GLIDEIN_GWMS_EXIT_CODE = "glidein.gwms.exit_code"           # "Glidein ending ... with code C"
+GLIDEIN_GWMS_JOBS_NR = "glidein.gwms.jobs_nr"               # StarterLog summary: Total jobs
+GLIDEIN_GWMS_JOBS_S = "glidein.gwms.jobs_s"                 # ... Total utilization
+GLIDEIN_GWMS_GOODZ_S = "glidein.gwms.goodz_s"               # ... goodZ utilization
+GLIDEIN_GWMS_GOODNZ_S = "glidein.gwms.goodnz_s"             # ... goodNZ utilization
 GLIDEIN_REQUEST_TRACEPARENT = "glidein.request_traceparent"
 GLIDEIN_SHUTDOWN_REASON = "glidein.shutdown.reason"
 GLIDEIN_SHUTDOWN_IDLE_S = "glidein.shutdown.idle_s"

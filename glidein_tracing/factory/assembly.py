@@ -32,10 +32,18 @@ class SpanMaker:
     redact: tuple = ()
     entry_sites: dict = field(default_factory=dict)
 
-    def glidein(self, identity: ids.GlideinIdentity, activity, journal, cut: dict, ended_at) -> list:
-        """Every span of an ended glidein (ConversionError when there is no trace to make)."""
+    def glidein(self, identity: ids.GlideinIdentity, activity, journal, cut: dict, ended_at,
+                stdout_facts=None) -> list:
+        """Every span of an ended glidein (ConversionError when there is no trace to make);
+        ``stdout_facts``: GlideinWMS's reading of its returned stdout (glidein_stdout.py), on
+        the root over anything the journal says of the same names."""
         events = list(activity) + list(journal)
         when = min((e.time for e in events), default=ended_at or time.time())
+        if stdout_facts:
+            last = max((e.time for e in events), default=when)
+            events.append(Event(time=last, op="attr", key="glidein", line_no=1 << 62,
+                                fields={_typed_name(k, v): str(v).lower() if isinstance(v, bool) else str(v)
+                                        for k, v in stdout_facts.items()}))
         events.extend(self._factory_facts(identity, when, journal))
         if any(cut.values()):
             events.append(Event(time=when, op="attr", key="glidein", fields={
@@ -63,6 +71,11 @@ class SpanMaker:
     def _convert(self, events, identity: ids.GlideinIdentity) -> list:
         return convert(events, resource_defaults=self.resource_defaults, redact=self.redact,
                        trace_id=identity.trace_id, span_ceiling=MAX_SPANS)
+
+
+def _typed_name(name: str, value) -> str:
+    """A journal field name with the type suffix of ``value`` (bool :b, int :i)."""
+    return name + (":b" if isinstance(value, bool) else ":i" if isinstance(value, int) else "")
 
 
 def closed_factory_stages(activity) -> set:

@@ -25,6 +25,7 @@ from ..core.sections import DEFAULT_MAX_BYTES
 from . import ledger as ledger_mod
 from .assembly import SpanMaker, closed_factory_stages
 from .delivery import Backend, PassState, Sender, span_hex
+from .glidein_stdout import read_stdout_facts, stdout_path
 from .returned import FactoryNames, identity, returned_journal, stderr_path
 from .scanning import scan_logs
 from ..table.sink import NoTable
@@ -189,7 +190,8 @@ class Forwarder:
         if not glidein.schedd:
             stats.problem("unknown_schedd")
         try:
-            spans = self.spans.glidein(glidein, self.ledger.factory_events(gkey), journal, cut, row["ended_at"])
+            spans = self.spans.glidein(glidein, self.ledger.factory_events(gkey), journal, cut, row["ended_at"],
+                                       read_stdout_facts(stdout_path(row)))
         except ConversionError as exc:
             return None, str(exc)
         if self.failure_attribution is not None:

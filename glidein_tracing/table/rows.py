@@ -266,27 +266,56 @@ def _outcome(root, attrs, by_stage: _Stages) -> dict:
 
 
 def _gwms_run(row, root, by_stage: _Stages, jobs, classes) -> gwms.GlideinRun:
-    """What GlideinWMS's parser reads, from the spans (docs/glidein-table.md, the table)."""
+    """What GlideinWMS's parser reads: its own reading of the returned stdout where the Factory
+    had it (the root's ``glidein.gwms.*``), else the same quantities from the spans
+    (docs/glidein-table.md, the table)."""
     setup, condor = by_stage.first("setup"), by_stage.first(c.STAGE_CONDOR)
     node_end = by_stage.first("post_failure_sleep") or by_stage.first("teardown")
     end = root.end_time
-    glidein_s = (node_end[1] if node_end else end) // NS - setup[0] // NS if setup else None
+    attrs = root.attributes
     queues = by_stage.get(c.STAGE_FACTORY_QUEUE)
     factory_s = end // NS - max(queue[1] for queue in queues) // NS if queues else None
-    runs = [(max(0, _whole(job)), kind) for job, kind in zip(jobs, classes)]
+    if isinstance(attrs.get(c.GLIDEIN_GWMS_CONDOR_STARTED), bool):
+        return _gwms_read(attrs, factory_s, row, jobs, classes)
+    glidein_s = (node_end[1] if node_end else end) // NS - setup[0] // NS if setup else None
     return gwms.GlideinRun(glidein_s=glidein_s, factory_s=factory_s, condor_started=condor is not None,
                            validation_s=_whole(setup) if setup and condor else None,
                            condor_s=_condor_seconds(condor) if condor else None,
-                           summary=gwms.starter_summary(runs, row["cpus"]))
+                           summary=_job_summary(row, jobs, classes))
+
+
+def _gwms_read(attrs, factory_s, row, jobs, classes) -> gwms.GlideinRun:
+    """GlideinWMS's own reading of the glidein's stdout (factory/glidein_stdout.py); the
+    StarterLog summary from the job spans when the stdout held none."""
+    def seconds(name):
+        value = attrs.get(name)
+        return value if type(value) is int else None
+    summary = _job_summary(row, jobs, classes)
+    if seconds(c.GLIDEIN_GWMS_JOBS_S) is not None:
+        summary = gwms.StarterSummary(seconds(c.GLIDEIN_GWMS_JOBS_NR) or 0, seconds(c.GLIDEIN_GWMS_JOBS_S),
+                                      seconds(c.GLIDEIN_GWMS_GOODZ_S) or 0, seconds(c.GLIDEIN_GWMS_GOODNZ_S) or 0)
+    return gwms.GlideinRun(glidein_s=seconds(c.GLIDEIN_GWMS_GLIDEIN_S), factory_s=factory_s,
+                           validation_s=seconds(c.GLIDEIN_GWMS_VALIDATION_S),
+                           condor_started=attrs[c.GLIDEIN_GWMS_CONDOR_STARTED],
+                           condor_s=seconds(c.GLIDEIN_GWMS_CONDOR_S), summary=summary)
+
+
+def _job_summary(row, jobs, classes) -> gwms.StarterSummary:
+    """condor_startup.sh's StarterLog summary of the job spans."""
+    return gwms.starter_summary([(max(0, _whole(job)), kind) for job, kind in zip(jobs, classes)], row["cpus"])
 
 
 def _condor_seconds(condor) -> int:
     """condor_startup.sh's own count (its record's CondorDuration metric, the "Condor ended
-    ... after N" banner), else the span truncated to seconds."""
-    try:
-        return int(condor[2].get("condor.metric.CondorDuration"))
-    except (TypeError, ValueError):
-        return _whole(condor)
+    ... after N" banner), else the length of its record (``condor.duration_s``: the cleanup
+    hook's, from tStart to tEnd), else the span truncated to seconds. A record cut by a
+    SIGTERM has no metric: the span may then end with a job HTCondor ended later."""
+    for name in ("condor.metric.CondorDuration", c.CONDOR_DURATION_S):
+        try:
+            return int(condor[2].get(name))
+        except (TypeError, ValueError):
+            continue
+    return _whole(condor)
 
 
 _JOB_COLUMNS = tuple(column for column, _ in _JOB_ATTRS)

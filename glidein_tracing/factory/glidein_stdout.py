@@ -1,0 +1,102 @@
+"""What GlideinWMS's Factory reads in a glidein's returned stdout (``job.<cluster>.<proc>.out``),
+as root attributes ``glidein.gwms.*``, so the glidein table's GlideinWMS quantities are the
+Factory's own to the second (table/gwms.py).
+
+GlideinWMS's log parser (factory/glideFactoryLogParser.py) reads the banners glidein_startup.sh
+and condor_startup.sh print, each searched after the previous one, the first of each kind
+counting: ``=== Last script starting ... after validating for N ===`` (validation),
+``=== Condor starting ... ===`` (HTCondor started at all), ``=== Condor ended ... after N ===``
+(its duration), the StarterLog summary between ``=== Stats of SLOT ===`` and ``=== End Stats of
+SLOT ===`` (slots ending in 1 are monitoring slots, left out), then ``=== Glidein ending ...
+with code C after N ===`` (the glidein's duration). Its numbers are ``date +%s`` differences
+taken by the glidein itself: no clock of ours can give them to the second (a SIGTERM before
+``Condor starting`` leaves a record of the last script but no HTCondor; one during a job ends
+HTCondor seconds after the record). The stdout is the node's, so only bounded integers are
+taken from it, from at most ``MAX_STDOUT_BYTES``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..core import conventions as c
+
+MAX_STDOUT_BYTES = 16 * 1024 * 1024
+_MAX_SECONDS = 10**9          # ~31 years: beyond that a number is not a duration
+
+_VALIDATION = re.compile(rb"=== Last script starting .* after validating for ([0-9]+) ===")
+_CONDOR_START = re.compile(rb"=== Condor starting.*===")
+_CONDOR_END = re.compile(rb"=== Condor ended.*after ([0-9]+) ===")
+_SLOT_STATS = re.compile(rb"=== Stats of (\S+) ===(.*?)=== End Stats of \S+ ===", re.DOTALL)
+_STATS_LINE = re.compile(rb"Total(.*)jobs ([0-9]+) .*utilization ([0-9]+)")
+_GLIDEIN_END = re.compile(rb"=== Glidein ending .* with code ([0-9]+) after ([0-9]+) ===")
+
+#: StarterLog summary line -> (attribute of its jobs' count, attribute of its seconds)
+_STATS = {"Total": (c.GLIDEIN_GWMS_JOBS_NR, c.GLIDEIN_GWMS_JOBS_S),
+          "goodZ": (None, c.GLIDEIN_GWMS_GOODZ_S), "goodNZ": (None, c.GLIDEIN_GWMS_GOODNZ_S)}
+
+
+def stdout_path(row) -> Path:
+    """Where Condor-G put the glidein's returned stdout."""
+    return Path(row["entry_dir"]) / f"job.{row['cluster']}.{row['proc']}.out"
+
+
+def read_stdout_facts(path) -> dict:
+    """The ``glidein.gwms.*`` attributes of a returned stdout ({} when it cannot be read)."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(MAX_STDOUT_BYTES)
+    except OSError:
+        return {}
+    return stdout_facts(text)
+
+
+def stdout_facts(text: bytes) -> dict:
+    """GlideinWMS's reading of one glidein's stdout ``text`` as root attributes."""
+    if len(text) < 10:        # GlideinWMS's reading of an empty output
+        return {c.GLIDEIN_GWMS_CONDOR_STARTED: False, c.GLIDEIN_GWMS_GLIDEIN_S: 0}
+    out = {c.GLIDEIN_GWMS_CONDOR_STARTED: False}
+    at = 0
+    match = _VALIDATION.search(text)
+    if match:
+        _seconds(out, c.GLIDEIN_GWMS_VALIDATION_S, match.group(1))
+        at = match.end()
+    match = _CONDOR_START.search(text, at)
+    if match:
+        out[c.GLIDEIN_GWMS_CONDOR_STARTED] = True
+        at = match.end()
+        match = _CONDOR_END.search(text, at)
+        if match:
+            _seconds(out, c.GLIDEIN_GWMS_CONDOR_S, match.group(1))
+            at = match.end()
+            at = _summary(out, text, at)
+    match = _GLIDEIN_END.search(text, at)
+    if match:
+        _seconds(out, c.GLIDEIN_GWMS_EXIT_CODE, match.group(1))
+        _seconds(out, c.GLIDEIN_GWMS_GLIDEIN_S, match.group(2))
+    return out
+
+
+def _summary(out: dict, text: bytes, at: int) -> int:
+    """The StarterLog summary's Total, goodZ and goodNZ lines (the first of each kind, slots
+    ending in 1 left out); returns where the search goes on."""
+    for block in _SLOT_STATS.finditer(text, at):
+        at = block.end()
+        if block.group(1).endswith(b"1"):
+            continue
+        for line in _STATS_LINE.finditer(block.group(2)):
+            kind = line.group(1).strip().decode("ascii", "replace") or "Total"
+            names = _STATS.get(kind)
+            if names is None or names[1] in out:
+                continue
+            if names[0] is not None:
+                _seconds(out, names[0], line.group(2))
+            _seconds(out, names[1], line.group(3))
+    return at
+
+
+def _seconds(out: dict, name: str, digits: bytes):
+    value = int(digits[:12])
+    if value < _MAX_SECONDS:
+        out[name] = value

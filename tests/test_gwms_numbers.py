@@ -1,0 +1,133 @@
+"""GlideinWMS's numbers on the real recorded glideins (../shared/fixtures/glidein-run): the real
+hooks close a journal over each glidein's real records, the Factory forwarder reads what
+Condor-G returned (stdout, stderr with the journal) and writes the glidein table; its
+GlideinWMS columns equal GlideinWMS's formulas (factory/glideFactoryMonitoring.py) applied to
+the same stdout, read as its log parser reads it (tests/support/table_helpers.factory_view).
+Two SIGTERM'd variants of the recorded SIGTERM glidein: one killed before condor_startup.sh
+printed "=== Condor starting" (GlideinWMS: HTCondor never started), one whose job HTCondor
+ended 20 s after the last script's record (GlideinWMS: HTCondor's own count)."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+import pytest
+
+from glidein_tracing.core.journal import format_line
+from glidein_tracing.core.sections import JOURNAL_SECTION, encode_section
+from glidein_tracing.exporters.store import JsonLinesStoreExporter
+from glidein_tracing.factory.delivery import store_span_ids
+from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.ledger import Ledger
+from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
+from glidein_tracing.table import gwms, reader
+from glidein_tracing.table.sink import TableSink
+
+from tests.support.hook_support import config_get, fixture_dir, glidein_at_cleanup
+from tests.support.journal_builders import iso_epoch
+from tests.support.table_helpers import factory_view
+
+GWMS_COLUMNS = tuple(gwms.quantities(gwms.GlideinRun(1, 1, 1, True, 9)))
+
+
+def _condor_cut(stdout: str) -> str:
+    """The recorded SIGTERM glidein's stdout had condor_startup.sh been killed before its
+    "=== Condor starting" banner (it sets its signal traps only after printing it): nothing of
+    HTCondor's is printed, glidein_startup.sh goes on to its cleanup and its end banner."""
+    return re.sub(r"=== Condor starting.*?=== End Stats of \S+ ===\n", "", stdout, flags=re.DOTALL)
+
+
+def _late_job(journal_lines: list, condor_start: float) -> list:
+    """A job HTCondor ended 20 s after the last script's record did (SIGTERM during the job:
+    glidein_startup.sh does not wait for the condor phase)."""
+    return journal_lines + [
+        format_line(condor_start + 1, "start", "job/4242.0", {"@name": "job", "@stage": "job", "@parent": "condor"}),
+        format_line(condor_start + 23, "end", "job/4242.0", {"job.exit_by": "evict", "@status": "ERROR"})]
+
+
+def forward_recorded(tmp_path, run, *, stdout=None, extra=None, returned_stdout=True):
+    """The recorded glidein ``run`` closed by the real hooks and forwarded: (its table row, the
+    stdout Condor-G returned)."""
+    g, cleanup_dir = glidein_at_cleanup(tmp_path / "node", run, retime=True)
+    try:
+        out = g.run_hook("gconditional_TRACING_cleanup.sh", str(g.config), cwd=cleanup_dir)
+    finally:
+        g.stop()
+    assert out.returncode == 0
+    journal = g.journal.read_text().splitlines(keepends=True)
+    config = fixture_dir(run) / "glidein_config.at_custom_setup"
+    if extra is not None:
+        journal = extra(journal)
+    layout = FactoryLayout(logs=tmp_path / "logs", instance=config_get(config, "GLIDEIN_Name"),
+                           entry=config_get(config, "GLIDEIN_Entry_Name"))
+    log = CondorGLog(layout)
+    cluster, proc = int(config_get(config, "CONDORG_CLUSTER")), int(config_get(config, "CONDORG_SUBCLUSTER"))
+    text = stdout if stdout is not None else (fixture_dir(run) / "glidein_stdout.txt").read_text()
+    end, after = map(int, re.search(r"\((\d+)\) with code \d+ after (\d+) ===", text).groups())
+    log.submit(cluster, proc, when=end - after - 60)
+    log.execute(cluster, proc, when=end - after - 1)
+    stderr = (fixture_dir(run) / "glidein_stderr.txt").read_text()
+    layout.output(cluster, proc, "err").write_text(stderr + encode_section(JOURNAL_SECTION, "".join(journal).encode()))
+    kinds = ["err"]
+    if returned_stdout:
+        layout.output(cluster, proc, "out").write_text(text)
+        kinds.append("out")
+    old = time.time() - 3600
+    for kind in kinds:
+        os.utime(layout.output(cluster, proc, kind), (old, old))
+    log.terminated(cluster, proc, 0, when=end + 4)
+    ledger, store = Ledger(tmp_path / "ledger.sqlite"), tmp_path / "store"
+    forwarder = Forwarder([layout.logs], JsonLinesStoreExporter(store), ledger, config_get(config, "GLIDEIN_Factory"),
+                          schedd=config_get(config, "CONDORG_SCHEDD"), grace_s=5, reconcile=store_span_ids(store),
+                          table=TableSink(tmp_path / "table", ledger))
+    stats = forwarder.run_once()
+    assert stats.glideins_done == 1 and not stats.problems, stats.problems
+    (row,) = reader.read_rows(tmp_path / "table", "glideins")[0].to_pylist()
+    return row, text
+
+
+def _condor_record_start(run) -> float:
+    text = (fixture_dir(run) / "otr_outlist.list").read_text()
+    block = text[text.index('id="condor_startup.sh"'):]
+    return iso_epoch(re.search(r"<tStart>([^<]+)</tStart>", block).group(1))
+
+
+CASES = {
+    "success": {},
+    "fail": {},
+    "sigterm": {},
+    "sigterm before Condor starting": {"run": "sigterm", "stdout": _condor_cut},
+    "sigterm during a job": {"run": "sigterm", "late_job": True},
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_tables_gwms_columns_are_the_factorys_formulas_on_the_same_stdout(tmp_path, case):
+    spec = CASES[case]
+    run = spec.get("run", case)
+    stdout = (fixture_dir(run) / "glidein_stdout.txt").read_text()
+    if "stdout" in spec:
+        stdout = spec["stdout"](stdout)
+    extra = (lambda lines: _late_job(lines, _condor_record_start(run))) if spec.get("late_job") else None
+    row, text = forward_recorded(tmp_path, run, stdout=stdout, extra=extra)
+    expected = gwms.quantities(factory_view(text))
+    assert {k: row[k] for k in GWMS_COLUMNS} == expected
+    if case == "sigterm before Condor starting":
+        assert (row["gwms_condor_started"], row["gwms_condor_lasted_s"]) == (False, 0)
+        assert row["condor_s"] is not None, "the trace still has the last script's condor span"
+    if case == "sigterm during a job":
+        assert row["gwms_condor_lasted_s"] == 3 and row["condor_s"] > 20
+
+
+def test_without_the_returned_stdout_a_killed_condor_phase_counts_its_record_not_its_last_job(tmp_path):
+    """No stdout came back: the spans alone say what they can. HTCondor's time is then its
+    record's (tStart to tEnd, what glidein_startup.sh waited), not the span a late job
+    stretched."""
+    run = "sigterm"
+    row, text = forward_recorded(tmp_path, run, returned_stdout=False,
+                                 extra=lambda lines: _late_job(lines, _condor_record_start(run)))
+    expected = factory_view(text)
+    assert row["gwms_condor_started"] is True and row["condor_s"] > 20
+    assert row["gwms_condor_lasted_s"] == expected.condor_s == 3
