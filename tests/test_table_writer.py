@@ -230,9 +230,9 @@ def test_compaction_rewrites_each_row_once_per_level_and_keeps_few_files_per_lev
     day_dir = table_layout.day_dir(table, "glideins", day)
     merged_rows, merge = [], writer._merge
 
-    def counted(day_dir, dataset, inputs, level):
+    def counted(day_dir, dataset, inputs, level, quarantined=None):
         merged_rows.append(sum(pq.read_metadata(p).num_rows for p in inputs))
-        return merge(day_dir, dataset, inputs, level)
+        return merge(day_dir, dataset, inputs, level, quarantined)
     monkeypatch.setattr(writer, "_merge", counted)
     passes, per_pass, max_files = 100, 3, 2
     for k in range(passes):
@@ -367,3 +367,42 @@ def test_a_pass_file_is_never_taken_for_a_merged_one(tmp_path):
     assert writer.compact(table_layout.day_dir(table, "glideins", day), "glideins")
     [merged] = table_layout.part_files(table_layout.day_dir(table, "glideins", day))
     assert merged.name.startswith("part-c")
+
+
+def test_a_damaged_file_met_by_compaction_is_quarantined_once_and_the_day_finished(factory, tmp_path):
+    """Through the real forwarder: a day holds a pass's file cut short when compaction reaches
+    it. The pass that merges the day moves it to quarantine/ (named in its stats and by
+    `table --check`), merges the rest, leaves no temporary file and owes no row; later passes
+    go on as before."""
+    layout, log = factory
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    store, table = tmp_path / "store", tmp_path / "table"
+    forwarder = Forwarder([layout.logs], JsonLinesStoreExporter(store), ledger, FACTORY, grace_s=5,
+                          reconcile=store_span_ids(store), table=TableSink(table, ledger))
+    for cluster in range(500, 500 + writer.MAX_FILES_PER_DAY):    # a day of as many files as it keeps
+        glideins(layout, log, cluster, 2, start=T0 + (cluster - 500) * 10)
+        assert forwarder.run_once().table_rows == 2
+    (day_dir,) = table_layout.day_dirs(table, "glideins")
+    damaged = table_layout.part_files(day_dir)[3]
+    lost = pq.read_table(damaged, columns=["trace_id"]).column(0).to_pylist()
+    damaged.write_bytes(damaged.read_bytes()[:-40])                  # cut short: its footer is gone
+    glideins(layout, log, 600, 2, start=T0 + 100)
+    stats = forwarder.run_once()                                      # 9 files: the day is merged
+    moved = table / "quarantine" / "glideins" / day_dir.name / damaged.name
+    assert stats.table_rows == 2 and stats.table_quarantined == [moved] and moved.exists()
+    assert f"1 damaged table files moved to {table / 'quarantine'}" in stats.summary()
+    assert not damaged.exists() and len(table_layout.part_files(day_dir)) == 1   # the day finished
+    assert not [p for p in table.rglob("*") if p.name.endswith(".tmp")]
+    assert not (table / table_layout.COMPACTING_MARK).exists()
+    assert ledger.pending_table_rows() == []                           # no row piles up in the ledger
+    expected = {identity(layout, c, p).trace_id for c in [*range(500, 500 + writer.MAX_FILES_PER_DAY), 600]
+                for p in range(2)}
+    assert sorted(table_trace_ids(table)) == sorted(expected - set(lost))
+    check = subprocess.run([sys.executable, "-m", "glidein_tracing", "table", "--check", "--table", str(table)],
+                           capture_output=True, text=True, timeout=60)
+    assert check.returncode == 1 and f"{moved}: damaged, moved aside by compaction" in check.stderr
+    for cluster in range(700, 700 + writer.MAX_FILES_PER_DAY + 1):     # the next merges of that day
+        glideins(layout, log, cluster, 2, start=T0 + 200 + (cluster - 700) * 10)
+        later = forwarder.run_once()
+        assert later.table_rows == 2 and later.table_quarantined == []
+    assert len(table_trace_ids(table)) == len(expected) - len(lost) + 2 * (writer.MAX_FILES_PER_DAY + 1)

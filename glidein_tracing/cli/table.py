@@ -87,9 +87,13 @@ def _rollups(table) -> int:
 
 
 def _check(table) -> int:
-    from ..table import reader
+    from ..table import layout, reader
     from ..table.schema import DATASETS
-    problems = 0
+    quarantined = layout.quarantined_files(table)
+    for path in quarantined:
+        print(f"glidein-tracing table: {path}: damaged, moved aside by compaction; its rows are not in the "
+              "table (inspect it, then delete it)", file=sys.stderr)
+    problems = len(quarantined)
     for dataset in DATASETS:
         try:
             rows, scan = reader.read_rows(table, dataset, ["trace_id"])

@@ -70,6 +70,7 @@ class Forwarder:
             self.export_early(stats)
             self.export_ready(stats)
         stats.table_rows = self.table.flush()
+        stats.table_quarantined = list(self.table.quarantined)
         if self.failure_attribution is not None and self.failure_attribution.classifiers_disabled():
             stats.problem("classifier_disabled", self.failure_attribution.classifiers_disabled())
         for kind, count in stats.problems.items():

@@ -17,6 +17,7 @@ class ForwardStats:
     table_rows: int = 0               # glideins written to the glidein table
     export_failures: int = 0
     quarantined: int = 0
+    table_quarantined: list = field(default_factory=list)   # damaged table files moved aside
     problems: dict = field(default_factory=dict)
 
     def problem(self, kind: str, count: int = 1):
@@ -29,6 +30,9 @@ class ForwardStats:
                 f"{self.spans_sampled_out} sampled out, {self.glideins_skipped} skipped, "
                 f"{self.export_failures} export failures, {self.quarantined} quarantined, "
                 f"{self.table_rows} glideins written to the table")
+        if self.table_quarantined:
+            text += (f"; {len(self.table_quarantined)} damaged table files moved to "
+                     f"{', '.join(sorted({str(p.parent.parent.parent) for p in self.table_quarantined}))}")
         if self.problems:
             text += "; problems: " + ", ".join(f"{k}={v}" for k, v in sorted(self.problems.items()))
         return text

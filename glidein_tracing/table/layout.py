@@ -17,6 +17,7 @@ PART_PREFIX, PART_SUFFIX = "part-", ".parquet"
 COMPACTED_LOG = "_compacted.log"   # per day dir: "<output> <input> <input>..." per compaction
 LOCK_NAME = ".lock"
 COMPACTING_MARK = "_compacting"    # in the table dir: the day a compaction is under way in
+QUARANTINE = "quarantine"          # in the table dir: damaged files compaction moved aside
 
 
 def day_of(ended_at_us: int | None) -> str:
@@ -67,6 +68,15 @@ def write_hidden(table, final: Path, schema=None) -> Path:
     with open(tmp, "rb") as handle:
         os.fsync(handle.fileno())
     return tmp
+
+
+def quarantine_dir(table: Path) -> Path:
+    return Path(table) / QUARANTINE
+
+
+def quarantined_files(table: Path) -> list[Path]:
+    """The damaged files compaction moved aside (``writer.quarantine``)."""
+    return sorted(p for p in quarantine_dir(table).rglob("*") if p.is_file())
 
 
 def part_files(directory: Path) -> list[Path]:

@@ -30,6 +30,7 @@ class TableSink:
         self.ledger = ledger
         self._rows: dict = {}      # gkey -> (trace id, day, glidein values, job values), until claimed
         self._claimed: dict = {}   # trace id -> (glidein values, job values) claimed in this pass
+        self.quarantined: list = []   # damaged files the last flush's compactions moved aside
 
     def add(self, gkey, spans, kept: bool):
         """Rows of a glidein the forwarder converted (kept: its trace goes to the backend),
@@ -57,6 +58,7 @@ class TableSink:
         """Write every claimed row (this pass's and any a killed forwarder left); the number
         of glideins written."""
         self._rows.clear()   # glideins not done this pass are converted again when they are
+        self.quarantined = []
         try:
             with layout.locked(self.directory):
                 return self._flush()
@@ -88,7 +90,7 @@ class TableSink:
             glideins[day].append(row)
             jobs[day].extend(job_rows)
         for token, (glideins, jobs) in by_file.items():
-            writer.append(self.directory, glideins, jobs, token)
+            writer.append(self.directory, glideins, jobs, token, self.quarantined)
 
     def _owed(self, trace_id):
         """The rows of a glidein claimed but not written by an earlier pass (a killed
@@ -113,6 +115,7 @@ def _values(stored, dataset: str) -> tuple:
 
 class NoTable:
     """A forwarder configured without a table."""
+    quarantined: list = []
 
     def add(self, gkey, spans, kept: bool):
         pass

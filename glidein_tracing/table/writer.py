@@ -2,16 +2,20 @@
 dataset, written to a hidden name and renamed (a reader never sees half a file), and a day's
 files merged level by level when one level has too many (compaction, crash-safe through the
 day's ``_compacted.log``), each merged file with its rollup (rollup.py: the statistics'
-aggregate of its rows). Callers hold ``layout.locked``."""
+aggregate of its rows). A file a merge cannot read is moved aside once, into the table's
+``quarantine/`` folder, and the merge finishes without it. Callers hold ``layout.locked``."""
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from pathlib import Path
 
 from . import layout, rollup
 from .schema import DATASETS, GLIDEINS_DATASET, JOBS_DATASET, SCHEMA_VERSION
+
+log = logging.getLogger(__name__)
 
 VERSION_KEY = b"glidein_tracing.schema_version"
 #: a day's files of passes (and, in turn, of merges) beyond this are merged into one
@@ -103,14 +107,15 @@ def write_days(table_dir: Path, dataset: str, rows_by_day: dict, token: str) -> 
     return written
 
 
-def append(table_dir: Path, glideins_by_day: dict, jobs_by_day: dict, token: str):
+def append(table_dir: Path, glideins_by_day: dict, jobs_by_day: dict, token: str, quarantined=None):
     """A batch of glidein rows and their jobs' rows, by day, as the files named ``token``
-    (those already written are kept), then each day's files kept few (``compact``)."""
+    (those already written are kept), then each day's files kept few (``compact``; the
+    damaged files it moved aside are added to ``quarantined``)."""
     write_days(table_dir, GLIDEINS_DATASET, glideins_by_day, token)
     write_days(table_dir, JOBS_DATASET, jobs_by_day, token)
     for dataset in (GLIDEINS_DATASET, JOBS_DATASET):
         for day in glideins_by_day:
-            compact(layout.day_dir(table_dir, dataset, day), dataset)
+            compact(layout.day_dir(table_dir, dataset, day), dataset, quarantined=quarantined)
 
 
 def is_written(final: Path) -> bool:
@@ -135,21 +140,24 @@ def level_of(data_file: Path) -> int:
     return int(level) if dash and level.isdigit() else 1
 
 
-def compact(day_dir: Path, dataset: str, max_files: int = MAX_FILES_PER_DAY) -> bool:
+def compact(day_dir: Path, dataset: str, max_files: int = MAX_FILES_PER_DAY, quarantined=None) -> bool:
     """Keep a day's files few without rewriting the day at every pass, as a log-structured
     merge: when more than ``max_files`` files of one level are there (a pass's files are level
     0), they are merged into one file of the next level, which may in turn make that level
     merge. So each row is rewritten once per level, a level holds at most ``max_files`` files,
     and a day of P passes has about log9(P) levels (3 for 729 passes). The log line naming the
     output and its inputs is written before the output appears, so a crash at any point is
-    finished by ``finish_compactions``."""
+    finished by ``finish_compactions``. An input that cannot be read is moved to quarantine
+    (``quarantine``) and added to ``quarantined``; the merge is done without it."""
     levels: dict = {}
     for path in layout.part_files(day_dir):
         levels.setdefault(level_of(path), []).append(path)
     merged, level = False, 0
     while level <= max(levels, default=-1):
         if len(levels.get(level, ())) > max_files:
-            levels.setdefault(level + 1, []).append(_merge(day_dir, dataset, levels.pop(level), level + 1))
+            output = _merge(day_dir, dataset, levels.pop(level), level + 1, quarantined)
+            if output is not None:
+                levels.setdefault(level + 1, []).append(output)
             merged = True
         level += 1
     return merged
@@ -159,15 +167,27 @@ def compact(day_dir: Path, dataset: str, max_files: int = MAX_FILES_PER_DAY) -> 
 MERGE_ROWS = 131_072
 
 
+class DamagedInput(Exception):
+    """A merge's input that cannot be read (cut short, overwritten, not Parquet)."""
+
+    def __init__(self, path: Path, why: str):
+        super().__init__(f"{path}: {why}")
+        self.path, self.why = path, why
+
+
 def _merged_rows(inputs: list, schema):
     """The inputs' rows in order, one input read at a time, small ones gathered up to
     MERGE_ROWS rows: a merge holds one input, about a ninth of its output, never the whole
-    day (older files read with the schema's columns, those they lack NULL)."""
+    day (older files read with the schema's columns, those they lack NULL). DamagedInput
+    names an input that cannot be read."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     held, count = [], 0
     for path in inputs:
-        held.append(pq.read_table(path, schema=schema))
+        try:
+            held.append(pq.read_table(path, schema=schema))
+        except (OSError, ValueError) as exc:     # ArrowInvalid is a ValueError
+            raise DamagedInput(path, str(exc)) from exc
         count += held[-1].num_rows
         if count >= MERGE_ROWS:
             yield pa.concat_tables(held)
@@ -176,13 +196,26 @@ def _merged_rows(inputs: list, schema):
         yield pa.concat_tables(held)
 
 
-def _merge(day_dir: Path, dataset: str, inputs: list, level: int) -> Path:
+def _merge(day_dir: Path, dataset: str, inputs: list, level: int, quarantined=None) -> Path | None:
     """The inputs as one merged file of ``level`` with its rollup (rollup.py), written before
     the file appears, so a merged file is never without it; the inputs and their rollups then
-    go. Returns the merged file."""
+    go. An input that cannot be read is quarantined and the merge written again without it
+    (its hidden output removed). Returns the merged file (None when no input was readable)."""
     schema = arrow_schema(dataset)
     final = day_dir / f"{layout.PART_PREFIX}c{level}-{uuid.uuid4().hex}{layout.PART_SUFFIX}"
-    tmp = layout.write_hidden(_merged_rows(inputs, schema), final, schema)
+    inputs = list(inputs)
+    while True:
+        try:
+            tmp = layout.write_hidden(_merged_rows(inputs, schema), final, schema)
+            break
+        except DamagedInput as damaged:
+            layout.tmp_path(final).unlink(missing_ok=True)
+            moved = quarantine(day_dir, damaged.path, damaged.why)
+            if quarantined is not None:
+                quarantined.append(moved)
+            inputs.remove(damaged.path)
+            if not inputs:
+                return None
     marker = _marker(day_dir)
     marker.write_text(str(day_dir.relative_to(marker.parent)))
     rollup.write(rollup.of_merge(inputs, dataset, tmp), final)
@@ -193,6 +226,20 @@ def _merge(day_dir: Path, dataset: str, inputs: list, level: int) -> Path:
         path.unlink(missing_ok=True)
     marker.unlink()
     return final
+
+
+def quarantine(day_dir: Path, path: Path, why: str) -> Path:
+    """Move a damaged data file out of the table, to ``<table>/quarantine/<dataset>/<day>/``
+    (readers and merges never meet it again; an operator may inspect or delete it); its
+    rollup goes. Returns where it went."""
+    table = day_dir.parent.parent
+    target = layout.quarantine_dir(table) / day_dir.parent.name / day_dir.name / path.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(path, target)
+    rollup.remove(path)
+    log.warning("glidein table: %s cannot be read (%s): moved to %s; its rows are not in the table",
+                path, why, target)
+    return target
 
 
 def _marker(day_dir: Path) -> Path:
