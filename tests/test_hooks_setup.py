@@ -90,6 +90,17 @@ def test_setup_opens_root_span_with_identity_and_trace_id(glidein_factory, run):
     assert 'id="gconditional_TRACING_setup.sh"' in (g.work / "otrb_output.xml").read_text()
 
 
+def test_the_root_starts_when_glidein_startup_sh_started_to_the_hundredth(glidein_factory):
+    """Its process start to the clock tick, on a boot time read to the hundredth (the kernel's
+    btime has whole seconds: a start up to 1 s early, a validation 1 s too long)."""
+    before = time.time()
+    g = glidein_factory("success")     # starts the stand-in glidein_startup.sh
+    after = time.time()
+    assert g.run_hook("gconditional_TRACING_setup.sh", "glidein_config", "main").returncode == 0
+    (root,) = _events(g, "start", "glidein")
+    assert before - 0.02 <= root.time <= after + 0.02, (before, root.time, after)
+
+
 def test_multirestart_index_changes_the_trace(glidein_factory):
     g = glidein_factory(multirestart=3)
     assert g.run_hook("gconditional_TRACING_setup.sh", "glidein_config", "main").returncode == 0

@@ -67,17 +67,31 @@ gt_multi_index() {
     return 0
 }
 
-# gt_start_time PID: GT_START = epoch when PID started (/proc/PID/stat + btime).
+# gt_start_time PID: GT_START = epoch when PID started, to the clock tick: its start in ticks
+# after boot (/proc/PID/stat) plus the boot time, read to the hundredth as now minus
+# /proc/uptime (btime in /proc/stat has whole seconds only: up to 1 s early). Without
+# /proc/uptime, btime.
 gt_start_time() {
-    local key value btime=""
+    local key value btime="" up boot_cs ticks_cs start_cs
     GT_START=
     gt_snap_pid "$1" || return 1
-    while read -r key value; do
-        [ "$key" = btime ] && { btime=$value; break; }
-    done < /proc/stat
-    [ -n "$btime" ] && [ -n "$GT_R_START" ] || return 1
-    gt_ticks "$GT_R_START" "$GT_HZ"
-    GT_START=$(( btime + ${GT_V%.*} )).${GT_V#*.}
+    [ -n "$GT_R_START" ] || return 1
+    ticks_cs=$(( GT_R_START * 100 / GT_HZ ))
+    read -r up _ < /proc/uptime 2>/dev/null
+    gt_now
+    case $up.$GT_NOW in
+        [0-9]*.[0-9][0-9].[0-9]*.[0-9][0-9]*)
+            up=${up%%.*}${up#*.}
+            boot_cs=$(( ${GT_NOW%%.*} * 100 + 10#$(printf '%.2s' "${GT_NOW#*.}") - 10#$up )) ;;
+        *)
+            while read -r key value; do
+                [ "$key" = btime ] && { btime=$value; break; }
+            done < /proc/stat
+            [ -n "$btime" ] || return 1
+            boot_cs=$(( btime * 100 )) ;;
+    esac
+    start_cs=$(( boot_cs + ticks_cs ))
+    GT_START=$(( start_cs / 100 )).$(printf '%02d' $(( start_cs % 100 )))
 }
 
 # gt_host_facts: GT_H_* = host and OS facts (resource attributes of the trace).
