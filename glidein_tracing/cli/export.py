@@ -30,6 +30,7 @@ from ..core.journal import parse_lines, read_journal
 from ..core.sampling import keep_glidein
 from ..core.sections import journal_sections
 from ..core.errors import UserError
+from ..core.inputs import NotAFileError, check_input, read_input
 from ..core.terminal import echo
 from .main import number_in
 
@@ -60,11 +61,17 @@ def load_events(args):
     if args.journal:
         if not Path(args.journal).exists():
             raise UserError(f"no journal at {args.journal}")
-        return [read_journal(args.journal)]
+        check_input(args.journal)          # a directory, a FIFO, a device: refused
+        try:
+            return [read_journal(args.journal)]
+        except OSError as exc:
+            raise UserError(f"cannot read {args.journal}: {exc.strerror or exc}") from exc
     try:
-        text = Path(args.stderr).read_text(encoding="utf-8", errors="replace")
+        text = read_input(args.stderr).decode("utf-8", errors="replace")
+    except NotAFileError:
+        raise
     except OSError as exc:
-        raise UserError(f"cannot read {args.stderr}: {exc}") from exc
+        raise UserError(f"cannot read {args.stderr}: {exc.strerror or exc}") from exc
     out = []
     for section in journal_sections(text):
         if section.error:
@@ -94,12 +101,13 @@ def run(args):
         echo("glidein-tracing export: OTEL_SDK_DISABLED=true, nothing exported", file=sys.stderr)
         return 0
     defaults = {c.SERVICE_NAME: args.service_name} if args.service_name else None
+    glideins = load_events(args)           # unusable input refused before anything is made
     where = otlp_endpoint(args)
     store = None if where else JsonLinesStoreExporter(args.store)
     failed = 0
     total = 0
     sampled_out = 0
-    for events, report in load_events(args):
+    for events, report in glideins:
         if report.skipped_total:
             echo(f"glidein-tracing export: journal: {report.summary()}", file=sys.stderr)
         try:

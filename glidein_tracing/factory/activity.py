@@ -25,6 +25,7 @@ from datetime import datetime
 from ..core import ids
 from ..core.journal import Event
 from ..core import conventions as c
+from ..core.inputs import check_input
 
 SUBMIT, EXECUTE, EVICTED, TERMINATED, ABORTED, HELD, RELEASED, GRID_SUBMIT = 0, 1, 4, 5, 9, 12, 13, 27
 ENDING = (TERMINATED, ABORTED)
@@ -241,6 +242,7 @@ def read_activity_log(path, identity_for, state=None, restore=None):
 
     import htcondor2
 
+    check_input(path)      # a FIFO would block the pass forever: refused (NotAFileError)
     reader = pickle.loads(state) if state else htcondor2.JobEventLog(str(path))
     activities: dict = {}
     count = 0

@@ -22,6 +22,7 @@ from ..core.journal import parse_lines
 from ..core.sections import DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES, journal_sections
 from .stats import ForwardStats
 from ..core import conventions as c
+from ..core.inputs import open_input
 
 log = logging.getLogger("glidein_tracing.forward")
 
@@ -125,7 +126,7 @@ def _stderr_tail(path: Path, cut: dict) -> str | None:
     """The last ``MAX_STDERR_BYTES`` of a stderr (the journal is appended last), the bytes
     before it counted in ``cut``; None when it cannot be read."""
     try:
-        with open(path, "rb") as handle:
+        with open_input(path) as handle:           # a FIFO would block the pass: refused
             size = os.fstat(handle.fileno()).st_size
             if size > MAX_STDERR_BYTES:
                 handle.seek(size - MAX_STDERR_BYTES)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.inputs import NotAFileError, check_input
 from . import layout
 from .schema import PARTITION_COLUMN, SCHEMA_VERSION
 from .writer import VERSION_KEY, arrow_schema
@@ -52,7 +53,11 @@ def check_files(paths) -> Scan:
     scan = Scan()
     for path in map(Path, paths):
         try:
+            check_input(path)            # a FIFO matched by a glob would block the read
             metadata = pq.read_metadata(path)
+        except NotAFileError as exc:
+            scan.skipped.append((path, f"{exc.what}, not a file, skipped"))
+            continue
         except (OSError, ValueError) as exc:
             scan.skipped.append((path, f"damaged Parquet file, skipped ({exc})"))
             continue
