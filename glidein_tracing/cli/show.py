@@ -9,11 +9,13 @@ missing, stale or damaged). `--html FILE` writes the trace as a waterfall page i
 
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
 from ..core.errors import UserError
 from ..core.terminal import echo, escape
-from ..exporters.store import Store, StoreError
+from ..exporters.store import Store, StoreError, default_store_dir
 from ..factory.tree import render
 
 
@@ -28,39 +30,56 @@ def add_arguments(parser):
 def run(args):
     import sqlite3
 
+    directory = Path(args.store) if args.store else default_store_dir()
     try:
-        return _show(args, Store(args.store))
+        Store(directory, read_only=True)      # a store already (a typo is refused, not made one)
+        # only --reindex writes (the index); everything else reads and changes no file
+        store = Store(directory, read_only=not args.reindex)
+        spans_of = _show(args, store)
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     except BrokenPipeError:                   # stdout's reader went away: the CLI ends quietly
         raise
     except (OSError, sqlite3.Error) as exc:   # e.g. a store this user may not lock or index
-        raise UserError(f"cannot read the store: {exc}") from exc
+        raise UserError(f"cannot read the store {directory}: "
+                        f"{exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}") from exc
+    if store.indexed_in_memory:
+        echo(f"glidein-tracing show: the index of {store.directory} is behind its files (a writer stopped "
+             "before indexing); read from the files this time: `glidein-tracing show --reindex --store "
+             f"{store.directory}` saves the index", file=sys.stderr)
+    if spans_of is None:
+        return 0
+    trace_id, spans = spans_of
+    if not args.html:
+        echo(render(spans))
+        return 0
+    from ..factory.waterfall import render_html
+    try:
+        with open(args.html, "w", encoding="utf-8") as handle:
+            handle.write(render_html(spans))
+    except OSError as exc:
+        raise UserError(f"cannot write {args.html}: {exc.strerror or exc}") from exc
+    echo(f"wrote {args.html}: trace {trace_id}, {len(spans)} spans")
+    return 0
 
 
-def _show(args, store: Store) -> int:
+def _show(args, store: Store):
+    """What the arguments ask of the store; (trace id, its spans) for one trace to render,
+    None when it was printed here (a list, a reindex)."""
     if args.reindex:
         health = store.reindex()
         echo(f"reindexed {store.directory}: {health['traces']} traces in {health['files']} files, "
               f"{health['bad_lines']} unreadable lines, {health['cut_lines']} lines cut short")
-        return 0
+        return None
     if args.list or not args.trace_id:
         for trace_id, spans, name, start_ns, outcome in store.summaries():
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(start_ns / 1e9)) if start_ns else "-"
             name, outcome = escape(name or "(no root)", newlines=False), escape(outcome or "", newlines=False)
             echo(f"{escape(trace_id, newlines=False)}  {spans:4d} spans  {when}  {name}  {outcome}".rstrip())
-        return 0
+        return None
     matches = store.find(args.trace_id)
     if not matches:
         raise UserError(f"no trace {args.trace_id} in {store.directory}")
     if len(matches) > 1:
         raise UserError(f"{args.trace_id} matches several traces; give more digits")
-    spans = store.trace(matches[0])
-    if args.html:
-        from ..factory.waterfall import render_html
-        with open(args.html, "w", encoding="utf-8") as handle:
-            handle.write(render_html(spans))
-        echo(f"wrote {args.html}: trace {matches[0]}, {len(spans)} spans")
-        return 0
-    echo(render(spans))
-    return 0
+    return matches[0], store.trace(matches[0])

@@ -45,6 +45,8 @@ def run(args):
     from ..table import backfill, reader
 
     if args.check:
+        if not Path(args.table).is_dir():
+            raise UserError(f"{args.table}: no such table directory")
         return _check(args.table)
     if args.rollups:
         return _rollups(args.table)

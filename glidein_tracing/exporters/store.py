@@ -139,28 +139,40 @@ class StoreError(UserError):
 
 
 class Store:
-    """One store directory: append requests, look traces up by id through the index."""
+    """One store directory: append requests, look traces up by id through the index.
+    ``read_only``: for readers (`show`, `analyze --store`, the table's backfill), which never
+    create or change a file: the directory must be a store already, and an index that is
+    missing or behind the files is brought up to date in memory for this reader only."""
 
-    def __init__(self, directory=None, rotate_bytes: int = ROTATE_BYTES):
+    def __init__(self, directory=None, rotate_bytes: int = ROTATE_BYTES, read_only: bool = False):
         self.directory = Path(directory) if directory else default_store_dir()
+        self.read_only = read_only
+        self.rotate_bytes = rotate_bytes
+        self.rebuilds = 0          # times the index was rebuilt from the files
+        self.indexed_in_memory = 0  # read-only: times the index on disk was behind the files
+        if read_only:
+            _check_is_store(self.directory)
+            return
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot use {self.directory} as a store: {exc}") from exc
-        self.rotate_bytes = rotate_bytes
-        self.rebuilds = 0          # times the index was rebuilt from the files
 
     # -- the lock and the index ----------------------------------------------------------
     @contextlib.contextmanager
     def _locked(self):
         """The directory's lock, with the index open and up to date with the files; for a
-        user who may read the store but not write it, _read_only_index."""
+        reader, or a user who may read the store but not write it, _reading."""
+        if self.read_only:
+            with self._reading() as db:
+                yield db
+            return
         try:
             lock = open(self.directory / ".lock", "a")
         except OSError as exc:
             if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
                 raise
-            with _read_only_index(self.directory, self._index_path()) as db:
+            with self._reading() as db:
                 yield db
             return
         with lock:
@@ -178,6 +190,51 @@ class Store:
 
     def _index_path(self) -> Path:
         return self.directory / INDEX_FILE
+
+    @contextlib.contextmanager
+    def _reading(self):
+        """The index as its writers left it, read without writing a byte: under the lock
+        taken shared (no writer is mid-batch), the file opened read-only. When it is missing,
+        damaged, of another version or behind the files (a writer died before indexing), a
+        copy in memory is brought up to date instead, for this reader only."""
+        lock_file = self.directory / ".lock"
+        with open(lock_file if lock_file.exists() else os.devnull, "rb") as lock:
+            fcntl.flock(lock, fcntl.LOCK_SH)
+            db = _open_read_only(self._index_path())
+            try:
+                if db is None or not self._matches_files(db):
+                    db = self._index_in_memory(db)
+                yield db
+            finally:
+                if db is not None:
+                    db.close()
+
+    def _matches_files(self, db: sqlite3.Connection) -> bool:
+        """Whether the index covers exactly the files' whole lines as they are now."""
+        known = {row[0]: (row[1], row[2]) for row in db.execute("SELECT file, indexed_bytes, cut_bytes FROM files")}
+        files = {_file_number(p): p.stat().st_size for p in store_files(self.directory)}
+        return known.keys() == files.keys() and all(
+            indexed + cut == files[number] for number, (indexed, cut) in known.items())
+
+    def _index_in_memory(self, on_disk: sqlite3.Connection | None) -> sqlite3.Connection:
+        """A copy of the index in memory (an empty one when there is none to copy), caught up
+        with the files, or rebuilt from them when it describes other files."""
+        self.indexed_in_memory += 1
+        db = sqlite3.connect(":memory:", isolation_level=None)
+        if on_disk is not None:
+            on_disk.backup(db)
+            on_disk.close()
+        else:
+            db.executescript(_SCHEMA)
+        try:
+            self._catch_up(db)
+        except sqlite3.DatabaseError:
+            db.close()
+            self.rebuilds += 1
+            db = sqlite3.connect(":memory:", isolation_level=None)
+            db.executescript(_SCHEMA)
+            self._catch_up(db)
+        return db
 
     def _open_index(self) -> sqlite3.Connection:
         """The index, created when missing; a damaged one is set aside and rebuilt."""
@@ -442,33 +499,39 @@ def _transaction(db: sqlite3.Connection):
         raise
 
 
-@contextlib.contextmanager
-def _read_only_index(directory: Path, index_path: Path):
-    """The index as its writers left it, opened read-only under a shared lock (no writer
-    is mid-batch): `show` for a user who may not write the store."""
-    lock_file = directory / ".lock"
-    with open(lock_file if lock_file.exists() else os.devnull, "rb") as lock:
-        fcntl.flock(lock, fcntl.LOCK_SH)
-        uri = index_path.resolve().as_uri()
-        try:
-            try:
-                db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60, isolation_level=None)
-                version = db.execute("PRAGMA user_version").fetchone()[0]
-            except sqlite3.OperationalError:
-                # WAL with no -shm file and a directory we may not write: with the lock
-                # held shared no writer is at work, so the file alone is the index
-                db = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
-                version = db.execute("PRAGMA user_version").fetchone()[0]
-        except sqlite3.DatabaseError:
-            version = None
-        if version != SCHEMA_VERSION:
-            raise StoreError(f"the index of {directory} is missing, damaged or out of date, and this "
-                             "user may not rebuild it: run `glidein-tracing show --reindex --store "
-                             f"{directory}` as a user who can write the store")
-        try:
-            yield db
-        finally:
-            db.close()
+def _check_is_store(directory: Path) -> None:
+    """StoreError unless ``directory`` is a store a reader can read (a typo is not an empty
+    store, and a reader makes none)."""
+    if not directory.exists():
+        raise StoreError(f"no store at {directory}: no such directory")
+    if not directory.is_dir():
+        raise StoreError(f"no store at {directory}: not a directory")
+    if not (directory / INDEX_FILE).exists() and not store_files(directory):
+        raise StoreError(f"{directory} is not a store: it holds no {FILE_PREFIX}*{FILE_SUFFIX} files and no "
+                         f"{INDEX_FILE}")
+
+
+def _open_read_only(index_path: Path) -> sqlite3.Connection | None:
+    """The index file opened read-only (None when it is missing, damaged or of another
+    version), with the store's lock held shared by the caller. Read as immutable, which
+    creates no -wal or -shm file: no writer is at work, and the last one to close folded its
+    WAL into the file; a WAL a killed writer left is read through SQLite's read-only mode."""
+    if not index_path.exists():
+        return None
+    uri = index_path.resolve().as_uri()
+    wal = Path(str(index_path) + "-wal")
+    mode = "mode=ro" if wal.exists() and wal.stat().st_size else "immutable=1"
+    try:
+        db = sqlite3.connect(f"{uri}?{mode}", uri=True, timeout=60, isolation_level=None)
+    except sqlite3.DatabaseError:
+        return None
+    try:
+        if db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+            return db
+    except sqlite3.DatabaseError:
+        pass
+    db.close()
+    return None
 
 
 class JsonLinesStoreExporter(DeliveringExporter):
