@@ -7,7 +7,9 @@ table's one reader's decision (table/reader.py: a damaged file, or one that is n
 is named in ``skipped`` and left out, the rest is analysed; a file of a newer schema version is
 refused, here as ``DatasetError``); files without the columns the analysis reads are refused
 too; older files lacking columns added since are read with those columns NULL
-(``union_by_name``). A day with no rows, or no files, is simply empty.
+(``union_by_name``). A day with no rows, or no files, is simply empty; a directory that is no
+table, a table with no glidein file, and ``entries``/``sites`` that match no glidein are
+refused (``DatasetError``): an empty report would look like an answer.
 
 For the statistics (stats.py), each dataset also has the views ``<dataset>_unrolled`` (its
 files without a usable rollup, table/rollup.py decides which) and ``<dataset>_rollups`` (the
@@ -67,6 +69,9 @@ def _scan(where, dataset: str) -> reader.Scan:
             return reader.usable_files(path, dataset)
         if path.name in (GLIDEINS_DATASET, JOBS_DATASET):
             return reader.usable_files(path.parent, dataset)
+        if dataset == GLIDEINS_DATASET:
+            raise DatasetError(f"{where} is not a glidein table: it has no {GLIDEINS_DATASET}/ directory (give the "
+                               f"table's directory, the one holding {GLIDEINS_DATASET}/ and {JOBS_DATASET}/)")
         return reader.Scan()
     if dataset != GLIDEINS_DATASET:
         return reader.Scan()
@@ -150,7 +155,7 @@ def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = 
     if not glidein_files and glideins.skipped:
         raise DatasetError(f"no usable glidein table file at {', '.join(map(str, paths))}: "
                            + "; ".join(f"{f}: {why}" for f, why in skipped[:3]))
-    if not glidein_files and not any(Path(p).is_dir() for p in paths):
+    if not glidein_files:
         raise DatasetError(f"no glidein table files at {', '.join(map(str, paths))}")
     con = duckdb.connect()
     try:
@@ -179,5 +184,20 @@ def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = 
     if missing:
         raise DatasetError(f"the glidein files lack {', '.join(missing)}: not a glidein table this version reads")
     data.versions = sorted(set(glideins.versions.values()))
+    if conditions and not con.execute("SELECT 1 FROM glideins LIMIT 1").fetchone():
+        raise DatasetError(_nothing_matches(con, glideins, entries, sites, paths))
     return data
+
+
+def _nothing_matches(con, scan: reader.Scan, entries, sites, paths) -> str:
+    """Why the filters keep no glidein: the values asked for, and some the table holds."""
+    asked = " and ".join(f"{column} {', '.join(values)}" for column, values in (("entry", entries), ("site", sites))
+                         if values)
+    column = "entry" if entries else "site"
+    present = [r[0] for r in con.execute(
+        f"SELECT DISTINCT {column} FROM read_parquet([{_listing(scan.files)}], union_by_name=true) "
+        f"ORDER BY 1 LIMIT 11").fetchall()]
+    listed = ", ".join(map(str, present[:10])) + (", ..." if len(present) > 10 else "")
+    plural = {"entry": "entries", "site": "sites"}[column]
+    return f"no glidein of {asked} in {', '.join(map(str, paths))} (its {plural}: {listed or 'none'})"
 

@@ -7,6 +7,7 @@ draws the page.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -18,6 +19,9 @@ from .failures import failures_section
 from .services import services_section
 from .stats import aggregate_scans, compute_stats
 from .whatif import DEFAULT_LOST_BUDGET, Settings, candidate_grid, evaluate_grid
+
+# the sections analyze() runs, each timed and shown as a stage (the what-if only when asked)
+STAGES = ("stats", "compare", "analyze_entries", "failures")
 
 
 def current_settings(doc_stats: dict, max_idle=None, max_tail=None, retire=None) -> Settings:
@@ -31,15 +35,17 @@ def current_settings(doc_stats: dict, max_idle=None, max_tail=None, retire=None)
 
 def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle=None, max_tail=None,
             retire=None, budget: float = DEFAULT_LOST_BUDGET, source: dict | None = None,
-            timings: dict | None = None) -> dict:
+            timings: dict | None = None, stages=None) -> dict:
     """The whole analysis document; ``current``: max_idle/max_tail/retire the glideins ran with
-    (None: what the table records); ``timings``: filled with each section's seconds."""
+    (None: what the table records); ``timings``: filled with each section's seconds;
+    ``stages``: a core.progress.Stages told of each section as it runs."""
     con, columns = data.con, data.columns("glideins")
     timings = {} if timings is None else timings
 
     def timed(name, work):
         started = time.perf_counter()
-        value = work()
+        with stages.stage(name) if stages is not None else contextlib.nullcontext():
+            value = work()
         timings[name] = round(time.perf_counter() - started, 2)
         return value
     def statistics():

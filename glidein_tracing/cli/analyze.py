@@ -18,11 +18,14 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
 
 from ..core.errors import UserError
+from ..core.nospace import is_no_space
+from ..core.progress import Stages, on_terminal
 from ..core.terminal import echo
 from .main import number_in, parse_duration
 
@@ -71,7 +74,7 @@ def _trace_pages(doc: dict, store_dir: str, html_path: str) -> dict:
     folder = Path(html_path + ".traces")
     pages = {}
     try:
-        store = Store(store_dir)
+        store = Store(store_dir, read_only=True)
         for trace_id in sorted(wanted):
             spans = store.trace(trace_id)
             if spans:
@@ -83,8 +86,30 @@ def _trace_pages(doc: dict, store_dir: str, html_path: str) -> dict:
     return pages
 
 
+def _refuse_unwritable(path: str | None, flag: str) -> None:
+    """A report that could not be written is refused before the analysis, not after it."""
+    if not path or path == "-":
+        return
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        raise UserError(f"{flag} {path}: is a directory; give a file name")
+    if not folder.is_dir():
+        raise UserError(f"{flag} {path}: no directory {folder}")
+    if not os.access(folder, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise UserError(f"{flag} {path}: not writable by this user")
+
+
 def run(args):
     import duckdb
+    _refuse_unwritable(args.json, "--json")
+    _refuse_unwritable(args.html, "--html")
+    if args.store and args.html and not args.jaeger_ui:
+        from ..exporters.store import Store, StoreError
+        try:
+            Store(args.store, read_only=True)       # a typo is refused before the analysis
+        except StoreError as exc:
+            raise UserError(f"--store: {exc}") from exc
     try:
         return _run(args, verify=False)
     except duckdb.Error as exc:       # a file whose footer reads but whose data does not
@@ -100,11 +125,49 @@ def _run(args, verify: bool):
     from ..analysis.dataset import DatasetError, open_dataset
     from ..analysis.html import render_html
 
+    quiet = args.quiet or args.json == "-"
+    with Stages(1 + len(report_mod.STAGES) + bool(args.whatif), desc="analyze",
+                enabled=on_terminal(quiet)) as stages:
+        with stages.stage("reading the files"):
+            try:
+                data = open_dataset(*args.table, jobs=args.jobs, entries=args.entry, sites=args.site,
+                                    memory_limit=args.memory_limit, verify=verify)
+            except DatasetError as exc:
+                raise UserError(str(exc)) from exc
+        doc = _analysis(args, data, stages)
+    wrote = []
+    # the files asked for first: whatever happens to stdout (`| head`), they are written
+    if args.json and args.json != "-":
+        _written(args.json, lambda: report_mod.write_json(doc, args.json))
+        wrote.append(args.json)
+    if args.html:
+        pages = _trace_pages(doc, args.store, args.html) if args.store and not args.jaeger_ui else {}
+        _written(args.html, lambda: Path(args.html).write_text(
+            render_html(doc, jaeger_ui=args.jaeger_ui, trace_pages=pages), encoding="utf-8"))
+        wrote.append(args.html + (f" (and {len(pages)} trace pages in {args.html}.traces/)" if pages else ""))
+    if not quiet:
+        echo(report_mod.summary_text(doc))
+    if args.json == "-":
+        import json
+        json.dump(doc, sys.stdout, indent=1, default=str)
+        echo()
+    if not args.quiet:
+        for what in wrote:
+            echo(f"glidein-tracing analyze: wrote {what}", file=sys.stderr)
+    return 0
+
+
+def _written(path: str, write) -> None:
     try:
-        data = open_dataset(*args.table, jobs=args.jobs, entries=args.entry, sites=args.site,
-                            memory_limit=args.memory_limit, verify=verify)
-    except DatasetError as exc:
-        raise UserError(str(exc)) from exc
+        write()
+    except OSError as exc:
+        if is_no_space(exc):
+            raise
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def _analysis(args, data, stages) -> dict:
+    from ..analysis import report as report_mod
     for name, reason in data.skipped:
         echo(f"glidein-tracing analyze: skipped {name}: {reason}", file=sys.stderr)
     if data.rollups.get("stale"):
@@ -113,18 +176,6 @@ def _run(args, verify: bool):
     current = {"max_idle": args.current_max_idle, "max_tail": args.current_max_tail, "retire": args.current_retire}
     doc = report_mod.analyze(data, current=current, whatif=args.whatif, max_idle=args.max_idle,
                              max_tail=args.max_tail, retire=args.retire, budget=args.lost_budget,
-                             source={"table": args.table, "filters": {"entry": args.entry or [], "site": args.site or []}})
-    # the files asked for first: whatever happens to stdout (`| head`), they are written
-    if args.json and args.json != "-":
-        report_mod.write_json(doc, args.json)
-    if args.html:
-        pages = _trace_pages(doc, args.store, args.html) if args.store and not args.jaeger_ui else {}
-        with open(args.html, "w", encoding="utf-8") as handle:
-            handle.write(render_html(doc, jaeger_ui=args.jaeger_ui, trace_pages=pages))
-    if not args.quiet and args.json != "-":
-        echo(report_mod.summary_text(doc))
-    if args.json == "-":
-        import json
-        json.dump(doc, sys.stdout, indent=1, default=str)
-        echo()
-    return 0
+                             source={"table": args.table, "filters": {"entry": args.entry or [], "site": args.site or []}},
+                             stages=stages)
+    return doc
