@@ -13,7 +13,7 @@ from .. import __version__
 from ..core.errors import EXIT_CLOSED_PIPE, EXIT_NO_SPACE, EXIT_USAGE, UserError
 from ..core.nospace import is_no_space
 from ..core.numbers import finite_float
-from ..core.terminal import echo
+from ..core.terminal import echo, escape
 
 # verb -> module in glidein_tracing.cli; each module has add_arguments(parser) and run(args)
 VERBS = {
@@ -35,8 +35,16 @@ EXTRA_OF_MODULE = {"htcondor2": "factory", "classad2": "factory", "htcondor": "f
                    "wrapt": "frontend", "opentelemetry.instrumentation": "frontend"}
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Wrong flags get one line, what is wrong and where the help is, and exit 2 (argparse's
+    own usage block hides the one line that matters)."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, escape(f"{self.prog}: {message} (see {self.prog} --help)", newlines=False) + "\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="glidein-tracing",
         description="OpenTelemetry traces of GlideinWMS glideins, from submission to cleanup.")
     parser.add_argument("--version", action="version", version=f"glidein-tracing {__version__}")
@@ -107,6 +115,14 @@ def parse_duration(text: str) -> float:
     if not match:
         raise ValueError(text)
     return finite_float(match.group(1)) * DURATION_UNITS[match.group(2) or "s"]
+
+
+def whole_number(text: str) -> str:
+    """An argparse type: a whole number >= 0 (an HTCondor cluster, proc), in its plain
+    decimal form ("007" -> "7": the ids hash the text)."""
+    if not text.strip().isdigit() or not text.strip().isascii():
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}")
+    return str(int(text))
 
 
 def number_in(low: float, high: float | None = None):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..core.ids import GlideinIdentity, span_id
 from ..core.terminal import echo
+from .main import whole_number
 
 
 def add_arguments(parser):
@@ -15,9 +16,9 @@ def add_arguments(parser):
     parser.add_argument("--name", required=True, help="GLIDEIN_Name (the Factory instance name)")
     parser.add_argument("--entry", required=True, help="GLIDEIN_Entry_Name")
     parser.add_argument("--schedd", required=True, help="CONDORG_SCHEDD / GLIDEIN_Schedd")
-    parser.add_argument("--cluster", required=True, help="CONDORG_CLUSTER / GLIDEIN_ClusterId")
-    parser.add_argument("--proc", required=True, help="CONDORG_SUBCLUSTER / GLIDEIN_ProcId")
-    parser.add_argument("--index", default="0", help="multi-glidein index (default 0)")
+    parser.add_argument("--cluster", required=True, type=whole_number, help="CONDORG_CLUSTER / GLIDEIN_ClusterId")
+    parser.add_argument("--proc", required=True, type=whole_number, help="CONDORG_SUBCLUSTER / GLIDEIN_ProcId")
+    parser.add_argument("--index", default="0", type=whole_number, help="multi-glidein index (default 0)")
     parser.add_argument("--span", metavar="KEY", help="print the id of this span key instead")
 
 
