@@ -49,6 +49,8 @@ class LedgerError(UserError):
 
 FRESH_START = ("remove it only to start afresh: every glidein whose output is still in the "
                "Factory's logs would be sent again")
+OPEN_WAIT_S = 5.0      # at start, a lock held longer than this is named, not waited out
+BUSY_WAIT_S = 30.0     # later, a write waits this long for another writer to finish
 
 
 def glidein_key(entry_dir: str, cluster: int, proc: int) -> str:
@@ -71,17 +73,19 @@ class Ledger:
         elif self.path.is_file() and self.path.stat().st_size == 0:
             raise LedgerError(f"{self.path} is empty, not a forwarder ledger; {FRESH_START}")
         try:
-            self.db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+            self.db = sqlite3.connect(str(self.path), timeout=OPEN_WAIT_S, isolation_level=None)
             _check_is_ledger(self.db, self.path)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(SCHEMA)     # tables added since the ledger was made
             self._migrate()
+            with self.transaction():          # a writer holding it now is named, not waited on
+                pass
         except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise LedgerError(f"{self.path} is locked by another process (another forwarder, "
-                                  f"or a copy being taken?): {exc}") from exc
+            if _is_locked(exc):
+                raise locked(self.path) from exc
             raise
+        self.db.execute(f"PRAGMA busy_timeout={int(BUSY_WAIT_S * 1000)}")
 
     def _migrate(self):
         """What a ledger of an older release holds, in this release's layout."""
@@ -95,7 +99,7 @@ class Ledger:
         self.db.close()
 
     def transaction(self):
-        return _Transaction(self.db)
+        return _Transaction(self.db, self.path)
 
     # -- activity logs ---------------------------------------------------------------
     def log_state(self, path) -> bytes | None:
@@ -291,11 +295,16 @@ class Ledger:
 
 
 class _Transaction:
-    def __init__(self, db):
-        self.db = db
+    def __init__(self, db, path: Path):
+        self.db, self.path = db, path
 
     def __enter__(self):
-        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if _is_locked(exc):
+                raise locked(self.path) from exc
+            raise
         return self.db
 
     def __exit__(self, exc_type, exc, tb):
@@ -347,6 +356,57 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
     except sqlite3.DatabaseError:
         pass   # not a database: _check_is_ledger says so
     return db
+
+
+def _is_locked(exc: sqlite3.OperationalError) -> bool:
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+def locked(path: Path) -> LedgerError:
+    """The error of a ledger another process holds locked, naming that process."""
+    holders = lock_holders(path)
+    who = ", ".join(holders) if holders else "another process (not one this user can see)"
+    return LedgerError(f"{path} is locked by {who}: another forwarder, or a copy or query of the ledger "
+                       "being made; stop it or let it finish, then start again")
+
+
+def lock_holders(path) -> list[str]:
+    """Processes other than this one holding a write lock on the ledger or on its -wal or
+    -shm file (SQLite's locks are POSIX record locks, which the kernel lists in /proc/locks),
+    each as ``pid N (its command line)``; [] where /proc/locks cannot be read."""
+    files = set()
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            st = os.stat(f"{path}{suffix}")
+            files.add((os.major(st.st_dev), os.minor(st.st_dev), st.st_ino))
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return []
+    pids = []
+    for line in lines:
+        fields = line.split()      # "16: POSIX  ADVISORY  WRITE 314 fe:00:10281389 120 120"
+        if len(fields) < 6 or fields[1] == "->" or fields[1] != "POSIX" or fields[3] != "WRITE":
+            continue
+        try:
+            major, minor, inode = fields[5].split(":")
+            key, pid = (int(major, 16), int(minor, 16), int(inode)), int(fields[4])
+        except ValueError:
+            continue
+        if key in files and pid not in (os.getpid(), -1) and pid not in pids:
+            pids.append(pid)
+    return [f"pid {pid} ({_command_of(pid)})" for pid in pids]
+
+
+def _command_of(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            words = handle.read(4096).split(b"\0")
+    except OSError:
+        return "command unknown"
+    text = " ".join(" ".join(w.decode("utf-8", "replace").split()) for w in words if w)   # one line
+    return (text[:120] + "...") if len(text) > 120 else (text or "command unknown")
 
 
 def _columns(db: sqlite3.Connection, table: str) -> set:
