@@ -201,3 +201,18 @@ def test_a_locked_ledger_names_the_process_holding_it_at_once(tmp_path):
     assert cli(*argv).returncode == 0    # the holder gone, the forwarder runs
     with sqlite3.connect(ledger) as db:
         assert db.execute("SELECT count(*) FROM counters WHERE name='held'").fetchone() == (0,)
+
+
+def test_rules_check_refuses_a_fifo_or_a_device_at_once_and_so_do_the_feeds(tmp_path):
+    fifo = tmp_path / "rules.yaml"
+    os.mkfifo(fifo)
+    assert one_line(cli("rules", "--check", fifo, timeout=30), EXIT_USAGE) == \
+        f"glidein-tracing rules: {fifo} is a FIFO (named pipe), not a file"
+    assert one_line(cli("rules", "--check", "/dev/zero", timeout=30), EXIT_USAGE) == \
+        "glidein-tracing rules: /dev/zero is a character device, not a file"
+    assert one_line(cli("rules", "--check", tmp_path / "rulez"), EXIT_USAGE) == \
+        f"glidein-tracing rules: {tmp_path / 'rulez'}: no such rules file or directory"
+    from glidein_tracing.failure_rules.downtimes import read_downtimes
+    from glidein_tracing.failure_rules.files import parse_file
+    assert parse_file(fifo) == ([], [f"{fifo}: cannot read: a FIFO (named pipe), not a file"])
+    assert read_downtimes([fifo])[1] == [f"{fifo}: not readable: a FIFO (named pipe), not a file"]

@@ -2,12 +2,17 @@
 
 `glidein-tracing rules --check FILE_OR_DIR` reads a rules file (or every *.yaml of a
 directory, as the forwarder's `failure_rules:` setting does) and exits 0 when every rule is
-good, 1 naming each problem. `--list` prints the rules in force, in the order they are tried,
+good, 1 naming each problem, 2 when PATH is neither a file nor a directory (missing, a FIFO, a
+device). `--list` prints the rules in force, in the order they are tried,
 and the failure classifiers installed as packages. docs/failures.md describes the format.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ..core.errors import UserError
+from ..core.inputs import check_input
 from ..core.terminal import echo
 
 
@@ -20,6 +25,11 @@ def run(args):
     from ..failure_rules.classifiers import installed
     from ..failure_rules.files import RuleBook, check
 
+    path = Path(args.check)
+    if not path.exists():
+        raise UserError(f"{path}: no such rules file or directory")
+    if not path.is_dir():
+        check_input(path)          # a FIFO would block the read forever, a device never end
     count, problems = check(args.check)
     for problem in problems:
         echo(problem)

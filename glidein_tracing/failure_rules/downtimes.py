@@ -42,6 +42,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import NamedTuple
 
+from ..core.inputs import read_input
+
 MAX_BYTES = 64 * 1024 * 1024     # a feed larger than this is refused
 EARLIEST = 946684800.0           # 2000-01-01T00:00:00Z: times before are refused
 LATEST = 4102444800.0            # 2100-01-01T00:00:00Z: times from then on are refused
@@ -265,8 +267,8 @@ def _json_items(decoder, text: str, pos: int):
 
 
 def _read(path: Path) -> bytes:
-    with open(path, "rb") as handle:
-        data = handle.read(MAX_BYTES + 1)
+    """The feed's bytes (a FIFO or a device refused: core/inputs.py); OSError over MAX_BYTES."""
+    data = read_input(path, MAX_BYTES)
     if len(data) > MAX_BYTES:
         raise OSError(f"larger than {MAX_BYTES} bytes")
     return data

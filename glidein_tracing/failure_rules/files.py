@@ -16,6 +16,7 @@ import logging
 import time
 from pathlib import Path
 
+from ..core.inputs import read_input
 from .rules import (CODE_FIELDS, KINDS, MAX_VALUE, RULE_KEYS, TEXT_FIELDS, Decision, Rule, RuleSet,
                     decision_problems, pattern_problem)
 
@@ -44,8 +45,7 @@ def parse_file(path) -> tuple[list[Rule], list[str]]:
 
     path = Path(path)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+        data = read_input(path, MAX_FILE_BYTES)       # a FIFO or a device refused: core/inputs.py
     except OSError as exc:
         return [], [f"{path}: cannot read: {exc.strerror or exc}"]
     if len(data) > MAX_FILE_BYTES:
