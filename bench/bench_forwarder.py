@@ -29,6 +29,7 @@ from glidein_tracing.core.converter import convert  # noqa: E402
 from glidein_tracing.exporters.otlp import make_otlp_exporter  # noqa: E402
 from glidein_tracing.factory.forwarder import Forwarder  # noqa: E402
 from glidein_tracing.factory.ledger import Ledger  # noqa: E402
+from glidein_tracing.factory.settings import ForwarderSettings  # noqa: E402
 from glidein_tracing.core.journal import format_line, parse_lines  # noqa: E402
 from glidein_tracing.core.sections import JOURNAL_SECTION, encode_section  # noqa: E402
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout  # noqa: E402
@@ -36,6 +37,11 @@ from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout  # noqa
 from bench.calibration import calibrate  # noqa: E402
 
 FACTORY, SCHEDD = "bench_factory", "schedd@bench"
+
+
+def forwarder_settings(layout) -> ForwarderSettings:
+    """The benchmarked forwarder's settings: the default batches, a short grace."""
+    return ForwarderSettings(logs=(str(layout.logs),), factory=FACTORY, grace=1, batch_spans=2000)
 SCRIPTS = ["main/setup_script.sh", "main/cat_consts.sh", "main/condor_platform_select.sh",
            "main/singularity_wrapper.sh", "main/collector_setup.sh", "main/setup_x509.sh",
            "main/gconditional_TRACING_setup.sh", "entry/cat_consts.sh", "main/cvmfs_setup.sh",
@@ -187,8 +193,7 @@ def naive_send(groups, endpoint):
 def one_round(work: Path, glideins: int, jobs: int, counter, endpoint: str) -> dict:
     """Each path once over a fresh Factory tree: {path: (spans, wall, cpu, received)}."""
     layout = build_tree(work, glideins, jobs)
-    forwarder = Forwarder([layout.logs], make_otlp_exporter(endpoint, 30), Ledger(work / "ledger.sqlite"),
-                          FACTORY, grace_s=1, batch_spans=2000)
+    forwarder = Forwarder(forwarder_settings(layout), make_otlp_exporter(endpoint, 30), Ledger(work / "ledger.sqlite"))
     counter.value = 0
     stats, wall, cpu = measure(forwarder.run_once)
     out = {"forwarder": (stats.spans_sent, wall, cpu, wait_for(counter, stats.spans_sent))}

@@ -33,7 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-from bench.bench_forwarder import FACTORY, build_tree, measure, start_sink  # noqa: E402
+from bench.bench_forwarder import build_tree, forwarder_settings, measure, start_sink  # noqa: E402
 from bench.calibration import calibrate  # noqa: E402
 
 from glidein_tracing.analysis import synth  # noqa: E402
@@ -67,8 +67,7 @@ def forwarder_pass(work: Path, glideins: int, jobs: int, endpoint: str, with_tab
     layout = build_tree(work, glideins, jobs)
     ledger = Ledger(work / "ledger.sqlite")
     table = _Timed(TableSink(work / "table", ledger), spent) if with_table else None
-    forwarder = Forwarder([layout.logs], make_otlp_exporter(endpoint, 30), ledger, FACTORY, grace_s=1,
-                          batch_spans=2000, table=table)
+    forwarder = Forwarder(forwarder_settings(layout), make_otlp_exporter(endpoint, 30), ledger, table=table)
     return measure(forwarder.run_once)
 
 
@@ -138,7 +137,7 @@ def _pass_tables(args, endpoint):
     try:
         layout = build_tree(work, args.day_glideins, args.jobs)
         ledger = Ledger(work / "ledger.sqlite")
-        Forwarder([layout.logs], make_otlp_exporter(endpoint, 30), ledger, FACTORY, grace_s=1, batch_spans=2000,
+        Forwarder(forwarder_settings(layout), make_otlp_exporter(endpoint, 30), ledger,
                   table=TableSink(work / "table", ledger)).run_once()
         from glidein_tracing.table.writer import arrow_schema
         return tuple(reader.read_rows(work / "table", dataset)[0].select(arrow_schema(dataset).names)
@@ -200,8 +199,8 @@ def ledger_growth(args, endpoint) -> None:
         ledger, sizes = Ledger(work / "ledger.sqlite"), []
         for k in range(args.ledger_passes):
             layout = build_tree(work / f"tree{k}", args.glideins, args.jobs, entry=f"BENCH_ENTRY_{k}")
-            Forwarder([layout.logs], make_otlp_exporter(endpoint, 30), ledger, FACTORY, grace_s=1, batch_spans=2000,
-                      table=TableSink(work / "table", ledger)).run_once()
+            Forwarder(forwarder_settings(layout), make_otlp_exporter(endpoint, 30), ledger,
+                  table=TableSink(work / "table", ledger)).run_once()
             ledger.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             sizes.append((work / "ledger.sqlite").stat().st_size)
         glideins = (args.ledger_passes - 1) * args.glideins

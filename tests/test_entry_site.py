@@ -13,7 +13,8 @@ from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 from glidein_tracing.table.sink import TableSink
 
-from tests.support.factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
+from tests.support.factory_builders import (
+    SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein, settings_for)
 
 
 @pytest.mark.parametrize("journal_site, expected", [(None, "Factory_Site"), ("Node_Site", "Node_Site")])
@@ -22,9 +23,13 @@ def test_the_factory_names_the_site_a_journal_does_not(tmp_path, journal_site, e
     root = {"glidein.site": journal_site} if journal_site else {}
     run_glidein(CondorGLog(layout), layout, 300, 0, T0, returned_stderr(journal_text(layout, 300, 0, T0, root_fields=root)))
     ledger, store = Ledger(tmp_path / "ledger.sqlite"), tmp_path / "store"
-    forwarder = Forwarder([layout.logs], JsonLinesStoreExporter(store), ledger, FACTORY, schedd=SCHEDD,
-                          entry_sites={"TEST_ENTRY": "Factory_Site", "OTHER": "Other_Site"}, grace_s=1,
-                          reconcile=store_span_ids(store), table=TableSink(tmp_path / "table", ledger))
+    factory_xml = tmp_path / "glideinWMS.xml"
+    factory_xml.write_text("<glidein><attrs><attr name='GLIDEIN_Site' value='Global_Site'/></attrs><entries>"
+                           "<entry name='TEST_ENTRY'><attrs><attr name='GLIDEIN_Site' value='Factory_Site'/></attrs>"
+                           "</entry><entry name='OTHER'/></entries></glidein>")
+    conf = settings_for(layout, schedd=SCHEDD, grace=1, factory_config=str(factory_xml))
+    forwarder = Forwarder(conf, JsonLinesStoreExporter(store), ledger, reconcile=store_span_ids(store),
+                          table=TableSink(tmp_path / "table", ledger))
     assert forwarder.run_once().glideins_done == 1
     spans = read_store(store)[identity(layout, 300, 0).trace_id]
     (glidein,) = [s for s in spans if s["attributes"]["glidein.stage"] == "glidein"]

@@ -417,6 +417,7 @@ def test_the_forwarder_configured_with_rules_and_a_downtime_feed_decides_a_held_
     activity log: a glidein held at the CE for an expired proxy and removed is credentials,
     not grid, and its entry's declared downtime is named."""
     from glidein_tracing.cli import forward
+    from glidein_tracing.factory.settings import ForwarderSettings
     from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
     from glidein_tracing.exporters.store import read_store
     from tests.support.factory_builders import SCHEDD, T0, identity
@@ -441,7 +442,7 @@ def test_the_forwarder_configured_with_rules_and_a_downtime_feed_decides_a_held_
     feed.write_text("target,start,end,reason,class\n"
                     f"DEMO_ENTRY,{int(T0 - 3600)},{int(T0 + 3600)},CE upgrade,scheduled\n"
                     "DEMO_ENTRY,2026-07-21 10:00,2026-07-21 11:00,no zone,\n")
-    conf = {"failure_rules": str(rules), "downtimes": [str(feed)], "state": str(tmp_path / "ledger.sqlite")}
+    conf = ForwarderSettings(failure_rules=str(rules), downtimes=(str(feed),), state=str(tmp_path / "ledger.sqlite"))
     with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
         attribution = forward.failure_attribution_of(conf)
     assert any(f"{feed}:3: no time zone" in r.getMessage() for r in caplog.records)
@@ -453,7 +454,7 @@ def test_the_forwarder_configured_with_rules_and_a_downtime_feed_decides_a_held_
     assert root["attributes"]["glidein.failure.domain"] == "credentials"
     assert root["attributes"]["glidein.failure.rule"] == "ce-proxy-expired"
     assert root["attributes"]["glidein.failure.downtime"] == f"{feed}:2 (scheduled): CE upgrade"
-    assert forward.failure_attribution_of({"failure_rules": None, "downtimes": []}) is None
+    assert forward.failure_attribution_of(ForwarderSettings()) is None
 
 
 def test_a_directory_is_one_rule_book_in_file_order_with_names_unique_across_files(tmp_path, capsys, caplog):

@@ -19,7 +19,8 @@ from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
 from tests.support.fixtures import fixture_path
 from tests.support.otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
-from tests.support.factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
+from tests.support.factory_builders import (
+    FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein, forwarder_arguments, settings_for)
 from tests.support.journal_builders import iso_epoch, parse_otr_records
 
 @pytest.fixture
@@ -30,8 +31,8 @@ def factory(tmp_path):
 
 def make_forwarder(layout, store_dir, ledger_path, **kwargs):
     exporter = JsonLinesStoreExporter(store_dir)
-    return Forwarder([layout.logs], exporter, Ledger(ledger_path), FACTORY, grace_s=5,
-                     reconcile=store_span_ids(store_dir), **kwargs)
+    conf, others = forwarder_arguments(layout, kwargs, grace=5)
+    return Forwarder(conf, exporter, Ledger(ledger_path), reconcile=store_span_ids(store_dir), **others)
 
 
 def by_stage(spans, stage):
@@ -140,8 +141,8 @@ def test_node_export_record_without_a_backend_to_ask_resends(factory, tmp_path):
     journal = journal_text(layout, 302, 0, T0, extra=[
         _export_record(T0 + 20, "sending", setup, teardown), _export_record(T0 + 20.1, "sent", setup)])
     run_glidein(log, layout, 302, 0, T0, returned_stderr(journal))
-    forwarder = Forwarder([layout.logs], JsonLinesStoreExporter(tmp_path / "store"),
-                          Ledger(tmp_path / "ledger.sqlite"), FACTORY, grace_s=5)
+    forwarder = Forwarder(settings_for(layout, grace=5), JsonLinesStoreExporter(tmp_path / "store"),
+                          Ledger(tmp_path / "ledger.sqlite"))
     stats = forwarder.run_once()
     stages = sorted(s["attributes"]["glidein.stage"] for s in read_store(tmp_path / "store")[trace])
     assert stages == ["factory.queue", "factory.submit", "glidein", "teardown"]
@@ -255,8 +256,7 @@ def test_the_forwarder_works_with_any_sdk_exporter(tmp_path):
     layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_demo_instance", entry="DEMO_ENTRY")
     run_glidein(CondorGLog(layout), layout, 100, 0, T0, returned_stderr(journal_text(layout, 100, 0, T0)))
     exporter = InMemorySpanExporter()
-    stats = Forwarder([layout.logs], exporter, Ledger(tmp_path / "l.sqlite"), FACTORY, schedd=SCHEDD,
-                      grace_s=5).run_once()
+    stats = Forwarder(settings_for(layout, schedd=SCHEDD, grace=5), exporter, Ledger(tmp_path / "l.sqlite")).run_once()
     spans = exporter.get_finished_spans()
     assert stats.glideins_done == 1 and stats.spans_sent == len(spans) > 3
     assert {format(s.context.trace_id, "032x") for s in spans} == {identity(layout, 100, 0).trace_id}
@@ -277,8 +277,8 @@ def test_factory_stages_of_a_running_glidein_go_out_before_it_ends_and_only_once
     trace0, trace1 = (identity(layout, 700, p).trace_id for p in (0, 1))
 
     def forwarder():
-        return Forwarder([layout.logs], make_otlp_exporter(collector, 5), Ledger(tmp_path / "ledger.sqlite"),
-                         FACTORY, schedd=SCHEDD, grace_s=5, reconcile=jaeger_span_ids(collector))
+        return Forwarder(settings_for(layout, schedd=SCHEDD, grace=5), make_otlp_exporter(collector, 5),
+                         Ledger(tmp_path / "ledger.sqlite"), reconcile=jaeger_span_ids(collector))
 
     stats = forwarder().run_once()
     got = {(t, s) for t, s in CountingCollector.received}
@@ -333,8 +333,8 @@ def test_early_exports_come_in_batches_of_at_most_batch_spans(factory, tmp_path,
         log.submit(720, proc, when=T0 - 600)
         log.grid_submit(720, proc, when=T0 - 590)
         log.execute(720, proc, when=T0)                      # 2 ended Factory stages each
-    stats = Forwarder([layout.logs], make_otlp_exporter(collector, 5), Ledger(tmp_path / "l.sqlite"), FACTORY,
-                      schedd=SCHEDD, grace_s=5, batch_spans=3).run_once()
+    stats = Forwarder(settings_for(layout, schedd=SCHEDD, grace=5, batch_spans=3), make_otlp_exporter(collector, 5),
+                      Ledger(tmp_path / "l.sqlite")).run_once()
     assert stats.early_spans_sent == 8 == len(set(CountingCollector.received)) == len(CountingCollector.received)
     # whole glideins, sent once at least batch_spans are pending: two requests of 4, not one of 8
     assert len(CountingCollector.headers_seen) == 2

@@ -30,9 +30,9 @@ def test_the_example_config_sets_every_key_and_passes_the_check():
     text = EXAMPLE.read_text()
     for key in settings.SETTINGS:          # every key is shown (set or commented)
         assert f"\n{key}:" in text or f"\n# {key}:" in text, key
-    conf = forward.settings_of(parsed("--config", str(EXAMPLE)))
-    assert conf["factory"] == "gfactory_instance" and conf["follow"] is True
-    assert conf["logs"] == ["/var/log/gwms-factory/client"]
+    _, conf = forward.settings_of(parsed("--config", str(EXAMPLE)))
+    assert conf.factory == "gfactory_instance" and conf.follow is True
+    assert conf.logs == ("/var/log/gwms-factory/client",)
 
 
 def test_every_key_reaches_the_forwarder_settings(tmp_path):
@@ -47,15 +47,33 @@ def test_every_key_reaches_the_forwarder_settings(tmp_path):
     assert set(values) == set(settings.SETTINGS)
     path = tmp_path / "f.yaml"
     path.write_text(yaml.safe_dump(values))
-    conf = forward.settings_of(parsed("--config", str(path)))
-    assert {k: conf[k] for k in values} == values
+    _, conf = forward.settings_of(parsed("--config", str(path)))
+    assert {k: getattr(conf, k) for k in values} == {k: tuple(v) if isinstance(v, list) else v
+                                                     for k, v in values.items()}
+
+
+def test_every_flag_reaches_the_forwarder_settings(tmp_path):
+    given = {"logs": (str(tmp_path),), "factory": "f1", "schedd": "s@f", "factory_config": "/x.xml",
+             "entry_schedds": {"E": "s2@f", "F": "s3@f"}, "endpoint": "http://127.0.0.1:1", "timeout": 3.5,
+             "max_request_bytes": 1000, "query": "http://127.0.0.1:2", "store": str(tmp_path / "s"),
+             "state": str(tmp_path / "l"), "table": str(tmp_path / "t"), "grace": 7.0, "sampling_ratio": 0.25,
+             "follow": True, "interval": 30.0}
+    assert set(given) == {key for key, setting in settings.SETTINGS.items() if setting.flag}
+    argv = [*given["logs"], "--entry-schedd", "E=s2@f", "--entry-schedd", "F=s3@f", "--follow"]
+    for key, value in given.items():
+        if key not in ("logs", "entry_schedds", "follow"):
+            argv += [settings.SETTINGS[key].flag, str(value)]
+    _, conf = forward.settings_of(parsed(*argv))
+    assert {key: getattr(conf, key) for key in given} == given
+    with pytest.raises(settings.ConfigError, match="--entry-schedd wants ENTRY=SCHEDD, not 'E'"):
+        forward.settings_of(parsed(str(tmp_path), "--factory", "f", "--entry-schedd", "E"))
 
 
 def test_flags_override_the_file(tmp_path):
     path = tmp_path / "f.yaml"
     path.write_text(f"factory: from_file\nlogs: [{tmp_path}]\ngrace: 5\nendpoint: http://file:4318\n")
-    conf = forward.settings_of(parsed("--config", str(path), "--factory", "from_flag", "--grace", "9"))
-    assert (conf["factory"], conf["grace"], conf["endpoint"]) == ("from_flag", 9.0, "http://file:4318")
+    _, conf = forward.settings_of(parsed("--config", str(path), "--factory", "from_flag", "--grace", "9"))
+    assert (conf.factory, conf.grace, conf.endpoint) == ("from_flag", 9.0, "http://file:4318")
 
 
 def test_each_bad_key_or_value_is_named_with_its_line(tmp_path):

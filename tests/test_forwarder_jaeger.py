@@ -10,7 +10,8 @@ import pytest
 
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
-from tests.support.factory_builders import FACTORY, T0, identity, journal_text, returned_stderr, run_glidein
+from tests.support.factory_builders import (
+    FACTORY, T0, identity, journal_text, returned_stderr, run_glidein, settings_for)
 
 pytestmark = pytest.mark.jaeger
 
@@ -83,8 +84,8 @@ def test_a_running_glideins_queue_span_is_in_jaeger_before_it_ends(tmp_path, jae
     log.submit(920, 0, when=now - 7200)
     log.grid_submit(920, 0, when=now - 7190)
     log.execute(920, 0, when=now - 60)                    # running; it has not ended
-    stats = Forwarder([layout.logs], make_otlp_exporter(jaeger.otlp_endpoint, 10), Ledger(tmp_path / "l.sqlite"),
-                      FACTORY, schedd=SCHEDD).run_once()
+    stats = Forwarder(settings_for(layout, schedd=SCHEDD), make_otlp_exporter(jaeger.otlp_endpoint, 10),
+                      Ledger(tmp_path / "l.sqlite")).run_once()
     assert stats.early_spans_sent == 2 and stats.glideins_done == 0
     trace_id = subprocess.run(
         [sys.executable, "-m", "glidein_tracing", "trace-id", "--factory", FACTORY, "--name", layout.instance,

@@ -25,6 +25,7 @@ from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 from glidein_tracing.table import gwms, reader
 from glidein_tracing.table.sink import TableSink
 
+from tests.support.factory_builders import settings_for
 from tests.support.hook_support import config_get, fixture_dir, glidein_at_cleanup
 from tests.support.journal_builders import iso_epoch
 from tests.support.table_helpers import factory_view
@@ -79,8 +80,9 @@ def forward_recorded(tmp_path, run, *, stdout=None, extra=None, returned_stdout=
         os.utime(layout.output(cluster, proc, kind), (old, old))
     log.terminated(cluster, proc, 0, when=end + 4)
     ledger, store = Ledger(tmp_path / "ledger.sqlite"), tmp_path / "store"
-    forwarder = Forwarder([layout.logs], JsonLinesStoreExporter(store), ledger, config_get(config, "GLIDEIN_Factory"),
-                          schedd=config_get(config, "CONDORG_SCHEDD"), grace_s=5, reconcile=store_span_ids(store),
+    conf = settings_for(layout, factory=config_get(config, "GLIDEIN_Factory"),
+                        schedd=config_get(config, "CONDORG_SCHEDD"), grace=5)
+    forwarder = Forwarder(conf, JsonLinesStoreExporter(store), ledger, reconcile=store_span_ids(store),
                           table=TableSink(tmp_path / "table", ledger))
     stats = forwarder.run_once()
     assert stats.glideins_done == 1 and not stats.problems, stats.problems

@@ -24,7 +24,8 @@ from glidein_tracing.core.sections import JOURNAL_SECTION, encode_section
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 from glidein_tracing.factory.tree import render
 
-from tests.support.factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
+from tests.support.factory_builders import (
+    FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein, settings_for)
 from tests.support.otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
 
 GOOD_SPANS = 5  # root, setup, teardown, factory.submit, factory.queue
@@ -36,10 +37,11 @@ def factory(tmp_path):
     return layout, CondorGLog(layout)
 
 
-def store_forwarder(layout, tmp_path, roots=None, **kwargs):
+def store_forwarder(layout, tmp_path, roots=None):
     store = tmp_path / "store"
-    return Forwarder(roots or [layout.logs], JsonLinesStoreExporter(store), Ledger(tmp_path / "ledger.sqlite"),
-                     FACTORY, grace_s=5, reconcile=store_span_ids(store), schedd=SCHEDD, **kwargs)
+    conf = settings_for(layout, logs=tuple(map(str, roots or [layout.logs])), grace=5, schedd=SCHEDD)
+    return Forwarder(conf, JsonLinesStoreExporter(store), Ledger(tmp_path / "ledger.sqlite"),
+                     reconcile=store_span_ids(store))
 
 
 def good_glideins(layout, log, cluster, count):
@@ -82,8 +84,8 @@ def test_oversized_requests_are_split_and_a_glidein_failing_alone_is_quarantined
            for i in range(30)]
     run_glidein(log, layout, 1100, 4, T0, returned_stderr(journal_text(layout, 1100, 4, T0, extra=fat)))
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    forwarder = Forwarder([layout.logs], make_otlp_exporter(jaeger.otlp_endpoint, 10, max_request_bytes=64 * 1024),
-                          ledger, FACTORY, grace_s=5, schedd=SCHEDD, batch_spans=2000,
+    forwarder = Forwarder(settings_for(layout, grace=5, schedd=SCHEDD, batch_spans=2000),
+                          make_otlp_exporter(jaeger.otlp_endpoint, 10, max_request_bytes=64 * 1024), ledger,
                           reconcile=jaeger_span_ids(jaeger.query_url))
     first = forwarder.run_once()
     assert first.glideins_done == 4 and first.quarantined == 0   # everyone else flowed at once
@@ -113,8 +115,8 @@ def test_a_collector_refusing_everything_blames_no_glidein(factory, tmp_path, co
     layout, log = factory
     good = good_glideins(layout, log, 1150, 4)
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    forwarder = Forwarder([layout.logs], make_otlp_exporter(collector, 3), ledger, FACTORY, grace_s=5,
-                          schedd=SCHEDD, batch_spans=5, reconcile=jaeger_span_ids(collector))
+    forwarder = Forwarder(settings_for(layout, grace=5, schedd=SCHEDD, batch_spans=5), make_otlp_exporter(collector, 3),
+                          ledger, reconcile=jaeger_span_ids(collector))
     CountingCollector.up = False
     for _ in range(2):
         stats = forwarder.run_once()
@@ -229,8 +231,7 @@ def test_without_a_configured_schedd_one_journal_does_not_set_its_siblings_trace
     log.submit(1600, 1, when=T0 - 120)          # a sibling that never ran
     log.aborted(1600, 1, when=T0 - 10)
     store = tmp_path / "store"
-    forwarder = Forwarder([layout.logs], JsonLinesStoreExporter(store), Ledger(tmp_path / "l.sqlite"), FACTORY,
-                          grace_s=5)
+    forwarder = Forwarder(settings_for(layout, grace=5), JsonLinesStoreExporter(store), Ledger(tmp_path / "l.sqlite"))
     stats = forwarder.run_once()
     assert stats.glideins_done == 2 and stats.problems["unknown_schedd"] == 1
     traces = read_store(store)
@@ -290,7 +291,7 @@ def test_a_timed_out_export_is_reconciled_before_any_resend_and_its_thread_ends(
     good = good_glideins(layout, log, 1800, 3)
     ledger = Ledger(tmp_path / "ledger.sqlite")
     hung = make_otlp_exporter(hung_collector, 1.0)
-    forwarder = Forwarder([layout.logs], hung, ledger, FACTORY, grace_s=5, schedd=SCHEDD,
+    forwarder = Forwarder(settings_for(layout, grace=5, schedd=SCHEDD), hung, ledger,
                           reconcile=jaeger_span_ids(collector))
     stats = forwarder.run_once()
     assert hung.timed_out and stats.problems["export_timed_out"] == 1 and stats.glideins_done == 0
@@ -301,8 +302,8 @@ def test_a_timed_out_export_is_reconciled_before_any_resend_and_its_thread_ends(
     assert not export_threads(), "the export thread outlived its timeout"
     arrived = len(CountingCollector.received)
     assert arrived == 3 * GOOD_SPANS                      # the hung collector did get them
-    forwarder = Forwarder([layout.logs], make_otlp_exporter(collector, 5.0), ledger, FACTORY, grace_s=5,
-                          schedd=SCHEDD, reconcile=jaeger_span_ids(collector))
+    forwarder = Forwarder(settings_for(layout, grace=5, schedd=SCHEDD), make_otlp_exporter(collector, 5.0), ledger,
+                          reconcile=jaeger_span_ids(collector))
     again = forwarder.run_once()
     assert "resent_without_reconcile" not in again.problems
     assert again.glideins_done == 3 and again.spans_sent == 0

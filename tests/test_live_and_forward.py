@@ -20,6 +20,7 @@ from glidein_tracing.core.journal import parse_lines
 from glidein_tracing.simulator import Job, Scenario, simulate_glidein
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
+from tests.support.factory_builders import settings_for
 from tests.support.otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
 
 USER = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -39,8 +40,8 @@ def run_through_factory(tmp_path, scenario):
 
 def forward_once(tmp_path, layout, scenario, collector, **kwargs):
     """One pass of the Factory forwarder over the returned outputs, into ``collector``."""
-    forwarder = Forwarder([layout.logs], make_otlp_exporter(collector, 5), Ledger(tmp_path / "l.sqlite"),
-                          scenario.factory, grace_s=0, settle_s=0, **kwargs)
+    forwarder = Forwarder(settings_for(layout, factory=scenario.factory, grace=0), make_otlp_exporter(collector, 5),
+                          Ledger(tmp_path / "l.sqlite"), settle_s=0, **kwargs)
     return forwarder.run_once()
 
 

@@ -17,7 +17,7 @@ from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 from glidein_tracing.table.sink import TableSink
 
-from tests.support.factory_builders import FACTORY, identity, journal_text, returned_stderr
+from tests.support.factory_builders import identity, journal_text, returned_stderr, settings_for
 from tests.support.fixtures import fixture_path
 from tests.support.journal_builders import iso_epoch, parse_otr_records
 
@@ -39,7 +39,7 @@ def forwarded(tmp_path, run, ends_after_s):
     os.utime(layout.output(400, 0, "err"), (old, old))
     log.terminated(400, 0, 1, when=T0 + ends_after_s)
     ledger, store = Ledger(tmp_path / "ledger.sqlite"), tmp_path / "store"
-    forwarder = Forwarder([layout.logs], JsonLinesStoreExporter(store), ledger, FACTORY, grace_s=5,
+    forwarder = Forwarder(settings_for(layout, grace=5), JsonLinesStoreExporter(store), ledger,
                           reconcile=store_span_ids(store), table=TableSink(tmp_path / "table", ledger))
     assert forwarder.run_once().glideins_done == 1
     spans = read_store(tmp_path / "store")[identity(layout, 400, 0).trace_id]

@@ -11,7 +11,8 @@ from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.core.sampling import threshold
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
-from tests.support.factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
+from tests.support.factory_builders import (
+    SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein, settings_for)
 from tests.support.hook_support import make_glidein
 
 RATIO = 0.1
@@ -43,8 +44,8 @@ def factory_with_glideins(tmp_path, glideins, ratio, failed_every=7):
 
 def forwarded(tmp_path, layout, **kwargs):
     store = tmp_path / "factory_store"
-    stats = Forwarder([layout.logs], JsonLinesStoreExporter(store), Ledger(tmp_path / "l.sqlite"), FACTORY,
-                      schedd=SCHEDD, grace_s=5, **kwargs).run_once()
+    stats = Forwarder(settings_for(layout, schedd=SCHEDD, grace=5, **kwargs), JsonLinesStoreExporter(store),
+                      Ledger(tmp_path / "l.sqlite")).run_once()
     return stats, set(read_store(store))
 
 

@@ -11,7 +11,7 @@ from glidein_tracing.factory.forwarder import Forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
-from tests.support.factory_builders import FACTORY, SCHEDD, identity
+from tests.support.factory_builders import FACTORY, SCHEDD, identity, settings_for
 from tests.support.otlp_receiver import collector  # noqa: F401 (fixture)
 
 HOUR = 3600.0
@@ -31,8 +31,8 @@ def factory_now(tmp_path):
     log.execute(300, 4, when=now - 0.9 * HOUR)
     log.terminated(300, 4, when=now - 600)
     ledger = tmp_path / "ledger.sqlite"
-    Forwarder([layout.logs], JsonLinesStoreExporter(tmp_path / "store"), Ledger(ledger), FACTORY, schedd=SCHEDD,
-              grace_s=3 * HOUR).run_once()
+    Forwarder(settings_for(layout, schedd=SCHEDD, grace=3 * HOUR), JsonLinesStoreExporter(tmp_path / "store"),
+              Ledger(ledger)).run_once()
     return layout, ledger
 
 

@@ -22,7 +22,8 @@ from glidein_tracing.table import layout as table_layout
 from glidein_tracing.table import reader, writer
 from glidein_tracing.table.sink import TableSink
 
-from tests.support.factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
+from tests.support.factory_builders import (
+    FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein, settings_for)
 
 
 @pytest.fixture
@@ -111,7 +112,7 @@ def test_files_per_day_stay_bounded_by_compaction(factory, tmp_path):
     layout, log = factory
     ledger = Ledger(tmp_path / "ledger.sqlite")
     store = tmp_path / "store"
-    forwarder = Forwarder([layout.logs], JsonLinesStoreExporter(store), ledger, FACTORY, grace_s=5,
+    forwarder = Forwarder(settings_for(layout, grace=5), JsonLinesStoreExporter(store), ledger,
                           reconcile=store_span_ids(store), table=TableSink(tmp_path / "table", ledger))
     passes = 3 * writer.MAX_FILES_PER_DAY
     for cluster in range(400, 400 + passes):   # one file per pass
@@ -330,7 +331,7 @@ def test_the_ledger_does_not_grow_by_what_it_waited_for(factory, tmp_path):
     layout, log = factory
     ledger = Ledger(tmp_path / "ledger.sqlite")
     store = tmp_path / "store"
-    forwarder = Forwarder([layout.logs], JsonLinesStoreExporter(store), ledger, FACTORY, grace_s=5,
+    forwarder = Forwarder(settings_for(layout, grace=5), JsonLinesStoreExporter(store), ledger,
                           reconcile=store_span_ids(store), table=TableSink(tmp_path / "table", ledger))
     passes, per_pass = 12, 10
     for cluster in range(500, 500 + passes):
@@ -377,7 +378,7 @@ def test_a_damaged_file_met_by_compaction_is_quarantined_once_and_the_day_finish
     layout, log = factory
     ledger = Ledger(tmp_path / "ledger.sqlite")
     store, table = tmp_path / "store", tmp_path / "table"
-    forwarder = Forwarder([layout.logs], JsonLinesStoreExporter(store), ledger, FACTORY, grace_s=5,
+    forwarder = Forwarder(settings_for(layout, grace=5), JsonLinesStoreExporter(store), ledger,
                           reconcile=store_span_ids(store), table=TableSink(table, ledger))
     for cluster in range(500, 500 + writer.MAX_FILES_PER_DAY):    # a day of as many files as it keeps
         glideins(layout, log, cluster, 2, start=T0 + (cluster - 500) * 10)

@@ -196,6 +196,7 @@ def run(args):
     from ..factory.delivery import store_span_ids
     from ..factory.forwarder import Forwarder
     from ..factory.ledger import Ledger
+    from ..factory.settings import ForwarderSettings
     from ..core.ids import GlideinIdentity
     from ..failure_rules.files import RuleBook
     from ..simulator.condor_g import CondorGLog, FactoryLayout
@@ -233,8 +234,12 @@ def run(args):
     ledger = Ledger(root / "factory" / "forwarder.sqlite")
     summary = FailureSummary(exporter)
     table = TableSink(root / "factory" / "glidein-table", ledger)
-    forwarder = Forwarder([layout.logs], summary, ledger, FACTORY, schedd=SCHEDD, entry_sites={ENTRY: SITE},
-                          grace_s=0.0, settle_s=0.0, reconcile=reconcile, table=table,
+    factory_xml = root / "factory" / "glideinWMS.xml"     # the Factory's configuration: the entry's site
+    factory_xml.write_text(f'<glidein><entries><entry name="{ENTRY}"><attrs><attr name="GLIDEIN_Site" '
+                           f'value="{SITE}"/></attrs></entry></entries></glidein>\n')
+    conf = ForwarderSettings(logs=(str(layout.logs),), factory=FACTORY, schedd=SCHEDD,
+                             factory_config=str(factory_xml), grace=0.0)
+    forwarder = Forwarder(conf, summary, ledger, reconcile=reconcile, table=table, settle_s=0.0,
                           failure_attribution=FailureAttribution(RuleBook(RULES, classifiers=False)))
     stats = forwarder.run_once()
     demo.shutdown()

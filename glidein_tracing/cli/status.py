@@ -17,16 +17,11 @@ import time
 from ..core.errors import UserError
 from ..core.terminal import echo
 from .main import parse_duration
+from .setting_flags import add_setting_flags, settings_of
 
 
 def add_arguments(parser):
-    parser.add_argument("--config", help="the forwarder's YAML settings (default /etc/glidein-tracing/"
-                        "forwarder.yaml when present)")
-    parser.add_argument("--state", help="the forwarder's ledger file (default: as the forwarder's)")
-    parser.add_argument("--factory", help="the Factory's name (GLIDEIN_Factory)")
-    parser.add_argument("--schedd", help="the schedd of every entry not named otherwise")
-    parser.add_argument("--factory-config", metavar="GLIDEINWMS_XML", help="each entry's schedd_name")
-    parser.add_argument("--entry-schedd", action="append", default=[], metavar="ENTRY=SCHEDD")
+    add_setting_flags(parser, ("state", "factory", "schedd", "factory_config", "entry_schedds"))
     parser.add_argument("--older-than", action="append", default=[], metavar="[STATE=]DURATION",
                         help="exit 1 when a glidein (of STATE: queued, held, running) is older (repeatable)")
     parser.add_argument("--oldest", type=int, default=3, help="trace ids listed per entry and state (default 3)")
@@ -50,21 +45,17 @@ def limits_of(items) -> dict:
 
 
 def run(args):
-    from ..factory import settings
     from ..factory.ledger import Ledger
     from ..factory.returned import FactoryNames, identity
     from ..factory.status import crossed, glideins_now, summary
 
     limits = limits_of(args.older_than)
-    _, config = settings.load_config(args.config)
-    conf = settings.resolve(config, {"factory": args.factory, "schedd": args.schedd,
-                                     "factory_config": args.factory_config, "state": args.state})
-    factory = settings.factory_of(conf)
-    state = settings.ledger_path_of(conf)
+    _, conf = settings_of(args)
+    factory = conf.factory_name()
+    state = conf.ledger_path()
     if not state.exists():
         raise UserError(f"no forwarder ledger at {state}: give --state (or `state:` in the config)")
-    entry_schedds = {**settings.entry_schedds_of(conf), **settings.parse_entry_schedds(args.entry_schedd)}
-    names = FactoryNames(factory, conf["schedd"], entry_schedds)
+    names = FactoryNames(factory, conf.schedd, conf.schedd_of_entries())
     ledger = Ledger(state, read_only=True)   # changes nothing: also for a user who may only read
     now = time.time()
     table = summary(glideins_now(ledger, lambda row: identity(names, row)), now, oldest=args.oldest)

@@ -28,6 +28,7 @@ from .delivery import Backend, PassState, Sender, span_hex
 from .glidein_stdout import read_stdout_facts, stdout_path
 from .returned import FactoryNames, identity, returned_journal, stderr_path
 from .scanning import scan_logs
+from .settings import ForwarderSettings
 from ..table.sink import NoTable
 from .stats import ForwardStats
 from ..core import conventions as c
@@ -36,27 +37,26 @@ log = logging.getLogger("glidein_tracing.forward")
 
 
 class Forwarder:
-    """One Factory's forwarder: its log trees (``roots``), its ledger, where spans go
-    (``exporter``, any SDK span exporter) and how to ask what arrived (``reconcile``: trace id
-    -> receipts held, e.g. delivery.jaeger_span_ids)."""
+    """One Factory's forwarder, as its ``settings`` say (its log trees, names, grace, sampling,
+    batches), with its ledger, where spans go (``exporter``, any SDK span exporter) and how to
+    ask what arrived (``reconcile``: trace id -> receipts held, e.g. delivery.jaeger_span_ids).
+    ``settle_s`` and ``max_section_bytes`` are not settings: tests shorten them."""
 
-    def __init__(self, roots, exporter, ledger: ledger_mod.Ledger, factory: str, *,
-                 schedd: str | None = None, entry_schedds: dict | None = None, entry_sites: dict | None = None,
-                 grace_s: float = 600.0, settle_s: float = 5.0, sampling_ratio: float | None = None,
-                 redact=(), batch_spans: int = 2000, reconcile=None,
-                 max_section_bytes: int = DEFAULT_MAX_BYTES, progress: bool = False,
-                 service_name: str | None = None, failure_attribution=None, table=None):
-        self.roots = [Path(r) for r in roots]
+    def __init__(self, settings: ForwarderSettings, exporter, ledger: ledger_mod.Ledger, *, reconcile=None,
+                 table=None, failure_attribution=None, progress: bool = False, settle_s: float = 5.0,
+                 max_section_bytes: int = DEFAULT_MAX_BYTES):
+        self.settings = settings
+        self.roots = [Path(r) for r in settings.logs]
         self.ledger = ledger
-        self.names = FactoryNames(factory, schedd, dict(entry_schedds or {}))
-        self.grace_s = grace_s
+        self.names = FactoryNames(settings.factory, settings.schedd, settings.schedd_of_entries())
+        self.grace_s = settings.grace
         self.settle_s = settle_s
-        self.sampling_ratio = sampling_ratio
-        self.batch_spans = batch_spans
+        self.sampling_ratio = settings.sampling_ratio
+        self.batch_spans = settings.batch_spans
         self.max_section_bytes = max_section_bytes
         self.progress = progress
-        self.spans = SpanMaker({c.SERVICE_NAME: service_name} if service_name else None, tuple(redact),
-                               dict(entry_sites or {}))
+        self.spans = SpanMaker({c.SERVICE_NAME: settings.service_name} if settings.service_name else None,
+                               tuple(n for n in settings.redact if n.strip()), settings.site_of_entries())
         self.table = table or NoTable()   # the glidein table (table/sink.py)
         self.sender = Sender(exporter, ledger, Backend(reconcile), self.table)
         self.failure_attribution = failure_attribution   # failure_rules.attribution.FailureAttribution

@@ -11,7 +11,7 @@ A bad file is refused as a whole, every problem named with its line.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from ..core.errors import ConfigError
@@ -25,46 +25,132 @@ MAX_CONFIG_BYTES = 1024 * 1024   # a settings file is a few KiB; this bounds rea
 
 @dataclass(frozen=True)
 class Setting:
+    """How one setting is written, checked and explained. Its YAML key is its field's name in
+    ``ForwarderSettings``; ``flag`` is its command-line flag (None: the file only)."""
     kind: str              # str, url, float, int, bool, list (of str), map (str -> str)
     default: object
     help: str
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple = ()
+    flag: str | None = None
+    metavar: str | None = None
 
 
-SETTINGS = {
-    "logs": Setting("list", [], "Factory client log directories (or entry dirs)"),
-    "factory": Setting("str", None, "the Factory's name (GLIDEIN_Factory)"),
-    "schedd": Setting("str", None, "the schedd of every entry not named otherwise (part of trace ids)"),
-    "factory_config": Setting("str", None, "the Factory's glideinWMS.xml: each entry's schedd_name and GLIDEIN_Site"),
-    "entry_schedds": Setting("map", {}, "schedd of each named entry: {ENTRY: SCHEDD}"),
-    "endpoint": Setting("url", None, "OTLP/HTTP base URL (else OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else the store)"),
-    "headers": Setting("map", {}, "OTLP/HTTP request headers, over OTEL_EXPORTER_OTLP_(TRACES_)HEADERS "
-                       "(the SDK adds the variables' other headers)"),
-    "certificate": Setting("str", None, "CA file for TLS (else OTEL_EXPORTER_OTLP_(TRACES_)CERTIFICATE)"),
-    "compression": Setting("str", None, "gzip, deflate or none (else OTEL_EXPORTER_OTLP_(TRACES_)COMPRESSION)",
-                           choices=COMPRESSIONS),
-    "timeout": Setting("float", None, "export timeout, seconds (else OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT, else 10)",
-                       minimum=0.1),
-    "max_request_bytes": Setting("int", 4 * 1024 * 1024, "OTLP requests are split to stay under this size",
-                                 minimum=0),
-    "query": Setting("url", None, "Jaeger query API base URL, to reconcile after a crash"),
-    "store": Setting("str", None, "store directory (when spans go to no endpoint)"),
-    "state": Setting("str", None, "ledger file (default: <store or user data dir>/forwarder.sqlite)"),
-    "table": Setting("str", None, "glidein table directory (default: glidein-table beside the ledger; "
-                     "'none': write no table)"),
-    "grace": Setting("float", 600.0, "seconds to wait for a glidein's output after it ended", minimum=0),
-    "sampling_ratio": Setting("float", None, "override the sampling ratio each glidein ran with",
-                              minimum=0.0, maximum=1.0),
-    "redact": Setting("list", [], "attribute names to redact"),
-    "batch_spans": Setting("int", 2000, "spans per export", minimum=1),
-    "service_name": Setting("str", None, "override service.name of glidein spans"),
-    "failure_rules": Setting("str", None, "failure rules: a YAML file or a directory of them (docs/failures.md)"),
-    "downtimes": Setting("list", [], "declared downtime files: OSG Topology XML, CSV or JSON (docs/failures.md)"),
-    "follow": Setting("bool", False, "keep running (a service)"),
-    "interval": Setting("float", 60.0, "seconds between passes when following", minimum=1),
-}
+def _setting(kind: str, default, help: str, **more):
+    """A field of ``ForwarderSettings`` carrying its ``Setting``."""
+    described = Setting(kind, default, help, **more)
+    if kind == "map":
+        return field(default_factory=dict, metadata={"setting": described})
+    return field(default=default, metadata={"setting": described})
+
+
+@dataclass(frozen=True)
+class ForwarderSettings:
+    """Every setting of the forwarder, resolved (flags over the file over the defaults). Each is
+    declared once, here: its key, default, check, help text and flag (``SETTINGS``)."""
+    logs: tuple = _setting("list", (), "Factory client log directories (or entry dirs)", flag="logs")
+    factory: str | None = _setting("str", None, "the Factory's name (GLIDEIN_Factory)", flag="--factory")
+    schedd: str | None = _setting("str", None, "the schedd of every entry not named otherwise (part of trace "
+                                  "ids; journals claiming another are rejected)", flag="--schedd")
+    factory_config: str | None = _setting("str", None, "the Factory's glideinWMS.xml: each entry's schedd_name "
+                                          "and GLIDEIN_Site", flag="--factory-config", metavar="GLIDEINWMS_XML")
+    entry_schedds: dict = _setting("map", {}, "schedd of each named entry: {ENTRY: SCHEDD} (the flag is "
+                                   "repeatable)", flag="--entry-schedd", metavar="ENTRY=SCHEDD")
+    endpoint: str | None = _setting("url", None, "OTLP/HTTP base URL (else OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, "
+                                    "else the store)", flag="--endpoint")
+    headers: dict = _setting("map", {}, "OTLP/HTTP request headers, over OTEL_EXPORTER_OTLP_(TRACES_)HEADERS "
+                             "(the SDK adds the variables' other headers)")
+    certificate: str | None = _setting("str", None, "CA file for TLS (else OTEL_EXPORTER_OTLP_(TRACES_)CERTIFICATE)")
+    compression: str | None = _setting("str", None, "gzip, deflate or none (else "
+                                       "OTEL_EXPORTER_OTLP_(TRACES_)COMPRESSION)", choices=COMPRESSIONS)
+    timeout: float | None = _setting("float", None, "export timeout, seconds (else "
+                                     "OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT, else 10)", minimum=0.1, flag="--timeout")
+    max_request_bytes: int = _setting("int", 4 * 1024 * 1024, "OTLP requests are split to stay under this size",
+                                      minimum=0, flag="--max-request-bytes")
+    query: str | None = _setting("url", None, "Jaeger query API base URL, to reconcile after a crash",
+                                 flag="--query")
+    store: str | None = _setting("str", None, "store directory (when spans go to no endpoint)", flag="--store")
+    state: str | None = _setting("str", None, "ledger file (default: <store or user data dir>/forwarder.sqlite)",
+                                 flag="--state")
+    table: str | None = _setting("str", None, "glidein table directory (default: glidein-table beside the "
+                                 "ledger; 'none': write no table)", flag="--table")
+    grace: float = _setting("float", 600.0, "seconds to wait for a glidein's output after it ended", minimum=0,
+                            flag="--grace")
+    sampling_ratio: float | None = _setting("float", None, "override the sampling ratio each glidein ran with "
+                                            "(its journal's GLIDEIN_TRACING_SAMPLING_RATIO); failed glideins are "
+                                            "always kept", minimum=0.0, maximum=1.0, flag="--sampling-ratio")
+    redact: tuple = _setting("list", (), "attribute names to redact")
+    batch_spans: int = _setting("int", 2000, "spans per export", minimum=1)
+    service_name: str | None = _setting("str", None, "override service.name of glidein spans")
+    failure_rules: str | None = _setting("str", None, "failure rules: a YAML file or a directory of them "
+                                         "(docs/failures.md)")
+    downtimes: tuple = _setting("list", (), "declared downtime files: OSG Topology XML, CSV or JSON "
+                                "(docs/failures.md)")
+    follow: bool = _setting("bool", False, "keep running (a service)", flag="--follow")
+    interval: float = _setting("float", 60.0, "seconds between passes when following", minimum=1,
+                               flag="--interval")
+
+    def factory_name(self) -> str:
+        """The Factory's name (part of every trace id); ConfigError when it is not given."""
+        if not self.factory:
+            raise ConfigError(["no Factory name: give --factory or `factory:` in the config"], heading=None)
+        return self.factory
+
+    def sends_to_collector(self) -> bool:
+        """Spans go to an OTLP endpoint (the settings' or the standard variables'), not the store."""
+        return bool(self.endpoint) or (otel_endpoint_configured() and not self.store)
+
+    def ledger_path(self) -> Path:
+        """The forwarder's ledger: ``state``, else beside the store it writes or would write."""
+        from ..exporters.store import default_store_dir
+        if self.state:
+            return Path(self.state)
+        if self.sends_to_collector():
+            return default_store_dir().parent / "forwarder.sqlite"
+        return Path(self.store or default_store_dir()) / "forwarder.sqlite"
+
+    def path_problems(self) -> list[str]:
+        """What --check-config finds wrong with the paths the forwarder writes: the ledger
+        (``state``) and, when spans go to the store, the store, each writable by this user."""
+        from ..exporters.store import default_store_dir
+        checks = [("state", self.ledger_path(), False)]
+        if not self.sends_to_collector():
+            checks.append(("store", Path(self.store or default_store_dir()), True))
+        return [f"{key}: {problem}" for key, path, directory in checks
+                if (problem := unwritable(path, directory))]
+
+    def schedd_of_entries(self) -> dict:
+        """Each entry's schedd: glideinWMS.xml's (``factory_config``), then the settings' own."""
+        return {**self._per_entry(config.entry_schedds), **self.entry_schedds}
+
+    def site_of_entries(self) -> dict:
+        """Each entry's GLIDEIN_Site from glideinWMS.xml (``factory_config``); {} without one."""
+        return self._per_entry(config.entry_sites)
+
+    def _per_entry(self, read) -> dict:
+        """What ``read`` (config.entry_schedds, config.entry_sites) finds in glideinWMS.xml
+        (``factory_config``), {} without one; a file that cannot be read is a ConfigError."""
+        if not self.factory_config:
+            return {}
+        try:
+            return read(self.factory_config)
+        except ValueError as exc:
+            raise ConfigError([str(exc)], heading=None) from exc
+
+
+SETTINGS = {f.name: f.metadata["setting"] for f in fields(ForwarderSettings)}
+
+
+def resolve(file_values: dict, flags: dict) -> ForwarderSettings:
+    """Every setting: the flags given over the file over the defaults; a map's flag (e.g.
+    --entry-schedd) adds to the file's map."""
+    values = {key: value for key, value in file_values.items() if value is not None}
+    for key, value in flags.items():
+        if value is None or value is False or (isinstance(value, (list, dict)) and not value):
+            continue      # not given
+        values[key] = {**values.get(key, {}), **value} if SETTINGS[key].kind == "map" else value
+    return ForwarderSettings(**{key: tuple(v) if isinstance(v, list) else v for key, v in values.items()})
 
 
 def load(path) -> dict:
@@ -193,14 +279,6 @@ def _type_name(value) -> str:
             dict: "a mapping"}.get(type(value), type(value).__name__)
 
 
-def resolve(config: dict, flags: dict) -> dict:
-    """Every setting: flags (those given) over the file over the defaults."""
-    out = {key: setting.default for key, setting in SETTINGS.items()}
-    out.update({k: v for k, v in config.items() if v is not None})
-    out.update({k: v for k, v in flags.items() if v is not None and v != [] and v is not False})
-    return out
-
-
 def otel_endpoint_configured(environ=os.environ) -> bool:
     """Whether the standard variables name an OTLP endpoint (then spans go there, not to
     the store, when no endpoint is set)."""
@@ -214,65 +292,12 @@ def load_config(given: str | None) -> tuple:
     return path, (load(path) if path else {})
 
 
-def sends_to_collector(conf: dict) -> bool:
-    """Spans go to an OTLP endpoint (the settings' or the standard variables'), not the store."""
-    return bool(conf["endpoint"]) or (otel_endpoint_configured() and not conf["store"])
-
-
-def ledger_path_of(conf: dict) -> Path:
-    """The forwarder's ledger: ``state``, else beside the store it writes or would write."""
-    from ..exporters.store import default_store_dir
-    if conf["state"]:
-        return Path(conf["state"])
-    if sends_to_collector(conf):
-        return default_store_dir().parent / "forwarder.sqlite"
-    return Path(conf["store"] or default_store_dir()) / "forwarder.sqlite"
-
-
-def path_problems(conf: dict) -> list[str]:
-    """What --check-config finds wrong with the paths the forwarder writes: the ledger
-    (``state``) and, when spans go to the store, the store, each writable by this user."""
-    from ..exporters.store import default_store_dir
-    checks = [("state", ledger_path_of(conf), False)]
-    if not sends_to_collector(conf):
-        checks.append(("store", Path(conf["store"] or default_store_dir()), True))
-    return [f"{key}: {problem}" for key, path, directory in checks if (problem := unwritable(path, directory))]
-
-
-def parse_entry_schedds(items) -> dict:
-    """``ENTRY=SCHEDD`` values (``--entry-schedd``) -> {entry: schedd}."""
+def pairs_of(setting: Setting, items) -> dict:
+    """The ``KEY=VALUE`` values of a map's repeatable flag (e.g. ``--entry-schedd``) -> {key: value}."""
     out = {}
     for item in items:
-        entry, sep, schedd = item.partition("=")
+        key, sep, value = item.partition("=")
         if not sep:
-            raise ConfigError([f"--entry-schedd wants ENTRY=SCHEDD, not {item!r}"], heading=None)
-        out[entry] = schedd
+            raise ConfigError([f"{setting.flag} wants {setting.metavar or 'KEY=VALUE'}, not {item!r}"], heading=None)
+        out[key] = value
     return out
-
-
-def _per_entry(conf: dict, read) -> dict:
-    """What ``read`` (config.entry_schedds, config.entry_sites) finds in glideinWMS.xml
-    (``factory_config``), {} without one; a file that cannot be read is a ConfigError."""
-    if not conf["factory_config"]:
-        return {}
-    try:
-        return read(conf["factory_config"])
-    except ValueError as exc:
-        raise ConfigError([str(exc)], heading=None) from exc
-
-
-def entry_schedds_of(conf: dict) -> dict:
-    """Each entry's schedd: glideinWMS.xml's (``factory_config``), then the settings' own."""
-    return {**_per_entry(conf, config.entry_schedds), **conf["entry_schedds"]}
-
-
-def entry_sites_of(conf: dict) -> dict:
-    """Each entry's GLIDEIN_Site from glideinWMS.xml (``factory_config``); {} without one."""
-    return _per_entry(conf, config.entry_sites)
-
-
-def factory_of(conf: dict) -> str:
-    """The Factory's name (part of every trace id); ConfigError when it is not given."""
-    if not conf["factory"]:
-        raise ConfigError(["no Factory name: give --factory or `factory:` in the config"], heading=None)
-    return conf["factory"]

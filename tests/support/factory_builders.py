@@ -53,3 +53,18 @@ def run_glidein(log, layout, cluster, proc, start, stderr_text, outcome="termina
     log.terminated(cluster, proc, 0, when=start + 30)
 
 
+
+
+def settings_for(layout, **values):
+    """The settings of a forwarder reading ``layout``'s client logs as Factory FACTORY (``values``
+    over these)."""
+    from glidein_tracing.factory.settings import ForwarderSettings
+    return ForwarderSettings(**{"logs": (str(layout.logs),), "factory": FACTORY, **values})
+
+
+def forwarder_arguments(layout, kwargs: dict, **values) -> tuple:
+    """(settings, the other keyword arguments of Forwarder): ``kwargs`` split between the
+    settings (over ``values``) and what is not one (reconcile, table, ...)."""
+    from glidein_tracing.factory.settings import SETTINGS
+    values.update({k: v for k, v in kwargs.items() if k in SETTINGS})
+    return settings_for(layout, **values), {k: v for k, v in kwargs.items() if k not in SETTINGS}
