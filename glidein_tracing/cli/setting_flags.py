@@ -18,7 +18,8 @@ def add_setting_flags(parser, keys=None):
             continue
         described = setting.help
         if setting.kind in ("int", "float") and setting.default is not None:
-            described += f" (default {setting.default:g})" if setting.kind == "float" else f" (default {setting.default})"
+            default = f"{setting.default:g}" if setting.kind == "float" else str(setting.default)
+            described += f" (default {default})"
         if setting.kind == "bool":
             parser.add_argument(setting.flag, dest=key, action="store_true", help=described)
         elif not setting.flag.startswith("-"):
