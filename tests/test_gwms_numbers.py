@@ -17,7 +17,7 @@ import pytest
 
 from glidein_tracing.core.journal import format_line
 from glidein_tracing.core.sections import JOURNAL_SECTION, encode_section
-from glidein_tracing.exporters.store import JsonLinesStoreExporter
+from glidein_tracing.exporters.store import JsonLinesStoreExporter, read_store
 from glidein_tracing.factory.delivery import store_span_ids
 from glidein_tracing.factory.forwarder import Forwarder
 from glidein_tracing.factory.ledger import Ledger
@@ -133,3 +133,43 @@ def test_without_the_returned_stdout_a_killed_condor_phase_counts_its_record_not
     expected = factory_view(text)
     assert row["gwms_condor_started"] is True and row["condor_s"] > 20
     assert row["gwms_condor_lasted_s"] == expected.condor_s == 3
+
+
+def test_a_sigterm_during_validation_leaves_the_factorys_view_alone(tmp_path):
+    """GlideinWMS traps SIGTERM only once its last script has started: a SIGTERM during
+    validation kills glidein_startup.sh, no cleanup runs and no journal comes back. The trace
+    is the Factory's (root, submit, queue; outcome no_glidein_output) and the row is what
+    GlideinWMS makes of that stdout: HTCondor never started, Lasted the activity log's execute
+    to terminated (its "best guess")."""
+    run = "fail"
+    config = fixture_dir(run) / "glidein_config.at_custom_setup"
+    stdout = (fixture_dir(run) / "glidein_stdout.txt").read_text()
+    stdout = stdout[:stdout.index("=== Glidein ending")]            # killed before its end banner
+    stderr = (fixture_dir(run) / "glidein_stderr.txt").read_text()
+    stderr = stderr[:stderr.index("=== Validation error")]          # killed while validating
+    layout = FactoryLayout(logs=tmp_path / "logs", instance=config_get(config, "GLIDEIN_Name"),
+                           entry=config_get(config, "GLIDEIN_Entry_Name"))
+    log = CondorGLog(layout)
+    cluster = int(config_get(config, "CONDORG_CLUSTER"))
+    start = 1795318000
+    log.submit(cluster, 0, when=start - 60)
+    log.execute(cluster, 0, when=start)
+    layout.output(cluster, 0, "out").write_text(stdout)
+    layout.output(cluster, 0, "err").write_text(stderr)
+    old = time.time() - 3600
+    for kind in ("out", "err"):
+        os.utime(layout.output(cluster, 0, kind), (old, old))
+    log.terminated(cluster, 0, 0, when=start + 47)
+    ledger, store = Ledger(tmp_path / "ledger.sqlite"), tmp_path / "store"
+    forwarder = Forwarder([layout.logs], JsonLinesStoreExporter(store), ledger, config_get(config, "GLIDEIN_Factory"),
+                          schedd=config_get(config, "CONDORG_SCHEDD"), grace_s=5, reconcile=store_span_ids(store),
+                          table=TableSink(tmp_path / "table", ledger))
+    assert forwarder.run_once().glideins_done == 1
+    (spans,) = read_store(store).values()
+    assert sorted(s["attributes"]["glidein.stage"] for s in spans) == ["factory.queue", "factory.submit", "glidein"]
+    (row,) = reader.read_rows(tmp_path / "table", "glideins")[0].to_pylist()
+    assert row["outcome"] == "no_glidein_output" and row["setup_s"] is None
+    expected = gwms.quantities(factory_view(stdout))
+    expected["gwms_lasted_s"] = 47                                  # GlideinWMS's best guess
+    assert {k: row[k] for k in GWMS_COLUMNS} == expected
+    assert (row["gwms_condor_started"], row["gwms_lasted_s"], row["waste_validation_mill"]) == (False, 47, 1000)

@@ -3,7 +3,9 @@
 # glidein_startup.sh copies it to $GWMS_DIR/exec/cleanup at download time and runs it at
 # exit (glidein_exit), before it removes the work dir: `./NAME /abs/glidein_config`, cwd
 # that folder, exit code ignored. On a validation failure this runs right away, before
-# the glidein's ~20 min sleep; on SIGTERM it runs after the condor phase was cut short.
+# the glidein's ~20 min sleep; on SIGTERM it runs after the condor phase was cut short
+# (glidein_startup.sh traps SIGTERM only once its last script started: an earlier SIGTERM
+# kills it, and this never runs).
 # It closes the journal (records, job history, condor phase, teardown, root), exports
 # live when configured, and always appends the journal to stderr as a named section.
 # Every step is bounded in time; it exits 0 whatever happens.
