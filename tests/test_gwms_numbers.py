@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +32,7 @@ from tests.support.hook_support import config_get, fixture_dir, glidein_at_clean
 from tests.support.journal_builders import iso_epoch
 from tests.support.table_helpers import factory_view
 
+REPO = Path(__file__).resolve().parents[1]
 GWMS_COLUMNS = tuple(gwms.quantities(gwms.GlideinRun(1, 1, 1, True, 9)))
 
 
@@ -173,3 +176,16 @@ def test_a_sigterm_during_validation_leaves_the_factorys_view_alone(tmp_path):
     expected["gwms_lasted_s"] = 47                                  # GlideinWMS's best guess
     assert {k: row[k] for k in GWMS_COLUMNS} == expected
     assert (row["gwms_condor_started"], row["gwms_lasted_s"], row["waste_validation_mill"]) == (False, 47, 1000)
+
+
+def test_the_documented_condor_start_delay_command_measures_the_recorded_glideins(tmp_path):
+    """docs/span-conventions.md's command, run as written over returned stdouts: 1 s and 0 s
+    for the recorded successful and SIGTERM'd glideins, nothing for the failed one."""
+    doc = (REPO / "docs" / "span-conventions.md").read_text()
+    block = re.search(r"<!-- condor-start-delay -->\n\n((?:    .*\n)+)", doc).group(1)
+    command = "".join(line[4:] + "\n" for line in block.splitlines())
+    for proc, run in enumerate(("success", "fail", "sigterm")):
+        (tmp_path / f"job.9.{proc}.out").write_text((fixture_dir(run) / "glidein_stdout.txt").read_text())
+    out = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["1 job.9.0.out", "0 job.9.2.out"]
