@@ -412,6 +412,37 @@ def test_the_forwarders_step_re_decides_a_held_job_and_leaves_its_glidein_alone(
     assert (job_row["failure_rule"], job_row["failure_domain"]) == ("oom-hold", job_span.attributes["job.failure.domain"])
 
 
+def test_the_verdict_on_a_users_job_is_on_the_users_span_too():
+    """A job with its user's TRACEPARENT: ``job on glidein`` in the user's trace carries the
+    converter's verdict (failure domain, evidence) and, once the forwarder's rules decided, the
+    same rule, label and advice as the job span in the glidein's trace."""
+    user = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    lines = root_lines(1000.0, TRACE) + [
+        format_line(1010, "end", "setup", {"@status": "OK"}),
+        format_line(1010, "start", "condor", {"@stage": "condor.start", "@name": "condor"}),
+        format_line(1015, "start", "job/s#1.0#9", {"@stage": "job", "@name": "job", "@parent": "condor"},
+                    links=[user]),
+        format_line(1025, "end", "job/s#1.0#9", {
+            "@status": "ERROR", "@error.type": "job.hold", "@error.detail": "job ended by hold",
+            "job.exit_by": "hold", "job.hold_reason_code:i": "34",
+            "job.hold_reason": "Job has gone over cgroup memory limit of 2048 megabytes."}),
+        format_line(1050, "end", "condor", {}),
+        format_line(1052, "end", "glidein", {"glidein.outcome": "ok"})]
+    spans = convert(*parse_lines("".join(lines).encode()))
+    (on_glidein,) = [s for s in spans if s.name == "job on glidein"]
+    (job_span,) = [s for s in spans if s.name == "job"]
+    assert on_glidein.attributes["job.failure.domain"] == job_span.attributes["job.failure.domain"]
+    assert on_glidein.attributes["job.failure.evidence"] == job_span.attributes["job.failure.evidence"]
+    examples = RuleSet([r for p in sorted(EXAMPLES.glob("*.yaml")) for r in parse_file(p)[0]])
+    out = FailureAttribution(examples).apply(spans)
+    (on_glidein,) = [s for s in out if s.name == "job on glidein"]
+    (job_span,) = [s for s in out if s.name == "job"]
+    verdict = {k: v for k, v in job_span.attributes.items() if k.startswith("job.failure.")}
+    assert verdict["job.failure.rule"] == "oom-hold"
+    assert {k: v for k, v in on_glidein.attributes.items() if k.startswith("job.failure.")} == verdict
+    assert on_glidein.context.trace_id == 0x0af7651916cd43dd8448eb211c80319c
+
+
 def test_the_forwarder_configured_with_rules_and_a_downtime_feed_decides_a_held_glidein(tmp_path, caplog):
     """The settings' failure_rules and downtimes, through the forwarder, on a real Condor-G
     activity log: a glidein held at the CE for an expired proxy and removed is credentials,

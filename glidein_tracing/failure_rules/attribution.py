@@ -66,18 +66,20 @@ class FailureAttribution:
         root_attrs = root.attributes or {}
         places = [str(root_attrs.get(k) or "") for k in (c.GLIDEIN_SITE, c.GLIDEIN_ENTRY)]
         client = str(root_attrs.get(c.GLIDEIN_CLIENT) or "")
-        out = []
+        out, decided = [], {}   # decided: a job span's id -> its changes
         for span in spans:
             attrs = span.attributes or {}
             who = "glidein" if span is root else "job"
-            if FAILURE[who]["domain"] not in attrs:
+            if FAILURE[who]["domain"] not in attrs or attrs.get(c.GLIDEIN_USER_VIEW):
                 out.append(span)
                 continue
             facts = (_glidein_facts(root, spans, client) if span is root else _job_facts(span, client))
             when = _glidein_failed_at(root, spans) if span is root else span.end_time / 1e9
             changes = self._decide(who, facts, ruleset, places, when)
+            if changes and who == "job":
+                decided[span.context.span_id] = changes
             out.append(with_attributes(span, changes) if changes else span)
-        return out
+        return [_with_job_verdict(span, decided) for span in out] if decided else out
 
     def _decide(self, who: str, facts: Facts, ruleset, places: list, when: float) -> dict:
         names, changes = FAILURE[who], {}   # attribute names of this kind of failure
@@ -95,6 +97,17 @@ class FailureAttribution:
             if downtime is not None:
                 changes[names["downtime"]] = downtime.describe()
         return changes
+
+
+def _with_job_verdict(span, decided: dict):
+    """A job's span in its user's trace (``job on glidein``) with its job's decision too."""
+    if span.name != c.SPAN_JOB_ON_GLIDEIN or not (span.attributes or {}).get(c.GLIDEIN_USER_VIEW):
+        return span
+    for link in span.links:
+        changes = decided.get(link.context.span_id)
+        if changes is not None and (link.attributes or {}).get(c.GLIDEIN_LINK_KIND) == c.LINK_GLIDEIN_JOB:
+            return with_attributes(span, changes)
+    return span
 
 
 def _tails(spans) -> str:

@@ -23,6 +23,9 @@ from .readable_span import ns, readable_span, remote_context
 
 _WHERE = (c.GLIDEIN_SITE, c.GLIDEIN_ENTRY, c.GLIDEIN_NAME, c.GLIDEIN_FACTORY)
 _UNSET = Status(StatusCode.UNSET)
+# the job's verdict (failure domain and how it was decided), on its span in the user's trace too
+JOB_VERDICT = (c.JOB_FAILURE_DOMAIN, c.JOB_FAILURE_EVIDENCE, c.JOB_FAILURE_RULE, c.JOB_FAILURE_LABEL,
+               c.JOB_FAILURE_ADVICE, c.JOB_FAILURE_SERVICE, c.JOB_FAILURE_DOWNTIME)
 # events of the job's own span that its span in the user's trace carries too
 USER_VIEW_EVENTS = frozenset({c.JOB_PHASE_MARK, c.JOB_LOG_TAIL})
 
@@ -78,7 +81,7 @@ def _job_on_glidein(draft: Draft, key_span: SpanDraft, job: ReadableSpan, where:
     """Where and when the job ran, in its user's trace."""
     attrs = dict(where)
     attrs.update({c.STAGE: c.STAGE_JOB, c.GLIDEIN_USER_VIEW: True, c.GLIDEIN_TRACE_ID: draft.trace_id})
-    for name in (c.JOB_GLOBAL_ID, c.JOB_EXIT_CODE, c.JOB_EXIT_SIGNAL, c.JOB_SLOT):
+    for name in (c.JOB_GLOBAL_ID, c.JOB_EXIT_CODE, c.JOB_EXIT_SIGNAL, c.JOB_SLOT) + JOB_VERDICT:
         if name in job.attributes:
             attrs[name] = job.attributes[name]
     user_trace = format(parent.trace_id, "032x")
