@@ -9,6 +9,9 @@
    leaves live.pending and wakes the sampler) and off (the baseline), in the same run.
 3. A simulated glidein (real hooks, live export on): from each job's end in the journal to its
    span at the receiver.
+4. A collector that never answers: the gaps between one job's end and the next one's start on a
+   simulated glidein exporting live to it, against the same glidein without live export
+   (the baseline), in the same run: the jobs run back to back as without tracing.
 
     .venv/bin/python -m bench.bench_live_stages [--runs 10] [--bound 5]
 """
@@ -179,6 +182,30 @@ def job_end_to_collector(tmp: Path, bound: int, endpoint: str):
         print(f"| {n + 1} | {latency} | {how} |")
 
 
+def job_gaps_hung_collector(tmp: Path, bound: int):
+    """Gaps between jobs (next start - previous end, from the journal) with live export to a
+    collector that never answers, and without live export."""
+    gaps = {}
+    with hung_endpoint() as hung:
+        for mode, knobs in (("no live export (baseline)", {"GLIDEIN_TRACING_EXPORT_MODE": "forward"}),
+                            ("live export, collector never answers", {
+                                "GLIDEIN_TRACING_EXPORT_MODE": "live", "GLIDEIN_TRACING_ENDPOINT": hung,
+                                "GLIDEIN_TRACING_EXPORT_TIMEOUT": str(bound), "GLIDEIN_TRACING_PYTHON": sys.executable})):
+            result = simulate_glidein(tmp / f"gaps_{len(gaps)}", Scenario(
+                jobs=[Job(duration_s=4.0, idle_before_s=0.2) for _ in range(5)],
+                knobs={**knobs, "GLIDEIN_TRACING_SAMPLE_PERIOD": "1"}))
+            events, _ = parse_lines(result.journal_from_stderr())
+            starts = sorted(e.time for e in events if e.op == "start" and e.key.startswith("job/"))
+            ends = sorted(e.time for e in events if e.op == "end" and e.key.startswith("job/"))
+            gaps[mode] = [start - end for end, start in zip(ends, starts[1:])]
+    base = statistics.median(gaps["no live export (baseline)"])
+    print(f"\n4. gaps between 5 jobs of 4 s (0.2 s idle between them), export bound {bound} s")
+    print("| glidein | median gap s | max gap s | median vs baseline |\n|---|---|---|---|")
+    for mode, values in gaps.items():
+        print(f"| {mode} | {statistics.median(values):.2f} | {max(values):.2f} | "
+              f"{statistics.median(values) / base:.2f}x |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=10)
@@ -190,6 +217,7 @@ def main() -> None:
         job_exit_path(Path(tmp), args.runs * 5)
         with counting_collector() as endpoint:
             job_end_to_collector(Path(tmp), args.bound, endpoint)
+        job_gaps_hung_collector(Path(tmp), args.bound)
 
 
 if __name__ == "__main__":

@@ -192,9 +192,10 @@ def test_setup_and_jobs_arrive_while_the_glidein_runs_and_every_span_once(tmp_pa
 
 
 def test_a_hung_collector_delays_no_job_and_loses_nothing(tmp_path, collector):
-    """Every export meets a collector that never answers: the jobs run back to back as without
-    tracing (the job-exit hook only wakes the sampler), the sampler gives up after three failed
-    exports, the journal goes home whole, and the Factory sends every span once."""
+    """Every export meets a collector that never answers: the glidein ends as without tracing
+    (exit code 0, every job run and ended, nothing of ours left behind), no export is
+    recorded sent, the journal goes home whole, and the Factory sends every span once. (How
+    long jobs wait between each other: bench/bench_live_stages.py, part 4.)"""
     bound = 2
     with hung_endpoint() as endpoint:
         scenario = Scenario(jobs=[Job(duration_s=4.0, idle_before_s=0.2) for _ in range(5)], knobs={
@@ -205,23 +206,18 @@ def test_a_hung_collector_delays_no_job_and_loses_nothing(tmp_path, collector):
     assert result.exit_code == 0 and not result.leftovers
     events = simulated_stages(result)
     assert any(e.op == "end" and e.key == "glidein" for e in events)
-    starts = sorted(e.time for e in events if e.op == "start" and e.key.startswith("job/"))
-    ends = sorted(e.time for e in events if e.op == "end" and e.key.startswith("job/"))
-    assert len(starts) == len(ends) == 5
-    # no job waited on an export: each started well within one bound of the previous end
-    assert all(start - end < bound for end, start in zip(ends, starts[1:])), (starts, ends)
+    jobs = {e.key for e in events if e.op == "start" and e.key.startswith("job/")}
+    assert len(jobs) == 5 and jobs == {e.key for e in events if e.op == "end" and e.key.startswith("job/")}
     record = live.node_exports(events, convert(events))
     assert record.states and live.SENT not in record.states.values()
     notes = [e.fields.get("@msg", "") for e in events if e.op == "note"]
-    failed = [n for n in notes if n.startswith("live export to")]
-    assert len(failed) == 4, notes          # three in the background, then one at cleanup
-    assert any("stopped after 3 failures in a row" in n for n in notes), notes
+    assert [n for n in notes if n.startswith("live export to")], notes   # at least cleanup's
     stats = forward_once(tmp_path, layout, scenario, collector, reconcile=jaeger_span_ids(collector))
     assert stats.export_failures == 0 and stats.spans_already_live == 0
     received = CountingCollector.received
     assert len(received) == len(set(received))
-    trace = events[0].fields["@trace_id"]
-    assert {ids.span_id(trace, key) for key in ("setup", "condor", "teardown")} <= {s for _, s in received}
+    made = {(format(s.context.trace_id, "032x"), format(s.context.span_id, "016x")) for s in convert(events)}
+    assert len(made) > 10 and made <= set(received), "a span of the journal did not arrive"
 
 
 @pytest.mark.jaeger
