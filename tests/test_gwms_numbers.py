@@ -164,8 +164,9 @@ def test_a_sigterm_during_validation_leaves_the_factorys_view_alone(tmp_path):
         os.utime(layout.output(cluster, 0, kind), (old, old))
     log.terminated(cluster, 0, 0, when=start + 47)
     ledger, store = Ledger(tmp_path / "ledger.sqlite"), tmp_path / "store"
-    forwarder = Forwarder([layout.logs], JsonLinesStoreExporter(store), ledger, config_get(config, "GLIDEIN_Factory"),
-                          schedd=config_get(config, "CONDORG_SCHEDD"), grace_s=5, reconcile=store_span_ids(store),
+    conf = settings_for(layout, factory=config_get(config, "GLIDEIN_Factory"),
+                        schedd=config_get(config, "CONDORG_SCHEDD"), grace=5)
+    forwarder = Forwarder(conf, JsonLinesStoreExporter(store), ledger, reconcile=store_span_ids(store),
                           table=TableSink(tmp_path / "table", ledger))
     assert forwarder.run_once().glideins_done == 1
     (spans,) = read_store(store).values()
