@@ -2,6 +2,7 @@
 its Factory computes (its definitions by hand, the real recorded glideins' stdout, a simulated
 glidein's stdout), and every column is documented."""
 
+import os
 import re
 import subprocess
 import sys
@@ -258,3 +259,74 @@ def test_a_glidein_of_thousands_of_jobs_writes_its_timeline_in_one_order(tmp_pat
     cpus = stored["job_request_cpus"]
     assert len(stored["job_failed"]) == 6003 and (cpus.count(1), cpus.count(8), cpus.count(None)) == (1500, 1500, 3003)
     assert timeline_mismatches(open_dataset(tmp_path).con) == []
+
+
+def _forwarded_row(tmp_path, condor_fields, job_fields, stdout=None):
+    """The glidein table's rows of one glidein forwarded by the real forwarder, its journal
+    holding a condor phase and one job ending with ``condor_fields`` and ``job_fields``, its
+    returned stdout ``stdout`` (None: none came back)."""
+    from glidein_tracing.exporters.store import JsonLinesStoreExporter
+    from glidein_tracing.factory.delivery import store_span_ids
+    from glidein_tracing.factory.forwarder import Forwarder
+    from glidein_tracing.factory.ledger import Ledger
+    from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
+    from glidein_tracing.table import reader
+    from glidein_tracing.table.sink import TableSink
+    from tests.support.factory_builders import SCHEDD, T0, journal_text, returned_stderr, run_glidein, settings_for
+
+    layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_demo_instance", entry="DEMO_ENTRY")
+    extra = [format_line(T0 + 5, "start", "condor", {"@stage": "condor.start", "@name": "condor"}),
+             format_line(T0 + 6, "start", "job/s#1.0#9", {"@stage": "job", "@name": "job", "@parent": "condor"}),
+             format_line(T0 + 14, "end", "job/s#1.0#9", {"job.exit_code:i": "0", "job.exit_by": "exit", **job_fields}),
+             format_line(T0 + 15, "end", "condor", condor_fields)]
+    run_glidein(CondorGLog(layout), layout, 100, 0, T0,
+                returned_stderr(journal_text(layout, 100, 0, T0, extra=extra, root_fields={"glidein.cpus:i": "1"})))
+    out = layout.output(100, 0, "out")
+    if stdout is None:
+        out.unlink()
+    else:
+        stat = out.stat()
+        out.write_text(stdout)
+        os.utime(out, (stat.st_atime, stat.st_mtime))
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    forwarder = Forwarder(settings_for(layout, grace=5, schedd=SCHEDD), JsonLinesStoreExporter(tmp_path / "store"),
+                          ledger, reconcile=store_span_ids(tmp_path / "store"), table=TableSink(tmp_path / "table", ledger))
+    assert forwarder.run_once().table_rows == 1
+    (row,) = reader.read_rows(tmp_path / "table", "glideins")[0].to_pylist()
+    (job,) = reader.read_rows(tmp_path / "table", "jobs")[0].to_pylist()
+    return row, job
+
+
+def test_forged_node_values_are_refused_and_counted_and_cannot_dominate_a_waste_figure(tmp_path):
+    """Through the real forwarder: HTCondor's run reported as 1e23 s, a job's CPU as Infinity
+    and its RSS as -1. The row's waste figures are those of the honest glidein (its condor
+    span's length stands in), the job's figures are NULL, and the row counts the 3 refused."""
+    honest, honest_job = _forwarded_row(tmp_path / "honest", {"condor.metric.CondorDuration": "10"},
+                                        {"r.utime": "7.5", "job.rss_bytes:i": "1048576"})
+    forged, forged_job = _forwarded_row(tmp_path / "forged", {"condor.metric.CondorDuration": "1e23"},
+                                        {"r.utime": "inf", "job.rss_bytes:i": "-1"})
+    assert honest["implausible_values"] == 0 and honest_job["cpu_user_s"] == 7.5
+    assert honest_job["rss_bytes"] == 1048576
+    assert forged["implausible_values"] == 3
+    assert forged_job["cpu_user_s"] is None and forged_job["rss_bytes"] is None
+    for column in ("gwms_condor_lasted_s", "gwms_lasted_s", "waste_validation_mill", "waste_idle_mill",
+                   "waste_nosuccess_mill", "waste_badput_mill"):
+        assert forged[column] == honest[column], column
+    assert forged["gwms_condor_lasted_s"] == 10 and 0 <= forged["waste_idle_mill"] < 1000
+
+
+BANNERS = ("=== Last script starting Fri Nov 27 10:00:03 UTC 2026 (1795318003) after validating for 3 ===\n"
+           "=== Condor starting Fri Nov 27 10:00:05 UTC 2026 (1795318005) ===\n"
+           "=== Condor ended Fri Nov 27 10:00:15 UTC 2026 (1795318015) after {condor} ===\n"
+           "=== Glidein ending Fri Nov 27 10:00:22 UTC 2026 (1795318022) with code 0 after {glidein} ===\n")
+
+
+def test_a_forged_stdout_count_is_refused_like_a_forged_journal_value(tmp_path):
+    """The returned stdout is the node's too: HTCondor's run and the glidein's life claimed as
+    900,000,000 s (28 years) are refused (the row's own life bounds them) and counted."""
+    honest, _ = _forwarded_row(tmp_path / "honest", {}, {}, BANNERS.format(condor=10, glidein=22))
+    forged, _ = _forwarded_row(tmp_path / "forged", {}, {}, BANNERS.format(condor=900000000, glidein=900000000))
+    assert honest["implausible_values"] == 0 and honest["gwms_condor_lasted_s"] == 10
+    assert forged["implausible_values"] == 2
+    assert forged["gwms_lasted_s"] <= forged["glidein_s"] + 1 and forged["gwms_condor_lasted_s"] == 0
+    assert forged["waste_badput_mill"] <= 1000 and forged["waste_validation_mill"] <= 1000

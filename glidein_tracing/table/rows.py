@@ -2,7 +2,13 @@
 (schema.GLIDEINS, schema.JOBS). Durations are the spans' own (end - start, in seconds), so the
 table agrees with the traces; GlideinWMS's quantities come from gwms.py. The spans are those
 the converter makes for one glidein (root first or not: the root is found by its stage);
-spans of other traces (the user's view of a job) are ignored."""
+spans of other traces (the user's view of a job) are ignored.
+
+Values the node reports (HTCondor's own counts, a job's CPU and memory, the host's size) are
+untrusted: each must be a finite number within the glidein's lifetime or a physical bound
+(``Plausible``), else it is stored as NULL (a duration falls back to its span's length) and
+counted in the row's ``implausible_values``, so a forged value cannot make one row dominate a
+sum or a waste figure."""
 
 from __future__ import annotations
 
@@ -20,6 +26,10 @@ from .schema import GLIDEINS, JOBS, SCHEMA_VERSION, TIMELINE, names
 
 NS = 1_000_000_000
 MESSAGE_CHARS = 1000
+#: physical bounds of one worker node: beyond them a reported value is forged or broken
+MAX_CPUS = 4096                  # logical CPUs
+MAX_MEMORY_BYTES = 1 << 46       # 64 TiB
+MAX_JOB_HISTORY_S = 366 * 86400  # a job's wall time summed over all its runs (RemoteWallClockTime)
 
 #: glidein_config key -> column; the cleanup hook puts each on the root as glidein.setting.<column>
 SETTINGS = {"GLIDEIN_Max_Idle": "max_idle_s", "GLIDEIN_Max_Tail": "max_tail_s",
@@ -150,6 +160,29 @@ def _int32(value) -> int | None:
     return value if type(value) is int and -(1 << 31) <= value < 1 << 31 else None
 
 
+class Plausible:
+    """The checks of node-reported numbers for one glidein, counting what they refuse."""
+
+    def __init__(self, lifetime_s: float):
+        self.lifetime_s = lifetime_s + 1.0     # GlideinWMS truncates both ends to the second
+        self.refused = 0
+
+    def number(self, value, limit: float, minimum: float = 0, integer: bool = False):
+        """``value`` when it is a finite number (an integer if ``integer``) within [minimum,
+        limit] (None stays None), else None, counted."""
+        if value is None:
+            return None
+        kind = type(value)
+        if (kind is int or kind is float and not integer and math.isfinite(value)) and minimum <= value <= limit:
+            return value
+        self.refused += 1
+        return None
+
+    def within_life(self, value):
+        """A duration of this glidein (seconds): at most its lifetime."""
+        return self.number(value, self.lifetime_s)
+
+
 def _instants(us) -> list:
     """TIMESTAMP values (microseconds) as the writer stores them: beyond Arrow's range, NULL."""
     if us and not (-(1 << 63) <= min(us) and max(us) < 1 << 63):
@@ -195,20 +228,24 @@ def _rows(spans, trace_kept: bool) -> tuple[dict, list[tuple]]:
     row.update(zip(_IDENTITY_COLUMNS, map(attrs.get, _IDENTITY_NAMES)))
     row.update(_times(root, by_stage))
     row.update(_outcome(root, attrs, by_stage))
+    plausible = Plausible(row["glidein_s"])
     cpus = attrs.get(c.GLIDEIN_CPUS)   # from the node: untrusted, maybe text or absurd
-    row["cpus"] = cpus if isinstance(cpus, int) and 0 < cpus < 1 << 31 else None
+    row["cpus"] = plausible.number(cpus, MAX_CPUS, 1, integer=True)
     row["gatekeeper"] = attrs.get(c.GLIDEIN_GATEKEEPER)
     jobs = _in_job_order(by_stage.get("job", ()))
     classes = [gwms.job_class(a.get(c.JOB_EXIT_CODE), a.get(c.JOB_EXIT_SIGNAL), a.get(c.JOB_EXIT_BY))
                for _, _, a, _ in jobs]
-    row.update(gwms.quantities(_gwms_run(row, root, by_stage, jobs, classes)))
     row.update(zip(_SETTING_COLUMNS, map(attrs.get, _SETTING_NAMES)))
     resource = root.resource.attributes if root.resource is not None else {}
     row.update({column: resource.get(name, attrs.get(name)) for column, name in _HOST})
+    row["cpu_logical_count"] = plausible.number(row["cpu_logical_count"], MAX_CPUS, 1, integer=True)
+    row["memory_bytes"] = plausible.number(row["memory_bytes"], MAX_MEMORY_BYTES, 1, integer=True)
+    row.update(gwms.quantities(_gwms_run(row, root, by_stage, jobs, classes, plausible)))
     row["sampling_ratio"] = attrs.get(RATIO_ATTRIBUTE)
     row["trace_kept"] = trace_kept
-    job_rows = _job_values(row, by_stage, jobs, classes)
+    job_rows = _job_values(row, by_stage, jobs, classes, plausible)
     row.update(_timeline(job_rows))
+    row["implausible_values"] = plausible.refused
     return row, job_rows
 
 
@@ -265,7 +302,7 @@ def _outcome(root, attrs, by_stage: _Stages) -> dict:
             "incomplete": bool(attrs.get(c.GLIDEIN_INCOMPLETE, False))}
 
 
-def _gwms_run(row, root, by_stage: _Stages, jobs, classes) -> gwms.GlideinRun:
+def _gwms_run(row, root, by_stage: _Stages, jobs, classes, plausible: Plausible) -> gwms.GlideinRun:
     """What GlideinWMS's parser reads: its own reading of the returned stdout where the Factory
     had it (the root's ``glidein.gwms.*``), else the same quantities from the spans
     (docs/glidein-table.md, the table)."""
@@ -276,20 +313,26 @@ def _gwms_run(row, root, by_stage: _Stages, jobs, classes) -> gwms.GlideinRun:
     queues = by_stage.get(c.STAGE_FACTORY_QUEUE)
     factory_s = end // NS - max(queue[1] for queue in queues) // NS if queues else None
     if isinstance(attrs.get(c.GLIDEIN_GWMS_CONDOR_STARTED), bool):
-        return _gwms_read(attrs, factory_s, row, jobs, classes)
+        return _gwms_read(attrs, factory_s, row, jobs, classes, plausible)
     glidein_s = (node_end[1] if node_end else end) // NS - setup[0] // NS if setup else None
     return gwms.GlideinRun(glidein_s=glidein_s, factory_s=factory_s, condor_started=condor is not None,
                            validation_s=_whole(setup) if setup and condor else None,
-                           condor_s=_condor_seconds(condor) if condor else None,
+                           condor_s=_condor_seconds(condor, plausible) if condor else None,
                            summary=_job_summary(row, jobs, classes))
 
 
-def _gwms_read(attrs, factory_s, row, jobs, classes) -> gwms.GlideinRun:
+def _gwms_read(attrs, factory_s, row, jobs, classes, plausible: Plausible) -> gwms.GlideinRun:
     """GlideinWMS's own reading of the glidein's stdout (factory/glidein_stdout.py); the
-    StarterLog summary from the job spans when the stdout held none."""
+    StarterLog summary from the job spans when the stdout held none. The stdout is the
+    node's: a count beyond the glidein's lifetime (jobs' seconds: times its cores) is refused."""
+    cores = row["cpu_logical_count"] or row["cpus"] or MAX_CPUS
+    limits = {c.GLIDEIN_GWMS_JOBS_S: plausible.lifetime_s * cores, c.GLIDEIN_GWMS_JOBS_NR: 1 << 31,
+              c.GLIDEIN_GWMS_GOODZ_S: plausible.lifetime_s * cores,
+              c.GLIDEIN_GWMS_GOODNZ_S: plausible.lifetime_s * cores}
+
     def seconds(name):
         value = attrs.get(name)
-        return value if type(value) is int else None
+        return plausible.number(value, limits.get(name, plausible.lifetime_s)) if type(value) is int else None
     summary = _job_summary(row, jobs, classes)
     if seconds(c.GLIDEIN_GWMS_JOBS_S) is not None:
         summary = gwms.StarterSummary(seconds(c.GLIDEIN_GWMS_JOBS_NR) or 0, seconds(c.GLIDEIN_GWMS_JOBS_S),
@@ -305,16 +348,19 @@ def _job_summary(row, jobs, classes) -> gwms.StarterSummary:
     return gwms.starter_summary([(max(0, _whole(job)), kind) for job, kind in zip(jobs, classes)], row["cpus"])
 
 
-def _condor_seconds(condor) -> int:
+def _condor_seconds(condor, plausible: Plausible) -> int:
     """condor_startup.sh's own count (its record's CondorDuration metric, the "Condor ended
     ... after N" banner), else the length of its record (``condor.duration_s``: the cleanup
     hook's, from tStart to tEnd), else the span truncated to seconds. A record cut by a
-    SIGTERM has no metric: the span may then end with a job HTCondor ended later."""
+    SIGTERM has no metric: the span may then end with a job HTCondor ended later. A count
+    longer than the glidein's life (forged: 1e23) is refused, counted."""
     for name in ("condor.metric.CondorDuration", c.CONDOR_DURATION_S):
         try:
-            return int(condor[2].get(name))
+            value = float(condor[2].get(name))
         except (TypeError, ValueError):
             continue
+        if plausible.within_life(value) is not None:
+            return int(value)
     return _whole(condor)
 
 
@@ -338,16 +384,41 @@ _TIMELINE_SOURCES = itemgetter(*(JOB_COLUMNS.index(name) for name in (
     "started_at", "ended_at", "request_cpus", "failure_domain", "exit_code", "exit_signal", "exit_by")))
 
 
-def _job_values(glidein: dict, by_stage: _Stages, jobs, classes) -> list[tuple]:
-    """Each job's row as a tuple in the jobs dataset's column order."""
+def _job_values(glidein: dict, by_stage: _Stages, jobs, classes, plausible: Plausible) -> list[tuple]:
+    """Each job's row as a tuple in the jobs dataset's column order, the node's figures checked
+    (``_job_figures``)."""
     idle_before = {end: end - start for start, end, _, _ in by_stage.get("idle", ())}
     common = tuple(glidein[k] for k in _JOB_COMMON)
+    cores = glidein["cpu_logical_count"] or glidein["cpus"] or MAX_CPUS
+    memory = glidein["memory_bytes"] or MAX_MEMORY_BYTES
     out = []
     for (start, end, attrs, span), kind in zip(jobs, classes):
         qdate = attrs.get(c.JOB_QDATE)
         idle = idle_before.get(start)
+        wall = (end - start) / NS
+        values = list(map(attrs.get, _JOB_NAMES))
+        _job_figures(values, wall, cores, memory, plausible)
         out.append(_JOB_ORDER((
-            *common, format(span.context.span_id, "016x"), start // 1000, end // 1000, (end - start) / NS,
+            *common, format(span.context.span_id, "016x"), start // 1000, end // 1000, wall,
             (start - qdate * NS) / NS if isinstance(qdate, int) and 0 < qdate * NS <= start else None,
-            None if idle is None else idle / NS, kind, *map(attrs.get, _JOB_NAMES))))
+            None if idle is None else idle / NS, kind, *values)))
     return out
+
+
+_REMOTE_WALL, _CPU_USER, _CPU_SYSTEM, _RSS, _REQUEST_CPUS, _REQUEST_MEMORY = (
+    [column for column, _ in _JOB_ATTRS].index(name) for name in (
+        "remote_wall_s", "cpu_user_s", "cpu_system_s", "rss_bytes", "request_cpus", "request_memory_mb"))
+
+
+def _job_figures(values: list, wall: float, cores: int, memory: int, plausible: Plausible):
+    """A job's node-reported figures (``_JOB_ATTRS`` order) within physical bounds: its summed
+    wall time at most a year, its CPU times at most its wall time (this run's or all runs') on
+    every core of the host, its RSS at most the host's memory, its requests at most a node's."""
+    number = plausible.number
+    remote_wall = values[_REMOTE_WALL] = number(values[_REMOTE_WALL], MAX_JOB_HISTORY_S)
+    cpu_limit = (max(wall, remote_wall or 0) + 1) * cores
+    values[_CPU_USER] = number(values[_CPU_USER], cpu_limit)
+    values[_CPU_SYSTEM] = number(values[_CPU_SYSTEM], cpu_limit)
+    values[_RSS] = number(values[_RSS], memory, integer=True)
+    values[_REQUEST_CPUS] = number(values[_REQUEST_CPUS], MAX_CPUS, integer=True)
+    values[_REQUEST_MEMORY] = number(values[_REQUEST_MEMORY], MAX_MEMORY_BYTES >> 20)

@@ -122,6 +122,8 @@ GLIDEINS: tuple[Column, ...] = _IDENTITY + (
     _c("job_ended_at", "TIMESTAMP[]", "UTC", "each job's end (the jobs' ended_at)"),
     _c("job_request_cpus", "INTEGER[]", "cores", "each job's request_cpus"),
     _c("job_failed", "BOOLEAN[]", "", "each job failed: a failure domain, a non-zero exit code, a signal, or removed, held or evicted"),
+    _c("implausible_values", "INTEGER", "", "values the node reported for the glidein and its jobs that were refused "
+       "(not finite, negative, beyond its lifetime or a node's physical bounds): stored NULL, a duration its span's length"),
 )
 
 #: the glidein row's job timeline (version 2): parallel lists, one element per job
