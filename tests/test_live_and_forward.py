@@ -1,6 +1,6 @@
 """Live export from the node and the Factory forwarder together: every span once.
 
-A simulated glidein (real hooks) exports live at cleanup (mode ``both``), then the Factory
+A simulated glidein (real hooks) exports live (modes ``both`` and ``live``), then the Factory
 forwarder reads its returned stderr and the activity log. The collector must receive each
 span exactly once: the node's stages from the node, the root and the Factory's stages from
 the forwarder.
@@ -45,12 +45,15 @@ def forward_once(tmp_path, layout, scenario, collector, **kwargs):
     return forwarder.run_once()
 
 
-@pytest.mark.parametrize("fail", [False, True], ids=["ok", "validation_failure"])
-def test_node_live_export_and_forwarder_deliver_each_span_once(tmp_path, collector, fail):
+@pytest.mark.parametrize("mode,fail", [("both", False), ("both", True), ("live", False)],
+                         ids=["ok", "validation_failure", "mode_live"])
+def test_node_live_export_and_forwarder_deliver_each_span_once(tmp_path, collector, mode, fail):
+    """Each span id reaches the collector once, so with one content: in both modes the root
+    comes from the forwarder only (it starts at submission, which only the Factory knows)."""
     scenario = Scenario(jobs=[Job(duration_s=0.3, traceparent=USER), Job(duration_s=0.3)],
                         fail_script=("check_wn_drainstate.sh", "WN_Resource") if fail else None,
                         fail_sleep_s=0.2,
-                        knobs={"GLIDEIN_TRACING_EXPORT_MODE": "both", "GLIDEIN_TRACING_ENDPOINT": collector,
+                        knobs={"GLIDEIN_TRACING_EXPORT_MODE": mode, "GLIDEIN_TRACING_ENDPOINT": collector,
                                "GLIDEIN_TRACING_PYTHON": sys.executable,
                                "GLIDEIN_TRACING_SAMPLE_PERIOD": "1"})
     layout, result = run_through_factory(tmp_path, scenario)

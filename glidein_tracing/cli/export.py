@@ -50,8 +50,8 @@ def add_arguments(parser):
                         help="only the stages of a running glidein that ended (setup with its "
                              "validation spans, finished jobs); needs --journal")
     parser.add_argument("--skip-root", action="store_true",
-                        help="leave the root span to the Factory forwarder (export mode 'both': "
-                             "the Factory knows when the glidein was submitted)")
+                        help="leave the root span to the Factory forwarder (the node's live "
+                             "exports: only the Factory knows when the glidein was submitted)")
     parser.add_argument("--sampling-ratio", type=number_in(0, 1), default=None,
                         help="override the sampling ratio the glidein ran with (its journal's "
                              "GLIDEIN_TRACING_SAMPLING_RATIO); failed glideins are always kept")

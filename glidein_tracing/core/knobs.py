@@ -93,10 +93,12 @@ KNOBS = (
          "(user:password@) are sent, never written to the journal or the node's logs."),
     Knob("GLIDEIN_TRACING_EXPORT_MODE", "enum", "forward",
          "live: the node exports each stage as it ends (setup, then each finished job) and the "
-         "rest at cleanup (needs ENDPOINT and a Python with the OTel SDK); forward: spans "
-         "travel home in stderr and the Factory forwarder exports them; both: as live, but the "
-         "root comes from the Factory. Every span goes once: the journal records what the node "
-         "sent, and the forwarder sends the rest.", choices=("live", "forward", "both")),
+         "rest at cleanup (needs ENDPOINT and a Python with the OTel SDK), all but what only "
+         "the Factory knows: the root (it starts at submission), the Factory's stages and each "
+         "user's job.wait, which the Factory forwarder sends; forward: spans travel home in "
+         "stderr and the Factory forwarder exports them; both: the same as live (the name "
+         "earlier releases gave it). Every span goes once, with one content: the journal records "
+         "what the node sent, and the forwarder sends the rest.", choices=("live", "forward", "both")),
     Knob("GLIDEIN_TRACING_EXPORT_TIMEOUT", "int", "5",
          "Upper bound in seconds on each live export from the node (Python check and export, "
          "retries included), with or without timeout(1): at cleanup, and each one the "

@@ -233,11 +233,10 @@ gt_export() {
     # the export's own deadline leaves time for Python to start and exit before the kill
     reserve=$((left / 4))
     [ "$reserve" -le 1000 ] || reserve=1000
-    if [ "$what" = ended ]; then
-        opt=--ended
-    elif [ "$GT_EXPORT_MODE" = both ]; then
-        opt=--skip-root   # mode both: the Factory sends the root (it knows the submission time)
-    fi
+    # the root is the Factory's in both modes: it starts at submission, which only the Factory
+    # knows; the node's own root (from its start) under the same id would be a second content
+    opt=--skip-root
+    [ "$what" != ended ] || opt=--ended
     gt_secs $((left - reserve))
     local export_s=$GT_V
     gt_secs "$left"
