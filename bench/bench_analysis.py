@@ -3,7 +3,7 @@
 bench/README.md).
 
 1. The table: N synthetic glideins (default 1,000,000) written by the numpy generator
-   (glidein_tracing.analysis.synth_table) over ``--days`` day partitions, cached under
+   (glidein_tracing.testing.synth_table) over ``--days`` day partitions, cached under
    ~/.cache/glidein_tracing/bench/table-N-dDAYS-sSEED-vSCHEMA.GENERATOR (generation is not timed against the budget).
 2. The whole analysis in a fresh process, as ``glidein-tracing analyze TABLE --whatif
    --html OUT`` runs it: distributions, waste, analyze_entries, failures with outage windows,
@@ -38,14 +38,14 @@ CACHE = Path(os.path.expanduser("~/.cache/glidein_tracing/bench"))
 
 def table_dir(glideins: int, days: float, seed: int) -> Path:
     """The cached table of these settings, of this schema and generator version."""
-    from glidein_tracing.analysis.synth import GENERATOR_VERSION
+    from glidein_tracing.testing.synth import GENERATOR_VERSION
     from glidein_tracing.table.schema import SCHEMA_VERSION
     return CACHE / f"table-{glideins}-d{days:g}-s{seed}-v{SCHEMA_VERSION}.{GENERATOR_VERSION}"
 
 
 def build_table(glideins: int, days: float, seed: int) -> Path:
-    from glidein_tracing.analysis.synth import SynthConfig
-    from glidein_tracing.analysis.synth_table import write_table
+    from glidein_tracing.testing.synth import SynthConfig
+    from glidein_tracing.testing.synth_table import write_table
     directory = table_dir(glideins, days, seed)
     if not (directory / "glideins").is_dir():
         started = time.time()

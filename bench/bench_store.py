@@ -23,7 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-from glidein_tracing.analysis import synth  # noqa: E402
+from glidein_tracing.testing import synth  # noqa: E402
 from glidein_tracing.core.converter import convert  # noqa: E402
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, Store  # noqa: E402
 from glidein_tracing.core.journal import format_line, parse_lines  # noqa: E402

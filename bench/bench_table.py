@@ -5,7 +5,7 @@
    the table and once without; the rounds alternate the order, the least CPU of each is the
    figure. Target: the table adds at most 5 % to the pass.
 2. Backfill from the embedded store: `glidein-tracing table --store` (table.backfill.from_store)
-   over a synthetic store (glidein_tracing.analysis.synth), spans read per second (wall) and
+   over a synthetic store (glidein_tracing.testing.synth), spans read per second (wall) and
    CPU per span (the main process and its workers). Target: at least 100,000 spans/s.
 3. A busy day's compactions, which a single pass does not reach: ``--day-passes`` passes of
    ``--day-glideins`` glideins each (the pass benchmark's glideins as its forwarder writes
@@ -36,12 +36,12 @@ REPO = Path(__file__).resolve().parents[1]
 from bench.bench_forwarder import build_tree, forwarder_settings, measure, start_sink  # noqa: E402
 from bench.calibration import calibrate  # noqa: E402
 
-from glidein_tracing.analysis import synth  # noqa: E402
+from glidein_tracing.testing import synth  # noqa: E402
 from glidein_tracing.exporters.otlp import make_otlp_exporter  # noqa: E402
 from glidein_tracing.factory.forwarder import Forwarder  # noqa: E402
 from glidein_tracing.factory.ledger import Ledger  # noqa: E402
 from glidein_tracing.table import backfill  # noqa: E402
-from glidein_tracing.table.sink import TableSink  # noqa: E402
+from glidein_tracing.factory.sink import TableSink  # noqa: E402
 
 
 class _Timed:

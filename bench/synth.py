@@ -1,13 +1,13 @@
 """Write synthetic glideins as a glidein table (Parquet, what `glidein-tracing analyze` reads)
 and/or as traces in a store directory (what `show` reads), for trying, testing and benchmarking.
 
-A seeded generator (glidein_tracing.analysis.synth, documented there and in
+A seeded generator (glidein_tracing.testing.synth, documented there and in
 docs/analysis.md) with realistic distributions: queue waits, validation scripts that take
 time and sometimes fail, jobs, idle gaps, and shutdowns by the given GLIDEIN_Max_Idle /
 GLIDEIN_Max_Tail / retire time. The same seed gives the same traces.
 
-The table rows come from the numpy generator (glidein_tracing.analysis.synth_table, a million
-glideins in seconds), the traces from the span generator (glidein_tracing.analysis.synth): the
+The table rows come from the numpy generator (glidein_tracing.testing.synth_table, a million
+glideins in seconds), the traces from the span generator (glidein_tracing.testing.synth): the
 same model and knobs, not the same glideins.
 
 Example:
@@ -20,8 +20,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from glidein_tracing.analysis.synth import SynthConfig, write_store
-from glidein_tracing.analysis.synth_table import write_table
+from glidein_tracing.testing.synth import SynthConfig, write_store
+from glidein_tracing.testing.synth_table import write_table
 
 
 def add_arguments(parser):

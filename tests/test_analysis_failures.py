@@ -10,7 +10,7 @@ from glidein_tracing.analysis import compare, failure_groups, failures, report
 from glidein_tracing.analysis.dataset import open_dataset
 from glidein_tracing.analysis.html import render_html
 from glidein_tracing.analysis.stats import compute_stats
-from glidein_tracing.analysis.synth import Outage, SynthConfig
+from glidein_tracing.testing.synth import Outage, SynthConfig
 from glidein_tracing.cli.main import main
 
 from tests.support.analysis_helpers import glidein_row, trace_id, write_rows, write_synth_table

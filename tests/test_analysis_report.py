@@ -19,7 +19,7 @@ from glidein_tracing.cli.main import main
 from glidein_tracing.exporters.store import Store
 
 from glidein_tracing.core import conventions
-from glidein_tracing.factory.waterfall import render_html
+from glidein_tracing.viewers.waterfall import render_html
 from tests.support.analysis_helpers import (glidein_row, simple_glidein, trace_id, write_rows, write_synth_store,
                                             write_synth_table)
 

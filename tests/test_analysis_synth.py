@@ -6,7 +6,8 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
 
-from glidein_tracing.analysis import histograms, stats, synth, synth_table
+from glidein_tracing.analysis import histograms, stats
+from glidein_tracing.testing import synth, synth_table
 from glidein_tracing.analysis.dataset import open_dataset
 from glidein_tracing.table import aggregates
 

@@ -105,7 +105,7 @@ def test_spans_sent_live_by_the_node_are_not_sent_again(factory, tmp_path):
 
 
 def _export_record(when, state, *span_ids):
-    """A journal line of the node's export record (glidein_tracing.node.live)."""
+    """A journal line of the node's export record (glidein_tracing.core.export_record)."""
     return format_line(when, "export", "-", {"@state": state, "@spans": " ".join(span_ids)})
 
 

@@ -25,7 +25,7 @@ from glidein_tracing.factory.forwarder import Forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 from glidein_tracing.table import gwms, reader
-from glidein_tracing.table.sink import TableSink
+from glidein_tracing.factory.sink import TableSink
 
 from tests.support.factory_builders import settings_for
 from tests.support.hook_support import config_get, fixture_dir, glidein_at_cleanup

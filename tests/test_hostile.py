@@ -22,7 +22,7 @@ from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.core.journal import format_line
 from glidein_tracing.core.sections import JOURNAL_SECTION, encode_section
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
-from glidein_tracing.factory.tree import render
+from glidein_tracing.viewers.tree import render
 
 from tests.support.factory_builders import (
     FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein, settings_for)

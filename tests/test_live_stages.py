@@ -1,4 +1,4 @@
-"""Live export of a glidein's stages as they end (glidein_tracing.node.live, docs/hooks.md).
+"""Live export of a glidein's stages as they end (glidein_tracing.node.live and core.export_record, docs/hooks.md).
 
 What may go out while the glidein runs, and that it is the very span the returned journal
 gives later; the real `glidein-tracing export --ended` sending each stage once over repeated
@@ -17,7 +17,7 @@ from collections import Counter
 
 import pytest
 
-from glidein_tracing.core import ids
+from glidein_tracing.core import export_record, ids
 from glidein_tracing.node import live
 from glidein_tracing.core.converter import convert
 from glidein_tracing.factory.delivery import jaeger_span_ids
@@ -146,8 +146,8 @@ def test_repeated_exports_send_each_stage_once_and_record_it(tmp_path, collector
     assert len(received) == len(set(received)) == len(first) + 1, "a span went twice"
     events, report = read_journal(journal)
     assert report.skipped_total == 0
-    record = live.node_exports(events, convert(events))
-    assert set(record.states.values()) == {live.SENT}
+    record = export_record.node_exports(events, convert(events))
+    assert set(record.states.values()) == {export_record.SENT}
     assert set(record.states) == {s for _, s in received}
     assert g.sid(first_job) in record.states
 
@@ -208,8 +208,8 @@ def test_a_hung_collector_delays_no_job_and_loses_nothing(tmp_path, collector):
     assert any(e.op == "end" and e.key == "glidein" for e in events)
     jobs = {e.key for e in events if e.op == "start" and e.key.startswith("job/")}
     assert len(jobs) == 5 and jobs == {e.key for e in events if e.op == "end" and e.key.startswith("job/")}
-    record = live.node_exports(events, convert(events))
-    assert record.states and live.SENT not in record.states.values()
+    record = export_record.node_exports(events, convert(events))
+    assert record.states and export_record.SENT not in record.states.values()
     notes = [e.fields.get("@msg", "") for e in events if e.op == "note"]
     assert [n for n in notes if n.startswith("live export to")], notes   # at least cleanup's
     stats = forward_once(tmp_path, layout, scenario, collector, reconcile=jaeger_span_ids(collector))

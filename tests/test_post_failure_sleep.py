@@ -15,7 +15,7 @@ from glidein_tracing.factory.delivery import store_span_ids
 from glidein_tracing.factory.forwarder import Forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
-from glidein_tracing.table.sink import TableSink
+from glidein_tracing.factory.sink import TableSink
 
 from tests.support.factory_builders import identity, journal_text, returned_stderr, settings_for
 from tests.support.fixtures import fixture_path

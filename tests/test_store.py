@@ -199,7 +199,7 @@ def test_readers_and_several_writers_at_once_see_whole_traces_each_span_once(tmp
 
 def test_the_synthetic_generator_writes_through_the_stores_own_writer(tmp_path):
     """One writer of the store: synth's lines are indexed as they are written."""
-    from glidein_tracing.analysis import synth
+    from glidein_tracing.testing import synth
     synth.write_store(synth.SynthConfig(glideins=300, seed=2), tmp_path, rotate_bytes=200_000, batch_lines=50)
     store = Store(tmp_path)
     health = store.health()

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from glidein_tracing.analysis import synth
+from glidein_tracing.testing import synth
 from glidein_tracing.analysis.dataset import open_dataset
 from glidein_tracing.exporters.otlp_json import request_from_span_dicts
 from glidein_tracing.exporters.store import read_store

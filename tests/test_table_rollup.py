@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from glidein_tracing.analysis import synth, synth_table
+from glidein_tracing.testing import synth, synth_table
 from glidein_tracing.analysis.dataset import open_dataset
 from glidein_tracing.analysis import entries as analyze_entries
 from glidein_tracing.analysis.stats import aggregate_scans, compute_stats

@@ -271,7 +271,7 @@ def _forwarded_row(tmp_path, condor_fields, job_fields, stdout=None):
     from glidein_tracing.factory.ledger import Ledger
     from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
     from glidein_tracing.table import reader
-    from glidein_tracing.table.sink import TableSink
+    from glidein_tracing.factory.sink import TableSink
     from tests.support.factory_builders import SCHEDD, T0, journal_text, returned_stderr, run_glidein, settings_for
 
     layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_demo_instance", entry="DEMO_ENTRY")

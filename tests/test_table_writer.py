@@ -20,7 +20,7 @@ from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 from glidein_tracing.table import layout as table_layout
 from glidein_tracing.table import reader, writer
-from glidein_tracing.table.sink import TableSink
+from glidein_tracing.factory.sink import TableSink
 
 from tests.support.factory_builders import (
     FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein, settings_for)
@@ -253,7 +253,7 @@ def test_compaction_rewrites_each_row_once_per_level_and_keeps_few_files_per_lev
 
 def test_the_table_setting(tmp_path):
     from glidein_tracing.factory.ledger import Ledger
-    from glidein_tracing.table.sink import NoTable, table_sink
+    from glidein_tracing.factory.sink import NoTable, table_sink
     ledger = Ledger(tmp_path / "state" / "forwarder.sqlite")
     assert isinstance(table_sink("none", tmp_path / "state" / "forwarder.sqlite", ledger), NoTable)
     assert table_sink(None, tmp_path / "state" / "forwarder.sqlite", ledger).directory == \

@@ -11,6 +11,7 @@ One module per concept:
   their core-hours, services' outage windows (planned or not), messages no rule decided;
 - ``compare``: which values are over-represented among failed or slow glideins;
 - ``whatif``: replay of every glidein under other GLIDEIN_Max_Idle / Max_Tail / retire times;
-- ``report``: the analysis document and its terminal summary; ``html``: the HTML page;
-- ``synth`` (traces) and ``synth_table`` (table rows): seeded synthetic glideins.
+- ``report``: the analysis document and its terminal summary; ``html``: the HTML page.
+
+Synthetic glideins to try it on are test support: glidein_tracing/testing/.
 """

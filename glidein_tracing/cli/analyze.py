@@ -67,7 +67,7 @@ def add_arguments(parser):
 def _trace_pages(doc: dict, store_dir: str, html_path: str) -> dict:
     """Waterfall pages of the report's example trace ids that the store holds."""
     from ..exporters.store import Store, StoreError
-    from ..factory.waterfall import render_html
+    from ..viewers.waterfall import render_html
     wanted = {t for o in doc["failures"]["outages"] for t in o["examples"]}
     for key in ("top_messages", "service_outages", "top_unclassified"):
         wanted |= {t for m in doc["failures"][key] for t in m["examples"]}

@@ -200,8 +200,8 @@ def run(args):
     from ..core.ids import GlideinIdentity
     from ..failure_rules.files import RuleBook
     from ..simulator.condor_g import CondorGLog, FactoryLayout
-    from ..factory.tree import render
-    from ..table.sink import TableSink
+    from ..viewers.tree import render
+    from ..factory.sink import TableSink
 
     if args.glideins < 1:
         raise UserError("--glideins must be at least 1")

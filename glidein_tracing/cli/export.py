@@ -5,7 +5,7 @@ while the glidein runs (the stages that ended: live.ended_stages), without it at
 (everything else). It also runs anywhere on a journal left behind (e.g. by a killed glidein)
 or on a returned stderr file holding GlideinTracingJournal sections. With --journal, what
 earlier exports sent (or may have sent) is left out and each export is recorded in the
-journal (live.py), before and after the request, so no span is sent twice. Without
+journal (core/export_record.py), before and after the request, so no span is sent twice. Without
 --endpoint or OTEL_EXPORTER_OTLP_ENDPOINT, spans go to the store. --timeout bounds the whole
 command from its start: each export (the SDK exporter's request timeout and its retries)
 gets only what remains of it. Messages name the endpoint without its credentials. Exit code
@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from ..core import conventions as c
+from ..core import export_record
 from ..node import live
 from ..core.converter import ConversionError, convert
 from ..exporters.otlp import make_otlp_exporter, public_url, sdk_disabled
@@ -126,8 +127,8 @@ def run(args):
         if args.skip_root:
             spans = [s for s in spans if s.parent is not None or s.context.trace_id != root_trace]
         if args.journal:   # what earlier exports sent, or may have sent, is not sent again;
-            exports = live.node_exports(events, spans)   # nor what the Factory makes whole
-            spans = [s for s in spans if live.node_may_send(s) and exports.state(s) is None]
+            exports = export_record.node_exports(events, spans)   # nor what the Factory makes whole
+            spans = [s for s in spans if export_record.node_may_send(s) and exports.state(s) is None]
         if not spans:
             continue
         if deadline - time.monotonic() <= 0:
@@ -135,7 +136,7 @@ def run(args):
             continue
         if args.journal:
             try:
-                live.record(args.journal, live.SENDING, spans, time.time())
+                export_record.record(args.journal, export_record.SENDING, spans, time.time())
             except OSError as exc:   # unrecorded, a span could go twice: leave it to the Factory
                 echo(f"glidein-tracing export: cannot record the export in {args.journal}: {exc}",
                       file=sys.stderr)
@@ -151,7 +152,7 @@ def run(args):
             ok = store.export(spans).name == "SUCCESS"
         if ok and args.journal:
             try:
-                live.record(args.journal, live.SENT, spans, time.time())
+                export_record.record(args.journal, export_record.SENT, spans, time.time())
             except OSError:
                 pass   # left as "sending": the Factory forwarder asks its backend before resending
         failed += not ok

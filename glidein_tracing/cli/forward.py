@@ -80,7 +80,7 @@ def run(args):
     from ..factory.forwarder import Forwarder
     from ..factory import ledger_lock
     from ..factory.ledger import Ledger
-    from ..table.sink import table_sink
+    from ..factory.sink import table_sink
 
     config_file, conf = settings_of(args)
     if args.check_config:

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..core.errors import UserError
 from ..core.terminal import echo, escape
 from ..exporters.store import Store, StoreError, default_store_dir
-from ..factory.tree import render
+from ..viewers.tree import render
 
 
 def add_arguments(parser):
@@ -53,7 +53,7 @@ def run(args):
     if not args.html:
         echo(render(spans))
         return 0
-    from ..factory.waterfall import render_html
+    from ..viewers.waterfall import render_html
     try:
         with open(args.html, "w", encoding="utf-8") as handle:
             handle.write(render_html(spans))

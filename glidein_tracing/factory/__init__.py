@@ -1,1 +1,2 @@
-"""The Factory side: the Condor-G activity log, returned glidein outputs, the forwarder and its ledger, settings and status, the Jaeger query client, the trace tree printer."""
+"""The Factory side: the Condor-G activity log, returned glidein outputs, the forwarder and its
+ledger, its side of the glidein table (sink.py: rows written exactly once), settings and status."""

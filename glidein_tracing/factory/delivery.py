@@ -20,12 +20,12 @@ the pass stops and no glidein is blamed.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 
 from ..core import conventions as c
+from ..core import export_record
+from ..core.crash_points import crash_point
 from ..exporters.result import deliver
-from ..node import live
 from . import ledger as ledger_mod
 from .receipts import delivered, receipts_of
 from .stats import ForwardStats
@@ -68,7 +68,7 @@ class Backend:
 def jaeger_span_ids(query_url: str, timeout_s: float = 10.0):
     """A reconcile function: what Jaeger already holds of a trace, by span id, each with its
     receipt (receipts.py; None if Jaeger cannot tell)."""
-    from .jaeger_query import trace_spans
+    from ..exporters.jaeger_query import trace_spans
 
     def held(trace_id):
         spans = trace_spans(query_url, trace_id, timeout_s)
@@ -100,7 +100,7 @@ class Sender:
         self.exporter = exporter
         self.ledger = ledger
         self.backend = backend
-        self.table = table   # the glidein table (table/sink.py): its rows claimed with "done"
+        self.table = table   # the glidein table (factory/sink.py): its rows claimed with "done"
 
     # -- what the backend has already ------------------------------------------------------
     def not_held(self, trace_id: str | None, spans, stats: ForwardStats) -> list:
@@ -121,22 +121,22 @@ class Sender:
 
     def not_sent_yet(self, gkey, trace_id: str, spans, journal, stats: ForwardStats) -> list:
         """An ended glidein's spans less its Factory stages sent while it ran and less those
-        its node sent live (live.py, read from its ``journal`` events). The journal's word
+        its node sent live (core/export_record.py, read from its ``journal`` events). The journal's word
         alone drops nothing the backend can be asked about: a span it says went out (``sent``
         or ``sending``) is left out when the backend holds it as we would send it. With no
         backend to ask, ``sent`` node stages are left out (else each would arrive twice) but
         never the root (the node's claim cannot drop the glidein's whole trace)."""
         early = self.early_sent(gkey, trace_id, spans, stats)
         spans = [s for s in spans if span_hex(s) not in early]
-        exports = live.node_exports(journal, spans)
+        exports = export_record.node_exports(journal, spans)
         if not exports:
             return spans
         claimed, trusted = {}, set()
         for span in spans:
             state = exports.state(span)
-            if state in live.STATES:   # a job's span may be in its user's trace
+            if state in export_record.STATES:   # a job's span may be in its user's trace
                 claimed.setdefault(format(span.context.trace_id, "032x"), []).append(span)
-                if state == live.SENT and span.attributes.get(c.STAGE) != c.STAGE_GLIDEIN:
+                if state == export_record.SENT and span.attributes.get(c.STAGE) != c.STAGE_GLIDEIN:
                     trusted.add(span_hex(span))
         sent = set()
         for trace_id_of_group, group in claimed.items():
@@ -253,11 +253,3 @@ class Sender:
             self.table.claim([gkey for gkey, _, _ in batch_keys])
         stats.glideins_done += len(batch_keys)
         stats.spans_sent += sum(len(group) for _, group, _ in batch_keys)
-
-
-def crash_point(name: str):
-    """Test hook: GLIDEIN_TRACING_CRASH_AT=<name> kills the forwarder right there (SIGKILL),
-    so tests can prove a restart neither loses nor repeats spans."""
-    if os.environ.get("GLIDEIN_TRACING_CRASH_AT") == name:
-        os.kill(os.getpid(), 9)
-

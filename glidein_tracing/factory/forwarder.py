@@ -29,7 +29,7 @@ from .glidein_stdout import read_stdout_facts, stdout_path
 from .returned import FactoryNames, identity, returned_journal, stderr_path
 from .scanning import scan_logs
 from .settings import ForwarderSettings
-from ..table.sink import NoTable
+from .sink import NoTable
 from .stats import ForwardStats
 from ..core import conventions as c
 
@@ -57,7 +57,7 @@ class Forwarder:
         self.progress = progress
         self.spans = SpanMaker({c.SERVICE_NAME: settings.service_name} if settings.service_name else None,
                                tuple(n for n in settings.redact if n.strip()), settings.site_of_entries())
-        self.table = table or NoTable()   # the glidein table (table/sink.py)
+        self.table = table or NoTable()   # the glidein table (factory/sink.py)
         self.sender = Sender(exporter, ledger, Backend(reconcile), self.table)
         self.failure_attribution = failure_attribution   # failure_rules.attribution.FailureAttribution
 

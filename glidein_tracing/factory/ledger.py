@@ -228,7 +228,7 @@ class Ledger:
     def quarantined(self) -> dict:
         return dict(self.db.execute("SELECT gkey, note FROM glideins WHERE status=?", (QUARANTINED,)))
 
-    # -- the glidein table (table/sink.py): rows owed, then the file named, then written ---
+    # -- the glidein table (factory/sink.py): rows owed, then the file named, then written ---
     # ``table_rows`` keeps a small row per glidein (its claim, file and state); the rows'
     # JSON waits in ``table_pending`` and is deleted once written, so its pages are reused and
     # the ledger grows by about 150 bytes per glidein, not by the rows (a few kB each)

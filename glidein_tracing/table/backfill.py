@@ -237,7 +237,7 @@ def from_jaeger(base_url: str, table_dir, since: dt.date, until: dt.date, *, ser
                 timeout: float = 30.0, fetch=None) -> BackfillReport:
     """The glideins of ``service`` whose traces started from day ``since`` to day ``until``
     (UTC, both included), asked of Jaeger's query API a day at a time."""
-    from ..factory import jaeger_query
+    from ..exporters import jaeger_query
     report = BackfillReport()
     rows = _Rows(table_dir, report)
     day = since

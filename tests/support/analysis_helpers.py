@@ -10,7 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from glidein_tracing.analysis import synth, synth_table, whatif
+from glidein_tracing.analysis import whatif
+from glidein_tracing.testing import synth, synth_table
 from glidein_tracing.core import ids
 from glidein_tracing.table import writer
 from glidein_tracing.table.schema import GLIDEINS, JOBS, SCHEMA_VERSION

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import msgspec
 
-from ..factory.delivery import crash_point
-from . import layout, writer
-from .rows import GLIDEIN_COLUMNS, JOB_COLUMNS, NoGlideinRoot, glidein_values
-from .schema import GLIDEINS_DATASET, JOBS_DATASET
+from ..core.crash_points import crash_point
+from ..table import layout, writer
+from ..table.rows import GLIDEIN_COLUMNS, JOB_COLUMNS, NoGlideinRoot, glidein_values
+from ..table.schema import GLIDEINS_DATASET, JOBS_DATASET
 
 
 class TableSink:
