@@ -6,6 +6,7 @@ span exactly once: the node's stages from the node, the root and the Factory's s
 the forwarder.
 """
 
+import os
 import sys
 
 import pytest
@@ -112,3 +113,85 @@ def test_unreachable_endpoint_loses_nothing_and_changes_nothing(tmp_path, collec
     received = CountingCollector.received
     assert len(received) == len(set(received)), "a span arrived twice"
     assert expected <= {s for _, s in received}, "a span was lost"
+
+
+def forward_cli(tmp_path, layout, scenario, collector, env_extra=None, timeout_s="3"):
+    """The real forward command over the returned outputs, reconciling with the collector;
+    each glidein its own export (batch_spans 1), so a crash falls between glideins too."""
+    import os
+    import subprocess
+    config = tmp_path / "forwarder.yaml"
+    config.write_text("batch_spans: 1\n")
+    return subprocess.run(
+        [sys.executable, "-m", "glidein_tracing", "forward", str(layout.logs), "--factory", scenario.factory,
+         "--schedd", scenario.schedd, "--endpoint", collector, "--query", collector, "--state",
+         str(tmp_path / "ledger.sqlite"), "--table", "none", "--grace", "0", "--config", str(config),
+         "--no-progress", "--timeout", timeout_s],
+        env=dict(os.environ, **(env_extra or {})), capture_output=True, text=True, timeout=120)
+
+
+PHASED_JOB = '''"$GLIDEIN_TRACING_PHASE" unpack -- sleep 0.1
+"$GLIDEIN_TRACING_PHASE" reco -- sleep 0.1
+'''
+
+
+@pytest.fixture
+def two_glideins_with_users_jobs(tmp_path):
+    """Two glideins (real hooks) each running a job of one user's trace with two phases:
+    their spans are in the glideins' traces and in the user's."""
+    layouts = []
+    for proc in (0, 1):
+        scenario = Scenario(proc=proc, jobs=[Job(script=PHASED_JOB, traceparent=USER)])
+        layout, result = run_through_factory(tmp_path / f"g{proc}", scenario)
+        assert result.exit_code == 0, result.stderr()[-2000:]
+        layouts.append(layout)
+    logs = tmp_path / "logs"          # one Factory's client log tree holding both
+    for layout in layouts:
+        for path in layout.logs.rglob("*"):
+            if path.is_file():
+                target = logs / path.relative_to(layout.logs)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with open(target, "ab") as out:
+                    out.write(path.read_bytes())
+                os.utime(target, (path.stat().st_atime, path.stat().st_mtime))
+    return FactoryLayout(logs=logs, instance=scenario.name, entry=scenario.entry, utc_iso=True), scenario
+
+
+def _users_spans(received):
+    return [(t, s) for t, s in received if t == USER.split("-")[1]]
+
+
+@pytest.mark.parametrize("points", [("after_export",), ("after_mark_sending",), ("after_mark_sending", "after_export")])
+def test_a_forwarder_killed_at_each_crash_point_sends_each_span_of_the_users_trace_once(
+        tmp_path, collector, two_glideins_with_users_jobs, points):
+    """Issue 33: reconciling after a crash asked the backend about the glidein's own trace
+    only, so the spans it puts in users' traces (job on glidein, job.wait, phases) came twice."""
+    layout, scenario = two_glideins_with_users_jobs
+    for point in points:
+        crashed = forward_cli(tmp_path, layout, scenario, collector, {"GLIDEIN_TRACING_CRASH_AT": point})
+        assert crashed.returncode == -9, crashed.stderr
+    finished = forward_cli(tmp_path, layout, scenario, collector)
+    assert finished.returncode == 0, finished.stderr
+    assert forward_cli(tmp_path, layout, scenario, collector).returncode == 0
+    received = CountingCollector.received
+    users = _users_spans(received)
+    names = sorted(CountingCollector.arrived[key][1].name for key in set(users))
+    assert names.count("job on glidein") == 2 and names.count("job.wait") == 2
+    assert names.count("unpack") == names.count("reco") == 2          # both jobs' phases
+    assert len(users) == len(set(users)), "a span of the user's trace arrived twice"
+    assert len(received) == len(set(received)), "a span arrived twice"
+
+
+def test_an_export_that_timed_out_after_arriving_is_not_sent_again_in_any_trace(
+        tmp_path, collector, two_glideins_with_users_jobs):
+    layout, scenario = two_glideins_with_users_jobs
+    CountingCollector.answer_after_s = 3.0            # takes the spans, answers after the timeout
+    timed_out = forward_cli(tmp_path, layout, scenario, collector, timeout_s="1")
+    assert timed_out.returncode == 1 and "timed out" in timed_out.stderr
+    assert _users_spans(CountingCollector.received), "nothing of the user's trace arrived"
+    CountingCollector.answer_after_s = 0.0
+    finished = forward_cli(tmp_path, layout, scenario, collector)
+    assert finished.returncode == 0, finished.stderr
+    received = CountingCollector.received
+    assert len(_users_spans(received)) == len(set(_users_spans(received))) > 0
+    assert len(received) == len(set(received)), "a span arrived twice"

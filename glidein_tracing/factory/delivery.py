@@ -4,7 +4,8 @@ backend asked before any resend, one glidein's failure kept from stopping the ot
 Exactly once: the ledger records a batch as ``sending`` (with its span ids) before the
 export and ``done`` after it. Whatever may have arrived is asked of the backend before it is
 sent again (``Backend.held``, the one place that asks, counting a span only when the
-backend's copy says what ours says: receipts.py): a batch a killed forwarder left
+backend's copy says what ours says: receipts.py; each span in its own trace, the glidein's or
+its user's): a batch a killed forwarder left
 ``sending``, an export that timed out or was only partly accepted, a glidein whose earlier
 export failed, the node's live exports that failed or were cut, and the Factory stages of
 running glideins (``sending``, then ``sent``). A backend that cannot say (no ``--query``) gets
@@ -103,9 +104,16 @@ class Sender:
         self.table = table   # the glidein table (factory/sink.py): its rows claimed with "done"
 
     # -- what the backend has already ------------------------------------------------------
-    def not_held(self, trace_id: str | None, spans, stats: ForwardStats) -> list:
-        """``spans`` (of one trace) less those the backend holds as we would send them."""
-        held = self.backend.held(trace_id, spans, stats)
+    def not_held(self, spans, stats: ForwardStats) -> list:
+        """``spans`` less those the backend holds as we would send them, each asked of in its
+        own trace: a glidein's spans are in its trace and in its users' (``job on glidein``,
+        ``job.wait``, phases), and each trace is asked once."""
+        by_trace: dict = {}
+        for span in spans:
+            by_trace.setdefault(span.context.trace_id, []).append(span)
+        held = set()
+        for trace_id, group in by_trace.items():
+            held |= self.backend.held(format(trace_id, "032x"), group, stats)
         return [s for s in spans if span_hex(s) not in held]
 
     def early_sent(self, gkey, trace_id: str, spans, stats: ForwardStats) -> set:
@@ -202,12 +210,12 @@ class Sender:
                     stats.quarantined += 1
                     stats.problem("quarantined")
 
-    def resume(self, gkey, trace_id: str | None, spans, note: str, stats: ForwardStats) -> bool:
+    def resume(self, gkey, spans, note: str, stats: ForwardStats) -> bool:
         """A glidein left ``sending`` (a killed forwarder, a timed-out or partly accepted
         export): send what the backend lacks of the spans marked. False: still hung."""
         wanted = set(self.ledger.pending_spans(gkey))
         spans = [s for s in spans if not wanted or span_hex(s) in wanted]
-        spans = self.not_held(trace_id, spans, stats)
+        spans = self.not_held(spans, stats)
         return self._send([(gkey, spans, note)], stats)[0] != MAYBE_SENT
 
     def _send(self, batch_keys, stats: ForwardStats):

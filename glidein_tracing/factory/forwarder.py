@@ -98,7 +98,7 @@ class Forwarder:
                 with self.ledger.transaction():
                     self.ledger.mark_skipped(gkey, note)
                 continue
-            if not self.sender.resume(gkey, row["trace_id"], spans, note, stats):
+            if not self.sender.resume(gkey, spans, note, stats):
                 return False
         return True
 
@@ -158,7 +158,7 @@ class Forwarder:
                 bar.update(1)
                 continue
             if spans and rows[gkey]["trace_id"]:  # tried before: some may have arrived
-                spans = self.sender.not_held(rows[gkey]["trace_id"], spans, stats)
+                spans = self.sender.not_held(spans, stats)
             batch.extend(spans)
             batch_keys.append((gkey, spans, note))
             if len(batch) >= self.batch_spans:

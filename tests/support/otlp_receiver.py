@@ -1,6 +1,8 @@
 """A loopback OTLP/HTTP receiver for tests: counts every span id it receives (and keeps each
 span with when it arrived), and answers a Jaeger-like /api/traces/{id} so the forwarder can
-reconcile. ``up`` switches it between answering and refusing (503), to play a collector outage."""
+reconcile. ``up`` switches it between answering and refusing (503), to play a collector outage;
+``answer_after_s`` keeps it from answering an export it took for so long, to play an export
+that timed out after the spans arrived."""
 
 import json
 import threading
@@ -19,6 +21,7 @@ class CountingCollector(BaseHTTPRequestHandler):
     arrived: dict = {}      # (trace id, span id) hex -> (epoch seconds, the OTLP span) of its last arrival
     headers_seen: list = []
     up = True
+    answer_after_s = 0.0
 
     def do_POST(self):
         CountingCollector.headers_seen.append({k.lower(): v for k, v in self.headers.items()})
@@ -35,6 +38,7 @@ class CountingCollector(BaseHTTPRequestHandler):
                     key = (span.trace_id.hex(), span.span_id.hex())
                     CountingCollector.received.append(key)
                     CountingCollector.arrived[key] = (time.time(), span)
+        time.sleep(CountingCollector.answer_after_s)
         self.send_response(200)
         self.end_headers()
 
@@ -77,6 +81,7 @@ def counting_collector():
     CountingCollector.arrived = {}
     CountingCollector.headers_seen = []
     CountingCollector.up = True
+    CountingCollector.answer_after_s = 0.0
     server = ThreadingHTTPServer(("127.0.0.1", 0), CountingCollector)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
