@@ -14,10 +14,11 @@ import pytest
 
 from glidein_tracing.node import live
 from glidein_tracing.core.converter import convert
-from glidein_tracing.core.journal import read_journal
+from glidein_tracing.core.journal import format_line, parse_lines, read_journal
 from glidein_tracing.simulator import Job, Scenario, simulate_glidein
 
 from tests.support.hook_support import HOOKS
+from tests.support.journal_builders import root_lines
 from tests.support.otlp_receiver import CountingCollector, counting_collector
 from tests.support.span_nesting import outside_parent
 
@@ -137,7 +138,9 @@ def test_phases_appear_in_the_users_trace_with_the_ids_the_command_gave(phased_g
     user = _phase_spans(spans, USER_TRACE)
     names = {s.name: s for s in user}
     assert set(names) == {"reco", "unpack", "merge", "fit"}
-    assert names["reco"].parent.span_id == int(USER_SPAN, 16)
+    (on_glidein,) = [s for s in spans if s.name == "job on glidein"]
+    assert names["reco"].parent.span_id == on_glidein.context.span_id and not names["reco"].parent.is_remote
+    assert on_glidein.parent.span_id == int(USER_SPAN, 16)
     assert names["unpack"].parent.span_id == names["reco"].context.span_id
     # the user's own OTel program, run inside the phase "fit", exported under the phase's id
     theirs = [span for (trace, _sid), (_t, span) in received.items() if trace == USER_TRACE]
@@ -305,3 +308,30 @@ def test_each_job_gets_its_own_copy_of_the_command_in_its_scratch_dir(phased_gli
     config = (result.work_dir / "condor_config").read_text()
     assert f'GLIDEIN_TRACING_PHASE="{result.work_dir}/glidein_tracing/phase"' in config
     assert os.access(result.work_dir / "glidein_tracing" / "phase", os.X_OK)
+
+
+def test_jobs_sharing_one_traceparent_keep_their_phases_under_their_own_job_in_the_users_trace():
+    """jobsub_lite gives every job of a submission the same TRACEPARENT: in the user's trace
+    each job's phases hang under that job's own span (``job on glidein``), not side by side
+    under the user's span."""
+    lines = root_lines(1000.0) + [format_line(1010, "start", "condor", {"@stage": "condor.start", "@name": "condor"})]
+    for n in range(3):
+        job = f"job/s#1.{n}#9"
+        lines += [format_line(1011 + 10 * n, "start", job, {"@stage": "job", "@name": "job", "@parent": "condor"},
+                              links=[USER_TP])]
+        for p, name in enumerate(("reco", "merge")):
+            sid = f"{n:02x}{p:02x}" + "c" * 12
+            fields = {"@name": name, "@phase.trace": USER_TRACE, "@phase.parent": USER_SPAN}
+            lines += [format_line(1012 + 10 * n + 3 * p, "start", f"phase/{sid}/{job}", fields),
+                      format_line(1014 + 10 * n + 3 * p, "end", f"phase/{sid}/{job}", {"@status": "OK"})]
+        lines += [format_line(1019 + 10 * n, "end", job, {"job.exit_by": "exit", "job.exit_code:i": "0"})]
+    lines += [format_line(1050, "end", "condor", {}), format_line(1051, "end", "glidein", {})]
+    spans = convert(*parse_lines("".join(lines).encode()))
+    on_glidein = {s.links[0].context.span_id: s for s in spans if s.name == "job on glidein"}
+    assert len(on_glidein) == 3
+    user_phases = _phase_spans(spans, USER_TRACE)
+    assert len(user_phases) == 6
+    for phase in user_phases:
+        job_span_id = int(phase.attributes["glidein.job_span_id"], 16)
+        assert phase.parent.span_id == on_glidein[job_span_id].context.span_id
+        assert on_glidein[job_span_id].start_time <= phase.start_time <= phase.end_time <= on_glidein[job_span_id].end_time

@@ -18,7 +18,7 @@ from .. import conventions as c
 from .. import ids, log_tail, redaction, resources
 from .draft import ROOT, Draft, SpanDraft
 from .readable_span import local_parent, ns, readable_span, remote_context, within_otlp
-from .user_view import job_view_span_ids, user_trace_spans
+from .user_view import job_on_glidein_id, job_view_span_ids, user_trace_spans
 
 _STATUS = {"OK": Status(StatusCode.OK), "UNSET": Status(StatusCode.UNSET)}   # immutable, shared
 
@@ -37,7 +37,7 @@ def build(draft: Draft, resource_defaults: dict) -> list[ReadableSpan]:
     phases = draft.phases
     if phases.jobs:
         phases.prepare(draft.trace_id, {k: (span_ids[k], draft.spans[k].links) for k in draft.keys_starting("job/")},
-                       span_ids.values(), job_view_span_ids)
+                       span_ids.values(), job_view_span_ids, job_on_glidein_id)
     built = {}
     for key, span in draft.spans.items():
         parent_key = span.parent if span.parent in draft.spans else (None if key == ROOT else ROOT)

@@ -3,10 +3,10 @@
 The phase command (node/hooks/gconditional_TRACING_phase.sh) spools phases in the job's scratch
 dir; the job-exit hook copies them into the journal on keys ``phase/<span id>/<job key>``
 (docs/journal.md). Each phase becomes a span twice: under the glidein's ``job`` span in the
-glidein's trace, and under the user's own span in the user's trace (the job's
-``TRACEPARENT``), with the very span id the phase command gave the command in its
-TRACEPARENT, so that a phase inside it, or the user's own OpenTelemetry program, parents
-correctly. A job with no context of its own ran under the glidein's job span: its phases
+glidein's trace, and in the user's trace (the job's ``TRACEPARENT``) under the job's own
+span there (``job on glidein``, user_view.py: jobs sharing one TRACEPARENT keep their phases
+apart), with the very span id the phase command gave the command in its TRACEPARENT, so that
+a phase inside it, or the user's own OpenTelemetry program, parents correctly. A job with no context of its own ran under the glidein's job span: its phases
 are one span each, in the glidein's trace, with those ids.
 
 Everything here comes from a user job, which may forge anything: a phase counts only when
@@ -87,6 +87,7 @@ class PhaseCollector:
         self.jobs: dict[str, _Job] = {}
         self.contexts: dict[str, _Context] = {}
         self.trace_id = ""
+        self.view_parent: Callable[[str, str, str], int] = lambda *_: 0
 
     # -- reading ---------------------------------------------------------------------
     def take(self, event) -> bool:
@@ -127,13 +128,15 @@ class PhaseCollector:
 
     # -- checking --------------------------------------------------------------------
     def prepare(self, trace_id: str, jobs: dict, taken_ids,
-                view_ids: Callable[[str, str, str], set]) -> None:
+                view_ids: Callable[[str, str, str], set], view_parent: Callable[[str, str, str], int]) -> None:
         """``jobs``: job key -> (its span id in the glidein's trace, its links: the user's
         TRACEPARENT first); ``taken_ids``: every span id of the glidein's trace;
         ``view_ids(glidein trace, job key, user trace)``: the span ids the converter gives the
-        job's own spans in its user's trace (user_view.py): a phase must not take one. Keeps the
-        phases that belong where they claim to."""
+        job's own spans in its user's trace (user_view.py): a phase must not take one;
+        ``view_parent`` (same arguments): the job's own span there, its phases' parent. Keeps
+        the phases that belong where they claim to."""
         self.trace_id = trace_id
+        self.view_parent = view_parent
         # span ids already taken in each trace a phase may land in: the glidein's spans, and in
         # a user's trace the spans the converter gives its jobs there; then each kept phase's
         taken = {trace_id: set(taken_ids)}
@@ -242,8 +245,10 @@ class PhaseCollector:
         if not context.user:
             return [make(glidein, int(phase.span_id, 16), glidein_parent, {})]
         user_trace = int(context.trace, 16)
-        user_parent = (remote_context(user_trace, int(phase.parent, 16), context.flags)
-                       if phase.parent == context.span else local_parent(user_trace, int(phase.parent, 16)))
+        # in the user's trace a job's own phases hang under that job's span there (``job on
+        # glidein``): jobs sharing one TRACEPARENT keep their phases apart
+        user_parent = local_parent(user_trace, self.view_parent(self.trace_id, key, context.trace)
+                                   if phase.parent == context.span else int(phase.parent, 16))
         to_user = Link(remote_context(user_trace, int(phase.span_id, 16), TraceFlags.SAMPLED),
                        {c.GLIDEIN_LINK_KIND: c.LINK_USER_PHASE,
                         c.TRACEPARENT: ids.format_traceparent(context.trace, phase.span_id)})

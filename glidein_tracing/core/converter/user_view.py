@@ -30,7 +30,7 @@ JOB_VERDICT = (c.JOB_FAILURE_DOMAIN, c.JOB_FAILURE_EVIDENCE, c.JOB_FAILURE_RULE,
 USER_VIEW_EVENTS = frozenset({c.JOB_PHASE_MARK, c.JOB_LOG_TAIL})
 
 
-def _on_glidein_id(glidein_trace: str, job_key: str, user_trace: str) -> int:
+def job_on_glidein_id(glidein_trace: str, job_key: str, user_trace: str) -> int:
     """The span id of a job's ``job on glidein`` in its user's trace."""
     return ids.span_id_int(user_trace, f"glidein/{glidein_trace}/{job_key}")
 
@@ -43,7 +43,7 @@ def _wait_id(glidein_trace: str, job_key: str, user_trace: str) -> int:
 def job_view_span_ids(glidein_trace: str, job_key: str, user_trace: str) -> set:
     """The span ids this module gives a job's own spans in its user's trace (the job's
     phases must not take one: phases.py)."""
-    return {_on_glidein_id(glidein_trace, job_key, user_trace), _wait_id(glidein_trace, job_key, user_trace)}
+    return {job_on_glidein_id(glidein_trace, job_key, user_trace), _wait_id(glidein_trace, job_key, user_trace)}
 
 
 def user_trace_spans(draft: Draft, built: dict, resource: Resource) -> list[ReadableSpan]:
@@ -87,7 +87,7 @@ def _job_on_glidein(draft: Draft, key_span: SpanDraft, job: ReadableSpan, where:
     user_trace = format(parent.trace_id, "032x")
     return readable_span(
         name=c.SPAN_JOB_ON_GLIDEIN, resource=resource, trace_id=parent.trace_id,
-        span_id=_on_glidein_id(draft.trace_id, key_span.key, user_trace),
+        span_id=job_on_glidein_id(draft.trace_id, key_span.key, user_trace),
         parent=parent, status=job.status, start_ns=job.start_time, end_ns=job.end_time,
         attributes=draft.scrub(attrs), links=[back],
         events=[e for e in job.events if e.name in USER_VIEW_EVENTS])
