@@ -184,7 +184,7 @@ def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = 
     if missing:
         raise DatasetError(f"the glidein files lack {', '.join(missing)}: not a glidein table this version reads")
     data.versions = sorted(set(glideins.versions.values()))
-    if conditions and not con.execute("SELECT 1 FROM glideins LIMIT 1").fetchone():
+    if conditions and not con.execute("SELECT 1 FROM glideins LIMIT 1").fetchall():   # fetched whole: the connection goes on
         raise DatasetError(_nothing_matches(con, glideins, entries, sites, paths))
     return data
 
