@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from glidein_tracing.core.progress import bar, on_terminal
 from glidein_tracing.testing.synth import SynthConfig, write_store
 from glidein_tracing.testing.synth_table import write_table
 
@@ -42,6 +43,7 @@ def add_arguments(parser):
     parser.add_argument("--skew-rate", type=float, default=0.0, help="share of nodes with a skewed clock")
     parser.add_argument("--fragment-rate", type=float, default=0.0,
                         help="share of traces whose Factory spans are written much later")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar (there is none off a terminal)")
 
 
 def main(argv=None) -> int:
@@ -60,11 +62,14 @@ def main(argv=None) -> int:
                       retire_spread=args.retire_spread, validation_failure_rate=args.validation_failure_rate,
                       job_failure_rate=args.job_failure_rate, kill_rate=args.kill_rate, skew_rate=args.skew_rate,
                       fragment_rate=args.fragment_rate, period_s=args.days * 86400.0)
+    shown = on_terminal(args.quiet)
     if args.table:
-        counts = write_table(cfg, args.table)
+        with bar(cfg.glideins, desc=f"table {args.table}", unit="glidein", enabled=shown, unit_scale=True) as done:
+            counts = write_table(cfg, args.table, progress=done)
         print(f"wrote {counts['glideins']} glideins ({counts['jobs']} jobs, {counts['files']} files) to {args.table}")
     if args.store:
-        counts = write_store(cfg, args.store)
+        with bar(cfg.glideins, desc=f"store {args.store}", unit="glidein", enabled=shown, unit_scale=True) as done:
+            counts = write_store(cfg, args.store, progress=done)
         print(f"wrote {counts['glideins']} glideins ({counts['spans']} spans, {counts['lines']} lines) to {args.store}")
     return 0
 

@@ -16,6 +16,7 @@ import datetime as dt
 import sys
 from pathlib import Path
 
+from ..core.progress import on_terminal
 from .main import UserError
 
 
@@ -32,6 +33,7 @@ def add_arguments(parser):
     parser.add_argument("--until", metavar="YYYY-MM-DD", help="with --jaeger: last day (default: today)")
     parser.add_argument("--service", default="glidein", help="with --jaeger: the glideins' service.name")
     parser.add_argument("--timeout", type=float, default=30.0, help="with --jaeger: seconds per request")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar (there is none off a terminal)")
 
 
 def _day(text: str | None, name: str) -> dt.date:
@@ -48,8 +50,9 @@ def run(args):
         if not Path(args.table).is_dir():
             raise UserError(f"{args.table}: no such table directory")
         return _check(args.table)
+    progress = on_terminal(args.quiet)
     if args.rollups:
-        return _rollups(args.table)
+        return _rollups(args.table, progress)
     if args.jaeger:
         if not args.since:
             raise UserError("--jaeger needs --since YYYY-MM-DD (the first day to read)")
@@ -57,14 +60,14 @@ def run(args):
         if until < since:
             raise UserError(f"--until {until} is before --since {since}")
         report = backfill.from_jaeger(args.jaeger, args.table, since, until, service=args.service,
-                                      timeout=args.timeout)
+                                      timeout=args.timeout, progress=progress)
     else:
         from ..exporters.store import default_store_dir
         store = args.store or default_store_dir()
         if not Path(store).is_dir():
             raise UserError(f"{store}: no such store directory")
         try:
-            report = backfill.from_store(store, args.table)
+            report = backfill.from_store(store, args.table, progress=progress)
         except reader.TableError as exc:
             raise UserError(str(exc)) from None
     for problem in report.problems:
@@ -74,12 +77,12 @@ def run(args):
     return 1 if report.problems else 0
 
 
-def _rollups(table) -> int:
+def _rollups(table, progress: bool) -> int:
     from ..table import backfill, reader
     if not Path(table).is_dir():
         raise UserError(f"{table}: no such table directory")
     try:
-        written, kept, problems = backfill.missing_rollups(table)
+        written, kept, problems = backfill.missing_rollups(table, progress)
     except reader.TableError as exc:
         raise UserError(str(exc)) from None
     for problem in problems:

@@ -46,7 +46,8 @@ class _Silent:
         self.close()
 
 
-def bar(total=None, *, desc: str, unit: str = "it", enabled: bool = True, unit_scale: bool = False):
+def bar(total=None, *, desc: str, unit: str = "it", enabled: bool = True, unit_scale: bool = False,
+        bar_format: str | None = None):
     """A tqdm bar on stderr (``update(n)``, ``close()``, a context manager) when ``enabled``
     and tqdm is installed; else one that shows nothing. Cleared when closed."""
     if not enabled:
@@ -56,7 +57,7 @@ def bar(total=None, *, desc: str, unit: str = "it", enabled: bool = True, unit_s
     except ImportError:
         return _Silent()
     return tqdm(total=total, desc=desc, unit=unit, unit_scale=unit_scale, leave=False, file=sys.stderr,
-                dynamic_ncols=True)
+                dynamic_ncols=True, bar_format=bar_format)
 
 
 class Stages:
@@ -64,7 +65,8 @@ class Stages:
     ticking while a stage runs: a stage is often one SQL query, which says nothing as it goes."""
 
     def __init__(self, total: int, *, desc: str, enabled: bool = True, tick_s: float = 1.0):
-        self.bar = bar(total, desc=desc, unit="stage", enabled=enabled)
+        self.bar = bar(total, desc=desc, unit="stage", enabled=enabled,
+                       bar_format="{desc}: {bar} stage {n_fmt}/{total_fmt}, {elapsed}{postfix}")
         self._stop = threading.Event()
         self._ticker = None
         if not isinstance(self.bar, _Silent):

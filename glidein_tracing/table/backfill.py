@@ -10,6 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.progress import bar
 from . import layout, reader, rollup, writer
 from .readable import decode_line, readable_spans
 from .rows import GLIDEIN_COLUMNS, NoGlideinRoot, glidein_values
@@ -188,11 +189,12 @@ def _read_range(piece) -> _Piece:
     return out
 
 
-def from_store(store_dir, table_dir, *, workers: int | None = None) -> BackfillReport:
+def from_store(store_dir, table_dir, *, workers: int | None = None, progress: bool = False) -> BackfillReport:
     """Every glidein trace of the embedded store. The store is read once, in pieces (in
     ``workers`` processes, default one per core), each worker making its pieces' rows into
     Arrow tables; a trace is complete when it holds as many spans as the store's index counts
-    for it (the rare trace split across pieces is joined here)."""
+    for it (the rare trace split across pieces is joined here). ``progress``: a bar of the
+    store's bytes read (core/progress.py)."""
     import multiprocessing
     import os
     from concurrent.futures import ProcessPoolExecutor
@@ -209,8 +211,12 @@ def from_store(store_dir, table_dir, *, workers: int | None = None) -> BackfillR
     pieces = line_pieces(store_dir, PIECE_BYTES)
     workers = min(workers or os.cpu_count() or 1, len(pieces))
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) if workers > 1 else None
+    shown = bar(sum(p.end - p.start for p in pieces), desc="backfill: store read", unit="B", unit_scale=True,
+                enabled=progress)
     try:
-        for piece in (pool.map(_read_range, pieces) if pool else map(_read_range, pieces)):
+        results = pool.map(_read_range, pieces) if pool else map(_read_range, pieces)
+        for source, piece in zip(pieces, results):
+            shown.update(source.end - source.start)
             report.spans += piece.spans
             report.not_glideins += piece.not_glideins
             report.problems += piece.problems
@@ -224,6 +230,7 @@ def from_store(store_dir, table_dir, *, workers: int | None = None) -> BackfillR
                 if len(split[trace]) >= _WANTED[trace]:
                     rows.add_spans(list(split.pop(trace).values()))
     finally:
+        shown.close()
         if pool is not None:
             pool.shutdown()
         _WANTED.clear()
@@ -234,25 +241,28 @@ def from_store(store_dir, table_dir, *, workers: int | None = None) -> BackfillR
 
 
 def from_jaeger(base_url: str, table_dir, since: dt.date, until: dt.date, *, service: str = "glidein",
-                timeout: float = 30.0, fetch=None) -> BackfillReport:
+                timeout: float = 30.0, fetch=None, progress: bool = False) -> BackfillReport:
     """The glideins of ``service`` whose traces started from day ``since`` to day ``until``
-    (UTC, both included), asked of Jaeger's query API a day at a time."""
+    (UTC, both included), asked of Jaeger's query API a day at a time (``progress``: a bar of
+    the days)."""
     from ..exporters import jaeger_query
     report = BackfillReport()
     rows = _Rows(table_dir, report)
     day = since
-    while day <= until:
-        start = dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc).timestamp()
-        for spans in jaeger_query.iter_traces(base_url, service, start, start + 86400, report.problems,
-                                              timeout=timeout, fetch=fetch):
-            report.spans += len(spans)
-            rows.add_spans(readable_spans(spans))
-        rows.write()
-        day += dt.timedelta(days=1)
+    with bar((until - since).days + 1, desc="backfill: days from Jaeger", unit="day", enabled=progress) as days:
+        while day <= until:
+            start = dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc).timestamp()
+            for spans in jaeger_query.iter_traces(base_url, service, start, start + 86400, report.problems,
+                                                  timeout=timeout, fetch=fetch):
+                report.spans += len(spans)
+                rows.add_spans(readable_spans(spans))
+            rows.write()
+            days.update(1)
+            day += dt.timedelta(days=1)
     return report
 
 
-def missing_rollups(table_dir) -> tuple[int, int, list]:
+def missing_rollups(table_dir, progress: bool = False) -> tuple[int, int, list]:
     """The rollup (rollup.py) of every data file of the table that has none usable: a table
     written before rollups existed, whose ``rollups/`` was deleted, or of an older rollup
     version; pass files included (a compaction removes their rollups with them). Under the
@@ -261,14 +271,16 @@ def missing_rollups(table_dir) -> tuple[int, int, list]:
     import pyarrow.parquet as pq
     written, kept, problems = 0, 0, []
     with layout.locked(Path(table_dir)):
+        lacking = []
         for dataset in DATASETS:
             scan = reader.usable_files(table_dir, dataset)
             have, _ = rollup.usable(scan.files, scan.rows)
             kept += len(have)
             problems += scan.problems
-            for path in scan.files:
-                if path in have:
-                    continue
+            lacking += [(dataset, path) for path in scan.files if path not in have]
+        with bar(len(lacking), desc="rollups", unit="file", enabled=progress) as shown:
+            for dataset, path in lacking:
+                shown.update(1)
                 try:
                     rows = pq.read_table(path, schema=writer.arrow_schema(dataset))
                 except (OSError, ValueError) as exc:

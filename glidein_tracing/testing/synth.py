@@ -404,10 +404,11 @@ def glidein_spans(glidein: SynthGlidein) -> list[dict]:
 
 
 def write_store(cfg: SynthConfig, directory, *, rotate_bytes: int = ROTATE_BYTES,
-                fragment_delay_lines: int = 5000, batch_lines: int = 2000) -> dict:
+                fragment_delay_lines: int = 5000, batch_lines: int = 2000, progress=None) -> dict:
     """Write ``cfg.glideins`` synthetic glideins into a store directory through the store's
     own writer (indexed as it goes; one line each; with ``fragment_rate``, some traces'
-    Factory spans go ``fragment_delay_lines`` later). Returns counts."""
+    Factory spans go ``fragment_delay_lines`` later); ``progress.update(1)`` told of each
+    glidein (core/progress.py's bar). Returns counts."""
     store = Store(directory, rotate_bytes)
     rng = random.Random(f"{cfg.seed}-fragments")
     delayed: list[tuple[int, list]] = []
@@ -432,6 +433,8 @@ def write_store(cfg: SynthConfig, directory, *, rotate_bytes: int = ROTATE_BYTES
         add(spans)
         while delayed and delayed[0][0] <= number:
             add(delayed.pop(0)[1])
+        if progress is not None:
+            progress.update(1)
     for _, factory in delayed:
         add(factory)
     store.append_span_dicts(pending)

@@ -252,9 +252,10 @@ def _arrow(columns: dict, schema_columns):
     return table.replace_schema_metadata({"glidein_tracing.schema_version": str(SCHEMA_VERSION)})
 
 
-def write_table(cfg: SynthConfig, directory, *, chunk_rows: int = CHUNK) -> dict:
+def write_table(cfg: SynthConfig, directory, *, chunk_rows: int = CHUNK, progress=None) -> dict:
     """Write ``cfg.glideins`` glideins (and their jobs) as the glidein table under
-    ``directory``, one file per day and chunk. Returns counts."""
+    ``directory``, one file per day and chunk; ``progress.update(n)`` told of each file's
+    glideins (core/progress.py's bar). Returns counts."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -275,6 +276,8 @@ def write_table(cfg: SynthConfig, directory, *, chunk_rows: int = CHUNK) -> dict
                 pq.write_table(rows, path)
                 rollup.write(rollup.compute(rows, name), path)      # as the writer does for each merged file
                 counts["files"] += 1
+                if progress is not None and name == GLIDEINS_DATASET:
+                    progress.update(rows.num_rows)
         counts["glideins"] += n
         counts["jobs"] += len(jobs["trace_id"])
     return counts
