@@ -17,6 +17,26 @@ def pytest_configure(config):
         "markers",
         "jaeger: needs a real Jaeger v2 (built from the Go module with the machine's Go, cached "
         "outside the repo); skipped when it cannot be had, failed instead under CI=true")
+    jaeger_harness.set_announcer(_past_capture(config))
+
+
+def _past_capture(config):
+    """A writer of lines to the real stderr while pytest captures the tests' output: a
+    Jaeger build of tens of minutes says what it does and where its log is, -s or not."""
+    import sys
+
+    capture = config.pluginmanager.getplugin("capturemanager")
+
+    def write(line: str) -> None:
+        with capture.global_and_fixture_disabled() if capture is not None else _nothing():
+            sys.stderr.write(line)
+            sys.stderr.flush()
+    return write
+
+
+def _nothing():
+    import contextlib
+    return contextlib.nullcontext()
 
 
 _jaeger_failure: list = []

@@ -203,3 +203,40 @@ def test_process_sockets_reads_our_own_listener():
         port = sock.getsockname()[1]
         found = [s for s in jh.process_sockets(os.getpid()) if s.port == port]
     assert [(s.proto, s.address, s.state) for s in found] == [("tcp", "127.0.0.1", "LISTEN")]
+
+
+INNER_SESSION = '''
+from tests.support import jaeger_harness as jh
+
+
+def test_a_build_that_fails(monkeypatch, tmp_path_factory):
+    cache = tmp_path_factory.getbasetemp() / "cache"
+    monkeypatch.setenv("GLIDEIN_TRACING_CACHE", str(cache))
+    for name in ("GLIDEIN_TRACING_JAEGER_BIN", "GLIDEIN_TRACING_JAEGER_BUILD"):
+        monkeypatch.delenv(name, raising=False)
+    go = cache / "go"
+    go.parent.mkdir(parents=True)
+    go.write_text("#!/bin/sh\\necho 'go: no module here' >&2\\nexit 1\\n")
+    go.chmod(0o755)
+    monkeypatch.setattr(jh, "find_go", lambda: str(go))
+    try:
+        jh.ensure_jaeger()
+    except jh.JaegerUnavailable:
+        pass
+'''
+
+
+def test_a_build_says_what_it_does_and_where_its_log_is_past_pytests_capture(tmp_path):
+    """tests/run.sh's first Jaeger build takes tens of minutes: under pytest (no -s), its
+    lines reach stderr, naming the step and the build log."""
+    (tmp_path / "test_inner.py").write_text(INNER_SESSION)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
+                           "--basetemp", str(tmp_path / "base"), str(tmp_path / "test_inner.py")],
+                          cwd=jh.REPO, capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != "CI"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    log = tmp_path / "base" / "cache" / f"jaeger-{jh.JAEGER_VERSION}" / "build.log"
+    lines = done.stderr.splitlines()
+    assert f"jaeger harness: downloading {jh.JAEGER_MODULE}@{jh.JAEGER_VERSION} (log: {log})" in lines, done.stderr
+    assert any(line.startswith("jaeger harness: the build failed after 0 min: cannot download ") for line in lines)
+    assert "go: no module here" in log.read_text()

@@ -73,6 +73,61 @@ class JaegerUnavailable(Exception):
     """Jaeger cannot be built or started here (the reason is the message)."""
 
 
+# ---------------------------------------------------------------------------------------------
+# Telling the person waiting: a cold build takes up to tens of minutes
+
+_announcer = None            # how a line reaches the person (conftest: past pytest's capture)
+BUILD_NEWS_S = 60.0          # while a build runs, a line this often on a terminal ...
+BUILD_NEWS_QUIET_S = 300.0   # ... and this often in a log (CI)
+
+
+def set_announcer(write) -> None:
+    """Lines for the person waiting go through ``write(line)`` (tests/conftest.py passes one
+    that suspends pytest's capture, so they reach the terminal even without ``-s``)."""
+    global _announcer
+    _announcer = write
+
+
+def announce(text: str) -> None:
+    """One line on stderr, for the person waiting on a build (even under pytest)."""
+    line = f"jaeger harness: {text}\n"
+    if _announcer is not None:
+        _announcer(line)
+        return
+    sys.stderr.write(line)
+    sys.stderr.flush()
+
+
+class _BuildNews:
+    """While a build step runs: a line now, then one every so often with the time it has
+    taken and the build log's last line, so a long build is not taken for a hung one."""
+
+    def __init__(self, what: str, doing: str, log_path: Path, started: float):
+        self.what, self.doing, self.log_path, self.started = what, doing, log_path, started
+        self._stop = threading.Event()
+        try:
+            every = BUILD_NEWS_S if sys.__stderr__ is not None and sys.__stderr__.isatty() else BUILD_NEWS_QUIET_S
+        except ValueError:
+            every = BUILD_NEWS_QUIET_S
+        self._thread = threading.Thread(target=self._run, args=(every,), daemon=True)
+
+    def __enter__(self):
+        announce(f"{self.what} (log: {self.log_path})")
+        self._thread.start()
+        return self
+
+    def _run(self, every: float):
+        while not self._stop.wait(every):
+            last = _log_tail(self.log_path, 1).strip()[:120]
+            minutes = (time.monotonic() - self.started) / 60
+            announce(f"still {self.doing}: {minutes:.0f} min so far"
+                     + (f"; log's last line: {last}" if last else "") + f" (log: {self.log_path})")
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
 def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 
@@ -199,7 +254,9 @@ def build_jaeger(dest: Path, *, go: str | None = None, timeout: float | None = N
             f"{JAEGER_MODULE} {JAEGER_VERSION} {JAEGER_SUM}\n"
             f"{JAEGER_MODULE} {JAEGER_VERSION}/go.mod {JAEGER_GOMOD_SUM}\n")
         info_path = work_dir / "download.json"
-        with open(info_path, "w") as info_out:
+        with open(info_path, "w") as info_out, \
+                _BuildNews(f"downloading {JAEGER_MODULE}@{JAEGER_VERSION}", "downloading",
+                           log_path, started):
             try:
                 done = subprocess.run(
                     [go, "mod", "download", "-json", f"{JAEGER_MODULE}@{JAEGER_VERSION}"],
@@ -243,9 +300,11 @@ def build_jaeger(dest: Path, *, go: str | None = None, timeout: float | None = N
         partial = dest.with_name(dest.name + f".partial-{os.getpid()}")
         try:
             stamp = f"-X {JAEGER_MODULE}/internal/version.latestVersion={JAEGER_RELEASE}"
-            _run_go(go, ["build", "-ldflags", stamp, "-o", str(partial), JAEGER_PACKAGE],
-                    work, env, log,
-                    max(1.0, deadline - time.monotonic()))
+            with _BuildNews(f"building Jaeger {JAEGER_RELEASE} with {go} into {dest} (a first build takes "
+                            "10 to 40 minutes)", "building Jaeger", log_path, started):
+                _run_go(go, ["build", "-ldflags", stamp, "-o", str(partial), JAEGER_PACKAGE],
+                        work, env, log,
+                        max(1.0, deadline - time.monotonic()))
             added = set((work_dir / "go.sum").read_text().splitlines()) - \
                 set(trusted.splitlines())
             if added:
@@ -294,14 +353,22 @@ def ensure_jaeger(*, build: bool | None = None) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     # One build at a time (pytest-xdist workers, parallel sessions).
     with open(dest.parent / ".build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            with _BuildNews(f"another process is building Jaeger into {dest}: waiting for it",
+                            "waiting for the other build", dest.parent / "build.log", time.monotonic()):
+                fcntl.flock(lock, fcntl.LOCK_EX)
         if binary_works(dest):
             return dest
+        started = time.monotonic()
         try:
-            build_jaeger(dest)
+            facts = build_jaeger(dest)
         except JaegerUnavailable as exc:
             tail = _log_tail(dest.parent / "build.log")
+            announce(f"the build failed after {(time.monotonic() - started) / 60:.0f} min: {exc}")
             raise JaegerUnavailable(f"{exc}\n--- {dest.parent / 'build.log'} (tail):\n{tail}")
+        announce(f"built {dest} in {facts['build_seconds'] / 60:.1f} min; later sessions reuse it")
     return dest
 
 
