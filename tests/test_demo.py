@@ -113,6 +113,8 @@ def test_links_lead_from_request_to_glidein_to_job_to_user_and_back(demo_store):
             assert view["attributes"]["glidein.site"] == "DEMO_SITE"
         wait = views["job.wait"]
         assert wait["end_ns"] == views["job on glidein"]["start_ns"] and wait["start_ns"] < wait["end_ns"]
+        # the user's trace starts at the submission: the job was queued (QDate) as it was made
+        assert wait["start_ns"] == user_span["start_ns"] <= user_span["end_ns"] < wait["start_ns"] + 10**9
         assert wait["attributes"]["job.wait.glidein"] in ("new", "idle")
         assert wait["attributes"]["job.num_job_starts"] == 0
 

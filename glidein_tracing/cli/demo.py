@@ -116,6 +116,7 @@ class DemoSpans:
             self.providers.append(provider)
             self.tracers[service] = provider.get_tracer("glidein_tracing.demo")
         self.user_roots = {}
+        self.queued = {}   # a user's traceparent -> the QDate the schedd gave the job
 
     def frontend_request(self, glideins: int) -> str:
         """One Frontend cycle with one request for our entry; returns the request's context."""
@@ -133,13 +134,27 @@ class DemoSpans:
                 return traceparent_of(request)
 
     def user_context(self, index: int, job: int) -> str:
-        """A jobsub_lite-like submission of one job: its span's context goes into the job."""
+        """A jobsub_lite-like submission of one job: its span's context goes into the job. The
+        schedd queues the job during the submission: its QDate (whole seconds) is the second
+        the span starts at, so the user's ``job.wait`` begins with ``jobsub_submit``."""
         from frontend_hooks.instrumentor import traceparent_of
         tracer = self.tracers["jobsub_lite"]
-        span = tracer.start_span("jobsub_submit", attributes={"jobsub.group": "demo", "job.index": job})
+        qdate = int(time.time())
+        span = tracer.start_span("jobsub_submit", attributes={"jobsub.group": "demo", "job.index": job},
+                                 start_time=qdate * 1_000_000_000)
         span.end()
         self.user_roots[(index, job)] = span
-        return traceparent_of(span)
+        context = traceparent_of(span)
+        self.queued[context] = qdate
+        return context
+
+    def queue_dates(self, plan) -> None:
+        """Give each job the users submitted its QDate (the simulator's default is when the
+        glidein starts, seconds later: a gap in the user's trace nothing would explain)."""
+        for _, scenario in plan:
+            for job in scenario.jobs:
+                if job.traceparent in self.queued:
+                    job.extra_ad = {**job.extra_ad, "QDate": str(self.queued[job.traceparent])}
 
     def shutdown(self):
         for provider in self.providers:
@@ -220,6 +235,7 @@ def run(args):
     plan = scenarios(args.glideins, demo.user_context, first_cluster=int(time.time()) % 1_000_000)
     for _, scenario in plan:
         scenario.params["GLIDEIN_TRACING_REQUEST_TRACEPARENT"] = request
+    demo.queue_dates(plan)
     # the Factory logs with DEFAULT_USERLOG_FORMAT_OPTIONS = ISO_DATE UTC SUB_SECOND, so the
     # compressed waits of the demo are visible
     layout = FactoryLayout(logs=root / "factory" / "client_logs", instance=INSTANCE, entry=ENTRY,
