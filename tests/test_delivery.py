@@ -99,6 +99,35 @@ def test_a_split_batch_says_which_glidein_went_whole_and_which_in_part():
     assert {t for t, _ in CountingCollector.received} == {TRACE_A, TRACE_B}
 
 
+class RecordsSizes(CountingCollector):
+    """Takes every request and records its body's size."""
+    sizes: list = []
+
+    def do_POST(self):
+        RecordsSizes.sizes.append(int(self.headers["Content-Length"]))
+        self.rfile.read(RecordsSizes.sizes[-1])
+        self.send_response(200)
+        self.end_headers()
+
+
+def test_no_request_above_the_limit_reaches_the_collector():
+    """Whatever the SDK (1.41, Python 3.9's, has no cap of its own): a batch above the limit
+    goes in requests under it, and every glidein arrives whole."""
+    a, b = glidein(TRACE_A), glidein(TRACE_B)
+    limit = encode_spans(a).ByteSize() + 16      # one glidein per request
+    RecordsSizes.sizes = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), RecordsSizes)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        exporter = make_otlp_exporter(f"http://127.0.0.1:{server.server_port}", 10, max_request_bytes=limit)
+        delivery = deliver(exporter, a + b)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert delivery.ok and delivery.delivered == {int(TRACE_A, 16), int(TRACE_B, 16)}
+    assert len(RecordsSizes.sizes) == 2 and max(RecordsSizes.sizes) <= limit, RecordsSizes.sizes
+
+
 def test_the_store_delivers_or_says_why_not(tmp_path):
     exporter = JsonLinesStoreExporter(tmp_path / "store")
     assert deliver(exporter, glidein(TRACE_A)) == Delivery(delivered=frozenset({int(TRACE_A, 16)}))

@@ -27,6 +27,7 @@ pytest.importorskip("opentelemetry.instrumentation.instrumentor")
 from frontend_hooks import REQUEST_TRACEPARENT_PARAM  # noqa: F401  (the package must import)
 from frontend_hooks import conventions as c
 from glidein_tracing.core.ids import parse_traceparent
+from glidein_tracing.failure_rules.classifiers import installed_entry_points
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests" / "support"
@@ -105,8 +106,7 @@ def test_sitecustomize_instruments_the_group_script_run_as_main(tmp_path):
 
 
 def installed_configurator():
-    from importlib.metadata import entry_points
-    return list(entry_points(group="opentelemetry_configurator"))
+    return installed_entry_points("opentelemetry_configurator")
 
 
 def entry_point_dist(tmp_path):

@@ -8,6 +8,7 @@ bound holds even if a connect hangs.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import threading
@@ -26,12 +27,16 @@ TRACES_PATH = "/v1/traces"
 # Jaeger refuses bodies above ~20 MiB and some Collector receivers take less: requests stay
 # under this many bytes (before compression), split by span count until they fit
 DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
+# newer SDK exporters refuse a request above their ``max_request_size``; 1.41 (the last for
+# Python 3.9) has no such cap and would send it: there the size is checked here first
+SDK_REFUSES_LARGE_REQUESTS = "max_request_size" in inspect.signature(OTLPSpanExporter.__init__).parameters
 
 
 class SizeLimitedExporter(DeliveringExporter):
     """Export through ``inner`` (the SDK's OTLP/HTTP exporter: its transport, retries, TLS and
-    OTEL_* handling, and its ``max_request_size``, which refuses to send a larger request) in
-    requests that stay under ``max_request_bytes``.
+    OTEL_* handling, and its ``max_request_size``, which refuses to send a larger request; with
+    an SDK that has none, ``inner_refuses_large=False`` checks the size here) in requests that
+    stay under ``max_request_bytes``.
 
     A batch goes as one request first (encoded once, by the SDK). Only when that fails and the
     batch is larger than the limit is it split: spans packed by trace (one glidein each), a
@@ -39,14 +44,19 @@ class SizeLimitedExporter(DeliveringExporter):
     fit is not sent); sizes are the SDK encoder's own (``encode_spans``). Its ``Delivery``
     says which traces (glideins) of a failed batch went through whole and which in part."""
 
-    def __init__(self, inner: SpanExporter, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES):
+    def __init__(self, inner: SpanExporter, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, *,
+                 inner_refuses_large: bool = True):
         self.inner = inner
         self.max_request_bytes = max_request_bytes
+        self.inner_refuses_large = inner_refuses_large
 
     def deliver(self, spans) -> Delivery:
-        if self.inner.export(spans) is SpanExportResult.SUCCESS:
+        limit = self.max_request_bytes
+        # an inner exporter without the cap is never handed a request above the limit
+        oversize = not self.inner_refuses_large and limit > 0 and self._size(spans) > limit
+        if not oversize and self.inner.export(spans) is SpanExportResult.SUCCESS:
             return Delivery.whole(spans)
-        if len(spans) <= 1 or self.max_request_bytes <= 0 or self._size(spans) <= self.max_request_bytes:
+        if len(spans) <= 1 or limit <= 0 or not (oversize or self._size(spans) > limit):
             return Delivery.refused(spans, "the request was refused")  # not too large: nothing to split
         total = Counter(span.context.trace_id for span in spans)
         accepted: Counter = Counter()
@@ -234,6 +244,7 @@ def make_otlp_exporter(endpoint: str | None, timeout_s: float | None = 5.0,
         kwargs["certificate_file"] = certificate
     if compression:
         kwargs["compression"] = Compression(compression)
-    if max_request_bytes > 0:
+    if max_request_bytes > 0 and SDK_REFUSES_LARGE_REQUESTS:
         kwargs["max_request_size"] = max_request_bytes
-    return BoundedExporter(SizeLimitedExporter(OTLPSpanExporter(**kwargs), max_request_bytes), timeout_s)
+    return BoundedExporter(SizeLimitedExporter(OTLPSpanExporter(**kwargs), max_request_bytes,
+                                               inner_refuses_large=SDK_REFUSES_LARGE_REQUESTS), timeout_s)

@@ -9,6 +9,7 @@ Either way each span is made by the converter's ``stored_span``, the one place s
 from __future__ import annotations
 
 import json
+from typing import Union
 
 import msgspec
 from msgspec import UNSET, Struct, UnsetType
@@ -22,11 +23,12 @@ from ..exporters.otlp_json import flatten_request
 
 class _Value(Struct, frozen=True, gc=False):
     """An AnyValue of one of the kinds the typed path converts; any other kind (array, kvlist,
-    bytes) leaves all four unset and sends the line to the reference path."""
-    stringValue: str | UnsetType = UNSET
-    intValue: int | str | UnsetType = UNSET       # "12" in OTLP JSON
-    doubleValue: float | UnsetType = UNSET
-    boolValue: bool | UnsetType = UNSET
+    bytes) leaves all four unset and sends the line to the reference path. (msgspec evaluates
+    these annotations: ``Union``, as Python 3.9 has no ``X | Y`` of types.)"""
+    stringValue: Union[str, UnsetType] = UNSET
+    intValue: Union[int, str, UnsetType] = UNSET       # "12" in OTLP JSON
+    doubleValue: Union[float, UnsetType] = UNSET
+    boolValue: Union[bool, UnsetType] = UNSET
 
 
 class _KeyValue(Struct, frozen=True, gc=False):
@@ -44,8 +46,8 @@ class _Span(Struct, gc=False):
     spanId: str
     parentSpanId: str = ""
     name: str = ""
-    startTimeUnixNano: int | str = 0
-    endTimeUnixNano: int | str = 0
+    startTimeUnixNano: Union[int, str] = 0
+    endTimeUnixNano: Union[int, str] = 0
     status: _Status = _Status()
     attributes: list[_KeyValue] = []
 

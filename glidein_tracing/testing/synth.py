@@ -55,7 +55,7 @@ NAN = float("nan")
 GENERATOR_VERSION = 3
 
 
-@dataclass(slots=True)
+@dataclass
 class GlideinTimeline:
     """What one synthetic glidein did, in epoch seconds (NaN when it did not happen): what
     ``glidein_spans`` turns into spans."""

@@ -1,6 +1,8 @@
 """Helpers for the glidein table tests: GlideinWMS's Factory view of a glidein's stdout, and
 the spans of a stored trace by stage."""
 
+from __future__ import annotations
+
 import re
 
 from glidein_tracing.table import gwms
