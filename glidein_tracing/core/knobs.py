@@ -121,7 +121,7 @@ KNOBS = (
     Knob("GLIDEIN_TRACING_REDACT", "string", "",
          "Comma-separated extra attribute names whose values are replaced by 'REDACTED'."),
     Knob("GLIDEIN_TRACING_PYTHON", "string", "",
-         "Python (>= 3.10, with opentelemetry-sdk) used for live export on the node; empty: "
+         "Python (>= 3.9, with opentelemetry-sdk) used for live export on the node; empty: "
          "python3 from PATH, if it qualifies. One that does not exist or is not executable is "
          "said once on the glidein's stderr (a WARN line) and in a note; the Factory "
          "forwarder then sends every span."),

@@ -220,9 +220,9 @@ gt_export() {
         probe=$((budget / 2))
         [ "$probe" -le 10000 ] || probe=10000
         gt_secs "$probe"
-        if ! gt_in_dir "$GT_DIR" gt_bounded "$GT_V" "$py" -c 'import sys; assert sys.version_info >= (3, 10); import opentelemetry.sdk; from glidein_tracing import __version__' \
+        if ! gt_in_dir "$GT_DIR" gt_bounded "$GT_V" "$py" -c 'import sys; assert sys.version_info >= (3, 9); import opentelemetry.sdk; from glidein_tracing import __version__' \
                 >/dev/null 2>&1 </dev/null; then
-            gt_note - "live export: $py is not >= 3.10 with opentelemetry-sdk and glidein_tracing (or did not answer in time)"
+            gt_note - "live export: $py is not >= 3.9 with opentelemetry-sdk and glidein_tracing (or did not answer in time)"
             return 3
         fi
         GT_PY_OK=1
