@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# The full test suite, on a fresh machine: make a virtualenv, install the package with its
-# test dependencies, then run pytest (extra arguments are passed to pytest). The Jaeger
-# end-to-end tests build Jaeger with the machine's Go on first use (cached outside the repo).
+# The full test suite, on a fresh machine: for each Python asked for, make a virtualenv, install
+# the package with its test dependencies, then run pytest (extra arguments are passed to
+# pytest). The Jaeger end-to-end tests build Jaeger with the machine's Go on first use (cached
+# outside the repo).
+#
+# GLIDEIN_TRACING_PYTHONS: the interpreters, space-separated (default: python3). Each gets its
+# own virtualenv: .venv for the first, .venv-pyX.Y for the others (e.g. .venv-py3.9), and its
+# own pytest run (once per version); the exit code is the first non-zero one, after every run.
+# GLIDEIN_TRACING_VENV: the first one's virtualenv instead of .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-VENV="${GLIDEIN_TRACING_VENV:-.venv}"
 # the HTML report test renders in headless Chromium (Debian's package); Jaeger is built by
 # the test harness itself with the machine's Go
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -12,10 +17,46 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
         || echo "tests/run.sh: could not install chromium; the report test will say so" >&2
 fi
-PYTHON="${PYTHON:-python3}"
-if [ ! -x "$VENV/bin/python" ]; then
-    "$PYTHON" -m venv "$VENV"
-fi
-"$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet -e '.[test]'
-exec "$VENV/bin/python" -m pytest -ra "$@"
+read -r -a PYTHONS <<< "${GLIDEIN_TRACING_PYTHONS:-${PYTHON:-python3}}"
+status=0
+summary=()
+for index in "${!PYTHONS[@]}"; do
+    python="${PYTHONS[$index]}"
+    if ! version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null); then
+        echo "tests/run.sh: $python is not a runnable Python" >&2
+        summary+=("$python: not found")
+        status=2
+        continue
+    fi
+    if [[ " ${done_versions:-} " == *" $version "* ]]; then
+        continue        # e.g. python3 is 3.9 already
+    fi
+    done_versions="${done_versions:-} $version"
+    if [ "$index" = 0 ]; then venv="${GLIDEIN_TRACING_VENV:-.venv}"; else venv=".venv-py$version"; fi
+    if [ -x "$venv/bin/python" ] && [ "$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" != "$version" ]; then
+        echo "tests/run.sh: $venv is not Python $version: set GLIDEIN_TRACING_VENV, or remove $venv" >&2
+        summary+=("Python $version ($venv): wrong virtualenv")
+        status=2
+        continue
+    fi
+    echo "tests/run.sh: Python $version ($python), virtualenv $venv" >&2
+    started=$SECONDS
+    if ! { [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"; } \
+            || ! "$venv/bin/python" -m pip install --quiet --upgrade pip \
+            || ! "$venv/bin/python" -m pip install --quiet -e '.[test]'; then
+        summary+=("Python $version ($venv): the install failed")
+        status=2
+        continue
+    fi
+    echo "tests/run.sh: installed in $((SECONDS - started)) s" >&2
+    started=$SECONDS
+    if "$venv/bin/python" -m pytest -ra "$@"; then
+        summary+=("Python $version ($venv): passed in $((SECONDS - started)) s")
+    else
+        code=$?
+        summary+=("Python $version ($venv): pytest exit $code after $((SECONDS - started)) s")
+        [ "$status" != 0 ] || status=$code
+    fi
+done
+printf 'tests/run.sh: %s\n' "${summary[@]}" >&2
+exit "$status"
