@@ -76,6 +76,18 @@ def jaeger_query(jaeger):
     return jaeger.query()
 
 
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory):
+    """A copy of the checkout with ``dist/`` holding the wheel the docs' own command built
+    (docs/operators.md, section 1), for the install tests (tests/support/install.py)."""
+    from tests.support import install
+
+    checkout = install.copy_checkout(tmp_path_factory.mktemp("checkout") / "glidein_tracing")
+    block = install.shell_blocks("operators.md", "## 1. Install")[0]
+    install.run_block(block, checkout, {"python3 ": install.this_python() + " "})
+    return checkout
+
+
 @pytest.fixture(autouse=True)
 def every_span_within_its_parent(monkeypatch):
     """Every trace any test makes with the converter (in this process) is checked: each span

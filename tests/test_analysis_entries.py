@@ -66,7 +66,7 @@ def test_the_table_follows_glideinwms_definitions(tmp_path):
 
 
 def _spark():
-    pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'glidein_tracing[spark]')")
+    pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (the [spark] extra)")
     if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
         pytest.skip("Spark needs a Java runtime (java on PATH or JAVA_HOME)")
     from pyspark.sql import SparkSession

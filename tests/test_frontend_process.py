@@ -28,6 +28,7 @@ from frontend_hooks import REQUEST_TRACEPARENT_PARAM  # noqa: F401  (the package
 from frontend_hooks import conventions as c
 from glidein_tracing.core.ids import parse_traceparent
 from glidein_tracing.failure_rules.classifiers import installed_entry_points
+from tests.support import install
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests" / "support"
@@ -158,6 +159,25 @@ def test_opentelemetry_instrument_loads_the_entry_point(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert console_spans(done.stdout) == []
+
+
+def test_the_docs_install_into_the_frontends_python_runs_the_instrumentor(built_wheel, tmp_path):
+    """docs/frontend.md's steps 2 and 3 as written, a fresh virtualenv standing in for EL9's
+    /usr/bin/python3; then a group process under its opentelemetry-instrument, with nothing
+    of the checkout on the path: the instrumentor comes from the installed wheel."""
+    python = install.fresh_python(tmp_path / "frontend-python")
+    install_step, check_step = install.shell_blocks("frontend.md", "## Installing")
+    install.run_block(install_step, built_wheel, {"/usr/bin/python3": install.quoted(python)})
+    install.run_block(check_step, tmp_path, {"sudo -u frontend /usr/bin/python3": install.quoted(python)})
+    work, script, lib = group_process(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_SERVICE_NAME="gwms-frontend", OTEL_TRACES_EXPORTER="console", OTEL_METRICS_EXPORTER="none",
+               OTEL_LOGS_EXPORTER="none", PYTHONPATH=str(lib))
+    done = subprocess.run([str(python.parent / "opentelemetry-instrument"), str(python), str(script), "1",
+                           str(work), "main"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    cycle, _ = check_spans(console_spans(done.stdout), 1)
+    assert cycle["resource"]["attributes"]["service.name"] == "gwms-frontend"
 
 
 def test_the_parameter_name_survives_the_factory_escaping():
