@@ -15,6 +15,7 @@ from glidein_tracing.cli.main import build_parser
 from glidein_tracing.factory import settings
 
 from tests.support.factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
+from tests.support.unprivileged import as_nobody
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 from tests.support.otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
 
@@ -187,12 +188,12 @@ def test_the_otel_timeout_variable_is_finite_or_the_default():
     assert otel_timeout_s({"OTEL_EXPORTER_OTLP_TIMEOUT": "2.5"}) == 2.5
 
 
-def check_config(tmp_path, config_text, user=None):
+def check_config(tmp_path, config_text, unprivileged=False):
     path = tmp_path / "f.yaml"
     path.write_text(f"factory: f\nlogs: [{tmp_path}]\n" + config_text)
     cmd = [sys.executable, "-m", "glidein_tracing", "forward", "--check-config", "--config", str(path)]
-    if user is not None:
-        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"] + cmd
+    if unprivileged:
+        cmd = as_nobody(cmd)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60,
                           env={k: v for k, v in os.environ.items() if not k.startswith("OTEL_")})
 
@@ -214,16 +215,11 @@ def test_check_config_refuses_a_state_or_store_it_cannot_write(tmp_path):
         locked.chmod(0o555)
         (root / "f").mkdir()
         (root / "f").chmod(0o777)
-        user = None
-        if os.geteuid() == 0:
-            if not shutil.which("setpriv"):
-                pytest.skip("needs setpriv to drop root")
-            user = 65534
-        done = check_config(root / "f", f"state: {root / 'f' / 'ledger.sqlite'}\nstore: {locked}/store\n", user)
+        done = check_config(root / "f", f"state: {root / 'f' / 'ledger.sqlite'}\nstore: {locked}/store\n", True)
         assert done.returncode == 2, done.stderr
         assert f"store: {locked}/store cannot be created: {locked} is not writable by this user" in done.stderr
         assert "state:" not in done.stderr
-        good = check_config(root / "f", f"state: {root / 'f' / 'ledger.sqlite'}\nstore: {root / 'f' / 's'}\n", user)
+        good = check_config(root / "f", f"state: {root / 'f' / 'ledger.sqlite'}\nstore: {root / 'f' / 's'}\n", True)
         assert good.returncode == 0 and "settings good" in good.stdout, good.stderr
     finally:
         shutil.rmtree(root)

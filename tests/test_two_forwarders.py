@@ -20,11 +20,11 @@ from glidein_tracing.factory.ledger_lock import lock_path
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
 from tests.support.factory_builders import FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein
+from tests.support.unprivileged import as_nobody
 from tests.support.otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
 
 GLIDEINS = 60
 SPANS_A_GLIDEIN = 5   # root, setup, teardown, factory.submit, factory.queue
-NOBODY = 65534
 
 
 @pytest.fixture
@@ -72,11 +72,7 @@ def stop(proc):
 
 def as_reader(cmd):
     """``cmd`` as a user who may read the tree but write nothing of it (root: drop to nobody)."""
-    if os.geteuid() != 0:
-        return cmd
-    if not shutil.which("setpriv"):
-        pytest.skip("needs setpriv to drop root")
-    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"] + cmd
+    return as_nobody(cmd)
 
 
 def run(cmd):
@@ -95,6 +91,9 @@ def test_a_second_forwarder_refuses_naming_the_first_and_status_still_reads(tree
     root, layout = tree
     ledger = root / "state" / "ledger.sqlite"
     cmd = forward_cmd(layout, ledger, "--endpoint", collector, "--query", collector, "--timeout", "5")
+    status = [sys.executable, "-m", "glidein_tracing", "status", "--state", str(ledger), "--factory", FACTORY,
+              "--schedd", SCHEDD, "--json"]
+    reader_status = as_reader(status)      # before the forwarder starts: it may skip the test
     first = start_following(cmd, ledger)
     try:
         second = run(cmd)
@@ -102,15 +101,13 @@ def test_a_second_forwarder_refuses_naming_the_first_and_status_still_reads(tree
         assert (f"another forwarder is running on {ledger}: pid {first.pid} on host {socket.gethostname()} since "
                 in second.stderr), second.stderr
         assert "Traceback" not in second.stderr
-        status = [sys.executable, "-m", "glidein_tracing", "status", "--state", str(ledger), "--factory", FACTORY,
-                  "--schedd", SCHEDD, "--json"]
-        for who in (status, as_reader(status)):        # beside the forwarder, and as a read-only user
+        for who in (status, reader_status):        # beside the forwarder, and as a read-only user
             done = run(who)
             assert done.returncode == 0 and '"entries"' in done.stdout, done.stderr
     finally:
         stop(first)
     # with no forwarder running (no -shm file beside the ledger), a read-only user still reads
-    done = run(as_reader(status))
+    done = run(reader_status)
     assert done.returncode == 0 and '"entries"' in done.stdout, done.stderr
     # the first one gone (its lock with it), the next one runs
     assert run(cmd).returncode == 0
@@ -134,20 +131,21 @@ def test_show_reads_a_store_a_forwarder_is_writing_also_as_a_read_only_user(tree
     root, layout = tree
     store = root / "store"
     cmd = forward_cmd(layout, store / "forwarder.sqlite", "--store", str(store))
+    show = as_reader([sys.executable, "-m", "glidein_tracing", "show", "--store", str(store)])  # may skip the test
     first = start_following(cmd, store / "forwarder.sqlite")
     try:
         deadline = time.monotonic() + 120
         listed = None
         while time.monotonic() < deadline:
-            listed = run(as_reader([sys.executable, "-m", "glidein_tracing", "show", "--store", str(store), "--list"]))
+            listed = run(show + ["--list"])
             if listed.returncode == 0 and len(listed.stdout.splitlines()) == GLIDEINS:
                 break
             time.sleep(0.5)
         assert listed.returncode == 0 and len(listed.stdout.splitlines()) == GLIDEINS, listed.stderr
         trace = identity(layout, 800, 0).trace_id
-        shown = run(as_reader([sys.executable, "-m", "glidein_tracing", "show", "--store", str(store), trace]))
+        shown = run(show + [trace])
         assert shown.returncode == 0 and f"trace {trace}  ({SPANS_A_GLIDEIN} spans)" in shown.stdout, shown.stderr
     finally:
         stop(first)
-    listed = run(as_reader([sys.executable, "-m", "glidein_tracing", "show", "--store", str(store), "--list"]))
+    listed = run(show + ["--list"])
     assert listed.returncode == 0 and len(listed.stdout.splitlines()) == GLIDEINS, listed.stderr
