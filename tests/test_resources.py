@@ -98,3 +98,32 @@ def test_hostile_folded_fields_are_ignored():
     t.add(*folded(900.0, 700.0))                     # a run that ends before it starts
     t.add(50.0, {"r.rss": "nan", "a.t0": "inf", "a.rss_max": "x"})
     assert t.over(0.0, 1000.0)[RSS_SAMPLED] == 4000 and len(t) == 1
+
+
+def test_the_roots_peak_is_at_least_every_stages_a_job_that_ran_between_readings_included():
+    """The tree's readings (setup's, teardown's) never saw the job: it ran between them. Its
+    peak, HTCondor's (ResidentSetSize, KiB), is the glidein's peak too; a phase's likewise."""
+    from glidein_tracing.core.converter import convert
+    from glidein_tracing.core.journal import format_line, parse_lines
+    from tests.support.journal_builders import root_lines
+    mib = 1024 * 1024
+    lines = root_lines(1000.0) + [  # a reading in setup: 14 MiB
+        format_line(1001, "sample", "-", {"r.rss": str(14 * mib), "r.hwm": str(14 * mib)}),
+        format_line(1010, "end", "setup", {"@status": "OK"}),
+        format_line(1010, "start", "condor", {"@stage": "condor.start", "@name": "condor"}),
+        format_line(1011, "start", "job/s#1.0#9", {"@stage": "job", "@name": "job", "@parent": "condor"}),
+        format_line(1019, "end", "job/s#1.0#9", {"job.exit_by": "exit", "job.exit_code:i": "0",
+                                                 "job.rss_bytes:i": str(28 * mib)}),
+        format_line(1030, "end", "condor", {}),
+        format_line(1031, "start", "teardown", {"@name": "teardown", "@stage": "teardown",
+                                                "r.rss": str(9 * mib), "r.hwm": str(10 * mib)}),
+        format_line(1032, "end", "teardown", {}), format_line(1032, "end", "glidein", {})]
+    spans = convert(*parse_lines("".join(lines).encode()))
+    by_name = {s.name: s.attributes for s in spans}
+    assert by_name["setup"][MAX_RSS] == 14 * mib and by_name["job"][MAX_RSS] == 28 * mib
+    assert by_name["glidein"][MAX_RSS] == 28 * mib
+    assert by_name["glidein"][MAX_RSS_SOURCE] == "job.ResidentSetSize"
+    # without the job the root keeps its own readings' peak and source
+    spans = convert(*parse_lines("".join(line for line in lines if "job/" not in line).encode()))
+    root = next(s for s in spans if s.name == "glidein").attributes
+    assert (root[MAX_RSS], root[MAX_RSS_SOURCE]) == (14 * mib, "proc.vmhwm")

@@ -17,7 +17,7 @@ from opentelemetry.trace.status import Status, StatusCode
 from .. import conventions as c
 from .. import ids, log_tail, redaction, resources
 from .draft import ROOT, Draft, SpanDraft
-from .readable_span import local_parent, ns, readable_span, remote_context, within_otlp
+from .readable_span import local_parent, ns, readable_span, remote_context, with_attributes, within_otlp
 from .user_view import job_on_glidein_id, job_view_span_ids, user_trace_spans
 
 _STATUS = {"OK": Status(StatusCode.OK), "UNSET": Status(StatusCode.UNSET)}   # immutable, shared
@@ -51,8 +51,26 @@ def build(draft: Draft, resource_defaults: dict) -> list[ReadableSpan]:
             parent=local_parent(trace_int, span_ids[parent_key]) if parent_key else None,
             status=_status(span), start_ns=ns(span.start), end_ns=ns(max(span.end, span.start)),
             attributes=_attributes(draft, span, all_clean), events=events, links=_links(draft, span))
-    return (list(built.values()) + phases.spans(built, resource, draft.scrub, draft.limits.max_events)
-            + user_trace_spans(draft, built, resource))
+    phase_spans = phases.spans(built, resource, draft.scrub, draft.limits.max_events)
+    if ROOT in built:
+        built[ROOT] = _root_peak(built[ROOT], list(built.values()) + phase_spans)
+    return list(built.values()) + phase_spans + user_trace_spans(draft, built, resource)
+
+
+def _root_peak(root: ReadableSpan, spans) -> ReadableSpan:
+    """The root's memory peak is at least each of its spans': the tree holds every stage's
+    processes, and a process that ran between two of the root's readings (a job, a phase, a
+    short condor phase) is seen only by its own span's figure (a job's from HTCondor)."""
+    peak, source = root.attributes.get(resources.MAX_RSS), root.attributes.get(resources.MAX_RSS_SOURCE)
+    for span in spans:
+        value = span.attributes.get(resources.MAX_RSS)
+        if span is not root and span.context.trace_id == root.context.trace_id and type(value) is int \
+                and (peak is None or value > peak):
+            # a phase's figure is its own samples' largest VmHWM or tree RSS
+            peak, source = value, span.attributes.get(resources.MAX_RSS_SOURCE, resources.SOURCE_HWM)
+    if peak == root.attributes.get(resources.MAX_RSS):
+        return root
+    return with_attributes(root, {resources.MAX_RSS: peak, resources.MAX_RSS_SOURCE: source})
 
 
 def _resource(draft: Draft, resource_defaults: dict) -> Resource:
