@@ -1,11 +1,10 @@
 """Convert a glidein's span journal and export it (OTLP/HTTP or the embedded store).
 
 Runs on the worker node (bounded by --timeout) when a usable Python exists: with --ended
-while the glidein runs (the stages that ended: live.ended_stages), without it at cleanup
+while the glidein runs (the stages that ended), without it at cleanup
 (everything else). It also runs anywhere on a journal left behind (e.g. by a killed glidein)
-or on a returned stderr file holding GlideinTracingJournal sections. With --journal, what
-earlier exports sent (or may have sent) is left out and each export is recorded in the
-journal (core/export_record.py), before and after the request, so no span is sent twice. Without
+or on a returned stderr file holding GlideinTracingJournal sections. What goes out, and its
+record in the journal (--journal) so that no span is sent twice, is node/export.py's. Without
 --endpoint or OTEL_EXPORTER_OTLP_ENDPOINT, spans go to the store. --timeout bounds the whole
 command from its start: each export (the SDK exporter's request timeout and its retries)
 gets only what remains of it. Messages name the endpoint without its credentials. Exit code
@@ -22,13 +21,11 @@ import time
 from pathlib import Path
 
 from ..core import conventions as c
-from ..core import export_record
-from ..node import live
+from ..node.export import SAMPLED_OUT, UNRECORDED, ExportPolicy, export_glidein
 from ..core.converter import ConversionError, convert
 from ..exporters.otlp import make_otlp_exporter, public_url, sdk_disabled
 from ..exporters.store import JsonLinesStoreExporter
 from ..core.journal import parse_lines, read_journal
-from ..core.sampling import keep_glidein
 from ..core.sections import journal_sections
 from ..core.errors import UserError
 from ..core.inputs import NotAFileError, check_input, read_input
@@ -108,6 +105,19 @@ def run(args):
     failed = 0
     total = 0
     sampled_out = 0
+    policy = ExportPolicy(ended=args.ended, skip_root=args.skip_root, journal=args.journal,
+                          sampling_ratio=args.sampling_ratio)
+
+    def send(spans) -> bool:
+        if store is not None:
+            return store.export(spans).name == "SUCCESS"
+        # one exporter per glidein: the SDK's timeout, its retries included, is what remains
+        exporter = make_otlp_exporter(args.endpoint, deadline - time.monotonic())
+        try:
+            return exporter.export(spans).name == "SUCCESS"
+        finally:
+            exporter.shutdown()
+
     for events, report in glideins:
         if report.skipped_total:
             echo(f"glidein-tracing export: journal: {report.summary()}", file=sys.stderr)
@@ -117,45 +127,14 @@ def run(args):
             echo(f"glidein-tracing export: {exc}", file=sys.stderr)
             failed += 1
             continue
-        if not keep_glidein(spans, args.sampling_ratio, running=args.ended):
+        done = export_glidein(spans, events, policy, send, deadline)
+        if done.outcome == SAMPLED_OUT:
             echo("glidein-tracing export: sampled out (GLIDEIN_TRACING_SAMPLING_RATIO)", file=sys.stderr)
             sampled_out += 1
-            continue
-        root_trace = spans[0].context.trace_id
-        if args.ended:
-            spans = live.ended_stages(spans, events)
-        if args.skip_root:
-            spans = [s for s in spans if s.parent is not None or s.context.trace_id != root_trace]
-        if args.journal:   # what earlier exports sent, or may have sent, is not sent again;
-            exports = export_record.node_exports(events, spans)   # nor what the Factory makes whole
-            spans = [s for s in spans if export_record.node_may_send(s) and exports.state(s) is None]
-        if not spans:
-            continue
-        if deadline - time.monotonic() <= 0:
-            failed += 1
-            continue
-        if args.journal:
-            try:
-                export_record.record(args.journal, export_record.SENDING, spans, time.time())
-            except OSError as exc:   # unrecorded, a span could go twice: leave it to the Factory
-                echo(f"glidein-tracing export: cannot record the export in {args.journal}: {exc}",
-                      file=sys.stderr)
-                failed += 1
-                continue
-        total += len(spans)
-        if store is None:
-            # one exporter per glidein: the SDK's timeout, its retries included, is what remains
-            exporter = make_otlp_exporter(args.endpoint, deadline - time.monotonic())
-            ok = exporter.export(spans).name == "SUCCESS"
-            exporter.shutdown()
-        else:
-            ok = store.export(spans).name == "SUCCESS"
-        if ok and args.journal:
-            try:
-                export_record.record(args.journal, export_record.SENT, spans, time.time())
-            except OSError:
-                pass   # left as "sending": the Factory forwarder asks its backend before resending
-        failed += not ok
+        elif done.outcome == UNRECORDED:
+            echo(f"glidein-tracing export: {done.problem}", file=sys.stderr)
+        total += done.spans
+        failed += done.failed
     if store is not None:
         store.shutdown()
     echo(f"glidein-tracing export: {total} spans to {where or store.directory}"
