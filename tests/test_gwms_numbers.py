@@ -190,3 +190,30 @@ def test_the_documented_condor_start_delay_command_measures_the_recorded_glidein
     out = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["1 job.9.0.out", "0 job.9.2.out"]
+
+
+def test_a_simulated_glidein_with_jobs_has_the_factorys_numbers_with_its_starterlog_summary(tmp_path):
+    """A glidein run by the simulator (real hooks), 2 cores, jobs that succeed and fail,
+    through Condor-G and the forwarder: the StarterLog summary in its stdout (Total, goodZ,
+    goodNZ) gives JobsNr, JobsLasted, JobsGoodput, JobsTerminated as GlideinWMS's."""
+    from glidein_tracing.simulator import Job, Scenario
+    from test_live_and_forward import run_through_factory
+    scenario = Scenario(jobs=[Job(duration_s=2.2), Job(duration_s=1.4, exit_code=2), Job(duration_s=1.2)],
+                        params={"GLIDEIN_CPUS": "2"}, max_tail_s=1.0)
+    layout, result = run_through_factory(tmp_path, scenario)
+    ledger, store = Ledger(tmp_path / "l.sqlite"), tmp_path / "store"
+    forwarder = Forwarder(settings_for(layout, factory=scenario.factory, grace=0), JsonLinesStoreExporter(store),
+                          ledger, reconcile=store_span_ids(store), table=TableSink(tmp_path / "table", ledger),
+                          settle_s=0)
+    assert forwarder.run_once().glideins_done == 1
+    (row,) = reader.read_rows(tmp_path / "table", "glideins")[0].to_pylist()
+    expected = gwms.quantities(factory_view(result.stdout()))
+    assert expected["gwms_jobs_nr"] == 3 and expected["gwms_condor_lasted_s"] >= 5
+    assert {k: row[k] for k in GWMS_COLUMNS} == expected
+    (root,) = [sp for spans in read_store(store).values() for sp in spans if sp["attributes"]["glidein.stage"] == "glidein"]
+    read = {k: v for k, v in root["attributes"].items() if k.startswith("glidein.gwms.")}
+    run = factory_view(result.stdout())
+    assert (read["glidein.gwms.jobs_nr"], read["glidein.gwms.jobs_s"], read["glidein.gwms.goodz_s"],
+            read["glidein.gwms.goodnz_s"]) == tuple(run.summary)
+    assert (read["glidein.gwms.validation_s"], read["glidein.gwms.condor_s"], read["glidein.gwms.glidein_s"]) == \
+        (run.validation_s, run.condor_s, run.glidein_s)

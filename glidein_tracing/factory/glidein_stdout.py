@@ -28,7 +28,8 @@ _MAX_SECONDS = 10**9          # ~31 years: beyond that a number is not a duratio
 _VALIDATION = re.compile(rb"=== Last script starting .* after validating for ([0-9]+) ===")
 _CONDOR_START = re.compile(rb"=== Condor starting.*===")
 _CONDOR_END = re.compile(rb"=== Condor ended.*after ([0-9]+) ===")
-_SLOT_STATS = re.compile(rb"=== Stats of (\S+) ===(.*?)=== End Stats of \S+ ===", re.DOTALL)
+# greedy, as GlideinWMS's: from the first slot's banner to the last slot's end banner
+_SLOT_STATS = re.compile(rb"=== Stats of (\S+) ===(.*)=== End Stats of \S+ ===", re.DOTALL)
 _STATS_LINE = re.compile(rb"Total(.*)jobs ([0-9]+) .*utilization ([0-9]+)")
 _GLIDEIN_END = re.compile(rb"=== Glidein ending .* with code ([0-9]+) after ([0-9]+) ===")
 
@@ -79,8 +80,8 @@ def stdout_facts(text: bytes) -> dict:
 
 
 def _summary(out: dict, text: bytes, at: int) -> int:
-    """The StarterLog summary's Total, goodZ and goodNZ lines (the first of each kind, slots
-    ending in 1 left out); returns where the search goes on."""
+    """The StarterLog summary's Total, goodZ and goodNZ lines (the first of each kind; a block
+    whose first slot ends in 1, a monitoring slot, left out); returns where the search goes on."""
     for block in _SLOT_STATS.finditer(text, at):
         at = block.end()
         if block.group(1).endswith(b"1"):
