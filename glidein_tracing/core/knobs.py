@@ -96,8 +96,8 @@ KNOBS = (
          "rest at cleanup (needs ENDPOINT and a Python with the OTel SDK), all but what only "
          "the Factory knows: the root (it starts at submission), the Factory's stages and each "
          "user's job.wait, which the Factory forwarder sends; forward: spans travel home in "
-         "stderr and the Factory forwarder exports them; both: the same as live (the name "
-         "earlier releases gave it). Every span goes once, with one content: the journal records "
+         "stderr and the Factory forwarder exports them; both: the same as live (in earlier "
+         "releases live also sent the root from the node). Every span goes once, with one content: the journal records "
          "what the node sent, and the forwarder sends the rest.", choices=("live", "forward", "both")),
     Knob("GLIDEIN_TRACING_EXPORT_TIMEOUT", "int", "5",
          "Upper bound in seconds on each live export from the node (Python check and export, "
