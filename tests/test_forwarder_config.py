@@ -190,7 +190,8 @@ def test_the_otel_timeout_variable_is_finite_or_the_default():
 
 def check_config(tmp_path, config_text, unprivileged=False):
     path = tmp_path / "f.yaml"
-    path.write_text(f"factory: f\nlogs: [{tmp_path}]\n" + config_text)
+    (tmp_path / "logs" / "user_fe" / "glidein_v1" / "entry_E1").mkdir(parents=True, exist_ok=True)
+    path.write_text(f"factory: f\nlogs: [{tmp_path / 'logs'}]\n" + config_text)
     cmd = [sys.executable, "-m", "glidein_tracing", "forward", "--check-config", "--config", str(path)]
     if unprivileged:
         cmd = as_nobody(cmd)

@@ -14,9 +14,9 @@ from __future__ import annotations
 import logging
 import signal
 import sys
-from pathlib import Path
 
-from ..core.errors import ConfigError, UserError
+from ..core.errors import ConfigError
+from ..factory import preflight
 from ..core.terminal import echo, log_to_stderr
 from . import setting_flags
 from .setting_flags import add_setting_flags
@@ -42,22 +42,6 @@ def settings_of(args) -> tuple:
     return path, conf
 
 
-def failure_problems(conf) -> list[str]:
-    """What --check-config finds wrong with the failure rules and downtime feeds the settings
-    name, read by the functions the run reads them with (the same bounds, the same cache)."""
-    from ..failure_rules.downtimes import read_downtimes
-    from ..failure_rules.files import check
-    problems = check(conf.failure_rules)[1] if conf.failure_rules else []
-    if conf.downtimes:
-        problems += read_downtimes(conf.downtimes, downtime_cache_of(conf))[1]
-    return problems
-
-
-def downtime_cache_of(conf) -> Path:
-    """Where parsed downtime feeds are kept (beside the ledger), so a large feed is parsed once."""
-    return conf.ledger_path().parent / "downtime-cache"
-
-
 def failure_attribution_of(conf):
     """The failure rules and declared downtimes the settings name (None when neither): a
     downtime file's bad entries are logged, the rest used."""
@@ -66,7 +50,8 @@ def failure_attribution_of(conf):
     from ..failure_rules.downtimes import read_downtimes
     from ..failure_rules.attribution import FailureAttribution
     from ..failure_rules.files import RuleBook
-    downtimes, problems = read_downtimes(conf.downtimes, downtime_cache_of(conf) if conf.downtimes else None)
+    cache = preflight.downtime_cache_of(conf) if conf.downtimes else None
+    downtimes, problems = read_downtimes(conf.downtimes, cache)
     for problem in problems:
         logging.getLogger("glidein_tracing.failure_rules.downtimes").warning("downtime %s", problem)
     rules = RuleBook(conf.failure_rules) if conf.failure_rules else None
@@ -84,15 +69,11 @@ def run(args):
 
     config_file, conf = settings_of(args)
     if args.check_config:
-        problems = conf.path_problems() + failure_problems(conf)
-        if problems:
-            raise ConfigError(problems)
+        preflight.refuse(conf, dry_run=True)
         echo(f"glidein-tracing forward: settings good ({config_file or 'no config file'})")
         return 0
+    preflight.refuse(conf)         # what --check-config finds, but the dry run's own checks
     log_to_stderr("%(asctime)s glidein-tracing forward: %(message)s")
-    for path in conf.logs:
-        if not Path(path).is_dir():
-            raise UserError(f"{path} is not a directory")
     if conf.sends_to_collector():
         exporter = make_otlp_exporter(conf.endpoint, conf.timeout, conf.max_request_bytes, headers=conf.headers,
                                       certificate=conf.certificate, compression=conf.compression)

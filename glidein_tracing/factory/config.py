@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from ..core.inputs import open_input
 from ..core.knobs import BY_NAME, KNOBS, SWITCH
 
 CLEANUP_ATTR = "GLIDEIN_CLEANUP_SCRIPT"
@@ -189,7 +190,8 @@ def _check_scope(where, attrs, files) -> list[Finding]:
 
 def _factory_xml(path):
     try:
-        return ET.parse(str(path)).getroot()
+        with open_input(path) as handle:          # a FIFO would block: refused (core/inputs.py)
+            return ET.parse(handle).getroot()
     except (ET.ParseError, OSError) as exc:
         raise ValueError(f"{path}: cannot be read as XML ({exc})") from exc
 

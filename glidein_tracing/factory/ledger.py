@@ -358,6 +358,21 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
     return db
 
 
+def check_ledger_file(path: Path) -> None:
+    """LedgerError unless ``path`` reads as a forwarder ledger, read as the file is (SQLite's
+    immutable mode, which makes no -wal or -shm file): for --check-config, once it knows no
+    process holds the ledger."""
+    if not path.is_file():
+        raise LedgerError(f"{path} is not a file, not a forwarder ledger")
+    if path.stat().st_size == 0:
+        raise LedgerError(f"{path} is empty, not a forwarder ledger; {FRESH_START}")
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True, isolation_level=None)
+    try:
+        _check_is_ledger(db, path)
+    finally:
+        db.close()
+
+
 def _is_locked(exc: sqlite3.OperationalError) -> bool:
     return "locked" in str(exc) or "busy" in str(exc)
 

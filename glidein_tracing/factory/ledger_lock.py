@@ -57,6 +57,23 @@ def hold(ledger_path) -> int:
     return fd
 
 
+def holder_of(ledger_path) -> str | None:
+    """Who holds the ledger's lock now, in words (None: nobody), without taking it for long
+    nor making the lock file: for --check-config."""
+    path = lock_path(ledger_path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None          # no lock file (no forwarder ever ran here) or not ours to read
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder(fd)
+    finally:
+        os.close(fd)         # closing lets go of a lock taken here
+    return None
+
+
 def _holder(fd: int) -> str:
     """Who holds the lock, in words, from what it wrote in the lock file."""
     try:

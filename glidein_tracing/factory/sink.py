@@ -127,9 +127,15 @@ class NoTable:
         return 0
 
 
-def table_sink(setting: str | None, ledger_path, ledger):
-    """The forwarder's table from its ``table`` setting: a directory, 'none', or unset (the
-    directory ``glidein-table`` beside the ledger)."""
+def table_dir(setting: str | None, ledger_path) -> Path | None:
+    """The table's directory from the ``table`` setting: a directory, 'none' (None: no
+    table), or unset (the directory ``glidein-table`` beside the ledger)."""
     if setting is not None and setting.strip().lower() == "none":
-        return NoTable()
-    return TableSink(Path(setting) if setting else Path(ledger_path).parent / "glidein-table", ledger)
+        return None
+    return Path(setting) if setting else Path(ledger_path).parent / "glidein-table"
+
+
+def table_sink(setting: str | None, ledger_path, ledger):
+    """The forwarder's table from its ``table`` setting (table_dir)."""
+    where = table_dir(setting, ledger_path)
+    return NoTable() if where is None else TableSink(where, ledger)
