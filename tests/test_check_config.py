@@ -2,6 +2,8 @@
 it (and restarts it every 30 s): the shipped forwarder.yaml, log directories, the table, the
 glideinWMS.xml, the ledger and its locks. What it passes, the forwarder starts with."""
 
+from __future__ import annotations
+
 import os
 import re
 import shutil

@@ -1,6 +1,8 @@
 """Long work shows its progress on a terminal, and nothing elsewhere or with --quiet: the
 synthetic generator, analyze's stages, a backfill, writing rollups."""
 
+from __future__ import annotations
+
 import fcntl
 import os
 import pty

@@ -1,6 +1,8 @@
 """An operator's mistakes, each answered with one line and its exit code, and nothing made or
 changed by the verbs that only read (show, status, analyze, rules --check, table --check)."""
 
+from __future__ import annotations
+
 import json
 import os
 import sqlite3
@@ -216,3 +218,27 @@ def test_rules_check_refuses_a_fifo_or_a_device_at_once_and_so_do_the_feeds(tmp_
     from glidein_tracing.failure_rules.files import parse_file
     assert parse_file(fifo) == ([], [f"{fifo}: cannot read: a FIFO (named pipe), not a file"])
     assert read_downtimes([fifo])[1] == [f"{fifo}: not readable: a FIFO (named pipe), not a file"]
+
+
+def test_status_reads_the_ledger_without_making_or_changing_a_file(tmp_path):
+    (tmp_path / "logs" / "user_fe" / "glidein_v1" / "entry_E1").mkdir(parents=True)
+    ledger = tmp_path / "state" / "ledger.sqlite"
+    assert cli("forward", tmp_path / "logs", "--factory", "F", "--schedd", "s@h", "--state", ledger,
+               "--store", tmp_path / "store", "--no-progress").returncode == 0
+    before = snapshot(tmp_path / "state")
+    done = cli("status", "--state", ledger, "--factory", "F", "--schedd", "s@h", "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["entries"] == {}, done.stderr
+    assert snapshot(tmp_path / "state") == before      # no -wal or -shm left behind
+
+
+def test_a_settings_file_that_is_a_fifo_or_nested_too_deep_is_one_line(tmp_path):
+    fifo = tmp_path / "forwarder.yaml"
+    os.mkfifo(fifo)
+    done = cli("forward", "--check-config", "--config", fifo, timeout=30)
+    assert done.returncode == EXIT_USAGE and done.stderr.splitlines() == [
+        "glidein-tracing forward: bad configuration:", f"  {fifo}: cannot read: a FIFO (named pipe), not a file"]
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("factory: F\nredact: " + "[" * 5000 + "]" * 5000 + "\n")
+    done = cli("forward", "--check-config", "--config", deep)
+    assert done.returncode == EXIT_USAGE and done.stderr.splitlines() == [
+        "glidein-tracing forward: bad configuration:", f"  {deep}: nested hundreds of levels deep, not a settings file"]

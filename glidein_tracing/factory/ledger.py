@@ -341,6 +341,11 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
         raise LedgerError(f"no forwarder ledger at {path}")
     if path.stat().st_size == 0:
         raise LedgerError(f"{path} is empty, not a forwarder ledger; {FRESH_START}")
+    if not Path(f"{path}-wal").exists():
+        # no forwarder has it open (a running one keeps its -wal and -shm files): the file
+        # alone is the ledger, read as it is, and SQLite's read-only mode would make the
+        # -wal and -shm files a reader must not leave behind
+        return sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True, isolation_level=None)
     uri = f"{path.resolve().as_uri()}?mode=ro"
     db = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
     try:

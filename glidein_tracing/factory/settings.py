@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from ..core.errors import ConfigError
+from ..core.inputs import read_input
 from ..core.numbers import is_finite_number
 from . import config
 
@@ -159,8 +160,7 @@ def load(path) -> dict:
 
     path = Path(path)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
+        data = read_input(path, MAX_CONFIG_BYTES)      # a FIFO or a device refused: core/inputs.py
     except OSError as exc:
         raise ConfigError([f"{path}: cannot read: {exc.strerror or exc}"]) from exc
     if len(data) > MAX_CONFIG_BYTES:
@@ -178,6 +178,8 @@ def load(path) -> dict:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
         raise ConfigError([f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}"]) from exc
+    except RecursionError:        # PyYAML builds nodes by recursion; settings nest two deep
+        raise ConfigError([f"{path}: nested hundreds of levels deep, not a settings file"]) from None
     if root is None:
         return {}
     if not isinstance(root, yaml.MappingNode):
