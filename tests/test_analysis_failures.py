@@ -33,7 +33,7 @@ def with_outages(tmp_path_factory):
 
 
 def test_injected_outages_are_found_with_their_start_end_and_cause(with_outages):
-    found = failures.outage_windows(with_outages.con)
+    found = failures.outage_windows(with_outages)
     assert [o["site"] for o in found] == ["SITE_Bravo", "SITE_Alpha"]
     for window, outage in zip(found, OUTAGES):
         assert abs(window["start"] - outage.start) <= HOUR and abs(window["end"] - outage.end) <= HOUR
@@ -43,11 +43,11 @@ def test_injected_outages_are_found_with_their_start_end_and_cause(with_outages)
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_seeded_run_without_outages_reports_none(tmp_path_factory, seed):
-    assert failures.outage_windows(dataset_of(tmp_path_factory, glideins=30000, seed=seed, sites=6).con) == []
+    assert failures.outage_windows(dataset_of(tmp_path_factory, glideins=30000, seed=seed, sites=6)) == []
 
 
 def test_domains_add_up_to_the_failed_totals(with_outages):
-    section = failures.failures_section(with_outages.con)
+    section = failures.failures_section(with_outages)
     assert section["failed_glideins"] > 0 and section["failed_jobs"] > 0
     assert sum(section["glideins_by_domain"].values()) == section["failed_glideins"]
     assert sum(c for _, _, c in section["glideins_by_domain_and_type"]) == section["failed_glideins"]
@@ -66,7 +66,7 @@ def test_messages_that_differ_only_in_numbers_hosts_and_paths_are_one_group(with
     assert norm("not enough disk in /scratch/job_1: 5 MB free") == norm("not enough disk in /scratch/job_2377: 901 MB free")
     assert norm("proxy expired") != norm("disk full")
     assert norm(" job\t\tfailed  on\n\rnode  \f 7 ") == "job failed on node <n>"     # whitespace runs: one space
-    disk = next(m for m in failures.top_messages(con) if m["message"].startswith("not enough disk"))
+    disk = next(m for m in failures.top_messages(with_outages) if m["message"].startswith("not enough disk"))
     raw = con.execute("SELECT trace_id, failure_message FROM glideins WHERE failure_message LIKE 'not enough disk%'"
                       ).fetchall()
     assert disk["count"] == len(raw) > 1 and len({m for _, m in raw}) > 1     # many texts, one group
@@ -76,7 +76,7 @@ def test_messages_that_differ_only_in_numbers_hosts_and_paths_are_one_group(with
 def test_compare_puts_the_outage_site_first_for_failed_glideins(tmp_path_factory):
     outage = Outage("SITE_Charlie", START, START + 3 * DAY, "Network", 0.5)
     data = dataset_of(tmp_path_factory, glideins=8000, seed=8, sites=4, period_s=3 * DAY, outages=(outage,))
-    section = compare.compare_section(data.con, data.columns("glideins"), compute_stats(data.con)["metrics"]["overall"])
+    section = compare.compare_section(data, compute_stats(data.con)["metrics"]["overall"])
     sites = next(d for d in section["failed"]["dimensions"] if d["dimension"] == "site")
     assert sites["values"][0]["value"] == "SITE_Charlie" and sites["values"][0]["lift"] > 2
     assert {"failed", "slow_setup", "slow_first_job"} <= set(section)
@@ -85,16 +85,16 @@ def test_compare_puts_the_outage_site_first_for_failed_glideins(tmp_path_factory
 
 
 def test_compare_counts_the_glideins_whichever_section_read_them_first(tmp_path_factory):
-    """compare's counts come from the read of all glideins the failures section shares
-    (glidein_counts.py): the glideins' own counts, whether the failures section read them first
-    (without compare's selections) or not."""
+    """compare's counts come from the dataset's one read of all glideins, which the failures
+    section shares (glidein_counts.py): the glideins' own counts, whether the failures section
+    read them first (without compare's selections declared) or not."""
     directory = tmp_path_factory.mktemp("compare-order")
     write_synth_table(directory, glideins=6000, seed=3, sites=4, outages=OUTAGES[:1])
     alone, after_failures = open_dataset(directory), open_dataset(directory)
     overall = compute_stats(alone.con)["metrics"]["overall"]
-    failures.failures_section(after_failures.con)
-    section = compare.compare_section(alone.con, alone.columns("glideins"), overall)
-    assert compare.compare_section(after_failures.con, after_failures.columns("glideins"), overall) == section
+    failures.failures_section(after_failures)
+    section = compare.compare_section(alone, overall)
+    assert compare.compare_section(after_failures, overall) == section
     of_row = {"entry": "entry", "site": "site", "cpu_model": "cpu_model", "os": "os_description",
               "hour_of_day": "CAST(hour(COALESCE(node_start_at, submitted_at)) AS VARCHAR)"}
     checked = 0
@@ -122,7 +122,7 @@ def test_a_tie_between_domains_or_types_reads_the_same_every_run(tmp_path):
         row, _ = glidein_row(trace_id(i), failure_domain=domain, failure_type=kind, failure_message=text)
         rows.append(row)
     write_rows(tmp_path, "glideins", rows)
-    section = failures.failures_section(open_dataset(tmp_path).con)
+    section = failures.failures_section(open_dataset(tmp_path))
     assert section["top_messages"][0] == {"message": "disk <path> full", "count": 4, "domain": "glidein",
                                           "examples": [trace_id(0), trace_id(1), trace_id(2)]}
     assert section["glideins_by_domain_and_type"] == [["glidein", "Config", 2], ["site", "Network", 2],

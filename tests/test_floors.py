@@ -108,6 +108,10 @@ def test_every_folder_imports_only_the_floors_allowed_for_it():
     assert floor_violations(REPO) == []
 
 
+def test_the_analysis_keeps_no_module_level_cache():
+    assert module_caches(REPO) == []
+
+
 def _write(base: Path, files: dict):
     for name, text in files.items():
         (base / name).parent.mkdir(parents=True, exist_ok=True)

@@ -50,7 +50,7 @@ def traffic(seed: int, hours: int = 72, per_hour: int = 40, outages=(), downtime
 def dataset(tmp_path, rows, glideins=()):
     write_rows(tmp_path, "jobs", rows)
     write_rows(tmp_path, "glideins", list(glideins) or [glidein_row(trace_id(10**6))[0]])
-    return open_dataset(tmp_path).con
+    return open_dataset(tmp_path)
 
 
 def test_injected_service_outages_are_found_with_their_start_and_end(tmp_path):
@@ -97,8 +97,8 @@ def test_failures_by_domain_service_and_label_with_core_hours_and_top_unclassifi
         row, _ = glidein_row(trace_id(100 + i), condor=(0.0, 3600.0 - 65), failure_domain="site",
                              failure_message=message, failure_rule=rule)
         glideins.append(row)
-    con = dataset(tmp_path, jobs, glideins)
-    rows = services.breakdown(con)
+    data = dataset(tmp_path, jobs, glideins)
+    rows = services.breakdown(data)
     assert rows[0] == {"domain": "service", "service": "xrootd", "label": "XRootD read timed out",
                        "glideins": 0, "jobs": 1, "core_hours": 10.0}
     assert {"domain": "service", "service": "cvmfs", "label": "CVMFS file missing", "glideins": 0, "jobs": 2,
@@ -106,7 +106,7 @@ def test_failures_by_domain_service_and_label_with_core_hours_and_top_unclassifi
     assert {"domain": "user_code", "service": "", "label": "OOM", "glideins": 0, "jobs": 1, "core_hours": 4.0} in rows
     (site,) = [r for r in rows if r["domain"] == "site"]
     assert site["glideins"] == 5 and site["core_hours"] == pytest.approx(5.0)
-    top = services.top_unclassified(con)
+    top = services.top_unclassified(data)
     assert top[0]["message"] == "job exited with code <n>" and top[0]["count"] == 3
     assert {"message": "Disk quota exceeded on <path>", "count": 1} in [
         {k: t[k] for k in ("message", "count")} for t in top]

@@ -7,9 +7,7 @@ and the lift (selection share / rest share); the values that differ most come fi
 
 from __future__ import annotations
 
-from . import glidein_counts
-
-# dimension -> SQL expression over the glidein counts (glidein_counts.py; a dimension whose column
+# dimension -> SQL expression over the dataset's glidein counts (glidein_counts.py; a dimension whose column
 # the table lacks is left out); the hour of day is the hour's, in UTC as the timestamps are
 DIMENSIONS = {
     "entry": "entry", "site": "site", "cpu_model": "cpu_model", "os": "os_description",
@@ -21,7 +19,8 @@ TOP = 5
 
 def selections(overall: dict) -> dict:
     """name -> SQL condition of the glideins compared against the rest; ``overall``: the
-    statistics' overall metrics (their p90s, stats.py)."""
+    statistics' overall metrics (their p90s, stats.py). Declared to the dataset before any
+    section counts the glideins (``Dataset.declare_selections``): one pass counts them all."""
     out = {"failed": "failure_domain IS NOT NULL"}
     for name, metric in (("slow_setup", "setup_s"), ("slow_first_job", "idle_before_first_job_s")):
         p90 = (overall.get(metric) or {}).get("p90")
@@ -30,9 +29,11 @@ def selections(overall: dict) -> dict:
     return out
 
 
-def _counts(con, conditions: dict, columns: set) -> dict:
+def _counts(data, conditions: dict) -> dict:
     """Per dimension and value, the glideins in each selection and in all (from the counts)."""
-    table = glidein_counts.of(con, conditions)
+    con, columns = data.con, data.columns("glideins")
+    data.declare_selections(conditions)
+    table = data.glidein_counts()
     dims = {name: expr for name, expr in DIMENSIONS.items()
             if name not in ("glidein_version", "cpu_model", "os") or expr in columns}
     values = ", ".join(f"COALESCE(CAST({expr} AS VARCHAR), '(unknown)') AS {name}" for name, expr in dims.items())
@@ -66,12 +67,12 @@ def _ranked(groups: list, which: int) -> list[dict]:
     return [v for v in values if v["lift"] is None or v["lift"] > 1.0][:TOP]
 
 
-def compare_section(con, columns: set, overall: dict) -> dict:
+def compare_section(data, overall: dict) -> dict:
     """Per selection: its condition and, per dimension, the over-represented values, the
     dimensions whose best value stands out most first (ties by name); ``overall``: the
     statistics' overall metrics, whose p90s define the slow selections."""
     conditions = selections(overall)
-    counts = _counts(con, conditions, columns)
+    counts = _counts(data, conditions)
     out = {}
     for which, (name, cond) in enumerate(conditions.items()):
         dims = [{"dimension": d, "values": top} for d, groups in counts.items() if (top := _ranked(groups, which))]

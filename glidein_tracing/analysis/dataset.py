@@ -15,6 +15,11 @@ For the statistics (stats.py), each dataset also has the views ``<dataset>_unrol
 files without a usable rollup, table/rollup.py decides which) and ``<dataset>_rollups`` (the
 long rows of the others' rollups), filtered like the rest; ``rollups`` counts both, and the
 files whose rollup an older release wrote (stale: read raw until they are rewritten).
+
+What the sections derive from all rows, read once, is the dataset's too: the glideins counted
+per entry, site, hour and host (``glidein_counts``, with the selections compare declares) and
+the failed rows' groups (``failure_groups``), made on first use; the sections may run in any
+order.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from pathlib import Path
 from ..table import reader, rollup
 from ..table.aggregates import LONG_COLUMNS, sql_text
 from ..table.schema import GLIDEINS, GLIDEINS_DATASET, JOBS, JOBS_DATASET
+from . import failure_groups, glidein_counts
 
 # what the analysis reads; a file lacking one of these is no glidein table this reader understands
 REQUIRED = ("schema_version", "trace_id", "entry", "site", "outcome", "node_start_at", "setup_s")
@@ -44,6 +50,9 @@ class Dataset:
     skipped: list = field(default_factory=list)  # (file, reason)
     versions: list = field(default_factory=list)
     rollups: dict = field(default_factory=dict)  # data files, those read from their rollup, those whose rollup is stale
+    selections: dict = field(default_factory=dict)  # name -> SQL condition: glideins also counted per selection
+    _counted: dict | None = field(default=None, init=False, repr=False)   # the selections the counts hold
+    _groups: failure_groups.Groups | None = field(default=None, init=False, repr=False)
 
     @property
     def has_jobs(self) -> bool:
@@ -57,6 +66,28 @@ class Dataset:
 
     def columns(self, view: str) -> set:
         return {r[0] for r in self.con.execute(f"DESCRIBE {view}").fetchall()}
+
+    def declare_selections(self, selections: dict) -> None:
+        """Glideins to be counted per selection too (name -> SQL condition over a glidein row:
+        compare.py's), declared before the first count so that one pass counts them all; one
+        declared after it is counted in another pass."""
+        self.selections = {**self.selections, **selections}
+
+    def glidein_counts(self) -> str:
+        """The name of the table of all glideins counted per entry, site, hour and host, and per
+        declared selection (glidein_counts.py), counted on first use."""
+        if self._counted is None or not self.selections.items() <= self._counted.items():
+            self._counted = dict(self.selections)
+            glidein_counts.count(self.con, self._counted)
+        return glidein_counts.TABLE
+
+    def failure_groups(self) -> failure_groups.Groups:
+        """The failed rows' groups and all jobs per hour (failure_groups.py), summed on first
+        use, beside the glidein counts."""
+        if self._groups is None:
+            self.glidein_counts()
+            self._groups = failure_groups.summed(self.con)
+        return self._groups
 
 
 def _scan(where, dataset: str) -> reader.Scan:

@@ -3,7 +3,7 @@ failures.py and services.py answer every question from, beside the counts of all
 (glidein_counts.py) and of all jobs per hour.
 
 At 30M glideins every scan of the glidein files costs seconds, so all rows of each view are
-read once per dataset (per connection: its views are fixed once opened), for counts only, and
+read once per dataset (dataset.py owns the tables: ``Dataset.failure_groups``), for counts only, and
 the failed rows, a few percent, in a pass of their own whose filter DuckDB applies while
 reading (the other columns are decoded for the failed rows only). A group of failed glideins is a site, an entry, an hour of meeting
 the site, a domain, an error type, a service, a label, a declared downtime, whether it is
@@ -16,7 +16,6 @@ the first ``EXAMPLES`` of a union of groups are the first of their groups' first
 from __future__ import annotations
 
 from dataclasses import dataclass
-from weakref import WeakKeyDictionary
 
 from ..table.aggregates import CORES, NODE_LIFE
 from . import glidein_counts
@@ -42,15 +41,13 @@ NORMALISE = (
 
 @dataclass(frozen=True)
 class Groups:
-    """A connection's failure groups: its tables' names, and which views have the rule columns."""
+    """A dataset's failure groups: its tables' names, and which views have the rule columns."""
     glideins: str = "failure_groups_glideins"       # the failed glideins' groups
     jobs: str = "failure_groups_jobs"               # the failed jobs' groups
     counts: str = glidein_counts.TABLE              # all glideins: n and failed per site, entry, hour
     job_hours: str = "failure_groups_job_hours"     # all jobs: n per hour of their start
     rules: frozenset = frozenset()
 
-
-_SUMMED: WeakKeyDictionary = WeakKeyDictionary()     # connection -> its Groups
 
 
 def normalised_sql(column: str) -> str:
@@ -60,17 +57,15 @@ def normalised_sql(column: str) -> str:
     return f"trim({expr})"
 
 
-def of(con) -> Groups:
-    """The connection's failure groups, summed on its first use (its views are fixed once opened)."""
-    if con not in _SUMMED:
-        names = Groups()
-        rules = frozenset(view for view in ("glideins", "jobs") if set(RULE_COLUMNS) <= _columns(con, view))
-        glidein_counts.of(con)
-        con.execute(_glideins_sql(names.glideins, "glideins" in rules))
-        con.execute(_jobs_sql(names.jobs, "jobs" in rules))
-        con.execute(f"CREATE TEMP TABLE {names.job_hours} AS SELECT {JOB_HOUR} AS b, COUNT(*) AS n FROM jobs GROUP BY ALL")
-        _SUMMED[con] = Groups(rules=rules)
-    return _SUMMED[con]
+def summed(con) -> Groups:
+    """Sum the connection's failed rows into their groups' tables, and all jobs per hour
+    (all glideins are the counts table's: ``Groups.counts``, made by the dataset)."""
+    rules = frozenset(view for view in ("glideins", "jobs") if set(RULE_COLUMNS) <= _columns(con, view))
+    names = Groups(rules=rules)
+    con.execute(_glideins_sql(names.glideins, "glideins" in rules))
+    con.execute(_jobs_sql(names.jobs, "jobs" in rules))
+    con.execute(f"CREATE TEMP TABLE {names.job_hours} AS SELECT {JOB_HOUR} AS b, COUNT(*) AS n FROM jobs GROUP BY ALL")
+    return names
 
 
 def _columns(con, view: str) -> set:

@@ -3,7 +3,8 @@
 It answers the operators' triage questions from the table's failure columns (each failed
 glidein's ``failure_domain``, ``failure_type`` and ``failure_message``, each failed job's
 ``failure_domain``; failure.py decides the domains), as SQL over the small tables
-failure_groups.py sums (the failed rows' groups, all glideins and jobs counted per hour):
+the dataset sums once (failure_groups.py: the failed rows' groups, all glideins and jobs
+counted per hour; ``Dataset.failure_groups``):
 
 - failed glideins and jobs by domain and by error type, overall and per site and entry, with
   the core-hours each domain cost (a failed glidein's node life, its post-failure sleep
@@ -26,7 +27,6 @@ import math
 
 import numpy as np
 
-from . import failure_groups as groups
 from .failure_groups import first_examples, most
 from .glidein_counts import BUCKET_S
 
@@ -37,9 +37,9 @@ FACTOR = 3.0
 MAX_P = 1e-6
 
 
-def failures_section(con, *, top: int = 10) -> dict:
-    """The failures section of ``analyze``'s document (JSON-ready)."""
-    summed = groups.of(con)
+def failures_section(data, *, top: int = 10) -> dict:
+    """The failures section of ``analyze``'s document (JSON-ready), of a Dataset."""
+    con, summed = data.con, data.failure_groups()
     g, j = summed.glideins, summed.jobs
     n, failed = con.execute(f"SELECT SUM(n), SUM(failed) FROM {summed.counts}").fetchone()
     jobs, failed_jobs = con.execute(f"SELECT (SELECT SUM(n) FROM {summed.job_hours}), (SELECT SUM(n) FROM {j})").fetchone()
@@ -56,16 +56,16 @@ def failures_section(con, *, top: int = 10) -> dict:
         "jobs_by_domain": {d: int(c) for d, c, _ in job_domains},
         "job_core_hours_by_domain": {d: round(h, 3) for d, _, h in job_domains},
         "glideins_by_domain_and_type": [[d, t, int(c)] for d, t, c in pairs],
-        "by_site": _grouped(con, "site"), "by_entry": _grouped(con, "entry"),
-        "outages": outage_windows(con), "top_messages": top_messages(con, top=top),
+        "by_site": _grouped(data, "site"), "by_entry": _grouped(data, "entry"),
+        "outages": outage_windows(data), "top_messages": top_messages(data, top=top),
         "rule": {"bucket_s": BUCKET_S, "min_glideins": MIN_GLIDEINS, "min_buckets": MIN_BUCKETS,
                  "min_excess": MIN_EXCESS, "factor": FACTOR, "max_p": MAX_P},
     }
 
 
-def _grouped(con, column: str) -> dict:
+def _grouped(data, column: str) -> dict:
     """Per site or entry: glideins, failed, and failed by domain."""
-    summed = groups.of(con)
+    con, summed = data.con, data.failure_groups()
     out = {group: {"glideins": int(n), "failed": int(failed), "by_domain": {}} for group, n, failed in con.execute(
         f"SELECT {column}, SUM(n), SUM(failed) FROM {summed.counts} GROUP BY 1").fetchall()}
     for group, domain, count in con.execute(f"SELECT {column}, failure_domain, SUM(n) FROM {summed.glideins} "
@@ -74,9 +74,9 @@ def _grouped(con, column: str) -> dict:
     return out
 
 
-def hourly_counts(con) -> dict:
+def hourly_counts(data) -> dict:
     """site -> (first bucket start, glideins per bucket, failed per bucket) as numpy arrays."""
-    rows = con.execute(f"SELECT site, b, SUM(n), SUM(failed) FROM {groups.of(con).counts} "
+    rows = data.con.execute(f"SELECT site, b, SUM(n), SUM(failed) FROM {data.failure_groups().counts} "
                        "WHERE b IS NOT NULL GROUP BY 1, 2").fetchall()
     out = {}
     by_site: dict = {}
@@ -93,11 +93,11 @@ def hourly_counts(con) -> dict:
     return out
 
 
-def outage_windows(con) -> list:
+def outage_windows(data) -> list:
     """Outage windows per site (the module docstring's rule), earliest first."""
     out = []
-    g = groups.of(con).glideins
-    for site, (t0, total, bad) in hourly_counts(con).items():
+    con, g = data.con, data.failure_groups().glideins
+    for site, (t0, total, bad) in hourly_counts(data).items():
         for first, last, baseline in outage_runs(total, bad):
             n, k = int(total[first:last + 1].sum()), int(bad[first:last + 1].sum())
             lo, hi = t0 + first * BUCKET_S, t0 + (last + 1) * BUCKET_S
@@ -151,17 +151,17 @@ def _runs(mask: np.ndarray):
     return zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1)
 
 
-def top_messages(con, *, top: int = 10) -> list:
+def top_messages(data, *, top: int = 10) -> list:
     """The most frequent failure messages once normalised: message, count, domain, examples."""
-    return message_groups(con, "m IS NOT NULL", top)
+    return message_groups(data, "m IS NOT NULL", top)
 
 
-def message_groups(con, where: str, top: int) -> list:
+def message_groups(data, where: str, top: int) -> list:
     """The failed glideins' normalised messages of the groups where ``where``, most frequent
     first: message, count, the domain most of them had, the first trace ids."""
-    rows = con.execute(
+    rows = data.con.execute(
         f"SELECT m, SUM(c), {most('failure_domain', 'c')}, {first_examples('ex')} FROM ("
         f"  SELECT m, failure_domain, SUM(n) AS c, {first_examples('examples')} AS ex "
-        f"  FROM {groups.of(con).glideins} WHERE {where} GROUP BY 1, 2) "
+        f"  FROM {data.failure_groups().glideins} WHERE {where} GROUP BY 1, 2) "
         "GROUP BY m ORDER BY 2 DESC, 1 LIMIT ?", [top]).fetchall()
     return [{"message": m, "count": int(c), "domain": d or "", "examples": ex or []} for m, c, d, ex in rows]

@@ -7,13 +7,11 @@ that needs all glideins (not only the failed ones) needs no more than these coun
 failures' totals per site and entry and the outage windows' hourly denominators
 (failures.py), the services' attempts per hour (services.py), and every count of the compare
 view (compare.py, its hour of day being the hour's). So the glidein files are read once per
-connection for all of them (its views are fixed once opened); a later caller asking for
-selections not counted yet makes a new pass.
+dataset for all of them (dataset.py owns the table: ``Dataset.glidein_counts``), with the
+selections declared before the first count.
 """
 
 from __future__ import annotations
-
-from weakref import WeakKeyDictionary
 
 BUCKET_S = 3600
 MET_SITE = "epoch(COALESCE(node_start_at, submitted_at))"   # when the glidein met its site
@@ -21,23 +19,15 @@ HOUR = f"CAST(floor({MET_SITE} / {BUCKET_S}) AS BIGINT)"      # its hour (NULL i
 HOST_COLUMNS = ("cpu_model", "os_description", "glidein_version")
 TABLE = "glidein_counts"
 
-_COUNTED: WeakKeyDictionary = WeakKeyDictionary()     # connection -> the selections its table counts
 
-
-def of(con, selections: dict | None = None) -> str:
-    """The connection's counts table, made on first use or when it lacks one of ``selections``
-    (name -> SQL condition over a glidein row): columns entry, site, b (the hour), those of
-    HOST_COLUMNS the table has, n, failed, and ``sel_<name>`` per selection counted."""
-    wanted = dict(selections or {})
-    counted = _COUNTED.get(con)
-    if counted is not None and wanted.items() <= counted.items():
-        return TABLE
-    wanted = {**(counted or {}), **wanted}
+def count(con, selections: dict) -> str:
+    """Count the connection's glideins into the counts table (made again if it exists):
+    columns entry, site, b (the hour), those of HOST_COLUMNS the table has, n, failed, and
+    ``sel_<name>`` per selection (name -> SQL condition over a glidein row)."""
     present = {r[0] for r in con.execute("DESCRIBE glideins").fetchall()}
     keys = ["entry", "site", f"{HOUR} AS b", *(c for c in HOST_COLUMNS if c in present)]
-    sums = [f"COUNT(*) FILTER (WHERE {cond}) AS sel_{name}" for name, cond in wanted.items()]
+    sums = [f"COUNT(*) FILTER (WHERE {cond}) AS sel_{name}" for name, cond in selections.items()]
     con.execute(f"CREATE OR REPLACE TEMP TABLE {TABLE} AS SELECT {', '.join(keys)}, COUNT(*) AS n, "
                 f"COUNT(*) FILTER (WHERE failure_domain IS NOT NULL) AS failed{''.join(', ' + s for s in sums)} "
                 "FROM glideins GROUP BY ALL")
-    _COUNTED[con] = wanted
     return TABLE

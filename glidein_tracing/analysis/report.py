@@ -13,7 +13,7 @@ import math
 import time
 
 from .. import __version__
-from .compare import compare_section
+from .compare import compare_section, selections
 from .entries import waste_table
 from .failures import failures_section
 from .services import services_section
@@ -21,7 +21,7 @@ from .stats import aggregate_scans, compute_stats
 from .whatif import DEFAULT_LOST_BUDGET, Settings, candidate_grid, evaluate_grid
 
 # the sections analyze() runs, each timed and shown as a stage (the what-if only when asked)
-STAGES = ("stats", "compare", "analyze_entries", "failures")
+STAGES = ("stats", "analyze_entries", "failures", "compare")
 
 
 def current_settings(doc_stats: dict, max_idle=None, max_tail=None, retire=None) -> Settings:
@@ -53,9 +53,8 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
         return scans, compute_stats(con, scans)
     scans, stats = timed("stats", statistics)
     settings = current_settings(stats, **(current or {}))
-    # compare first: its selections are counted in the one pass over all glideins that the
-    # failures' totals share (glidein_counts.py)
-    compared = timed("compare", lambda: compare_section(con, columns, stats["metrics"]["overall"]))
+    overall = stats["metrics"]["overall"]
+    data.declare_selections(selections(overall))   # counted in the one pass the failures' totals share
     doc = {"tool": f"glidein_tracing {__version__}",
            "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "source": source or {},
@@ -65,8 +64,8 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
                        "schema_versions": data.versions},
            "current_settings": settings.as_dict(), "stats": stats,
            "entries": timed("analyze_entries", lambda: waste_table(con, scans[0])) if "gwms_lasted_s" in columns else [],
-           "failures": timed("failures", lambda: {**failures_section(con), **services_section(con)}),
-           "compare": compared}
+           "failures": timed("failures", lambda: {**failures_section(data), **services_section(data)}),
+           "compare": timed("compare", lambda: compare_section(data, overall))}
     if whatif and stats["glideins"] and data.has_jobs:
         grid = candidate_grid(settings, max_idle, max_tail, retire)
         doc["whatif"] = timed("whatif", lambda: evaluate_grid(data, settings, grid, budget=budget))

@@ -1,6 +1,6 @@
 """What failures cost by domain, service and label; services' outage windows, planned or not;
-and the failure messages no rule decided yet, as SQL over the small tables failure_groups.py
-sums (the failed rows' groups, all glideins and jobs counted per hour).
+and the failure messages no rule decided yet, as SQL over the small tables the dataset sums
+once (failure_groups.py: the failed rows' groups, all glideins and jobs counted per hour).
 
 Failure rules (glidein_tracing/failure_rules/) name the service a failure blames and its
 label; the forwarder writes them with the declared downtime the failure fell in into the
@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import failure_groups as groups
 from .failure_groups import first_examples, most
 from .glidein_counts import BUCKET_S
 from .failures import message_groups, outage_runs
 
 
-def _attempts(con) -> tuple[str, str]:
+def _attempts(data) -> tuple[str, str]:
     """Of the views that have the rule columns, as two relations: all attempts (b, n) and the
     failed ones' groups (b, service, downtime, n, examples): what the services' windows count."""
-    summed = groups.of(con)
+    summed = data.failure_groups()
     views = [(view, table, failed) for view, table, failed in (("glideins", summed.counts, summed.glideins),
                                                                ("jobs", summed.job_hours, summed.jobs))
              if view in summed.rules]
@@ -38,10 +37,10 @@ def _attempts(con) -> tuple[str, str]:
     return every, failed
 
 
-def breakdown(con) -> list[dict]:
+def breakdown(data) -> list[dict]:
     """Failed glideins and jobs by domain, then service, then label, with their count and the
     core-hours they cost, most core-hours first."""
-    summed = groups.of(con)
+    con, summed = data.con, data.failure_groups()
     parts = [f"SELECT '{kind}' AS kind, failure_domain AS d, COALESCE(failure_service, '') AS s, "
              f"COALESCE(failure_label, '') AS l, n, COALESCE(core_h, 0) AS h FROM {table}"
              for kind, view, table in (("glidein", "glideins", summed.glideins), ("job", "jobs", summed.jobs))
@@ -55,10 +54,11 @@ def breakdown(con) -> list[dict]:
             for d, s, lab, g, j, h in rows]
 
 
-def service_windows(con) -> list[dict]:
+def service_windows(data) -> list[dict]:
     """Outage windows per service, earliest first: service, start, end, hours, attempts,
     failures, rates, ``planned`` (and the declared ``downtime`` its failures fell in), examples."""
-    attempts, failed = _attempts(con)
+    con = data.con
+    attempts, failed = _attempts(data)
     if not attempts:
         return []
     totals = con.execute(f"SELECT b, SUM(n) FROM ({attempts}) WHERE b IS NOT NULL GROUP BY 1").fetchall()
@@ -90,15 +90,15 @@ def service_windows(con) -> list[dict]:
     return sorted(out, key=lambda w: (w["start"], w["service"]))
 
 
-def top_unclassified(con, *, top: int = 10) -> list[dict]:
+def top_unclassified(data, *, top: int = 10) -> list[dict]:
     """The most frequent failed glideins' messages no rule decided (no ``failure_rule``), once
     normalised (numbers, ids, paths, hosts out): what to write a rule for next."""
-    if "glideins" not in groups.of(con).rules:
+    if "glideins" not in data.failure_groups().rules:
         return []
-    return message_groups(con, "unclassified", top)
+    return message_groups(data, "unclassified", top)
 
 
-def services_section(con, *, top: int = 10) -> dict:
-    """The failure rules' part of the failures section (JSON-ready)."""
-    return {"by_domain_service_label": breakdown(con), "service_outages": service_windows(con),
-            "top_unclassified": top_unclassified(con, top=top)}
+def services_section(data, *, top: int = 10) -> dict:
+    """The failure rules' part of the failures section (JSON-ready), of a Dataset."""
+    return {"by_domain_service_label": breakdown(data), "service_outages": service_windows(data),
+            "top_unclassified": top_unclassified(data, top=top)}
