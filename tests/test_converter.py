@@ -243,8 +243,9 @@ def test_a_stage_carries_only_what_was_measured_inside_it():
     _, spans = spans_of(lines)
     (script,) = by_stage(spans, "validation")
     assert not [k for k in script.attributes if k.startswith("glidein.resource.")]
-    (setup,) = by_stage(spans, "setup")       # ends at its last record: 1795318570
-    assert setup.end_time == 1795318570 * 10**9
+    (setup,) = by_stage(spans, "setup")       # ends at its last record, in its second: 1795318570
+    assert setup.end_time == script.end_time
+    assert 1795318570 * 10**9 < setup.end_time < 1795318571 * 10**9
     assert setup.attributes["glidein.resource.cpu_user_s"] == pytest.approx(0.95)  # 0.05 -> 1.0
     assert setup.attributes["glidein.resource.window_s"] == 10.0   # the part measured
     (root,) = by_stage(spans, "glidein")
@@ -255,8 +256,8 @@ def test_a_stage_carries_only_what_was_measured_inside_it():
 def _user_job_journal(qdate, job_start=1012.0, first_job_start=None):
     user = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     lines = root_lines(1000.0) + [
-        format_line(1001, "start", "factory.queue", {"@stage": "factory.queue", "@name": "factory.queue"}),
-        format_line(1001, "end", "factory.queue", {}),
+        format_line(999, "start", "factory.queue", {"@stage": "factory.queue", "@name": "factory.queue"}),
+        format_line(1000, "end", "factory.queue", {}),
         format_line(1010, "start", "condor", {"@stage": "condor.start", "@name": "condor"})]
     if first_job_start is not None:
         lines += [format_line(first_job_start, "start", "job/a#1.0#1", {"@stage": "job", "@name": "job",
@@ -296,8 +297,8 @@ def test_a_job_that_took_an_idle_glidein_says_how_long_the_glidein_idled():
 
 
 def test_each_link_says_its_kind():
-    """A link on the root is its submit cycle, the Frontend request's context is that
-    request, and a link any other stage's journal lines give it is ``related``."""
+    """The Frontend request's context on the root is that request, and a link any other
+    journal line gives a stage (the root too) is ``related``."""
     start = 1700000000.0
     cycle = "00-11111111111111111111111111111111-2222222222222222-01"
     request = "00-33333333333333333333333333333333-4444444444444444-01"
@@ -311,7 +312,7 @@ def test_each_link_says_its_kind():
     (root,) = by_stage(spans, "glidein")
     (setup,) = by_stage(spans, "setup")
     kinds = {link.attributes["traceparent"]: link.attributes["glidein.link.kind"] for link in root.links}
-    assert kinds == {cycle: "submit_cycle", request: "frontend_request"}
+    assert kinds == {cycle: "related", request: "frontend_request"}
     assert [(link.attributes["traceparent"], link.attributes["glidein.link.kind"]) for link in setup.links] \
         == [(other, "related")]
     assert not setup.links[0].context.trace_flags.sampled   # the link keeps its context's flags

@@ -121,6 +121,12 @@ GLIDEIN_SCRIPT_ID = "glidein.script.id"
 GLIDEIN_SCRIPT_LIST = "glidein.script.list"
 GLIDEIN_SCRIPT_STATUS = "glidein.script.status"
 GLIDEIN_SCRIPT_DETAIL = "glidein.script.detail"
+GLIDEIN_SCRIPT_MAX_DURATION_S = "glidein.script.max_duration_s"   # the record's bound: lasted less
+GLIDEIN_CLOCK_NODE_EARLY_S = "glidein.clock.node_early_s"   # node's first stage before the execute event by
+GLIDEIN_CLOCK_SHIFT_S = "glidein.clock.shift_s"     # the node's stages moved later by
+GLIDEIN_TIME_PLACED = "glidein.time.placed"     # how a span's drawn times were placed, when not measured
+TIME_PLACED_RECORD_ORDER = "record_order"       # whole-second records, placed in record order
+TIME_PLACED_MIN_DURATION = "min_duration"       # measured as lasting nothing: drawn 1 us long
 GLIDEIN_SCRIPT_METRIC_PREFIX = "glidein.script.metric."
 
 # -- condor.start ---------------------------------------------------------------------------
@@ -227,7 +233,6 @@ JOB_PHASE_MARK = "job.phase.mark"               # a phase command's mark; attrib
 # -- Links --------------------------------------------------------------------------------------
 GLIDEIN_LINK_KIND = "glidein.link.kind"
 TRACEPARENT = "traceparent"
-LINK_SUBMIT_CYCLE = "submit_cycle"
 LINK_FRONTEND_REQUEST = "frontend_request"
 LINK_USER_JOB = "user_job"
 LINK_GLIDEIN_JOB = "glidein_job"

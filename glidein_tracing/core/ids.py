@@ -54,12 +54,6 @@ class GlideinIdentity:
         )
 
 
-def submit_cycle_trace_id(factory: str, name: str, entry: str, schedd: str, cluster) -> str:
-    """The trace of one Factory submit cycle (one condor_submit cluster)."""
-    fields = (ID_SCHEME + "-submit", factory, name, entry, schedd, str(cluster))
-    return _hex_prefix("".join(f + "\n" for f in fields), 32)
-
-
 def span_id(trace_id: str, span_key: str) -> str:
     """The id of the span called ``span_key`` (e.g. ``setup``, ``job/<GlobalJobId>``) in a trace."""
     return _hex_prefix(f"{trace_id}\n{span_key}\n", 16)

@@ -112,11 +112,8 @@ def identity_fields(identity: ids.GlideinIdentity) -> dict:
 
 
 def identity_events(identity: ids.GlideinIdentity, when: float) -> list:
-    """The root's identity, and its link to the submit cycle that made it."""
-    cycle = ids.submit_cycle_trace_id(identity.factory, identity.name, identity.entry,
-                                      identity.schedd, identity.cluster)
-    link = ids.format_traceparent(cycle, ids.span_id(cycle, "submit"))
-    return [Event(time=when, op="attr", key="glidein", fields=identity_fields(identity), links=[link])]
+    """The root's identity (the Factory's word for it)."""
+    return [Event(time=when, op="attr", key="glidein", fields=identity_fields(identity))]
 
 
 def apply_event(activity: GlideinActivity, event, identity: ids.GlideinIdentity | None,

@@ -1,13 +1,14 @@
 """The nesting rule every trace we produce obeys: each span lies within its parent.
 
-GlideinWMS's per-script records have 1 s resolution, so a child may start or end up to
-``TOLERANCE_S`` outside its parent. A span whose parent is not in the same set (the user's
-own span, a remote context) is not checked.
+Exactly: the converter places GlideinWMS's whole-second records inside their seconds and
+moves the node's stages after the Factory's execute event (docs/span-conventions.md, Times).
+A span whose parent is not in the same set (the user's own span, a remote context) is not
+checked.
 """
 
 from __future__ import annotations
 
-TOLERANCE_S = 1.0
+TOLERANCE_S = 0.0
 
 
 def plain(span) -> dict:

@@ -11,8 +11,10 @@ the same spans. Nothing here knows where spans go.
 3. glideinwms.py: GlideinWMS's records as ``validation``/``condor``/``setup`` spans, job ends
    from StartdHistoryLog records, ``idle`` spans;
 4. bounds.py: stages a killed glidein left open closed at the last known time and marked,
-   the root around all, GLIDEIN_TRACING_MAX_SPANS;
+   the root around all, GLIDEIN_TRACING_MAX_SPANS; clocks.py: the node's stages after the
+   Factory's execute event;
 5. outcome.py: ``glidein.outcome``, ``post_failure_sleep``, failure domains (failure.py);
+   bounds.py again: every span lasts;
 6. build.py: the SDK's spans (readable_span.py makes each one, with its
    ``glidein_tracing.digest`` from digest.py: what the backend's copy must carry for the
    forwarder to count it delivered), per-stage ``glidein.resource.*`` (resources.py), and the
@@ -24,7 +26,7 @@ from __future__ import annotations
 from opentelemetry.sdk.trace import ReadableSpan
 
 from ..journal import JournalReport
-from . import bounds, build, glideinwms, job_nesting, outcome
+from . import bounds, build, clocks, glideinwms, job_nesting, outcome
 from .collect import collect
 from .draft import MAX_SPANS_CEILING, ROOT
 from .fields import parse_iso
@@ -46,9 +48,11 @@ def convert(events, report: JournalReport | None = None, *, resource_defaults: d
     bounds.close_open_spans(draft)
     job_nesting.fit_jobs_in_condor(draft.spans, ROOT)
     glideinwms.idle_spans(draft)
+    clocks.reconcile(draft)
     bounds.cap_jobs(draft)
     bounds.cap_spans(draft)
     outcome.outcome(draft)
     outcome.post_failure_sleep(draft)
     outcome.failure_domains(draft)
+    bounds.lasting(draft)
     return build.build(draft, dict(resource_defaults or {}))

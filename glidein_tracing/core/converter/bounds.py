@@ -56,6 +56,24 @@ def _root_bounds(draft: Draft) -> None:
         root.attrs[c.GLIDEIN_INCOMPLETE] = True
 
 
+MIN_DURATION_S = 1e-6   # Jaeger's resolution
+
+
+def lasting(draft: Draft) -> None:
+    """Every span lasts (a viewer flags one whose end is not after its start): one measured
+    as lasting nothing, below its clock's resolution (a whole-second event log), ends 1 us
+    after its start and says so (``glidein.time.placed=min_duration``); its parents stretch
+    over it."""
+    for span in draft.spans.values():
+        if span.start is not None and span.end is not None and span.end <= span.start:
+            span.end = span.start + MIN_DURATION_S
+            span.attrs[c.GLIDEIN_TIME_PLACED] = c.TIME_PLACED_MIN_DURATION
+            parent, depth = draft.spans.get(span.parent) if span.parent else None, 0
+            while parent is not None and parent.end is not None and parent.end < span.end and depth < 64:
+                parent.end, depth = span.end, depth + 1
+                parent = draft.spans.get(parent.parent) if parent.parent else None
+
+
 def cap_jobs(draft: Draft) -> None:
     """GLIDEIN_TRACING_MAX_SPANS: a glidein running thousands of short jobs keeps the first
     ones as spans; the rest are counted on the root, not traced."""

@@ -16,6 +16,7 @@ from opentelemetry.trace.status import Status, StatusCode
 
 from .. import conventions as c
 from .. import ids, log_tail, redaction, resources
+from .clocks import is_node_span
 from .draft import ROOT, Draft, SpanDraft
 from .readable_span import local_parent, ns, readable_span, remote_context, with_attributes, within_otlp
 from .user_view import job_on_glidein_id, job_view_span_ids, user_trace_spans
@@ -41,7 +42,7 @@ def build(draft: Draft, resource_defaults: dict) -> list[ReadableSpan]:
     built = {}
     for key, span in draft.spans.items():
         parent_key = span.parent if span.parent in draft.spans else (None if key == ROOT else ROOT)
-        events = _note_events(draft, notes.get(key, ()))
+        events = _note_events(draft, notes.get(key, ()), draft.node_shift if is_node_span(key, span.stage) else 0.0)
         if key in tails_by_key:
             events += _log_tail_events(draft, tails_by_key[key], span)
         if phases.jobs and key.startswith("job/"):
@@ -122,7 +123,7 @@ def _link_kind(draft: Draft, span: SpanDraft, value: str) -> str:
         return c.LINK_USER_JOB
     if value == draft.root.attrs.get(c.GLIDEIN_REQUEST_TRACEPARENT):
         return c.LINK_FRONTEND_REQUEST
-    return c.LINK_SUBMIT_CYCLE if span.key == ROOT else c.LINK_RELATED
+    return c.LINK_RELATED
 
 
 def _notes_by_span(draft: Draft) -> dict:
@@ -140,9 +141,9 @@ def _notes_by_span(draft: Draft) -> dict:
     return out
 
 
-def _note_events(draft: Draft, notes) -> list:
+def _note_events(draft: Draft, notes, shift: float) -> list:
     return [SpanEvent(c.GLIDEIN_TRACING_NOTE, draft.scrub({c.NOTE_MESSAGE: n.fields.get("@msg", "")}),
-                      timestamp=ns(n.time))
+                      timestamp=ns(n.time + shift))
             for n in notes]
 
 
@@ -165,7 +166,8 @@ def _resources_for(draft: Draft, span: SpanDraft) -> dict:
         return {}  # the Factory's view, or after cleanup: no node readings
     if span.stage == c.STAGE_VALIDATION:
         return {}  # a script's record has 1 s resolution: no reading can be placed in it
-    inside = draft.timeline.over(span.start, span.end)
+    shift = draft.node_shift if is_node_span(span.key, span.stage) else 0.0   # readings: node's clock
+    inside = draft.timeline.over(span.start - shift, span.end - shift)
     if not span.key.startswith("job/"):
         return inside
     return resources.job_figures(inside, span.end_fields, span.attrs.get(c.JOB_RSS_BYTES))

@@ -109,8 +109,12 @@ def _on_history(draft: Draft, event: Event):
     draft.histories.append(event)
 
 
+def _on_export(draft: Draft, event: Event):
+    draft.exported_live = True
+
+
 _HANDLERS = {"start": _on_start, "end": _on_end, "attr": _on_attr, "record": _on_record,
-             "history": _on_history, "note": _on_note}
+             "history": _on_history, "note": _on_note, "export": _on_export}
 
 
 def _add_attributes(draft: Draft, span: SpanDraft, fields: dict):

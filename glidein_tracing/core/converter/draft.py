@@ -86,6 +86,8 @@ class Draft:
     log_tails: list = field(default_factory=list)
     phases: PhaseCollector = field(default_factory=PhaseCollector)   # a user job's phases (phases.py)
     dropped: dict = field(default_factory=lambda: {"attributes": 0, "links": 0, "events": 0, "spans": 0})
+    exported_live: bool = False                        # the node sent spans itself (``export`` lines)
+    node_shift: float = 0.0                            # the node's stages moved later by (clocks.py)
 
     def span(self, key: str) -> SpanDraft:
         """The span of a journal key, made on first mention (named after the key's first part)."""

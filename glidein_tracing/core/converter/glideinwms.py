@@ -16,6 +16,7 @@ from ..classads import parse_old_ad
 from ..journal import Event
 from .draft import ROOT, Draft, SpanDraft
 from .fields import number, parse_iso
+from .record_times import place_records
 
 CONDOR_RECORD = "condor_startup.sh"
 VALIDATION_PREFIX = "validation/"   # + the record's id: a validation span's key
@@ -28,20 +29,51 @@ _HISTORY_TRIAGE = (("HoldReason", c.JOB_HOLD_REASON, str), ("HoldReasonCode", c.
 
 def records_to_spans(draft: Draft) -> None:
     """The per-script records as ``validation`` spans (the ``condor_startup.sh`` one as the
-    ``condor`` span's times and metrics), then ``setup`` around them."""
+    ``condor`` span's times and metrics), then ``setup`` around them. Their whole-second times
+    are placed in record order (record_times.py); the stage times the hooks took from the
+    records (the end of ``setup``, ``condor``, the start of ``teardown``) move with them."""
     has_condor_span = "condor" in draft.spans and draft.spans["condor"].start is not None
+    setup = draft.spans.get("setup")
+    recorded = []
     for record in draft.records:
+        start = parse_iso(record.fields.get("@tstart", "")) or record.time
+        recorded.append((start, parse_iso(record.fields.get("@tend", "")) or start))
+    placed = place_records(recorded, setup.start if setup is not None else None)
+    moved = {}   # a whole second the hooks wrote -> where its record event was placed
+    for record, (start, end), (placed_start, placed_end) in zip(draft.records, recorded, placed):
         fields = record.fields
-        start = parse_iso(fields.get("@tstart", "")) or record.time
-        end = parse_iso(fields.get("@tend", "")) or start
         status = fields.get("@status", "").upper()
         metrics = {name[2:]: value for name, value in fields.items() if name.startswith("m.")}
         if record.key == CONDOR_RECORD or record.key.endswith("/" + CONDOR_RECORD):
             _condor_record(draft, fields, start, end, status, metrics, has_condor_span)
+            moved[("condor", start)], moved[("condor_end", end)] = placed_start, placed_end
         else:
-            _validation_span(draft, record, start, end, status, metrics)
+            _validation_span(draft, record, placed_start, placed_end, status, metrics)
+            draft.spans[VALIDATION_PREFIX + record.key].attrs[c.GLIDEIN_SCRIPT_MAX_DURATION_S] = \
+                int(max(0.0, end - start)) + 1
+            moved[("last_end", end)] = placed_end
+    _move_record_times(draft, moved)
     if "setup" in draft.spans or draft.records:
         _setup_span(draft)
+
+
+def _move_record_times(draft: Draft, moved: dict) -> None:
+    """The stage times the hooks took from a record (whole seconds) go where record_times.py
+    placed that record's event: setup ends and condor starts when condor_startup.sh started
+    (or, with no condor phase, when the last script ended), teardown starts when it ended."""
+    def place(value, *kinds):
+        for kind in kinds:
+            if value is not None and (kind, value) in moved:
+                return moved[(kind, value)]
+        return value
+    setup, condor, teardown = (draft.spans.get(k) for k in ("setup", "condor", "teardown"))
+    if setup is not None:
+        setup.end = place(setup.end, "condor", "last_end")
+    if condor is not None:
+        condor.start = place(condor.start, "condor", "last_end")
+        condor.end = place(condor.end, "condor_end")
+    if teardown is not None:
+        teardown.start = place(teardown.start, "condor_end", "last_end")
 
 
 def _condor_record(draft: Draft, fields: dict, start, end, status: str, metrics: dict,
@@ -64,6 +96,7 @@ def _validation_span(draft: Draft, record: Event, start, end, status: str, metri
     span = draft.span(VALIDATION_PREFIX + record.key)
     span.name, span.stage, span.parent = record.key, c.STAGE_VALIDATION, "setup"
     span.start, span.end = start, end
+    span.attrs[c.GLIDEIN_TIME_PLACED] = c.TIME_PLACED_RECORD_ORDER
     span.attrs[c.GLIDEIN_SCRIPT_ID] = record.key
     span.attrs[c.GLIDEIN_SCRIPT_LIST] = record.key.split("/", 1)[0]
     span.attrs[c.GLIDEIN_SCRIPT_STATUS] = status or "UNKNOWN"

@@ -27,7 +27,7 @@ from opentelemetry.trace.status import Status, StatusCode
 
 from .. import conventions as c
 from .. import ids, redaction
-from .readable_span import local_parent, ns, readable_span, remote_context
+from .readable_span import lasting_within, local_parent, ns, readable_span, remote_context
 
 PREFIX = "phase/"
 MAX_PHASES = 500            # a job (the exit hook keeps as many)
@@ -88,6 +88,15 @@ class PhaseCollector:
         self.contexts: dict[str, _Context] = {}
         self.trace_id = ""
         self.view_parent: Callable[[str, str, str], int] = lambda *_: 0
+
+    def shift(self, seconds: float) -> None:
+        """Move every phase and mark later (the node's stages were: clocks.py)."""
+        for job in self.jobs.values():
+            job.marks = [(t + seconds, *rest) for t, *rest in job.marks]
+            for phase in job.phases.values():
+                phase.start = None if phase.start is None else phase.start + seconds
+                phase.end = None if phase.end is None else phase.end + seconds
+                phase.marks = [(t + seconds, *rest) for t, *rest in phase.marks]
 
     # -- reading ---------------------------------------------------------------------
     def take(self, event) -> bool:
@@ -216,6 +225,8 @@ class PhaseCollector:
         start = min(max(ns(phase.start), job_span.start_time), job_span.end_time)
         closed = phase.end is None
         end = job_span.end_time if closed else min(max(ns(phase.end), start), job_span.end_time)
+        if end <= start:     # shorter than /proc/uptime's 10 ms: it lasts 1 us, inside its job
+            start, end = lasting_within(start, job_span.start_time, job_span.end_time)
         name = redaction.redact_text(phase.name[:MAX_NAME]) or "phase"
         attrs = {c.STAGE: c.STAGE_JOB_PHASE, c.JOB_PHASE_NAME: name,
                  c.GLIDEIN_JOB_SPAN_ID: format(context.job_span, "016x")}

@@ -3,7 +3,8 @@ the glidein's own and those in a user's trace, is made by ``readable_span``; a s
 from where it was exported (the store, Jaeger: the glidein table's backfill) by ``stored_span``.
 
 What every span shares is decided here: the instrumentation scope, sampled, internal kind,
-times in ns at the microsecond, and attribute values OTLP can carry.
+times in ns at the microsecond, a span that lasts (a viewer flags one whose end is not after
+its start), and attribute values OTLP can carry.
 """
 
 from __future__ import annotations
@@ -15,19 +16,24 @@ from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
 from opentelemetry.trace.status import Status
 
 from ... import __version__
-from ..conventions import GLIDEIN_TRACING_DIGEST, STAGE
+from ..conventions import GLIDEIN_TIME_PLACED, GLIDEIN_TRACING_DIGEST, STAGE, TIME_PLACED_MIN_DURATION
 from .digest import digest
 
 SCOPE = InstrumentationScope("glidein_tracing", __version__)
 SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1   # OTLP's int_value: a larger int goes as text
+MIN_DURATION_NS = 1000   # a span measured as lasting nothing lasts 1 us (Jaeger's resolution)
 
 
 def readable_span(*, name: str, resource: Resource, trace_id: int, span_id: int,
                   parent: SpanContext | None, status: Status, start_ns: int, end_ns: int,
                   attributes: dict, events=(), links=()) -> ReadableSpan:
     """One finished span of ours (``trace_id``, ``span_id``) under ``parent``, with its
-    ``glidein_tracing.digest`` (digest.py)."""
+    ``glidein_tracing.digest`` (digest.py). A span whose end is not after its start (shorter
+    than its clock's resolution) ends 1 us after it, marked ``glidein.time.placed=min_duration``."""
+    if end_ns <= start_ns:
+        end_ns = start_ns + MIN_DURATION_NS
+        attributes = {**attributes, GLIDEIN_TIME_PLACED: TIME_PLACED_MIN_DURATION}
     attributes = {**within_otlp(attributes), GLIDEIN_TRACING_DIGEST: digest(
         trace_id, span_id, parent.span_id if parent is not None else 0, name, attributes.get(STAGE, ""),
         start_ns, end_ns, status.status_code.value)}
@@ -36,6 +42,13 @@ def readable_span(*, name: str, resource: Resource, trace_id: int, span_id: int,
         context=SpanContext(trace_id, span_id, is_remote=False, trace_flags=SAMPLED),
         parent=parent, kind=SpanKind.INTERNAL, status=status, start_time=start_ns,
         end_time=end_ns, attributes=attributes, events=events, links=links)
+
+
+def lasting_within(start_ns: int, low_ns: int, high_ns: int) -> tuple[int, int]:
+    """(start, end) of a span measured as lasting nothing at ``start_ns``: 1 us long, within
+    [low_ns, high_ns] (its parent) when the parent lasts that long."""
+    end = min(start_ns + MIN_DURATION_NS, high_ns)
+    return max(min(start_ns, end - MIN_DURATION_NS), low_ns), end
 
 
 def stored_span(name: str, resource: Resource, context: SpanContext, parent: SpanContext | None,
