@@ -211,7 +211,7 @@ def test_a_hostile_journal_gets_at_most_four_bounded_tails_a_span():
     lines += [format_line(1001, "note", "glidein", {"@log.source": "bad", "@log.part": "0",
                                                     "@log.data": "%%%not base64"})]
     events, report = parse_lines("".join(lines).encode())
-    (root,) = [s for s in convert(events, report) if s.name == "glidein"]
+    (root,) = [s for s in convert(events, report) if s.attributes["glidein.stage"] == "glidein"]
     got = tails(root)
     assert len(got) == 4
     for attrs in got.values():

@@ -131,5 +131,5 @@ def test_ints_beyond_int64_become_text_instead_of_failing_the_batch():
     assert root.attributes["x.huge"] == str(2**70) and root.attributes["x.low"] == -2**63
     assert root.attributes["x.inf"] == "1e999"
     encode_spans(spans)   # the SDK encoder takes every span
-    flat = {s["name"]: s for s in flatten_request(encode_request(spans))}
+    flat = {s["attributes"]["glidein.stage"]: s for s in flatten_request(encode_request(spans))}
     assert flat["glidein"]["attributes"]["x.huge"] == str(2**70)

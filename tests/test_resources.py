@@ -119,11 +119,11 @@ def test_the_roots_peak_is_at_least_every_stages_a_job_that_ran_between_readings
                                                 "r.rss": str(9 * mib), "r.hwm": str(10 * mib)}),
         format_line(1032, "end", "teardown", {}), format_line(1032, "end", "glidein", {})]
     spans = convert(*parse_lines("".join(lines).encode()))
-    by_name = {s.name: s.attributes for s in spans}
-    assert by_name["setup"][MAX_RSS] == 14 * mib and by_name["job"][MAX_RSS] == 28 * mib
-    assert by_name["glidein"][MAX_RSS] == 28 * mib
-    assert by_name["glidein"][MAX_RSS_SOURCE] == "job.ResidentSetSize"
+    by_stage = {s.attributes["glidein.stage"]: s.attributes for s in spans}
+    assert by_stage["setup"][MAX_RSS] == 14 * mib and by_stage["job"][MAX_RSS] == 28 * mib
+    assert by_stage["glidein"][MAX_RSS] == 28 * mib
+    assert by_stage["glidein"][MAX_RSS_SOURCE] == "job.ResidentSetSize"
     # without the job the root keeps its own readings' peak and source
     spans = convert(*parse_lines("".join(line for line in lines if "job/" not in line).encode()))
-    root = next(s for s in spans if s.name == "glidein").attributes
+    root = next(s for s in spans if s.attributes["glidein.stage"] == "glidein").attributes
     assert (root[MAX_RSS], root[MAX_RSS_SOURCE]) == (14 * mib, "proc.vmhwm")

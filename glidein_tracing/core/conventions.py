@@ -28,6 +28,7 @@ FACTORY_STAGE_PREFIX = "factory."               # every stage the Factory's acti
 
 # Span names that differ from their stage (the others are named as their stage; a
 # validation span is named after its script)
+SPAN_GLIDEIN = "glidein"                        # the root: "glidein ENTRY OUTCOME" (root.py)
 SPAN_CONDOR = "condor"
 SPAN_JOB_ON_GLIDEIN = "job on glidein"
 
@@ -110,6 +111,8 @@ GLIDEIN_GWMS_JOBS_S = "glidein.gwms.jobs_s"                 # ... Total utilizat
 GLIDEIN_GWMS_GOODZ_S = "glidein.gwms.goodz_s"               # ... goodZ utilization
 GLIDEIN_GWMS_GOODNZ_S = "glidein.gwms.goodnz_s"             # ... goodNZ utilization
 GLIDEIN_REQUEST_TRACEPARENT = "glidein.request_traceparent"
+GLIDEIN_REQUEST_TRACE_ID = "glidein.request_trace_id"   # its trace id: a tag search finds a request's glideins
+GLIDEIN_FAILED = "glidein.failed"               # true on the root of a glidein that did not end ok
 GLIDEIN_SHUTDOWN_REASON = "glidein.shutdown.reason"
 GLIDEIN_SHUTDOWN_IDLE_S = "glidein.shutdown.idle_s"
 GLIDEIN_IDLE_KIND = "glidein.idle.kind"         # before_first_job, between_jobs, tail, no_job

@@ -14,7 +14,7 @@ the same spans. Nothing here knows where spans go.
    the root around all, GLIDEIN_TRACING_MAX_SPANS; clocks.py: the node's stages after the
    Factory's execute event;
 5. outcome.py: ``glidein.outcome``, ``post_failure_sleep``, failure domains (failure.py);
-   bounds.py again: every span lasts;
+   bounds.py again: every span lasts; root.py: the root's name;
 6. build.py: the SDK's spans (readable_span.py makes each one, with its
    ``glidein_tracing.digest`` from digest.py: what the backend's copy must carry for the
    forwarder to count it delivered), per-stage ``glidein.resource.*`` (resources.py), and the
@@ -30,7 +30,7 @@ from . import bounds, build, clocks, glideinwms, job_nesting, outcome
 from .collect import collect
 from .draft import MAX_SPANS_CEILING, ROOT
 from .fields import parse_iso
-from .root import ConversionError, settle_root
+from .root import ConversionError, name_root, settle_root
 
 __all__ = ["ConversionError", "convert", "parse_iso"]
 
@@ -55,4 +55,5 @@ def convert(events, report: JournalReport | None = None, *, resource_defaults: d
     outcome.post_failure_sleep(draft)
     outcome.failure_domains(draft)
     bounds.lasting(draft)
+    name_root(draft)
     return build.build(draft, dict(resource_defaults or {}))

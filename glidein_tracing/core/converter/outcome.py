@@ -79,6 +79,7 @@ def failure_domains(draft: Draft) -> None:
     if verdict is not None:
         root.attrs[c.GLIDEIN_FAILURE_DOMAIN] = verdict.domain
         root.attrs[c.GLIDEIN_FAILURE_EVIDENCE] = verdict.evidence
+        root.attrs[c.GLIDEIN_FAILED] = True    # one tag for "failed glideins" (docs/jaeger.md)
     for key in draft.keys_starting("job/"):
         span = draft.spans[key]
         if span.closed_by_converter and span.status != "OK":

@@ -27,10 +27,23 @@ def settle_root(draft: Draft, factory_trace_id: str | None) -> None:
     if not draft.trace_id:
         raise ConversionError("journal has no glidein root with a trace id or identity")
     request = root.attrs.get(c.GLIDEIN_REQUEST_TRACEPARENT, "")
-    if ids.parse_traceparent(str(request)):
+    parsed = ids.parse_traceparent(str(request))
+    if parsed:
+        root.attrs[c.GLIDEIN_REQUEST_TRACE_ID] = parsed[0]   # Jaeger shows no incoming links: search by it
         root.links.append(request)
         if c.STAGE_FACTORY_SUBMIT in draft.spans:
             draft.spans[c.STAGE_FACTORY_SUBMIT].links.append(request)
+
+
+def name_root(draft: Draft) -> None:
+    """``glidein ENTRY OUTCOME`` (as far as known): what a trace list shows of each trace is its
+    service and its root's name, and the entry and the outcome are the classes an operator
+    tells glideins apart by. Both are bounded (the Factory's entries, the outcomes), as span
+    names must be; the glidein's own cluster.proc is not, and stays an attribute."""
+    root = draft.root
+    entry = root.attrs.get(c.GLIDEIN_ENTRY) or draft.resource_attrs.get(c.GLIDEIN_ENTRY) or ""
+    outcome = root.attrs.get(c.GLIDEIN_OUTCOME) or ""
+    root.name = " ".join(str(part) for part in (c.SPAN_GLIDEIN, entry, outcome) if part)
 
 
 def _trace_id_from_identity(attrs) -> str | None:
