@@ -242,3 +242,17 @@ def test_a_settings_file_that_is_a_fifo_or_nested_too_deep_is_one_line(tmp_path)
     done = cli("forward", "--check-config", "--config", deep)
     assert done.returncode == EXIT_USAGE and done.stderr.splitlines() == [
         "glidein-tracing forward: bad configuration:", f"  {deep}: nested hundreds of levels deep, not a settings file"]
+
+
+def test_factory_config_refuses_what_it_cannot_read_with_one_line(tmp_path):
+    fifo = tmp_path / "glideinWMS.xml"
+    os.mkfifo(fifo)
+    assert one_line(cli("factory-config", "--validate", fifo, timeout=30), EXIT_USAGE) == \
+        f"glidein-tracing factory-config: {fifo}: cannot read: a FIFO (named pipe), not a file"
+    assert one_line(cli("factory-config", "--validate", tmp_path / "nope.xml"), EXIT_USAGE) == \
+        f"glidein-tracing factory-config: {tmp_path / 'nope.xml'}: cannot read: No such file or directory"
+    assert one_line(cli("factory-config", "--hooks-dir", tmp_path / "hooks"), EXIT_USAGE) == \
+        f"glidein-tracing factory-config: --hooks-dir {tmp_path / 'hooks'}: no such directory"
+    (tmp_path / "bad.xml").write_text("<glidein>")        # a file that is not XML: a finding, exit 1
+    done = cli("factory-config", "--validate", tmp_path / "bad.xml")
+    assert done.returncode == 1 and "cannot be read as XML" in done.stdout

@@ -3,12 +3,13 @@
 Without options: the <attrs> and <files> to paste into glideinWMS.xml (under <glidein> for
 all entries, or under one <entry>), with the paths of the installed hook files. With
 --validate FILE: every bad or missing knob and hook file, each with its fix (exit 1 when
-something must be fixed). --set NAME=VALUE puts a value into the printed block.
+something must be fixed; 2 when FILE cannot be read: missing, a directory, a FIFO). --set NAME=VALUE puts a value into the printed block.
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from ..core.errors import UserError
 from ..core.terminal import echo
@@ -44,5 +45,7 @@ def run(args):
         if not ok:
             raise UserError(message)
         values[name] = value
+    if args.hooks_dir and not Path(args.hooks_dir).is_dir():
+        raise UserError(f"--hooks-dir {args.hooks_dir}: no such directory")
     sys.stdout.write(render_block(values, args.hooks_dir))
     return 0

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from ..core.errors import UserError
 from ..core.inputs import open_input
 from ..core.knobs import BY_NAME, KNOBS, SWITCH
 
@@ -107,11 +108,9 @@ def _truthy(value) -> bool:
 
 def validate(path) -> list[Finding]:
     """Check a Factory glideinWMS.xml: every bad or missing knob and hook file, with the fix."""
-    try:
-        tree = ET.parse(str(path))
-    except (ET.ParseError, OSError) as exc:
-        return [Finding("error", str(path), f"cannot be read as XML ({exc})", "fix the XML syntax")]
-    root = tree.getroot()
+    root = _factory_xml_or_finding(path)
+    if isinstance(root, Finding):
+        return [root]
     findings: list[Finding] = []
     global_attrs = {a.get("name"): a for a in root.findall("./attrs/attr")}
     global_files = [f for f in root.findall("./files/file")]
@@ -188,12 +187,24 @@ def _check_scope(where, attrs, files) -> list[Finding]:
     return out
 
 
+def _factory_xml_or_finding(path):
+    """The XML's root, or the Finding that it does not parse (UserError: no file to read)."""
+    try:
+        return _factory_xml(path)
+    except ValueError as exc:
+        if isinstance(exc.__cause__, ET.ParseError):
+            return Finding("error", str(path), f"cannot be read as XML ({exc.__cause__})", "fix the XML syntax")
+        raise UserError(str(exc)) from exc
+
+
 def _factory_xml(path):
     try:
         with open_input(path) as handle:          # a FIFO would block: refused (core/inputs.py)
             return ET.parse(handle).getroot()
-    except (ET.ParseError, OSError) as exc:
+    except ET.ParseError as exc:
         raise ValueError(f"{path}: cannot be read as XML ({exc})") from exc
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from exc
 
 
 def entry_schedds(path) -> dict:
