@@ -12,7 +12,7 @@ rather than spelling it again.
 # as ``GLIDEIN_TRACING_REQUEST_TRACEPARENT 00-<trace>-<span>-<flags>``.
 REQUEST_TRACEPARENT_PARAM = "GLIDEIN_TRACING_REQUEST_TRACEPARENT"
 
-# Span names (equal to their glidein.stage, DESIGN Part 3).
+# Span names (equal to their glidein.stage, docs/frontend.md).
 CYCLE_SPAN = "frontend.cycle"
 REQUEST_SPAN = "frontend.request"
 

@@ -7,21 +7,23 @@ import sys
 import pytest
 
 from glidein_tracing.core.converter import convert
-from glidein_tracing.factory.activity import read_activity_log
+from glidein_tracing.factory.activity import identity_events, read_activity_log
 from glidein_tracing.core.ids import GlideinIdentity
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
 from tests.support.fixtures import fixture_path
 
 
-def identity_for(cluster, proc):
-    return GlideinIdentity("F", "N", "E", "S", str(cluster), str(proc))
+def factory_spans(activity):
+    """The spans of a glidein's Factory-side events, with its identity (as assembly.py adds it)."""
+    identity = GlideinIdentity("F", "N", "E", "S", str(activity.cluster), str(activity.proc))
+    return convert(identity_events(identity, min((e.time for e in activity.events), default=0.0)) + activity.events)
 
 
-def spans_by_name(activity):
+def spans_by_stage(activity):
     out = {}
-    for span in convert(activity.events):
-        out.setdefault(span.name, []).append(span)
+    for span in factory_spans(activity):
+        out.setdefault(span.attributes["glidein.stage"], []).append(span)
     return out
 
 
@@ -31,14 +33,14 @@ def seconds(span):
 
 def test_real_format_grid_log_submit_queue_hold_release_abort():
     path = fixture_path("htcondor", "synthetic", "grid_universe_synthetic.log")
-    activities, state, count = read_activity_log(path, identity_for)
+    activities, state, count = read_activity_log(path)
     assert count == 12 and state
-    ran = spans_by_name(activities[(4242, 0)])
+    ran = spans_by_stage(activities[(4242, 0)])
     assert seconds(ran["factory.submit"][0]) == 6
     assert seconds(ran["factory.queue"][0]) == 289
     assert ran["glidein"][0].attributes["factory.return_value"] == 0
     assert seconds(ran["glidein"][0]) == 7220
-    held = spans_by_name(activities[(4243, 0)])
+    held = spans_by_stage(activities[(4243, 0)])
     holds = sorted(held["factory.held"], key=lambda s: s.start_time)
     assert [seconds(h) for h in holds] == [600, 1740]  # the legacy stamp's guessed year is undone
     assert holds[0].attributes["factory.hold_reason"].startswith("Error connecting to schedd")
@@ -51,11 +53,11 @@ def test_reading_resumes_where_it_stopped(tmp_path):
     layout = FactoryLayout(logs=tmp_path)
     log = CondorGLog(layout)
     log.submit(5, 0, when=1795318000)
-    first, state, n1 = read_activity_log(layout.activity_log, identity_for)
+    first, state, n1 = read_activity_log(layout.activity_log)
     log.grid_submit(5, 0, when=1795318010)
     log.execute(5, 0, when=1795318100)
     saved = first[(5, 0)].state()
-    second, state2, n2 = read_activity_log(layout.activity_log, identity_for, state,
+    second, state2, n2 = read_activity_log(layout.activity_log, state,
                                            lambda c, p: saved if (c, p) == (5, 0) else None)
     assert (n1, n2) == (1, 2)
     assert [e.op for e in second[(5, 0)].events] == ["end", "start", "end"]
@@ -69,12 +71,11 @@ def test_local_and_utc_subsecond_stamps_give_the_same_instants(tmp_path, utc_iso
         "from pathlib import Path\n"
         "from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout\n"
         "from glidein_tracing.factory.activity import read_activity_log\n"
-        "from glidein_tracing.core.ids import GlideinIdentity\n"
         f"layout = FactoryLayout(logs=Path({str(tmp_path)!r}), utc_iso={utc_iso})\n"
         "log = CondorGLog(layout)\n"
         "log.submit(9, 0, when=1795318000.25)\n"
         "log.execute(9, 0, when=1795318100.75)\n"
-        "acts, _, _ = read_activity_log(layout.activity_log, lambda c, p: None)\n"
+        "acts, _, _ = read_activity_log(layout.activity_log)\n"
         "print(json.dumps([e.time for e in acts[(9, 0)].events]))\n")
     out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, TZ="America/Chicago"),
                          capture_output=True, text=True, check=True).stdout
@@ -87,7 +88,7 @@ def test_local_and_utc_subsecond_stamps_give_the_same_instants(tmp_path, utc_iso
 
 def test_htcondor_test_log_with_fuzz_is_read_without_crashing():
     path = fixture_path("htcondor", "test_condor.log")
-    activities, _, count = read_activity_log(path, identity_for)
+    activities, _, count = read_activity_log(path)
     assert count > 800
     for activity in activities.values():
-        convert(activity.events)
+        factory_spans(activity)

@@ -1,6 +1,7 @@
 import hashlib
 
 from glidein_tracing.core import ids
+from tests.support.hook_support import identity_from_job_environment
 
 
 def test_trace_id_is_sha256_of_identity_fields():
@@ -21,7 +22,7 @@ def test_factory_and_job_views_of_the_same_glidein_agree():
     env = {"GLIDEIN_Factory": "F", "GLIDEIN_Name": "N", "GLIDEIN_Entry_Name": "E",
            "GLIDEIN_Schedd": "S", "GLIDEIN_ClusterId": "7", "GLIDEIN_ProcId": "3"}
     assert (ids.GlideinIdentity("F", "N", "E", "S", "7", "3").trace_id
-            == ids.GlideinIdentity.from_job_environment(env).trace_id)
+            == identity_from_job_environment(env).trace_id)
 
 
 def test_span_ids_are_stable_distinct_and_valid():

@@ -164,7 +164,7 @@ def test_every_stage_lies_within_its_parent_and_nothing_outlives_the_glidein(tmp
         events, report = read_journal(result.journal_path)
     else:
         if name != "sigterm":   # on SIGTERM glidein_startup.sh does not wait for HTCondor's
-            assert result.leftovers == []     # shutdown (DESIGN 1.1): its stand-in may linger
+            assert result.leftovers == []     # shutdown (docs/hooks.md): its stand-in may linger
         events, report = parse_lines(result.journal_from_stderr())
     spans = convert(events, report)
     assert outside_parent(spans) == []

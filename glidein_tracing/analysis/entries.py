@@ -29,7 +29,6 @@ from __future__ import annotations
 from ..table.aggregates import ENTRY_SUMS, ENTRY_SUMS_OF
 
 COLUMNS = ("entry", "strt", "fval", "0job", "val", "idle", "wst", "badp", "waste", "time", "glideins")
-UNITS = ("", "%", "%", "%", "%", "%", "%", "%", "h", "h", "")
 
 # each column from the sums ({name}: ENTRY_SUMS' sum of that name over the entry's glideins)
 RATIOS = {

@@ -1,8 +1,7 @@
 """The public names of a glidein's trace: the one place each span stage and attribute is spelled.
 
 docs/span-conventions.md documents every name here (a test checks that the two agree, both
-ways) and DESIGN.md Part 3 is the contract they implement: users' queries and dashboards
-depend on them. Import a name from here rather than spelling it again. Each attribute's
+ways): it is the contract users' queries and dashboards depend on. Import a name from here rather than spelling it again. Each attribute's
 constant is its name in capitals with ``.`` as ``_`` (``glidein.outcome`` -> GLIDEIN_OUTCOME).
 The Frontend's own names are in frontend_hooks/conventions.py, the knobs in knobs.py.
 """

@@ -40,19 +40,6 @@ class GlideinIdentity:
                   str(self.cluster), str(self.proc), str(self.index or "0"))
         return _hex_prefix("".join(f + "\n" for f in fields), 32)
 
-    @classmethod
-    def from_job_environment(cls, env: dict) -> "GlideinIdentity":
-        """The identity as a user job sees it (STARTER_JOB_ENVIRONMENT names)."""
-        return cls(
-            factory=env.get("GLIDEIN_Factory", ""),
-            name=env.get("GLIDEIN_Name", ""),
-            entry=env.get("GLIDEIN_Entry_Name", ""),
-            schedd=env.get("GLIDEIN_Schedd", ""),
-            cluster=env.get("GLIDEIN_ClusterId", ""),
-            proc=env.get("GLIDEIN_ProcId", ""),
-            index=env.get("GLIDEIN_TRACING_MULTI_INDEX", "0") or "0",
-        )
-
 
 def span_id(trace_id: str, span_key: str) -> str:
     """The id of the span called ``span_key`` (e.g. ``setup``, ``job/<GlobalJobId>``) in a trace."""

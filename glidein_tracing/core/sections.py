@@ -1,6 +1,6 @@
 """Named, encoded sections in a glidein's stderr: the channel home from worker nodes.
 
-A glidein appends its logs to stderr as named sections (DESIGN 1.1): a NAME line, the line
+A glidein appends its logs to stderr as named sections (docs/hooks.md, Cleanup hook): a NAME line, the line
 ``======== gzip | uuencode =============``, ``begin-base64 644 -``, base64 of the gzipped
 text, and ``====``. Our journal travels the same way, as ``GlideinTracingJournal``, so the
 Factory's existing tools see one more section and we find ours by name. Decoding is capped

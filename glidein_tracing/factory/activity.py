@@ -116,9 +116,9 @@ def identity_events(identity: ids.GlideinIdentity, when: float) -> list:
     return [Event(time=when, op="attr", key="glidein", fields=identity_fields(identity))]
 
 
-def apply_event(activity: GlideinActivity, event, identity: ids.GlideinIdentity | None,
-                when: float | None = None) -> None:
-    """Translate one job event of a glidein into journal events."""
+def apply_event(activity: GlideinActivity, event, when: float | None = None) -> None:
+    """Translate one job event of a glidein into journal events (its identity is added when
+    its spans are made: assembly.py)."""
     kind = int(event.type)
     when = event_time(event) if when is None else when
     if activity.ended_at is not None:
@@ -130,8 +130,6 @@ def apply_event(activity: GlideinActivity, event, identity: ids.GlideinIdentity 
         activity.submit_time = when
         activity.events.append(Event(time=when, op="start", key="glidein",
                                      fields={"@name": "glidein", "@stage": "glidein"}))
-        if identity is not None:
-            activity.events.extend(identity_events(identity, when))
         activity.add(when, "start", c.STAGE_FACTORY_SUBMIT, {
             "@name": c.STAGE_FACTORY_SUBMIT, "@stage": c.STAGE_FACTORY_SUBMIT,
             c.FACTORY_SUBMIT_HOST: str(event.get("SubmitHost", ""))})
@@ -225,11 +223,10 @@ def abnormal_end(kind: int, event):
     return None
 
 
-def read_activity_log(path, identity_for, state=None, restore=None):
+def read_activity_log(path, state=None, restore=None):
     """Read new events of one activity log.
 
-    ``identity_for(cluster, proc)`` gives a glidein's identity, or None when it is only
-    known later (the forwarder adds it when it exports). ``restore(cluster, proc)`` gives
+    ``restore(cluster, proc)`` gives
     the saved state of a glidein seen in an earlier pass (GlideinActivity.state()). ``state`` is the pickled
     reader position from a previous call (None: from the start). Returns
     (activities by (cluster, proc), new state, count of events read). Event logs that
@@ -258,7 +255,7 @@ def read_activity_log(path, identity_for, state=None, restore=None):
         if activity is None:
             saved = restore(*key) if restore else None
             activity = activities[key] = GlideinActivity.restore(key[0], key[1], saved)
-        apply_event(activity, event, identity_for(*key), when)
+        apply_event(activity, event, when)
     return activities, pickle.dumps(reader), count
 
 

@@ -29,7 +29,7 @@ def read_log(ledger: ledger_mod.Ledger, entry: EntryDir, path: Path, stats: Forw
     reader's position, in one ledger transaction."""
     try:
         restore = lambda c, p: ledger.activity_state(ledger_mod.glidein_key(str(entry.path), c, p))
-        activities, state, count = read_activity_log(path, lambda c, p: None, ledger.log_state(path), restore)
+        activities, state, count = read_activity_log(path, ledger.log_state(path), restore)
     except Exception as exc:  # unreadable or corrupt event log: keep going
         log.warning("cannot read activity log %s: %s", path, exc)
         stats.problem("unreadable_activity_log")

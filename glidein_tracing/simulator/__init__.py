@@ -1,4 +1,4 @@
-"""A glidein simulator, faithful to GlideinWMS's conventions (DESIGN 1.1), for tests and demos.
+"""A glidein simulator, faithful to GlideinWMS's conventions (docs/hooks.md), for tests and demos.
 
 GlideinWMS and HTCondor cannot run here, so ``glidein_startup_sim.sh`` stands in for
 ``glidein_startup.sh`` and ``gwms/condor_startup.sh`` for the condor phase (a stand-in

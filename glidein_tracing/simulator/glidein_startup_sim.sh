@@ -1,7 +1,7 @@
 #!/bin/bash
 # glidein_startup_sim.sh: a stand-in for GlideinWMS's glidein_startup.sh, for tests and
 # the demo (the real one needs a Factory web server and HTCondor). It follows the real
-# conventions as recorded in ../shared/fixtures/glidein-run (DESIGN 1.1):
+# conventions as recorded in ../shared/fixtures/glidein-run (docs/hooks.md):
 # - work dir glide_XXXXXX in the start dir; glidein_config with the real keys (last
 #   line for a key wins); -param_X values decoded into it;
 # - file lists in the real order (main, entry, main precvmfs, main at, client,

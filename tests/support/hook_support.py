@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from glidein_tracing.core.converter import parse_iso
+from glidein_tracing.core.ids import GlideinIdentity
 
 REPO = Path(__file__).resolve().parents[2]
 HOOKS = REPO / "glidein_tracing" / "node" / "hooks"
@@ -161,3 +162,11 @@ def world_readable_tmp() -> Path:
     path = Path(tempfile.mkdtemp(prefix="gt-hooks-"))
     path.chmod(0o755)
     return path
+
+
+def identity_from_job_environment(env: dict) -> GlideinIdentity:
+    """A glidein's identity as a user job sees it (the STARTER_JOB_ENVIRONMENT names, docs/ids.md)."""
+    return GlideinIdentity(factory=env.get("GLIDEIN_Factory", ""), name=env.get("GLIDEIN_Name", ""),
+                           entry=env.get("GLIDEIN_Entry_Name", ""), schedd=env.get("GLIDEIN_Schedd", ""),
+                           cluster=env.get("GLIDEIN_ClusterId", ""), proc=env.get("GLIDEIN_ProcId", ""),
+                           index=env.get("GLIDEIN_TRACING_MULTI_INDEX", "0") or "0")
