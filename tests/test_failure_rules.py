@@ -16,13 +16,13 @@ from glidein_tracing.cli.main import main as cli_main
 from glidein_tracing.core.converter import convert
 from glidein_tracing.failure_rules.downtimes import Downtime, Downtimes
 from glidein_tracing.failure_rules.attribution import FailureAttribution
-from glidein_tracing.table.rows import glidein_rows
 from glidein_tracing.failure_rules.rules import Facts, RuleSet
 from glidein_tracing.core.journal import format_line, parse_lines
 from glidein_tracing.failure_rules.classifiers import Classifiers
 from glidein_tracing.failure_rules.files import RuleBook, check, parse_file
 
 from tests.support.journal_builders import root_lines
+from tests.support.table_helpers import glidein_rows
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "glidein_tracing" / "failure_rules" / "examples"
 TRACE = ids.GlideinIdentity("gwms_test_factory", "gwms_test_instance", "TEST_ENTRY",

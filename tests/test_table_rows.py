@@ -16,11 +16,10 @@ from glidein_tracing.core.journal import format_line, parse_lines, read_journal
 from glidein_tracing.simulator import Job, Scenario, simulate_glidein
 from glidein_tracing.table import gwms, schema
 from glidein_tracing.table.readable import readable_spans
-from glidein_tracing.table.rows import glidein_rows
 
 from tests.support.fixtures import fixture_path
 from tests.support.journal_builders import iso_epoch, parse_otr_records, record_lines, root_lines
-from tests.support.table_helpers import factory_view
+from tests.support.table_helpers import factory_view, glidein_rows
 
 REPO = Path(__file__).resolve().parents[1]
 NS = 10**9

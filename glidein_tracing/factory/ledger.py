@@ -290,9 +290,6 @@ class Ledger:
         self.db.execute("INSERT INTO counters(name, value) VALUES (?,?) "
                         "ON CONFLICT(name) DO UPDATE SET value=value+excluded.value", (name, by))
 
-    def counters(self) -> dict:
-        return dict(self.db.execute("SELECT name, value FROM counters"))
-
 
 class _Transaction:
     def __init__(self, db, path: Path):

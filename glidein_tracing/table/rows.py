@@ -207,15 +207,9 @@ def _timeline(job_rows: list) -> dict:
             "job_request_cpus": list(map(_int32, cpus)), "job_failed": list(map(_failed, domain, code, signal, by))}
 
 
-def glidein_rows(spans, *, trace_kept: bool = True) -> tuple[dict, list[dict]]:
-    """(the glidein's row, its jobs' rows) from one glidein's spans, as dicts by column."""
-    row, jobs = _rows(spans, trace_kept)
-    return row, [dict(zip(JOB_COLUMNS, job)) for job in jobs]
-
-
 def glidein_values(spans, *, trace_kept: bool = True) -> tuple[tuple, list[tuple]]:
-    """The same rows as tuples in their datasets' column order (what the writer takes with no
-    column names repeated per row)."""
+    """(the glidein's row, its jobs' rows) from one glidein's spans, as tuples in their
+    datasets' column order (what the writer takes with no column names repeated per row)."""
     row, jobs = _rows(spans, trace_kept)
     return _GLIDEIN_ORDER(row), jobs
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from glidein_tracing.table import gwms
+from glidein_tracing.table.rows import GLIDEIN_COLUMNS, JOB_COLUMNS, glidein_values
 
 
 def factory_view(stdout: str) -> gwms.GlideinRun:
@@ -46,3 +47,9 @@ def seconds(span) -> float:
 
 def total(spans) -> float | None:
     return sum(s["end_ns"] - s["start_ns"] for s in spans) / 1e9 if spans else None
+
+
+def glidein_rows(spans, *, trace_kept: bool = True) -> tuple[dict, list[dict]]:
+    """(the glidein's row, its jobs' rows) from one glidein's spans, as dicts by column."""
+    row, jobs = glidein_values(spans, trace_kept=trace_kept)
+    return dict(zip(GLIDEIN_COLUMNS, row)), [dict(zip(JOB_COLUMNS, job)) for job in jobs]
