@@ -3,8 +3,6 @@ schema versions, empty days); the HTML report and a trace's waterfall page rende
 Chromium."""
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,11 +18,10 @@ from glidein_tracing.exporters.store import Store
 
 from glidein_tracing.core import conventions
 from glidein_tracing.viewers.waterfall import render_html
+from tests.support.browser import WATERFALL_PROBE, browser as browser_path, dom, screenshot
 from tests.support.analysis_helpers import (glidein_row, simple_glidein, trace_id, write_rows, write_synth_store,
                                             write_synth_table)
 
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
-INSTALL_HINT = "apt-get update && apt-get install -y chromium"
 
 
 @pytest.fixture(scope="module")
@@ -158,29 +155,6 @@ def test_html_is_a_page_of_sortable_tables_beside_plots(table, tmp_path):
     assert "http://" not in page and "https://" not in page    # nothing fetched from anywhere
 
 
-def _browser():
-    for name in BROWSERS:
-        path = shutil.which(name)
-        if path:
-            return path
-    message = f"headless Chromium is not installed (CI must install it: {INSTALL_HINT})"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message)
-
-
-def _dom(browser, page: Path, tmp_path, probe: str) -> dict:
-    probed = page.with_name("probed-" + page.name)
-    probed.write_text(page.read_text().replace("</body>", probe + "</body>"))
-    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-             f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,2000"]
-    dom = subprocess.run(flags + ["--virtual-time-budget=10000", "--dump-dom", probed.as_uri()],
-                         capture_output=True, text=True, timeout=180)
-    assert "PROBE:" in dom.stdout, dom.stderr[-2000:]
-    return json.loads(dom.stdout.split("PROBE:", 1)[1].split(":EBORP", 1)[0].replace("&amp;", "&"))
-
-
 # after load: every image's size, then a click on the first table's "core-hours" header, and the
 # first column's order after it
 REPORT_PROBE = """<script>
@@ -199,20 +173,10 @@ window.addEventListener('load', function () {
   document.body.appendChild(pre);
 });
 </script>"""
-WATERFALL_PROBE = """<script>
-window.addEventListener('load', function () {
-  var bars = Array.from(document.querySelectorAll('div.bar')).map(function (b) {
-    var r = b.getBoundingClientRect(); return {width: r.width, left: r.left, err: b.classList.contains('err')}; });
-  var pre = document.createElement('pre');
-  pre.textContent = 'PRO' + 'BE:' + JSON.stringify({bars: bars, rows: document.querySelectorAll('tr.span').length})
-    + ':EB' + 'ORP';
-  document.body.appendChild(pre);
-});
-</script>"""
 
 
 def test_html_report_renders_in_headless_chromium_sorts_and_links_waterfall_pages(tmp_path):
-    browser = _browser()
+    browser = browser_path()
     store, tbl = tmp_path / "store", tmp_path / "table"
     write_synth_store(store, glideins=60, seed=4, validation_failure_rate=0.5)
     write_synth_table(tbl, glideins=2000, seed=4, period_s=86400)
@@ -228,8 +192,10 @@ def test_html_report_renders_in_headless_chromium_sorts_and_links_waterfall_page
     ids = [next(targets, i) if f else i for i, f in zip(ids, flags)]
     pq.write_table(rows.set_column(rows.column_names.index("trace_id"), "trace_id", pa.array(ids)), files[0])
     html_path = tmp_path / "report.html"
-    assert main(["analyze", str(tbl), "--whatif", "--html", str(html_path), "--quiet", "--store", str(store)]) == 0
-    found = _dom(browser, html_path, tmp_path, REPORT_PROBE)
+    jaeger = "https://jaeger.example.org:16686"
+    assert main(["analyze", str(tbl), "--whatif", "--html", str(html_path), "--quiet", "--store", str(store),
+                 "--jaeger-ui", jaeger]) == 0
+    found = dom(browser, html_path, tmp_path, REPORT_PROBE)
     plots = {e["id"]: e for e in found["images"]}
     assert set(plots) == {"plot-distributions", "plot-shutdowns", "plot-waste", "plot-validation", "plot-tradeoff"}
     for element in plots.values():
@@ -239,9 +205,21 @@ def test_html_report_renders_in_headless_chromium_sorts_and_links_waterfall_page
     assert pages, found["links"]
     waterfall = html_path.parent / pages[0]
     assert waterfall.exists()
-    bars = _dom(browser, waterfall, tmp_path, WATERFALL_PROBE)
-    assert bars["rows"] > 5 and any(b["err"] for b in bars["bars"])      # a failed glidein: a red bar
-    assert all(b["width"] >= 1 for b in bars["bars"]) and max(b["width"] for b in bars["bars"]) > 400
+    page = dom(browser, waterfall, tmp_path, WATERFALL_PROBE)
+    assert page["rows"] > 5 and any(b["err"] for b in page["bars"])      # a failed glidein: a red bar
+    assert all(b["width"] >= 1 for b in page["bars"]) and max(b["width"] for b in page["bars"]) > 400
+    # a time axis: ticks from 0, left to right, over the bars
+    assert len(page["ticks"]) >= 3 and page["ticks"][0]["label"] == "0"
+    assert [t["left"] for t in page["ticks"]] == sorted(t["left"] for t in page["ticks"])
+    assert min(b["left"] for b in page["bars"]) >= page["ticks"][0]["left"] - 1
+    # the verdict and the failed script's log tail in plain sight, not folded away
+    shown = dict(page["verdict"])
+    assert shown["failure domain"] and shown["evidence"] and page["failedRows"] >= 1
+    # links back to the report and on to the trace in Jaeger
+    trace = waterfall.stem
+    assert page["links"] == {"report": "../report.html", "jaeger": f"{jaeger}/trace/{trace}"}
+    assert (waterfall.parent / page["links"]["report"]).resolve() == html_path.resolve()
+    assert screenshot(browser, waterfall, tmp_path / "waterfall.png", tmp_path).stat().st_size > 10_000
 
 
 def test_show_html_writes_a_waterfall_page(tmp_path, capsys):
@@ -252,12 +230,12 @@ def test_show_html_writes_a_waterfall_page(tmp_path, capsys):
     assert f"trace {trace_id}" in capsys.readouterr().out
     page = out.read_text()
     spans = Store(tmp_path / "store").trace(trace_id)
-    assert page.count("<tr class='span'>") == len(spans) and "http" not in page
+    assert page.count("<tr class='span") == len(spans) and "http" not in page
     for span in spans:
         assert f">{span['name']}<" in page or f">{span['name']}<details" in page
 
 
-def test_the_waterfall_unfolds_a_failed_stages_and_a_failed_jobs_log_tails_escaped():
+def test_the_waterfall_shows_a_failed_stages_and_a_failed_jobs_log_tails_escaped():
     spans = simple_glidein(trace_id(9), jobs=((100, 1000, 1),))
     script = next(s for s in spans if s["name"] == "main/a.sh")
     job = next(s for s in spans if s["attributes"][conventions.STAGE] == conventions.STAGE_JOB)
@@ -266,7 +244,10 @@ def test_the_waterfall_unfolds_a_failed_stages_and_a_failed_jobs_log_tails_escap
     job["events"] = [{"name": conventions.JOB_LOG_TAIL, "time_ns": job["end_ns"],
                       "attributes": {conventions.LOG_LINES: "cvmfs: file not found"}}]
     page = render_html(spans)
-    assert "<pre>check &lt;failed&gt; on node</pre>" in page and "<pre>cvmfs: file not found</pre>" in page
+    for text in ("check &lt;failed&gt; on node", "cvmfs: file not found"):
+        tail = f"<pre class='tail'>{text}</pre>"
+        assert page.count(tail) == 2        # in "What failed" and under the span's name
+        assert page.index(tail) < page.index("<details>")   # not folded away
 
 
 def test_the_synth_script_writes_a_store_and_a_table(tmp_path, capsys):
@@ -281,3 +262,15 @@ def test_the_synth_script_writes_a_store_and_a_table(tmp_path, capsys):
     bad = subprocess.run(script + ["--glideins", "5", "--table", str(tmp_path / "t"), "--kill-rate", "2"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "--kill-rate must be between 0 and 1" in bad.stderr
+
+
+@pytest.mark.parametrize("seconds, labels", [
+    (1.5, ["0", "0.2s", "0.4s", "0.6s", "0.8s", "1s", "1.2s", "1.4s"]),
+    (75, ["0", "10s", "20s", "30s", "40s", "50s", "60s", "70s"]),
+    (7.5 * 3600, ["0", "1h", "2h", "3h", "4h", "5h", "6h", "7h"]),
+    (3 * 86400, ["0", "12h", "24h", "36h", "48h", "60h"])])
+def test_the_waterfalls_time_axis_has_round_ticks_a_reader_can_count(seconds, labels):
+    from glidein_tracing.viewers.waterfall import time_axis
+    _, ticks = time_axis(int(seconds * 1e9))
+    assert [label for _, label in ticks] == labels
+    assert all(0 <= pos <= 95 for pos, _ in ticks)

@@ -225,3 +225,35 @@ def test_a_failed_job_shows_its_phases_and_its_log_tail(demo_store):
     assert " ERROR " in merge_line
     assert "mark: phase 1 complete" in shown and "| ERROR: input file missing, exiting 66" in shown
     assert "| ERROR: input file missing, exiting 66" in stdout
+
+
+def test_a_failed_glideins_waterfall_page_in_headless_chromium(demo_store, tmp_path):
+    """`show --html --jaeger-ui` of the demo's failed glideins, as an operator opens them: the
+    verdict (domain, evidence; for the failing job the rule, its label, advice and service) and
+    the log tail in plain sight, a time axis, the link to the trace in Jaeger."""
+    from tests.support.browser import WATERFALL_PROBE, browser, dom, screenshot
+    path = browser()
+    store, _, traces = demo_store
+    jaeger = "http://127.0.0.1:16686"
+    for trace_id, spans in glidein_traces(traces).items():
+        failed_job = [s for s in stage(spans, "job") if s["status_code"] == 2]
+        root = stage(spans, "glidein")[0]
+        if root["attributes"]["glidein.outcome"] != "validation_failed" and not failed_job:
+            continue
+        page = tmp_path / f"{trace_id}.html"
+        proc = subprocess.run([sys.executable, "-m", "glidein_tracing", "show", trace_id, "--store", str(store),
+                               "--html", str(page), "--jaeger-ui", jaeger], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        found = dom(path, page, tmp_path, WATERFALL_PROBE)
+        shown = dict(found["verdict"])
+        assert found["links"] == {"jaeger": f"{jaeger}/trace/{trace_id}"}
+        assert len(found["ticks"]) >= 3 and found["ticks"][0]["label"] == "0"
+        assert found["tails"], "the log tail is in plain sight"
+        if failed_job:     # the example rules decided: the rule is named with its advice
+            assert shown["failure domain"] == "service" and shown["service"] == "cvmfs"
+            assert shown["rule"] == "cvmfs-file-missing" and shown["advice"]
+            assert any("calib.db': No such file or directory" in t for t in found["tails"])
+        else:
+            assert shown["failure domain"] == "site" and shown["evidence"] == "error.type=WN_Resource"
+            assert any("check_wn_drainstate.sh: ERROR" in t for t in found["tails"])
+        assert screenshot(path, page, tmp_path / f"{trace_id}.png", tmp_path).stat().st_size > 10_000

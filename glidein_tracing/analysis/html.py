@@ -1,7 +1,7 @@
 """The analysis as one self-contained HTML page: each summary is a sortable table (units in its
 headers) beside its plot (matplotlib, embedded as a base64 SVG image), every trace id a link:
-to ``--jaeger-ui`` when given, else to the trace's waterfall page rendered from the store
-(waterfall.py), else plain text. No network, no external file: it opens anywhere. The page is
+to the trace's waterfall page rendered from the store (waterfall.py, which links on to Jaeger),
+else to ``--jaeger-ui`` when given, else plain text. No network, no external file: it opens anywhere. The page is
 drawn from the analysis document alone (its histograms: stats.py), with no query.
 """
 
@@ -42,10 +42,10 @@ class Page:
 
     def link(self, trace_id: str) -> str:
         tid = html.escape(str(trace_id))
-        if self.jaeger_ui:
-            return f"<a href='{html.escape(self.jaeger_ui.rstrip('/'))}/trace/{tid}'><code>{tid}</code></a>"
         if trace_id in self.trace_pages:
             return f"<a href='{html.escape(self.trace_pages[trace_id])}'><code>{tid}</code></a>"
+        if self.jaeger_ui:
+            return f"<a href='{html.escape(self.jaeger_ui.rstrip('/'))}/trace/{tid}'><code>{tid}</code></a>"
         return f"<code>{tid}</code>"
 
     @staticmethod

@@ -48,10 +48,11 @@ def add_arguments(parser):
     parser.add_argument("--quiet", action="store_true", help="no terminal summary")
     parser.add_argument("--memory-limit", default="1GB",
                         help="DuckDB's memory limit, beyond which it spills to disk (default %(default)s)")
-    parser.add_argument("--jaeger-ui", metavar="URL", help="Jaeger UI base URL: trace ids in the report link there")
+    parser.add_argument("--jaeger-ui", metavar="URL",
+                        help="Jaeger UI base URL: trace ids in the report (and the waterfall pages) link there")
     parser.add_argument("--store", metavar="DIR",
-                        help="without --jaeger-ui: render the report's trace ids found in this store as waterfall "
-                             "pages beside the report (OUT.traces/) and link them")
+                        help="render the report's trace ids found in this store as waterfall pages beside the "
+                             "report (OUT.traces/), each linking back to it, and link the ids to them")
     what = parser.add_argument_group("what-if")
     what.add_argument("--whatif", action="store_true", help="replay the glideins under candidate settings")
     what.add_argument("--max-idle", type=_number_list, metavar="LIST", help="candidate GLIDEIN_Max_Idle values, s")
@@ -64,8 +65,9 @@ def add_arguments(parser):
                       help="recommend only settings losing at most this share of jobs (default %(default)s)")
 
 
-def _trace_pages(doc: dict, store_dir: str, html_path: str) -> dict:
-    """Waterfall pages of the report's example trace ids that the store holds."""
+def _trace_pages(doc: dict, store_dir: str, html_path: str, jaeger_ui: str | None) -> dict:
+    """Waterfall pages of the report's example trace ids that the store holds, each linking
+    back to the report (and to the trace in Jaeger with ``jaeger_ui``)."""
     from ..exporters.store import Store, StoreError
     from ..viewers.waterfall import render_html
     wanted = {t for o in doc["failures"]["outages"] for t in o["examples"]}
@@ -79,7 +81,8 @@ def _trace_pages(doc: dict, store_dir: str, html_path: str) -> dict:
             spans = store.trace(trace_id)
             if spans:
                 folder.mkdir(exist_ok=True)
-                (folder / f"{trace_id}.html").write_text(render_html(spans), encoding="utf-8")
+                page = render_html(spans, jaeger_ui=jaeger_ui, report="../" + Path(html_path).name)
+                (folder / f"{trace_id}.html").write_text(page, encoding="utf-8")
                 pages[trace_id] = f"{folder.name}/{trace_id}.html"
     except (StoreError, OSError) as exc:
         raise UserError(f"cannot read the store {store_dir}: {exc}") from exc
@@ -104,7 +107,7 @@ def run(args):
     import duckdb
     _refuse_unwritable(args.json, "--json")
     _refuse_unwritable(args.html, "--html")
-    if args.store and args.html and not args.jaeger_ui:
+    if args.store and args.html:
         from ..exporters.store import Store, StoreError
         try:
             Store(args.store, read_only=True)       # a typo is refused before the analysis
@@ -141,7 +144,7 @@ def _run(args, verify: bool):
         _written(args.json, lambda: report_mod.write_json(doc, args.json))
         wrote.append(args.json)
     if args.html:
-        pages = _trace_pages(doc, args.store, args.html) if args.store and not args.jaeger_ui else {}
+        pages = _trace_pages(doc, args.store, args.html, args.jaeger_ui) if args.store else {}
         _written(args.html, lambda: Path(args.html).write_text(
             render_html(doc, jaeger_ui=args.jaeger_ui, trace_pages=pages), encoding="utf-8"))
         wrote.append(args.html + (f" (and {len(pages)} trace pages in {args.html}.traces/)" if pages else ""))

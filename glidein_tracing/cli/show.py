@@ -4,7 +4,7 @@ Reads the embedded store (default under the user's data dir, or --store DIR) thr
 index: a trace id prefix is enough when it is unique; `--list` prints the traces in the
 store; `--reindex` rebuilds the index from the store's files (it is rebuilt by itself when
 missing, stale or damaged). `--html FILE` writes the trace as a waterfall page instead
-(the page the analysis report links a trace id to when no Jaeger UI is given).
+(the page the analysis report links a trace id to), linking to Jaeger with `--jaeger-ui URL`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ def add_arguments(parser):
     parser.add_argument("--list", action="store_true", help="list the traces in the store")
     parser.add_argument("--reindex", action="store_true", help="rebuild the store's index from its files")
     parser.add_argument("--html", metavar="FILE", help="write the trace as a self-contained waterfall page")
+    parser.add_argument("--jaeger-ui", metavar="URL",
+                        help="with --html: the Jaeger UI's base URL, which the page links the trace to")
 
 
 def run(args):
@@ -56,7 +58,7 @@ def run(args):
     from ..viewers.waterfall import render_html
     try:
         with open(args.html, "w", encoding="utf-8") as handle:
-            handle.write(render_html(spans))
+            handle.write(render_html(spans, jaeger_ui=args.jaeger_ui))
     except OSError as exc:
         raise UserError(f"cannot write {args.html}: {exc.strerror or exc}") from exc
     echo(f"wrote {args.html}: trace {trace_id}, {len(spans)} spans")
