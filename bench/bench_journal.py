@@ -25,10 +25,11 @@ import tempfile
 from pathlib import Path
 
 from glidein_tracing.core.journal import read_journal
+from glidein_tracing.core.sections import JOURNAL_SECTION
 from glidein_tracing.simulator import Job, Scenario, simulate_glidein
 
 HOOKS = Path(__file__).resolve().parents[1] / "glidein_tracing" / "node" / "hooks"
-SECTION_HEAD = "GlideinTracingJournal\n======== gzip | uuencode =============\nbegin-base64 644 -\n"
+SECTION_HEAD = f"{JOURNAL_SECTION}\n======== gzip | uuencode =============\nbegin-base64 644 -\n"
 DRIVER = r'''
 . "$HOOKS/gconditional_TRACING_lib.sh"; . "$HOOKS/gconditional_TRACING_stages.sh"
 gt_fold_watch

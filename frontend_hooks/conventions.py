@@ -2,8 +2,11 @@
 
 docs/frontend.md documents every name here; docs/span-conventions.md lists the two stages.
 The glidein side reads ``REQUEST_TRACEPARENT_PARAM`` from glidein_config: import it from here
-rather than spelling it again.
+rather than spelling it again. The names both sides share (the stage attribute, the two
+Frontend stages, the entry's identity) come from glidein_tracing.core.conventions.
 """
+
+from glidein_tracing.core import conventions as _shared
 
 # The GlideinParam that carries the request span's W3C traceparent. The Frontend advertises it
 # as ``GlideinParamGLIDEIN_TRACING_REQUEST_TRACEPARENT`` in the request (glideclient) ad; the
@@ -13,10 +16,10 @@ rather than spelling it again.
 REQUEST_TRACEPARENT_PARAM = "GLIDEIN_TRACING_REQUEST_TRACEPARENT"
 
 # Span names (equal to their glidein.stage, docs/frontend.md).
-CYCLE_SPAN = "frontend.cycle"
-REQUEST_SPAN = "frontend.request"
+CYCLE_SPAN = _shared.STAGE_FRONTEND_CYCLE
+REQUEST_SPAN = _shared.STAGE_FRONTEND_REQUEST
 
-STAGE = "glidein.stage"
+STAGE = _shared.STAGE
 
 # frontend.cycle (and repeated on frontend.request)
 FRONTEND_NAME = "frontend.name"            # glideinFrontendElement.frontend_name (FrontendName)
@@ -27,9 +30,9 @@ CYCLE_NUMBER = "frontend.cycle.number"     # 1, 2, ... per group, kept in the gr
 CYCLE_ENTRIES = "frontend.cycle.requests"  # frontend.request spans opened in the cycle
 
 # frontend.request: identity of the entry (the glidefactory ad attributes)
-ENTRY = "glidein.entry"                    # EntryName     == GLIDEIN_Entry_Name on the glidein
-FACTORY = "glidein.factory"                # FactoryName   == GLIDEIN_Factory
-GLIDEIN_NAME = "glidein.name"              # GlideinName   == GLIDEIN_Name
+ENTRY = _shared.GLIDEIN_ENTRY              # EntryName     == GLIDEIN_Entry_Name on the glidein
+FACTORY = _shared.GLIDEIN_FACTORY          # FactoryName   == GLIDEIN_Factory
+GLIDEIN_NAME = _shared.GLIDEIN_NAME        # GlideinName   == GLIDEIN_Name
 REQUEST_NAME = "frontend.request.name"     # ReqName: entry@glidein@factory
 FACTORY_POOL = "frontend.request.factory_pool"  # the Factory collector the request goes to
 IN_DOWNTIME = "frontend.request.in_downtime"

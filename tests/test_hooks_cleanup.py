@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from glidein_tracing.core.sections import JOURNAL_SECTION
 from glidein_tracing.core.converter import convert, parse_iso
 from glidein_tracing.core.journal import parse_lines, read_journal
 from glidein_tracing.simulator import decode_sections
@@ -107,14 +108,14 @@ def test_stderr_section_decodes_to_the_journal(glidein_at_cleanup, run):
     g, cleanup_dir = glidein_at_cleanup(run)
     out = g.run_hook("gconditional_TRACING_cleanup.sh", str(g.config), cwd=cleanup_dir)
     lines = out.stderr.split("\n")
-    at = lines.index("GlideinTracingJournal")
+    at = lines.index(JOURNAL_SECTION)
     assert lines[at + 1] == "======== gzip | uuencode ============="
     assert lines[at + 2] == "begin-base64 644 -"
     end = lines.index("====", at)
     assert all(len(line) <= 76 for line in lines[at + 3:end])
     sections = decode_sections(out.stderr.encode())
-    assert sections["GlideinTracingJournal"] == g.journal.read_bytes()
-    events, report = parse_lines(sections["GlideinTracingJournal"])
+    assert sections[JOURNAL_SECTION] == g.journal.read_bytes()
+    events, report = parse_lines(sections[JOURNAL_SECTION])
     assert report.skipped_total == 0 and any(e.key == "glidein" and e.op == "end" for e in events)
 
 

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from glidein_tracing.core.sections import JOURNAL_SECTION
 from glidein_tracing.core import ids
 from glidein_tracing.core.converter import convert
 from glidein_tracing.factory.forwarder import Forwarder
@@ -69,7 +70,7 @@ def test_node_live_export_and_forwarder_deliver_each_span_once(tmp_path, collect
     received = CountingCollector.received
     assert len(received) == len(set(received)), "a span arrived twice"
     # everything the journal + activity log describe arrived, and nothing else
-    (section,) = [v for k, v in result.sections().items() if k == "GlideinTracingJournal"]
+    (section,) = [v for k, v in result.sections().items() if k == JOURNAL_SECTION]
     events, _ = parse_lines(section)
     expected_glidein_spans = {format(s.context.span_id, "016x") for s in convert(events)}
     got = {s for t, s in received}

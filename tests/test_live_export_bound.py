@@ -17,6 +17,7 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
+from glidein_tracing.core.sections import JOURNAL_SECTION
 from glidein_tracing.core.journal import format_line, parse_lines
 from glidein_tracing.simulator import decode_sections
 from tests.support.hook_support import make_glidein
@@ -38,7 +39,7 @@ def node_path(request, tmp_path):
 def assert_bounded_and_journal_home(g, wall, stderr, left):
     assert wall < BOUND_S + SLACK_S, f"cleanup took {wall:.1f} s with a {BOUND_S} s bound"
     assert not left, f"left running after cleanup: {left}"
-    section = decode_sections(stderr.encode())["GlideinTracingJournal"]
+    section = decode_sections(stderr.encode())[JOURNAL_SECTION]
     assert section == g.journal.read_bytes()  # complete: the journal as the hook closed it
     events, report = parse_lines(section)
     assert report.skipped_total == 0
@@ -80,7 +81,7 @@ def test_python_that_never_answers_is_cut_at_the_bound(tmp_path, node_path):
         g.stop()
     assert wall < BOUND_S + SLACK_S, f"cleanup took {wall:.1f} s with a {BOUND_S} s bound"
     assert not left, f"left running after cleanup: {left}"
-    assert decode_sections(stderr.encode())["GlideinTracingJournal"] == g.journal.read_bytes()
+    assert decode_sections(stderr.encode())[JOURNAL_SECTION] == g.journal.read_bytes()
     assert b"did not answer in time" in g.journal.read_bytes()
 
 
@@ -144,7 +145,7 @@ def test_endpoint_credentials_are_written_nowhere(tmp_path, credential):
     assert CountingCollector.received and set(AuthRecordingCollector.authorizations) == {expected_auth}
     # ... and is nowhere on the node: journal, stderr (section and messages), export log
     journal = g.journal.read_bytes()
-    section = decode_sections(stderr.encode())["GlideinTracingJournal"]
+    section = decode_sections(stderr.encode())[JOURNAL_SECTION]
     export_log = (g.work / "glidein_tracing" / "export.log").read_bytes()
     for where, text in [("journal", journal), ("stderr section", section),
                         ("stderr", stderr.encode()), ("export.log", export_log)]:

@@ -6,6 +6,7 @@ import base64
 
 import pytest
 
+from glidein_tracing.core.sections import JOURNAL_SECTION
 from glidein_tracing.core.converter import convert, parse_iso
 from glidein_tracing.core.ids import GlideinIdentity, format_traceparent, span_id
 from glidein_tracing.core.journal import parse_lines, read_journal
@@ -67,7 +68,7 @@ def test_success_with_three_jobs(tmp_path):
     assert find(events, "end", "glidein")[0].fields["glidein.outcome"] == "ok"
     # the glidein's own sections are still there, untouched
     sections = result.sections()
-    assert {"MasterLog", "StartdLog", "StartdHistoryLog", "GlideinTracingJournal"} <= set(sections)
+    assert {"MasterLog", "StartdLog", "StartdHistoryLog", JOURNAL_SECTION} <= set(sections)
     assert "=== Encoded XML description of glidein activity ===" in result.stderr()
     assert "<status>OK</status>" in result.stdout()
 

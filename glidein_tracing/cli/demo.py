@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..core.errors import UserError
 from ..exporters.result import DeliveringExporter, Delivery, deliver
-from ..core import conventions as c
+from ..core import conventions as c, ids
 
 from ..core.terminal import echo
 
@@ -178,7 +178,7 @@ class FailureSummary(DeliveringExporter):
                     evidence = attrs.get(f"{who}.failure.evidence", "")
                     service = attrs.get(f"{who}.failure.service")
                     label = attrs.get(f"{who}.failure.label")
-                    self.failures.setdefault(format(span.context.trace_id, "032x"), []).append(
+                    self.failures.setdefault(ids.trace_hex(span.context.trace_id), []).append(
                         f"{who} failure: {domain}{' ' + service if service else ''} ({evidence})"
                         + (f": {label}" if label else ""))
         return deliver(self.inner, spans)

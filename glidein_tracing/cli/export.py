@@ -26,7 +26,7 @@ from ..core.converter import ConversionError, convert
 from ..exporters.otlp import make_otlp_exporter, public_url, sdk_disabled
 from ..exporters.store import JsonLinesStoreExporter
 from ..core.journal import parse_lines, read_journal
-from ..core.sections import journal_sections
+from ..core.sections import JOURNAL_SECTION, journal_sections
 from ..core.errors import UserError
 from ..core.inputs import NotAFileError, check_input, read_input
 from ..core.terminal import echo
@@ -77,7 +77,7 @@ def load_events(args):
                   file=sys.stderr)
         out.append(parse_lines(section.data))
     if not out:
-        raise UserError(f"no GlideinTracingJournal section in {args.stderr}")
+        raise UserError(f"no {JOURNAL_SECTION} section in {args.stderr}")
     return out
 
 

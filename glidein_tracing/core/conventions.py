@@ -21,7 +21,7 @@ STAGE_JOB_WAIT = "job.wait"                     # the user's view only
 STAGE_JOB_PHASE = "job.phase"                   # a user job's phase (docs/user-phases.md); also in the user's view
 STAGE_TEARDOWN = "teardown"
 STAGE_POST_FAILURE_SLEEP = "post_failure_sleep"
-STAGE_FRONTEND_CYCLE = "frontend.cycle"         # spelled for the Frontend in frontend_hooks/conventions.py
+STAGE_FRONTEND_CYCLE = "frontend.cycle"         # frontend_hooks/conventions.py takes both from here
 STAGE_FRONTEND_REQUEST = "frontend.request"
 FACTORY_STAGE_PREFIX = "factory."               # every stage the Factory's activity log makes
 

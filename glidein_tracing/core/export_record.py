@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import conventions as c
+from . import conventions as c, ids
 from . import journal
 
 EXPORT_OP = "export"
@@ -47,7 +47,7 @@ class NodeExports:
         journal says: the node cannot hide the Factory's view."""
         if not node_may_send(span):
             return None
-        recorded = self.states.get(format(span.context.span_id, "016x"))
+        recorded = self.states.get(ids.span_hex(span.context.span_id))
         if recorded is not None or not self.legacy:
             return recorded
         return SENT if self.legacy == "all" or span.parent is not None else None
@@ -61,7 +61,7 @@ def node_may_send(span) -> bool:
 def node_exports(events, spans) -> NodeExports:
     """The record of live exports in a glidein's journal events, for its ``spans`` only: ids
     of no span of the glidein are not kept (a hostile journal may name millions)."""
-    known = {format(s.context.span_id, "016x") for s in spans}
+    known = {ids.span_hex(s.context.span_id) for s in spans}
     out = NodeExports()
     for event in events:
         if event.op == EXPORT_OP:
@@ -80,7 +80,7 @@ def node_exports(events, spans) -> NodeExports:
 def record(path, state: str, spans, now: float) -> None:
     """Append the ``export`` lines for ``spans`` in ``state`` to the journal at ``path``
     (OSError when it cannot be written: then nothing may be sent)."""
-    span_ids = [format(s.context.span_id, "016x") for s in spans]
+    span_ids = [ids.span_hex(s.context.span_id) for s in spans]
     for at in range(0, len(span_ids), IDS_PER_LINE):
         journal.append(path, journal.format_line(
             now, EXPORT_OP, "-", {"@state": state, "@spans": " ".join(span_ids[at:at + IDS_PER_LINE])}))

@@ -41,6 +41,16 @@ class GlideinIdentity:
         return _hex_prefix("".join(f + "\n" for f in fields), 32)
 
 
+def trace_hex(trace_id: int) -> str:
+    """A trace id as W3C and OTLP/JSON write it: 32 lowercase hex digits."""
+    return format(trace_id, "032x")
+
+
+def span_hex(span_id: int) -> str:
+    """A span id as W3C and OTLP/JSON write it: 16 lowercase hex digits."""
+    return format(span_id, "016x")
+
+
 def span_id(trace_id: str, span_key: str) -> str:
     """The id of the span called ``span_key`` (e.g. ``setup``, ``job/<GlobalJobId>``) in a trace."""
     return _hex_prefix(f"{trace_id}\n{span_key}\n", 16)

@@ -18,6 +18,14 @@ OPS = frozenset({"start", "end", "attr", "sample", "record", "history", "note", 
 FIELD_NAME_RE = re.compile(r"^[A-Za-z0-9_.:@/-]+$")
 MAX_LINE_BYTES = 4000
 MAX_VALUE_CHARS = 1024
+# A field name's type suffix: ``glidein.cluster:i`` holds the int attribute ``glidein.cluster``
+# (f: a float, b: true or false); a field without one is a string.
+INT, FLOAT, BOOL = "i", "f", "b"
+
+
+def typed(name: str, kind: str) -> str:
+    """The field name of attribute ``name`` holding a value of ``kind`` (INT, FLOAT, BOOL)."""
+    return f"{name}:{kind}"
 
 
 @dataclass

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from opentelemetry.trace.status import StatusCode
 
-from . import conventions as c
+from . import conventions as c, ids
 
 RATIO_ATTRIBUTE = c.GLIDEIN_TRACING_SAMPLING_RATIO   # on the root
 
@@ -48,4 +48,4 @@ def keep_glidein(spans, override: float | None = None, *, running: bool = False)
     ratio = override if override is not None else root.attributes.get(RATIO_ATTRIBUTE, 1.0)
     failed = not running and (root.status.status_code is StatusCode.ERROR
                               or root.attributes.get(c.GLIDEIN_OUTCOME) not in (c.OUTCOME_OK, None))
-    return keep(format(root.context.trace_id, "032x"), ratio, failed)
+    return keep(ids.trace_hex(root.context.trace_id), ratio, failed)

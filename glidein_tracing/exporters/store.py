@@ -30,7 +30,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import NamedTuple
 
-from ..core import conventions as c
+from ..core import conventions as c, ids
 from ..core.errors import UserError
 from ..core.nospace import NoSpaceError, is_no_space
 from .otlp_json import encode_request, flatten_request, request_from_span_dicts
@@ -345,7 +345,7 @@ class Store:
                 fresh.append(span)
             if fresh:
                 line = json.dumps(encode_request(fresh), separators=(",", ":")).encode() + b"\n"
-                keys = [(format(s.context.trace_id, "032x"), format(s.context.span_id, "016x"),
+                keys = [(ids.trace_hex(s.context.trace_id), ids.span_hex(s.context.span_id),
                          _root_summary(s)) for s in fresh]
                 self._write_lines(db, [(line, keys)])
             return len(fresh), len(spans) - len(fresh)

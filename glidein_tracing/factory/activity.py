@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..core import ids
-from ..core.journal import Event
+from ..core.journal import BOOL, INT, Event, typed
 from ..core import conventions as c
 from ..core.inputs import check_input
 
@@ -107,7 +107,7 @@ def identity_fields(identity: ids.GlideinIdentity) -> dict:
     return {
         c.GLIDEIN_FACTORY: identity.factory, c.GLIDEIN_NAME: identity.name,
         c.GLIDEIN_ENTRY: identity.entry, c.GLIDEIN_SCHEDD: identity.schedd,
-        "glidein.cluster:i": str(identity.cluster), "glidein.proc:i": str(identity.proc),
+        typed(c.GLIDEIN_CLUSTER, INT): str(identity.cluster), typed(c.GLIDEIN_PROC, INT): str(identity.proc),
     }
 
 
@@ -165,8 +165,8 @@ def apply_event(activity: GlideinActivity, event, when: float | None = None) -> 
         activity.add(when, "start", key, {
             "@name": c.STAGE_FACTORY_HELD, "@stage": c.STAGE_FACTORY_HELD,
             c.FACTORY_HOLD_REASON: reason,
-            "factory.hold_reason_code:i": str(event.get("HoldReasonCode", "")),
-            "factory.hold_reason_subcode:i": str(event.get("HoldReasonSubCode", ""))})
+            typed(c.FACTORY_HOLD_REASON_CODE, INT): str(event.get("HoldReasonCode", "")),
+            typed(c.FACTORY_HOLD_REASON_SUBCODE, INT): str(event.get("HoldReasonSubCode", ""))})
     elif kind == RELEASED:
         key = f"factory.held/{activity.holds}"
         if key in activity.open_keys:
@@ -174,7 +174,7 @@ def apply_event(activity: GlideinActivity, event, when: float | None = None) -> 
         if not activity.executed:
             activity.start_queue(when)  # released: Condor-G hands it to the site again
     elif kind == EVICTED:
-        activity.add(when, "attr", "glidein", {"factory.evicted:b": "true"})
+        activity.add(when, "attr", "glidein", {typed(c.FACTORY_EVICTED, BOOL): "true"})
     elif kind in ENDING:
         _end(activity, kind, event, when)
 
@@ -190,14 +190,14 @@ def _end(activity: GlideinActivity, kind: int, event, when: float) -> None:
     fields = {}
     if kind == TERMINATED:
         activity.outcome = "terminated"
-        fields["factory.terminated_normally:b"] = str(bool(event.get("TerminatedNormally", False))).lower()
+        fields[typed(c.FACTORY_TERMINATED_NORMALLY, BOOL)] = str(bool(event.get("TerminatedNormally", False))).lower()
         if event.get("ReturnValue") is not None:
-            fields["factory.return_value:i"] = str(event.get("ReturnValue"))
+            fields[typed(c.FACTORY_RETURN_VALUE, INT)] = str(event.get("ReturnValue"))
         if event.get("TerminatedBySignal") is not None:
-            fields["factory.signal:i"] = str(event.get("TerminatedBySignal"))
+            fields[typed(c.FACTORY_SIGNAL, INT)] = str(event.get("TerminatedBySignal"))
     else:
         activity.outcome = "removed"
-        fields["factory.removed:b"] = "true"
+        fields[typed(c.FACTORY_REMOVED, BOOL)] = "true"
         fields[c.FACTORY_REMOVE_REASON] = str(event.get("Reason", ""))
     ending = abnormal_end(kind, event)
     if ending and activity.executed:  # one that never ran keeps the forwarder's never_ran

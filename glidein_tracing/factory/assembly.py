@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..core import ids
 from ..core.converter import convert
-from ..core.journal import Event
+from ..core.journal import BOOL, INT, Event, typed
 from .activity import identity_events
 from ..core import conventions as c
 
@@ -75,7 +75,9 @@ class SpanMaker:
 
 def _typed_name(name: str, value) -> str:
     """A journal field name with the type suffix of ``value`` (bool :b, int :i)."""
-    return name + (":b" if isinstance(value, bool) else ":i" if isinstance(value, int) else "")
+    if isinstance(value, bool):
+        return typed(name, BOOL)
+    return typed(name, INT) if isinstance(value, int) else name
 
 
 def closed_factory_stages(activity) -> set:

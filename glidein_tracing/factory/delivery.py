@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from ..core import conventions as c
+from ..core import conventions as c, ids
 from ..core import export_record
 from ..core.crash_points import crash_point
 from ..exporters.result import deliver
@@ -38,8 +38,9 @@ DOWN_AFTER = 3  # glideins refused alone with nothing accepted: the collector is
 SENT, FAILED, MAYBE_SENT = "sent", "failed", "maybe sent"
 
 
-def span_hex(span) -> str:
-    return format(span.context.span_id, "016x")
+def span_id_of(span) -> str:
+    """A span's id as the ledger and the receipts write it (hex)."""
+    return ids.span_hex(span.context.span_id)
 
 
 class Backend:
@@ -60,7 +61,7 @@ class Backend:
         present = self.receipts(trace_id) if (self.receipts and trace_id) else None
         if present is not None:
             return delivered(spans, present)
-        wanted = {span_hex(s) for s in spans}
+        wanted = {span_id_of(s) for s in spans}
         if wanted - set(unasked):
             stats.problem("resent_without_reconcile")
         return wanted & set(unasked)
@@ -113,15 +114,15 @@ class Sender:
             by_trace.setdefault(span.context.trace_id, []).append(span)
         held = set()
         for trace_id, group in by_trace.items():
-            held |= self.backend.held(format(trace_id, "032x"), group, stats)
-        return [s for s in spans if span_hex(s) not in held]
+            held |= self.backend.held(ids.trace_hex(trace_id), group, stats)
+        return [s for s in spans if span_id_of(s) not in held]
 
     def early_sent(self, gkey, trace_id: str, spans, stats: ForwardStats) -> set:
         """Ids of a glidein's Factory stages sent while it ran: those marked ``sent``, and of
         those left ``sending`` (among ``spans``) the ones the backend holds (marked ``sent`` now)."""
         early = self.ledger.early_spans(gkey)
         sent = {s for s, state in early.items() if state == "sent"}
-        arrived = self.backend.held(trace_id, [s for s in spans if early.get(span_hex(s)) == "sending"], stats)
+        arrived = self.backend.held(trace_id, [s for s in spans if early.get(span_id_of(s)) == "sending"], stats)
         if arrived:
             with self.ledger.transaction():
                 self.ledger.mark_early(gkey, arrived, "sent")
@@ -135,7 +136,7 @@ class Sender:
         backend to ask, ``sent`` node stages are left out (else each would arrive twice) but
         never the root (the node's claim cannot drop the glidein's whole trace)."""
         early = self.early_sent(gkey, trace_id, spans, stats)
-        spans = [s for s in spans if span_hex(s) not in early]
+        spans = [s for s in spans if span_id_of(s) not in early]
         exports = export_record.node_exports(journal, spans)
         if not exports:
             return spans
@@ -143,14 +144,14 @@ class Sender:
         for span in spans:
             state = exports.state(span)
             if state in export_record.STATES:   # a job's span may be in its user's trace
-                claimed.setdefault(format(span.context.trace_id, "032x"), []).append(span)
+                claimed.setdefault(ids.trace_hex(span.context.trace_id), []).append(span)
                 if state == export_record.SENT and span.attributes.get(c.STAGE) != c.STAGE_GLIDEIN:
-                    trusted.add(span_hex(span))
+                    trusted.add(span_id_of(span))
         sent = set()
         for trace_id_of_group, group in claimed.items():
             sent |= self.backend.held(trace_id_of_group, group, stats, unasked=trusted)
         stats.spans_already_live += len(sent)
-        return [s for s in spans if span_hex(s) not in sent]
+        return [s for s in spans if span_id_of(s) not in sent]
 
     # -- the Factory stages of running glideins ---------------------------------------------
     def send_early(self, batch, marks, stats: ForwardStats) -> bool:
@@ -214,7 +215,7 @@ class Sender:
         """A glidein left ``sending`` (a killed forwarder, a timed-out or partly accepted
         export): send what the backend lacks of the spans marked. False: still hung."""
         wanted = set(self.ledger.pending_spans(gkey))
-        spans = [s for s in spans if not wanted or span_hex(s) in wanted]
+        spans = [s for s in spans if not wanted or span_id_of(s) in wanted]
         spans = self.not_held(spans, stats)
         return self._send([(gkey, spans, note)], stats)[0] != MAYBE_SENT
 
@@ -226,8 +227,8 @@ class Sender:
         with self.ledger.transaction():
             for gkey, group, _ in batch_keys:
                 if group:  # nothing to send (all present already, sampled out): no in-flight state
-                    self.ledger.mark_sending(gkey, format(group[0].context.trace_id, "032x"),
-                                             [span_hex(s) for s in group])
+                    self.ledger.mark_sending(gkey, ids.trace_hex(group[0].context.trace_id),
+                                             [span_id_of(s) for s in group])
         if spans:
             crash_point("after_mark_sending")
         delivery = deliver(self.exporter, spans) if spans else None

@@ -24,7 +24,7 @@ from ..core.sampling import keep_glidein
 from ..core.sections import DEFAULT_MAX_BYTES
 from . import ledger as ledger_mod
 from .assembly import SpanMaker, closed_factory_stages
-from .delivery import Backend, PassState, Sender, span_hex
+from .delivery import Backend, PassState, Sender, span_id_of
 from .glidein_stdout import read_stdout_facts, stdout_path
 from .returned import FactoryNames, identity, returned_journal, stderr_path
 from .scanning import scan_logs
@@ -113,7 +113,7 @@ class Forwarder:
             spans = self._early_spans_for(gkey, stats)
             if spans:
                 batch.extend(spans)
-                marks.append((gkey, [span_hex(s) for s in spans]))
+                marks.append((gkey, [span_id_of(s) for s in spans]))
             if len(batch) >= self.batch_spans:      # batches as bounded as the final export's
                 if not self.sender.send_early(batch, marks, stats):
                     return False
@@ -134,8 +134,8 @@ class Forwarder:
         spans = self.spans.factory_stages(glidein, activity)
         if self.sampling_ratio is not None and not keep_glidein(spans, self.sampling_ratio):
             return []
-        todo -= self.sender.early_sent(gkey, glidein.trace_id, [s for s in spans if span_hex(s) in todo], stats)
-        return [s for s in spans if span_hex(s) in todo]
+        todo -= self.sender.early_sent(gkey, glidein.trace_id, [s for s in spans if span_id_of(s) in todo], stats)
+        return [s for s in spans if span_id_of(s) in todo]
 
     # -- ended glideins ----------------------------------------------------------------------
     def export_ready(self, stats: ForwardStats) -> bool:

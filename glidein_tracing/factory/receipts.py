@@ -10,6 +10,7 @@ precision Jaeger keeps.
 
 from __future__ import annotations
 
+from ..core import ids
 from ..core.conventions import GLIDEIN_TRACING_DIGEST, STAGE
 
 
@@ -27,7 +28,7 @@ def delivered(spans, held: dict) -> set:
     stage, start and digest, end within 1 us (a backend keeping start and duration rounds)."""
     out = set()
     for span in spans:
-        span_id = format(span.context.span_id, "016x")
+        span_id = ids.span_hex(span.context.span_id)
         receipt = held.get(span_id)
         if receipt is None:
             continue

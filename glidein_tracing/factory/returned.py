@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core import ids
-from ..core.journal import parse_lines
+from ..core.journal import INT, parse_lines, typed
 from ..core.sections import DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES, journal_sections
 from .stats import ForwardStats
 from ..core import conventions as c
@@ -52,7 +52,7 @@ def identity(names: FactoryNames, row, journal_events=()) -> ids.GlideinIdentity
     for event in journal_events:
         if event.op == "start" and event.key == "glidein":
             schedd = schedd or event.fields.get(c.GLIDEIN_SCHEDD, "")
-            index = event.fields.get("glidein.multi_index:i", index)
+            index = event.fields.get(typed(c.GLIDEIN_MULTI_INDEX, INT), index)
             break
     return ids.GlideinIdentity(names.factory, row["instance"], row["entry"], schedd,
                                str(row["cluster"]), str(row["proc"]), index)
@@ -67,8 +67,8 @@ def disagreement(names: FactoryNames, row, events) -> str:
             continue
         fields = event.fields
         claims = {
-            "cluster": (fields.get("glidein.cluster:i", fields.get(c.GLIDEIN_CLUSTER)), str(row["cluster"])),
-            "proc": (fields.get("glidein.proc:i", fields.get(c.GLIDEIN_PROC)), str(row["proc"])),
+            "cluster": (fields.get(typed(c.GLIDEIN_CLUSTER, INT), fields.get(c.GLIDEIN_CLUSTER)), str(row["cluster"])),
+            "proc": (fields.get(typed(c.GLIDEIN_PROC, INT), fields.get(c.GLIDEIN_PROC)), str(row["proc"])),
             "entry": (fields.get(c.GLIDEIN_ENTRY), row["entry"]),
             "factory": (fields.get(c.GLIDEIN_FACTORY), names.factory),
             "name": (fields.get(c.GLIDEIN_NAME), row["instance"]),

@@ -31,7 +31,7 @@ def ended_stages(spans, events) -> list:
     if setup is None or "setup" not in ended:
         return []
     glidein_trace = setup.context.trace_id
-    ended_ids = {ids.span_id_int(format(glidein_trace, "032x"), key) for key in ended}
+    ended_ids = {ids.span_id_int(ids.trace_hex(glidein_trace), key) for key in ended}
     out, jobs = [], set()
     for span in spans:
         stage = span.attributes.get(c.STAGE)

@@ -23,13 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..factory.config import CLEANUP_FILE, HOOK_FILES
-from ..core.sections import find_sections
+from ..core.sections import JOURNAL_SECTION, find_sections
 
 HERE = Path(__file__).resolve().parent
 HOOKS_DIR = HERE.parent / "node" / "hooks"
 GWMS_DIR = HERE / "gwms"
 SIM_SCRIPT = HERE / "glidein_startup_sim.sh"
-SECTION_NAME = "GlideinTracingJournal"
 
 # GlideinWMS's -param_ value escaping (the inverse of glidein_startup.sh's params_decode)
 _PARAM_ESCAPES = [("\\", ".backslash,"), (" ", ".nbsp,"), (";", ".semicolon,"), (":", ".colon,"),
@@ -119,7 +118,7 @@ class GlideinResult:
         return decode_sections(self.stderr_path.read_bytes())
 
     def journal_from_stderr(self) -> bytes | None:
-        return self.sections().get(SECTION_NAME)
+        return self.sections().get(JOURNAL_SECTION)
 
     def job_env(self, index: int) -> dict:
         """The environment job number ``index`` (0-based) saw, as the job wrote it."""

@@ -18,7 +18,7 @@ from operator import itemgetter
 
 from opentelemetry.trace import StatusCode
 
-from ..core import conventions as c
+from ..core import conventions as c, ids
 from ..core.sampling import RATIO_ATTRIBUTE
 from . import gwms
 from .aggregates import FAILED_EXITS
@@ -218,7 +218,7 @@ def _rows(spans, trace_kept: bool) -> tuple[dict, list[tuple]]:
     root = find_root(spans)
     by_stage = _Stages(root, spans)
     attrs = root.attributes or {}
-    row = {"schema_version": SCHEMA_VERSION, "trace_id": format(root.context.trace_id, "032x")}
+    row = {"schema_version": SCHEMA_VERSION, "trace_id": ids.trace_hex(root.context.trace_id)}
     row.update(zip(_IDENTITY_COLUMNS, map(attrs.get, _IDENTITY_NAMES)))
     row.update(_times(root, by_stage))
     row.update(_outcome(root, attrs, by_stage))
@@ -393,7 +393,7 @@ def _job_values(glidein: dict, by_stage: _Stages, jobs, classes, plausible: Plau
         values = list(map(attrs.get, _JOB_NAMES))
         _job_figures(values, wall, cores, memory, plausible)
         out.append(_JOB_ORDER((
-            *common, format(span.context.span_id, "016x"), start // 1000, end // 1000, wall,
+            *common, ids.span_hex(span.context.span_id), start // 1000, end // 1000, wall,
             (start - qdate * NS) / NS if isinstance(qdate, int) and 0 < qdate * NS <= start else None,
             None if idle is None else idle / NS, kind, *values)))
     return out

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import hashlib
 
+from ..ids import span_hex, trace_hex
+
 
 def digest(trace_id: int, span_id: int, parent_span_id: int, name: str, stage: str,
            start_ns: int, end_ns: int, status_code: int) -> str:
     """16 hex digits of BLAKE2b over a span's ids, parent, name, stage, times and status
     (readable_span.py sets it on every span it makes)."""
-    text = (f"{trace_id:032x}{span_id:016x}{parent_span_id:016x}\n{name}\n{stage}\n{start_ns}\n{end_ns}\n"
-            f"{status_code}")
+    text = (f"{trace_hex(trace_id)}{span_hex(span_id)}{span_hex(parent_span_id)}\n{name}\n{stage}\n{start_ns}\n"
+            f"{end_ns}\n{status_code}")
     return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).hexdigest()

@@ -11,15 +11,16 @@ from __future__ import annotations
 import functools
 from datetime import datetime
 
+from ..journal import BOOL, FLOAT, INT
 from ..numbers import finite_float
 
 
 def typed_value(suffix: str, value: str):
     """A field's text as the type its suffix names (i, f, b); the text when it does not parse."""
     try:
-        if suffix == "i":
+        if suffix == INT:
             return int(finite_float(value))
-        if suffix == "f":
+        if suffix == FLOAT:
             return finite_float(value)
         return value.strip().lower() in ("true", "1", "yes")
     except (ValueError, OverflowError):   # "1e999:i" is text, not a crash
@@ -29,7 +30,7 @@ def typed_value(suffix: str, value: str):
 def _split_type(name: str) -> tuple[str, str]:
     """``name:i`` -> (``name``, ``i``) for the journal's type suffixes (:i, :f, :b); else (name, "")."""
     base, _, suffix = name.rpartition(":")
-    return (base, suffix) if base and suffix in ("i", "f", "b") else (name, "")
+    return (base, suffix) if base and suffix in (INT, FLOAT, BOOL) else (name, "")
 
 
 def _typed(name: str, value: str):

@@ -27,6 +27,7 @@ from opentelemetry.trace.status import Status, StatusCode
 
 from .. import conventions as c
 from .. import ids, redaction
+from ..journal import INT, typed
 from .readable_span import lasting_within, local_parent, ns, readable_span, remote_context
 
 PREFIX = "phase/"
@@ -156,7 +157,7 @@ class PhaseCollector:
             if user is not None and user[0] == trace_id:
                 user = None   # a "user" context in the glidein's own trace: the job span is the context
             context = (_Context(user[0], user[1], user[2], job_span, True) if user else
-                       _Context(trace_id, format(job_span, "016x"), 1, job_span, False))
+                       _Context(trace_id, ids.span_hex(job_span), 1, job_span, False))
             self.contexts[key] = context
             if user:
                 taken.setdefault(context.trace, set()).update(view_ids(trace_id, key, context.trace))
@@ -229,7 +230,7 @@ class PhaseCollector:
             start, end = lasting_within(start, job_span.start_time, job_span.end_time)
         name = redaction.redact_text(phase.name[:MAX_NAME]) or "phase"
         attrs = {c.STAGE: c.STAGE_JOB_PHASE, c.JOB_PHASE_NAME: name,
-                 c.GLIDEIN_JOB_SPAN_ID: format(context.job_span, "016x")}
+                 c.GLIDEIN_JOB_SPAN_ID: ids.span_hex(context.job_span)}
         for copied in (c.JOB_GLOBAL_ID, c.JOB_SLOT):
             if copied in job_span.attributes:
                 attrs[copied] = job_span.attributes[copied]
@@ -272,7 +273,7 @@ def _outcome_attributes(fields: dict) -> dict:
     """Exit code or signal, and the phase's resources (``glidein.resource.*``)."""
     out = {}
     for name in (c.JOB_PHASE_EXIT_CODE, c.JOB_PHASE_SIGNAL):
-        value = fields.get(name + ":i", "")
+        value = fields.get(typed(name, INT), "")
         if value.isdigit() and len(value) <= 3:
             out[name] = int(value)
     for field_name, attr, kind in (("r.utime", c.GLIDEIN_RESOURCE_CPU_USER_S, float),

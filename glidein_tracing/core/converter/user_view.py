@@ -66,7 +66,7 @@ def user_trace_spans(draft: Draft, built: dict, resource: Resource) -> list[Read
         parent = remote_context(int(user_trace, 16), int(user_span, 16), flags)
         back = Link(job.context, {c.GLIDEIN_LINK_KIND: c.LINK_GLIDEIN_JOB,
                                   c.TRACEPARENT: ids.format_traceparent(
-                                      draft.trace_id, format(job.context.span_id, "016x"))})
+                                      draft.trace_id, ids.span_hex(job.context.span_id))})
         out.append(_job_on_glidein(draft, key_span, job, where, parent, back, resource))
         if facts is None:
             facts = _wait_facts(draft)
@@ -84,7 +84,7 @@ def _job_on_glidein(draft: Draft, key_span: SpanDraft, job: ReadableSpan, where:
     for name in (c.JOB_GLOBAL_ID, c.JOB_EXIT_CODE, c.JOB_EXIT_SIGNAL, c.JOB_SLOT) + JOB_VERDICT:
         if name in job.attributes:
             attrs[name] = job.attributes[name]
-    user_trace = format(parent.trace_id, "032x")
+    user_trace = ids.trace_hex(parent.trace_id)
     return readable_span(
         name=c.SPAN_JOB_ON_GLIDEIN, resource=resource, trace_id=parent.trace_id,
         span_id=job_on_glidein_id(draft.trace_id, key_span.key, user_trace),
@@ -143,7 +143,7 @@ def _job_wait(draft: Draft, key_span: SpanDraft, job: ReadableSpan, where: dict,
         idle_from = ends[before - 1] if before else facts["condor_start"]
         if idle_from is not None:
             attrs[c.JOB_WAIT_GLIDEIN_IDLE_S] = round(max(key_span.start - idle_from, 0.0), 3)
-    user_trace = format(parent.trace_id, "032x")
+    user_trace = ids.trace_hex(parent.trace_id)
     return readable_span(
         name=c.STAGE_JOB_WAIT, resource=resource, trace_id=parent.trace_id,
         span_id=_wait_id(draft.trace_id, key_span.key, user_trace),

@@ -220,7 +220,8 @@ gt_log_tails() {
 }
 
 # gt_section: the journal on stderr as a named section, the glidein's own format
-# (condor_startup.sh cond_print_log: NAME, the gzip|uuencode line, base64 of gzip).
+# (condor_startup.sh cond_print_log: NAME, the gzip|uuencode line, base64 of gzip). NAME is
+# core/sections.py's JOURNAL_SECTION (tests/test_hooks_cleanup.py reads it back by that name).
 gt_section() {
     [ -r "$GT_JOURNAL" ] || return 0
     {
