@@ -88,7 +88,8 @@ def test_second_pass_and_new_events_send_only_what_is_new(factory, tmp_path):
 
 def test_spans_sent_live_by_the_node_are_not_sent_again(factory, tmp_path):
     layout, log = factory
-    mark = [format_line(T0 + 22, "note", "-", {"@msg": "exported live", "@exported": "all-but-root"})]
+    trace = identity(layout, 300, 0).trace_id
+    mark = [_export_record(T0 + 22, "sent", ids.span_id(trace, "setup"), ids.span_id(trace, "teardown"))]
     journal = journal_text(layout, 300, 0, T0, extra=mark)
     run_glidein(log, layout, 300, 0, T0, returned_stderr(journal))
     # the node sent setup and teardown live (its conversion of the same journal)

@@ -139,7 +139,7 @@ def test_a_compaction_cut_short_is_finished_without_a_row_twice(tmp_path):
     inputs = table_layout.part_files(day_dir)
     # killed after the log line and the merged file, before the inputs went
     merged = pa.concat_tables([pq.read_table(p) for p in inputs])
-    final = day_dir / "part-cmerged.parquet"
+    final = day_dir / "part-c1-merged.parquet"
     pq.write_table(merged, table_layout.tmp_path(final))
     (day_dir / table_layout.COMPACTED_LOG).write_text(" ".join([final.name] + [p.name for p in inputs]) + "\n")
     (table / table_layout.COMPACTING_MARK).write_text(str(day_dir.relative_to(table)))
@@ -213,9 +213,9 @@ def test_merged_files_are_merged_in_turn(tmp_path):
     day = table_layout.day_of(_rows(1)[0]["ended_at"])
     day_dir = table_layout.day_dir(table, "glideins", day)
     n = writer.MAX_FILES_PER_DAY + 1
-    for k in range(n):      # merged files (part-c...), as earlier compactions left them
+    for k in range(n):      # merged files (part-c1-...), as earlier compactions left them
         rows = [dict(r, trace_id=f"{k:08x}{i:024x}") for i, r in enumerate(_rows(2))]
-        writer.write_days(table, "glideins", {day: rows}, f"c{k}")
+        writer.write_days(table, "glideins", {day: rows}, f"c1-{k:032x}")
     assert writer.compact(day_dir, "glideins")
     assert len(table_layout.part_files(day_dir)) == 1
     assert len(set(table_trace_ids(table))) == len(table_trace_ids(table)) == 2 * n
@@ -248,7 +248,7 @@ def test_compaction_rewrites_each_row_once_per_level_and_keeps_few_files_per_lev
     ids = table_trace_ids(table)
     assert len(ids) == len(set(ids)) == passes * per_pass
     assert writer.level_of(Path("part-p" + "0" * 32 + ".parquet")) == 0
-    assert writer.level_of(Path("part-c" + "a" * 32 + ".parquet")) == 1     # an older release's merged file
+    assert writer.level_of(Path("part-c3-" + "a" * 32 + ".parquet")) == 3
 
 
 def test_the_table_setting(tmp_path):
@@ -259,69 +259,6 @@ def test_the_table_setting(tmp_path):
     assert table_sink(None, tmp_path / "state" / "forwarder.sqlite", ledger).directory == \
         tmp_path / "state" / "glidein-table"
     assert table_sink(str(tmp_path / "t"), tmp_path / "state" / "forwarder.sqlite", ledger).directory == tmp_path / "t"
-
-
-def test_rows_an_older_forwarder_left_owed_as_dicts_are_written_by_name(tmp_path):
-    """A forwarder upgraded while rows were owed: the old one claimed them as JSON objects,
-    the new one claims arrays in column order; the next flush writes both, each once."""
-    import msgspec
-    ledger = Ledger(tmp_path / "ledger.sqlite")
-    old_row = {"schema_version": 1, "trace_id": "a" * 32, "ended_at": int(T0 * 1e6), "glidein_s": 7.5,
-               "outcome": "ok"}
-    old_job = {"schema_version": 1, "trace_id": "a" * 32, "span_id": "b" * 16, "wall_s": 3.0}
-    day = table_layout.day_of(old_row["ended_at"])
-    with ledger.transaction():
-        ledger.claim_table_rows([("a" * 32, "old|1.0", day, msgspec.json.encode(old_row).decode(),
-                                  msgspec.json.encode([old_job]).decode())])
-    sink = TableSink(tmp_path / "table", ledger)
-    assert sink.flush() == 1 and sink.flush() == 0
-    rows, _ = reader.read_rows(tmp_path / "table", "glideins")
-    assert [(r["trace_id"], r["glidein_s"], r["outcome"], r["setup_s"]) for r in rows.to_pylist()] == \
-        [("a" * 32, 7.5, "ok", None)]
-    jobs, _ = reader.read_rows(tmp_path / "table", "jobs")
-    assert [(r["span_id"], r["wall_s"]) for r in jobs.to_pylist()] == [("b" * 16, 3.0)]
-
-
-def test_what_an_older_releases_ledger_holds_owed_or_being_sent_is_kept(tmp_path):
-    """A ledger of an older release kept the owed rows' JSON in table_rows and the span ids
-    being sent in glideins.pending: opened by this one, both move to tables of their own; the
-    next flush writes the rows, once, and the glidein being sent keeps its span ids; after a
-    downgrade and an upgrade again, what the older release wrote meanwhile moves too."""
-    import msgspec
-    path = tmp_path / "ledger.sqlite"
-    Ledger(path).close()
-    db = sqlite3.connect(path, isolation_level=None)     # the tables as the older release made them
-    db.execute("DROP TABLE table_rows")
-    db.execute("CREATE TABLE table_rows (trace_id TEXT PRIMARY KEY, gkey TEXT, day TEXT, file TEXT, state TEXT, "
-               "glidein TEXT, jobs TEXT)")
-    db.execute("ALTER TABLE glideins ADD COLUMN pending TEXT")
-    db.execute("INSERT INTO glideins(gkey, status, trace_id, pending) VALUES ('old|7.0', 'sending', ?, ?)",
-               ("e" * 32, '["' + "1" * 16 + '", "' + "2" * 16 + '"]'))
-    rows = [dict(r, trace_id=f"{i:032x}") for i, r in enumerate(_rows(3))]
-    day = table_layout.day_of(rows[0]["ended_at"])
-    db.executemany("INSERT INTO table_rows VALUES (?, ?, ?, ?, ?, ?, ?)", [
-        (r["trace_id"], f"old|{i}.0", day, "p" + "0" * 32 if i == 0 else None, "pending",
-         msgspec.json.encode(r).decode(), "[]") for i, r in enumerate(rows)] + [
-        ("f" * 32, "old|9.0", day, "p" + "1" * 32, "written", None, None)])
-    db.close()
-    ledger = Ledger(path)
-    assert ledger.db.execute("SELECT count(*) FROM table_pending").fetchone()[0] == 3
-    assert ledger.db.execute("SELECT count(*) FROM table_rows WHERE glidein IS NOT NULL").fetchone()[0] == 0
-    assert ledger.pending_spans("old|7.0") == ["1" * 16, "2" * 16]
-    assert ledger.db.execute("SELECT count(*) FROM glideins WHERE pending IS NOT NULL").fetchone()[0] == 0
-    sink = TableSink(tmp_path / "table", ledger)
-    assert sink.flush() == 3 and sink.flush() == 0
-    assert sorted(table_trace_ids(tmp_path / "table")) == [r["trace_id"] for r in rows]
-    ledger.mark_done("old|7.0", 2)
-    assert ledger.pending_spans("old|7.0") == []
-    ledger.close()
-    db = sqlite3.connect(path, isolation_level=None)     # the older release again, claiming one more
-    later = dict(rows[0], trace_id="d" * 32)
-    db.execute("INSERT INTO table_rows VALUES (?, 'old|8.0', ?, NULL, 'pending', ?, '[]')",
-               ("d" * 32, day, msgspec.json.encode(later).decode()))
-    db.close()
-    assert TableSink(tmp_path / "table", Ledger(path)).flush() == 1
-    assert sorted(table_trace_ids(tmp_path / "table")) == sorted([r["trace_id"] for r in rows] + ["d" * 32])
 
 
 def test_the_ledger_does_not_grow_by_what_it_waited_for(factory, tmp_path):

@@ -25,7 +25,6 @@ EXPORT_OP = "export"
 SENDING, SENT = "sending", "sent"
 STATES = (SENDING, SENT)
 IDS_PER_LINE = 60          # 60 ids of 17 bytes fit in one journal value (1024 bytes)
-LEGACY_MARK = "@exported"  # a note of cleanup hooks before per-stage export: "all" or "all-but-root"
 # stages only the Factory can make whole: its own, the sleep after a failure, and the user's
 # job.wait (it needs the glidein's queue time at the site)
 FACTORY_ONLY = (c.FACTORY_STAGE_PREFIX, c.STAGE_POST_FAILURE_SLEEP, c.STAGE_JOB_WAIT)
@@ -36,21 +35,16 @@ class NodeExports:
     """What the node's live exports did, read from its journal."""
 
     states: dict = field(default_factory=dict)   # span id (16 hex) -> its last state
-    legacy: str | None = None                    # "all" / "all-but-root" from older hooks
 
     def __bool__(self) -> bool:
-        return bool(self.states or self.legacy)
+        return bool(self.states)
 
     def state(self, span) -> str | None:
-        """The state of one SDK span: its recorded state, or ``sent`` when an older hook said
-        it sent everything. A stage the node cannot send has none, whatever a (forged)
-        journal says: the node cannot hide the Factory's view."""
+        """The recorded state of one SDK span. A stage the node cannot send has none, whatever
+        a (forged) journal says: the node cannot hide the Factory's view."""
         if not node_may_send(span):
             return None
-        recorded = self.states.get(ids.span_hex(span.context.span_id))
-        if recorded is not None or not self.legacy:
-            return recorded
-        return SENT if self.legacy == "all" or span.parent is not None else None
+        return self.states.get(ids.span_hex(span.context.span_id))
 
 
 def node_may_send(span) -> bool:
@@ -70,10 +64,6 @@ def node_exports(events, spans) -> NodeExports:
                 for sid in event.fields.get("@spans", "").lower().split():
                     if sid in known and out.states.get(sid) != SENT:   # sent stays sent
                         out.states[sid] = state
-        elif event.op == "note" and LEGACY_MARK in event.fields:
-            mark = event.fields[LEGACY_MARK]
-            if mark in ("all", "all-but-root") and out.legacy != "all":
-                out.legacy = mark
     return out
 
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from ..core.errors import EXIT_LEDGER, UserError
-from ..core.journal import Event, parse_lines
+from ..core.journal import Event
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS logs (path TEXT PRIMARY KEY, state BLOB, events INTEGER, updated REAL);
@@ -77,8 +77,6 @@ class Ledger:
             _check_is_ledger(self.db, self.path)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
-            self.db.executescript(SCHEMA)     # tables added since the ledger was made
-            self._migrate()
             with self.transaction():          # a writer holding it now is named, not waited on
                 pass
         except sqlite3.OperationalError as exc:
@@ -86,14 +84,6 @@ class Ledger:
                 raise locked(self.path) from exc
             raise
         self.db.execute(f"PRAGMA busy_timeout={int(BUSY_WAIT_S * 1000)}")
-
-    def _migrate(self):
-        """What a ledger of an older release holds, in this release's layout."""
-        if "attempts" not in _columns(self.db, "glideins"):  # a ledger written before quarantine existed
-            self.db.execute("ALTER TABLE glideins ADD COLUMN attempts INTEGER DEFAULT 0")
-        if self.db.execute("SELECT 1 FROM sqlite_master WHERE name='activity'").fetchone():
-            self._migrate_activity_lines()
-        self._move_what_waits()
 
     def close(self):
         self.db.close()
@@ -137,15 +127,6 @@ class Ledger:
         rows = self.db.execute("SELECT event FROM factory_events WHERE gkey=? ORDER BY seq", (gkey,))
         return [Event(when, op, key, fields, links, line_no=n)
                 for n, (when, op, key, fields, links) in enumerate((json.loads(r[0]) for r in rows), 1)]
-
-    def _migrate_activity_lines(self):
-        """A ledger written before events were kept typed holds them as journal lines."""
-        with self.transaction():
-            gkeys = [r[0] for r in self.db.execute("SELECT DISTINCT gkey FROM activity")]
-            for gkey in gkeys:
-                lines = self.db.execute("SELECT line FROM activity WHERE gkey=? ORDER BY seq", (gkey,))
-                self.append_events(gkey, parse_lines("".join(r[0] for r in lines).encode())[0])
-            self.db.execute("DROP TABLE activity")
 
     def activity_state(self, gkey):
         row = self.db.execute("SELECT activity_state FROM glideins WHERE gkey=?", (gkey,)).fetchone()
@@ -262,28 +243,6 @@ class Ledger:
             self.db.execute("DELETE FROM table_pending WHERE trace_id IN "
                             "(SELECT trace_id FROM table_rows WHERE file=? AND state='pending')", (token,))
             self.db.execute("UPDATE table_rows SET state='written' WHERE file=? AND state='pending'", (token,))
-
-    def _move_what_waits(self):
-        """A ledger an older release wrote (or wrote again, after a downgrade) keeps what waits
-        in the rows it waits for: the owed rows' JSON in ``table_rows``, the span ids being
-        sent in ``glideins.pending``. They move to ``table_pending`` and ``sending_spans``. The
-        checks read only the rows owed or being sent (indexed), so an open costs the same in a
-        ledger of millions of glideins."""
-        owed = ("glidein" in _columns(self.db, "table_rows") and self.db.execute(
-            "SELECT 1 FROM table_rows WHERE state='pending' AND glidein IS NOT NULL LIMIT 1").fetchone())
-        sending = ("pending" in _columns(self.db, "glideins") and self.db.execute(
-            "SELECT 1 FROM glideins WHERE status=? AND pending IS NOT NULL LIMIT 1", (SENDING,)).fetchone())
-        if not (owed or sending):
-            return
-        with self.transaction():
-            if owed:
-                self.db.execute("INSERT OR REPLACE INTO table_pending(trace_id, glidein, jobs) SELECT trace_id, "
-                                "glidein, jobs FROM table_rows WHERE state='pending' AND glidein IS NOT NULL")
-                self.db.execute("UPDATE table_rows SET glidein=NULL, jobs=NULL WHERE state='pending'")
-            if sending:
-                self.db.execute("INSERT OR REPLACE INTO sending_spans(gkey, span_ids) SELECT gkey, pending "
-                                "FROM glideins WHERE status=? AND pending IS NOT NULL", (SENDING,))
-                self.db.execute("UPDATE glideins SET pending=NULL WHERE status=? AND pending IS NOT NULL", (SENDING,))
 
     # -- counters ----------------------------------------------------------------------
     def bump(self, name, by=1):
@@ -426,10 +385,6 @@ def _command_of(pid: int) -> str:
     return (text[:120] + "...") if len(text) > 120 else (text or "command unknown")
 
 
-def _columns(db: sqlite3.Connection, table: str) -> set:
-    return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
-
-
 def _check_is_ledger(db: sqlite3.Connection, path: Path):
     """LedgerError unless ``db`` reads as a forwarder ledger (an empty database is one that
     is new: _create made it)."""
@@ -439,7 +394,7 @@ def _check_is_ledger(db: sqlite3.Connection, path: Path):
         if isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc)):
             raise
         raise LedgerError(f"{path} is damaged ({exc}); restore it from a backup, or {FRESH_START}") from exc
-    if tables and not tables & {"glideins", "activity"}:   # activity: a ledger of an older version
+    if tables and "glideins" not in tables:
         raise LedgerError(f"{path} is an SQLite database but not a forwarder ledger; {FRESH_START}")
     if not tables:
         raise LedgerError(f"{path} holds no tables, not a forwarder ledger; {FRESH_START}")

@@ -20,8 +20,7 @@ import msgspec
 
 from ..core.crash_points import crash_point
 from ..table import layout, writer
-from ..table.rows import GLIDEIN_COLUMNS, JOB_COLUMNS, NoGlideinRoot, glidein_values
-from ..table.schema import GLIDEINS_DATASET, JOBS_DATASET
+from ..table.rows import GLIDEIN_COLUMNS, NoGlideinRoot, glidein_values
 
 
 class TableSink:
@@ -94,23 +93,13 @@ class TableSink:
 
     def _owed(self, trace_id):
         """The rows of a glidein claimed but not written by an earlier pass (a killed
-        forwarder's, or another forwarder's), from the ledger; rows an older version claimed
-        as dicts are put in column order."""
+        forwarder's, or another forwarder's), from the ledger, in column order."""
         glidein, jobs = self.ledger.table_rows_json(trace_id)
-        return (_values(msgspec.json.decode(glidein), GLIDEINS_DATASET),
-                [_values(job, JOBS_DATASET) for job in msgspec.json.decode(jobs)])
+        return tuple(msgspec.json.decode(glidein)), [tuple(job) for job in msgspec.json.decode(jobs)]
 
 
 _TRACE_ID, _ENDED_AT = GLIDEIN_COLUMNS.index("trace_id"), GLIDEIN_COLUMNS.index("ended_at")
 _encode = msgspec.json.Encoder().encode
-
-
-def _values(stored, dataset: str) -> tuple:
-    """A row from the ledger in the dataset's column order."""
-    columns = GLIDEIN_COLUMNS if dataset == GLIDEINS_DATASET else JOB_COLUMNS
-    if isinstance(stored, dict):
-        return tuple(map(stored.get, columns))
-    return tuple(stored) + (None,) * (len(columns) - len(stored))   # columns added since: NULL
 
 
 class NoTable:

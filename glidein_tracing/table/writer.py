@@ -130,14 +130,11 @@ def is_written(final: Path) -> bool:
 
 
 def level_of(data_file: Path) -> int:
-    """A data file's compaction level: 0 for a pass's file (``part-p<token>``, or an older
-    forwarder's ``part-<token>``), L for a merge of level L - 1 files (``part-c<L>-<token>``); a
-    merged file of an older release (``part-c<token>``) counts as level 1."""
+    """A data file's compaction level: 0 for a pass's file (``part-p<token>``), L for a merge of
+    level L - 1 files (``part-c<L>-<token>``)."""
     name = data_file.name[len(layout.PART_PREFIX):]
-    if not name.startswith("c"):
-        return 0
-    level, dash, _ = name[1:].partition("-")
-    return int(level) if dash and level.isdigit() else 1
+    level = name[1:].partition("-")[0]
+    return int(level) if name.startswith("c") and level.isdigit() else 0
 
 
 def compact(day_dir: Path, dataset: str, max_files: int = MAX_FILES_PER_DAY, quarantined=None) -> bool:
