@@ -256,3 +256,17 @@ def test_factory_config_refuses_what_it_cannot_read_with_one_line(tmp_path):
     (tmp_path / "bad.xml").write_text("<glidein>")        # a file that is not XML: a finding, exit 1
     done = cli("factory-config", "--validate", tmp_path / "bad.xml")
     assert done.returncode == 1 and "cannot be read as XML" in done.stdout
+
+
+def test_a_fifo_in_the_factorys_log_tree_is_left_out_not_waited_on(tmp_path):
+    entry = tmp_path / "logs" / "user_fe" / "glidein_v1" / "entry_E1"
+    entry.mkdir(parents=True)
+    for name in ("condor_activity_1_fe.log", "job.7.0.err", "job.7.0.out"):
+        os.mkfifo(entry / name)
+    old = time.time() - 86400              # old enough to be adopted as a glidein without events
+    os.utime(entry / "job.7.0.err", (old, old))
+    done = cli("forward", tmp_path / "logs", "--factory", "F", "--schedd", "s@h", "--store", tmp_path / "store",
+               "--state", tmp_path / "ledger.sqlite", "--no-progress", "--grace", "0", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (f"cannot read activity log {entry / 'condor_activity_1_fe.log'}: "
+            f"{entry / 'condor_activity_1_fe.log'} is a FIFO (named pipe), not a file") in done.stderr

@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 
 from ..core import conventions as c
+from ..core.inputs import open_input
 
 MAX_STDOUT_BYTES = 16 * 1024 * 1024
 _MAX_SECONDS = 10**9          # ~31 years: beyond that a number is not a duration
@@ -46,7 +47,7 @@ def stdout_path(row) -> Path:
 def read_stdout_facts(path) -> dict:
     """The ``glidein.gwms.*`` attributes of a returned stdout ({} when it cannot be read)."""
     try:
-        with open(path, "rb") as handle:
+        with open_input(path) as handle:       # a FIFO would block the pass: refused
             text = handle.read(MAX_STDOUT_BYTES)
     except OSError:
         return {}
