@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -34,6 +35,8 @@ CREATE TABLE IF NOT EXISTS table_rows (trace_id TEXT PRIMARY KEY, gkey TEXT, day
 CREATE INDEX IF NOT EXISTS table_rows_state ON table_rows(state, file);
 CREATE TABLE IF NOT EXISTS table_pending (trace_id TEXT PRIMARY KEY, glidein TEXT, jobs TEXT);
 """
+
+_TABLES = re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", SCHEMA)
 
 OPEN, ENDED, SENDING, DONE, SKIPPED = "open", "ended", "sending", "done", "skipped"
 QUARANTINED = "quarantined"  # failed alone while others went through: waits for --retry-quarantined
@@ -398,3 +401,7 @@ def _check_is_ledger(db: sqlite3.Connection, path: Path):
         raise LedgerError(f"{path} is an SQLite database but not a forwarder ledger; {FRESH_START}")
     if not tables:
         raise LedgerError(f"{path} holds no tables, not a forwarder ledger; {FRESH_START}")
+    missing = sorted(set(_TABLES) - tables)
+    if missing:     # nothing converts a ledger of another layout (docs/support-policy.md)
+        raise LedgerError(f"{path} is a ledger of an earlier development version (no {', '.join(missing)} "
+                          f"table), which this version does not convert (docs/support-policy.md); {FRESH_START}")
