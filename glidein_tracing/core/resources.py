@@ -10,7 +10,7 @@ stage with no reading inside it gets nothing, not the figures of a wider sample 
 The sampler folds its readings (docs/journal.md, Folded samples): one `sample` line per run
 of readings is the run's last reading plus ``a.*`` fields: the first reading's time and CPU
 (a reading of its own here) and the extremes in between, which count for a stage that holds
-the whole run. Journals of raw samples (older hooks) read the same way.
+the whole run. A journal of one `sample` line per reading reads the same way.
 
 Memory: ``max_rss_bytes`` is a peak only where the kernel kept one (``max_rss_source``):
 cgroup v2 ``memory.peak`` (``r.mpeak``, cumulative: a stage's peak is known when it rose

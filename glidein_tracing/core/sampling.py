@@ -5,8 +5,8 @@ hook writes it into the journal (``@sampling_ratio``) and the converter puts it 
 (``glidein_tracing.sampling_ratio``), so live export on the node and the forwarder at the
 Factory apply the same ratio to the same rule: a glidein is kept when the first 8 hex digits
 of its trace id, as a number, fall below ``ratio * 2**32``. Failed glideins are always kept:
-they are the ones operators look for. A glidein whose root carries no ratio (no journal came
-back, or hooks older than this) is kept.
+they are the ones operators look for. A glidein whose root carries no ratio (e.g. no journal came
+back) is kept.
 """
 
 from __future__ import annotations
