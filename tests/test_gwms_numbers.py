@@ -53,8 +53,13 @@ def _late_job(journal_lines: list, condor_start: float) -> list:
 
 def forward_recorded(tmp_path, run, *, stdout=None, extra=None, returned_stdout=True):
     """The recorded glidein ``run`` closed by the real hooks and forwarded: (its table row, the
-    stdout Condor-G returned)."""
+    stdout Condor-G returned). The work dir holds glidein_startup.sh's copy of its stdout as
+    it was at cleanup (before its end banner)."""
     g, cleanup_dir = glidein_at_cleanup(tmp_path / "node", run, retime=True)
+    text = stdout if stdout is not None else (fixture_dir(run) / "glidein_stdout.txt").read_text()
+    copy = g.work / config_get(g.config, "GLIDEIN_LOGDIR") / (config_get(g.config, "GLIDEIN_UUID") + ".out")
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_text(text[:text.index("=== Glidein ending")])
     try:
         out = g.run_hook("gconditional_TRACING_cleanup.sh", str(g.config), cwd=cleanup_dir)
     finally:
@@ -68,7 +73,6 @@ def forward_recorded(tmp_path, run, *, stdout=None, extra=None, returned_stdout=
                            entry=config_get(config, "GLIDEIN_Entry_Name"))
     log = CondorGLog(layout)
     cluster, proc = int(config_get(config, "CONDORG_CLUSTER")), int(config_get(config, "CONDORG_SUBCLUSTER"))
-    text = stdout if stdout is not None else (fixture_dir(run) / "glidein_stdout.txt").read_text()
     end, after = map(int, re.search(r"\((\d+)\) with code \d+ after (\d+) ===", text).groups())
     log.submit(cluster, proc, when=end - after - 60)
     log.execute(cluster, proc, when=end - after - 1)
@@ -136,6 +140,17 @@ def test_without_the_returned_stdout_a_killed_condor_phase_counts_its_record_not
     expected = factory_view(text)
     assert row["gwms_condor_started"] is True and row["condor_s"] > 20
     assert row["gwms_condor_lasted_s"] == expected.condor_s == 3
+
+
+def test_without_the_returned_stdout_a_sigterm_before_condor_starting_is_no_condor_phase(tmp_path):
+    """No stdout came back, but the cleanup hook read glidein_startup.sh's copy of it in the
+    work dir: no "=== Condor starting", so HTCondor never started (``condor.started`` false on
+    the condor span), as GlideinWMS says."""
+    row, text = forward_recorded(tmp_path, "sigterm", stdout=_condor_cut(
+        (fixture_dir("sigterm") / "glidein_stdout.txt").read_text()), returned_stdout=False)
+    assert factory_view(text).condor_started is False
+    assert (row["gwms_condor_started"], row["gwms_condor_lasted_s"], row["waste_badput_mill"]) == (False, 0, 1000)
+    assert row["condor_s"] is not None
 
 
 def test_a_sigterm_during_validation_leaves_the_factorys_view_alone(tmp_path):

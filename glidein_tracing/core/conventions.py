@@ -134,6 +134,7 @@ GLIDEIN_SCRIPT_METRIC_PREFIX = "glidein.script.metric."
 # -- condor.start ---------------------------------------------------------------------------
 CONDOR_EXIT_CODE = "condor.exit_code"
 CONDOR_DURATION_S = "condor.duration_s"
+CONDOR_STARTED = "condor.started"               # "=== Condor starting" in the glidein's stdout copy
 CONDOR_AUTO_SHUTDOWN = "condor.auto_shutdown"
 CONDOR_KILLED = "condor.killed"
 CONDOR_METRIC_PREFIX = "condor.metric."

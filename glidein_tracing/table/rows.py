@@ -309,8 +309,11 @@ def _gwms_run(row, root, by_stage: _Stages, jobs, classes, plausible: Plausible)
     if isinstance(attrs.get(c.GLIDEIN_GWMS_CONDOR_STARTED), bool):
         return _gwms_read(attrs, factory_s, row, jobs, classes, plausible)
     glidein_s = (node_end[1] if node_end else end) // NS - setup[0] // NS if setup else None
-    return gwms.GlideinRun(glidein_s=glidein_s, factory_s=factory_s, condor_started=condor is not None,
-                           validation_s=_whole(setup) if setup and condor else None,
+    # a condor_startup.sh record whose script was killed before "=== Condor starting" (the
+    # cleanup hook read the glidein's stdout copy) is no condor phase for GlideinWMS
+    started = condor is not None and condor[2].get(c.CONDOR_STARTED) is not False
+    return gwms.GlideinRun(glidein_s=glidein_s, factory_s=factory_s, condor_started=started,
+                           validation_s=_whole(setup) if setup and started else None,
                            condor_s=_condor_seconds(condor, plausible) if condor else None,
                            summary=_job_summary(row, jobs, classes))
 

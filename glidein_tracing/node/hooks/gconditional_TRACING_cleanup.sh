@@ -122,6 +122,32 @@ gt_shutdown_reason() {
     esac
 }
 
+# gt_glog_base: GT_V = the path, without .out/.err, of glidein_startup.sh's copies of its
+# stdout and stderr (glog_init: GLIDEIN_LOGDIR/<uuid>.out|.err, in the work dir).
+gt_glog_base() {
+    local uuid logdir
+    gt_cfg_read "$GT_CONFIG" GLIDEIN_UUID GLIDEIN_LOGDIR
+    gt_get GLIDEIN_UUID; uuid=$GT_V
+    gt_get GLIDEIN_LOGDIR; logdir=${GT_V:-logs/$uuid}
+    GT_V=${logdir%/}/$uuid
+    case $GT_V in /*) ;; *) GT_V=$GT_WORK_DIR/$GT_V ;; esac
+}
+
+# gt_condor_started: GT_STARTED = true when condor_startup.sh printed `=== Condor starting`
+# (the copy of the glidein's stdout), false when that copy holds no such line, empty when
+# there is no copy. A SIGTERM before that banner kills condor_startup.sh (its traps come
+# after it): the record exists, HTCondor never started (GlideinWMS: condor_started 0).
+gt_condor_started() {
+    GT_STARTED=
+    gt_glog_base
+    [ -r "$GT_V.out" ] || return 0
+    if tail -c 16000000 "$GT_V.out" 2>/dev/null | gt_bounded 10 grep -q -F '=== Condor starting'; then
+        GT_STARTED=true
+    else
+        GT_STARTED=false
+    fi
+}
+
 # gt_condor_phase: start/end of `condor` from the condor_startup.sh record.
 # The record of a condor phase cut by SIGTERM has no metrics (condor_startup.sh never
 # reached its error_gen): that, or the daemons logging the signal, means `sigterm`.
@@ -145,8 +171,9 @@ gt_condor_phase() {
     local status=OK
     [ "$st" = OK ] || status=ERROR
     [ "$status" = ERROR ] || fail= det=
+    gt_condor_started
     gt_emit "$GT_CONDOR_END" end condor "@status=$status" "@error.type=$fail" \
-        "@error.detail=$det" "condor.duration_s:i=$dur" "condor.auto_shutdown=$auto" \
+        "@error.detail=$det" "condor.duration_s:i=$dur" "condor.started:b=$GT_STARTED" "condor.auto_shutdown=$auto" \
         "condor.killed=$killed" "glidein.shutdown.reason=$GT_REASON" \
         "glidein.shutdown.idle_s:i=$GT_IDLE_S"
 }
@@ -198,12 +225,8 @@ GT_LOG_MARK_RUN='Executing (flags:'       # glidein_startup.sh, on stdout before
 gt_log_tails() {
     case ${GT_LOG_TAIL_LINES:-50} in ''|0|*[!0-9]*) return 0 ;; esac
     case $GT_OUTCOME in ok) return 0 ;; esac
-    local id st cst uuid logdir rel f starter
-    gt_cfg_read "$GT_CONFIG" GLIDEIN_UUID GLIDEIN_LOGDIR
-    gt_get GLIDEIN_UUID; uuid=$GT_V
-    gt_get GLIDEIN_LOGDIR; logdir=${GT_V:-logs/$uuid}
-    rel=${logdir%/}/$uuid
-    case $rel in /*) ;; *) rel=$GT_WORK_DIR/$rel ;; esac
+    local id st cst rel f starter
+    gt_glog_base; rel=$GT_V
     IFS="$GT_US" read -r id st _ <<< "$GT_LAST"
     IFS="$GT_US" read -r _ cst _ <<< "$GT_CONDOR"
     if [ "$GT_OUTCOME" = validation_failed ] && [ "$st" = ERROR ]; then
