@@ -91,3 +91,11 @@ def test_backfill_and_rollups_show_progress_on_a_terminal_only(tmp_path):
     code, seen = on_terminal(*CLI, "table", "--table", tmp_path / "t3", "--store", tmp_path / "store", "--quiet",
                              cwd=tmp_path)
     assert code == 0 and "backfill" not in seen, seen
+
+
+def test_reindexing_a_store_shows_the_bytes_indexed_on_a_terminal(tmp_path):
+    write_synth_store(tmp_path / "store", glideins=200, seed=6)
+    code, seen = on_terminal(*CLI, "show", "--reindex", "--store", tmp_path / "store", cwd=tmp_path)
+    assert code == 0 and f"indexing {tmp_path / 'store'}:   0%" in seen, seen
+    done = piped(*CLI, "show", "--reindex", "--store", tmp_path / "store", cwd=tmp_path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr

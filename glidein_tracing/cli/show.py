@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from ..core.errors import UserError
+from ..core.progress import on_terminal
 from ..core.terminal import echo, escape
 from ..exporters.store import Store, StoreError, default_store_dir
 from ..viewers.tree import render
@@ -36,7 +37,7 @@ def run(args):
     try:
         Store(directory, read_only=True)      # a store already (a typo is refused, not made one)
         # only --reindex writes (the index); everything else reads and changes no file
-        store = Store(directory, read_only=not args.reindex)
+        store = Store(directory, read_only=not args.reindex, progress=on_terminal())
         spans_of = _show(args, store)
     except StoreError as exc:
         raise UserError(str(exc)) from exc

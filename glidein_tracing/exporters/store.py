@@ -33,6 +33,7 @@ from typing import NamedTuple
 from ..core import conventions as c, ids
 from ..core.errors import UserError
 from ..core.nospace import NoSpaceError, is_no_space
+from ..core.progress import bar
 from .otlp_json import encode_request, flatten_request, request_from_span_dicts
 from .result import DeliveringExporter, Delivery
 
@@ -142,11 +143,14 @@ class Store:
     """One store directory: append requests, look traces up by id through the index.
     ``read_only``: for readers (`show`, `analyze --store`, the table's backfill), which never
     create or change a file: the directory must be a store already, and an index that is
-    missing or behind the files is brought up to date in memory for this reader only."""
+    missing or behind the files is brought up to date in memory for this reader only.
+    ``progress``: a bar (core/progress.py) while files are indexed."""
 
-    def __init__(self, directory=None, rotate_bytes: int = ROTATE_BYTES, read_only: bool = False):
+    def __init__(self, directory=None, rotate_bytes: int = ROTATE_BYTES, read_only: bool = False,
+                 progress: bool = False):
         self.directory = Path(directory) if directory else default_store_dir()
         self.read_only = read_only
+        self.progress = progress    # a bar of the bytes being indexed (a rebuild of a big store takes minutes)
         self.rotate_bytes = rotate_bytes
         self.rebuilds = 0          # times the index was rebuilt from the files
         self.indexed_in_memory = 0  # read-only: times the index on disk was behind the files
@@ -274,10 +278,13 @@ class Store:
         files = {_file_number(p): p for p in store_files(self.directory)}
         if any(number not in files or files[number].stat().st_size < size for number, size in known.items()):
             raise sqlite3.DatabaseError("the index does not match the files")
-        for number, path in sorted(files.items()):
-            size = path.stat().st_size
-            if size > known.get(number, 0) or number not in known:
-                self._index_file(db, number, path, known.get(number, 0))
+        todo = [(number, path, known.get(number, 0), path.stat().st_size) for number, path in sorted(files.items())]
+        todo = [(number, path, start, size) for number, path, start, size in todo if size > start or number not in known]
+        with bar(sum(size - start for _, _, start, size in todo), desc=f"indexing {self.directory}", unit="B",
+                 unit_scale=True, enabled=self.progress and bool(todo)) as shown:
+            for number, path, start, size in todo:
+                self._index_file(db, number, path, start)
+                shown.update(size - start)
 
     def _index_file(self, db: sqlite3.Connection, number: int, path: Path, start: int):
         """Index the whole lines of one file from byte ``start`` on."""

@@ -201,7 +201,8 @@ def from_store(store_dir, table_dir, *, workers: int | None = None, progress: bo
 
     from ..exporters.store import Store, line_pieces
     report = BackfillReport()
-    expected = {trace: count for trace, count, name, _, _ in Store(store_dir, read_only=True).summaries() if name}
+    expected = {trace: count for trace, count, name, _, _
+                in Store(store_dir, read_only=True, progress=progress).summaries() if name}
     held = reader.trace_ids(table_dir)
     report.already = sum(1 for trace in expected if trace in held)
     _WANTED.clear()
