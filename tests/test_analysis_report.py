@@ -3,6 +3,7 @@ schema versions, empty days); the HTML report and a trace's waterfall page rende
 Chromium."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +45,21 @@ def test_analyze_prints_a_summary_and_writes_json(table, tmp_path, capsys):
     settings = {tuple(p["settings"].values()) for p in doc["whatif"]["candidates"]}
     assert (900.0, 200.0, 28800.0) in settings and (1200.0, 400.0, 21600.0) in settings
     assert doc["whatif"]["current_replay"]["exact"]
+
+
+def test_two_runs_write_the_same_bytes(table, tmp_path):
+    """Every list and mapping of the document has a fixed order (not DuckDB's parallel
+    grouping's), and SOURCE_DATE_EPOCH fixes its date: the same table, the same file."""
+    outs = [tmp_path / f"run{n}.json" for n in range(3)]
+    for out in outs:          # separate processes: each DuckDB schedules its threads anew
+        subprocess.run([sys.executable, "-m", "glidein_tracing", "analyze", str(table), "--whatif", "--quiet",
+                        "--json", str(out)], check=True, env={**os.environ, "SOURCE_DATE_EPOCH": "1790000000"})
+    first = outs[0].read_bytes()
+    assert all(out.read_bytes() == first for out in outs[1:])
+    doc = json.loads(first)
+    assert doc["generated_at"] == "2026-09-21T14:13:20Z"
+    assert list(doc["stats"]["metrics"]["by_site"]) == sorted(doc["stats"]["metrics"]["by_site"])
+    assert list(doc["failures"]["by_entry"]) == sorted(doc["failures"]["by_entry"])
 
 
 def test_entry_and_site_filters(table, tmp_path):

@@ -46,7 +46,7 @@ def failures_section(data, *, top: int = 10) -> dict:
     pairs = con.execute(f"SELECT failure_domain, COALESCE(failure_type, ''), SUM(n) FROM {g} "
                         "GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2").fetchall()
     by_domain = lambda table: con.execute(f"SELECT failure_domain, SUM(n), SUM(core_h) FROM {table} "  # noqa: E731
-                                          "GROUP BY 1").fetchall()
+                                          "GROUP BY 1 ORDER BY 2 DESC, 1").fetchall()
     glidein_domains, job_domains = by_domain(g), by_domain(j)
     return {
         "failed_glideins": int(failed or 0), "glideins": int(n or 0), "failed_jobs": int(failed_jobs or 0),
@@ -67,9 +67,9 @@ def _grouped(data, column: str) -> dict:
     """Per site or entry: glideins, failed, and failed by domain."""
     con, summed = data.con, data.failure_groups()
     out = {group: {"glideins": int(n), "failed": int(failed), "by_domain": {}} for group, n, failed in con.execute(
-        f"SELECT {column}, SUM(n), SUM(failed) FROM {summed.counts} GROUP BY 1").fetchall()}
+        f"SELECT {column}, SUM(n), SUM(failed) FROM {summed.counts} GROUP BY 1 ORDER BY 1").fetchall()}
     for group, domain, count in con.execute(f"SELECT {column}, failure_domain, SUM(n) FROM {summed.glideins} "
-                                            "GROUP BY 1, 2").fetchall():
+                                            "GROUP BY 1, 2 ORDER BY 1, 3 DESC, 2").fetchall():
         out[group]["by_domain"][domain] = int(count)
     return out
 
@@ -77,7 +77,7 @@ def _grouped(data, column: str) -> dict:
 def hourly_counts(data) -> dict:
     """site -> (first bucket start, glideins per bucket, failed per bucket) as numpy arrays."""
     rows = data.con.execute(f"SELECT site, b, SUM(n), SUM(failed) FROM {data.failure_groups().counts} "
-                       "WHERE b IS NOT NULL GROUP BY 1, 2").fetchall()
+                       "WHERE b IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2").fetchall()
     out = {}
     by_site: dict = {}
     for site, bucket, total, bad in rows:

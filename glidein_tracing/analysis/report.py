@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import time
 
 from .. import __version__
@@ -56,7 +57,7 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
     overall = stats["metrics"]["overall"]
     data.declare_selections(selections(overall))   # counted in the one pass the failures' totals share
     doc = {"tool": f"glidein_tracing {__version__}",
-           "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(_generated_at())),
            "source": source or {},
            "dataset": {"glidein_files": len(data.glidein_files), "job_files": len(data.job_files),
                        "skipped": [{"file": f, "reason": r} for f, r in data.skipped],
@@ -72,6 +73,13 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
     elif whatif:
         doc["whatif_skipped"] = "no glideins" if not stats["glideins"] else "no jobs dataset: the replay needs the jobs"
     return doc
+
+
+def _generated_at() -> float:
+    """Now, or SOURCE_DATE_EPOCH when set (the reproducible-builds convention): the same table
+    then gives a byte-identical document, whose every list and mapping has a fixed order."""
+    fixed = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    return float(fixed) if fixed.isdigit() else time.time()
 
 
 def write_json(doc: dict, path) -> None:

@@ -40,7 +40,10 @@ def _aggregate(con, dataset: str):
     A rollup that cannot be read after all (damaged past its footer, deleted since it was
     chosen) makes every file read raw."""
     import duckdb
-    total = "SELECT entry, site, name, key, label, SUM(value) AS value FROM {} GROUP BY ALL"
+    # ordered: the document's per-entry and per-site mappings follow these rows, not DuckDB's
+    # parallel grouping, so two runs on one table write the same bytes
+    total = ("SELECT entry, site, name, key, label, SUM(value) AS value FROM {} GROUP BY ALL "
+             "ORDER BY entry, site, name, key, label")
     con.register("_unrolled_rows", long_rows(con, dataset, f"{dataset}_unrolled"))
     try:
         return con.sql(total.format(f"(SELECT * FROM _unrolled_rows UNION ALL SELECT * FROM {dataset}_rollups)")
@@ -51,6 +54,11 @@ def _aggregate(con, dataset: str):
         return con.sql(total.format("_unrolled_rows")).to_arrow_table()
     finally:
         con.unregister("_unrolled_rows")
+
+
+def _by_name(name) -> tuple:
+    """Sort key of an entry or site name, NULL first."""
+    return (name is not None, "" if name is None else str(name))
 
 
 class _Scan:
@@ -68,9 +76,10 @@ class _Scan:
         self.owners, self.codes, self.names = {}, {}, {}
         for key, column in LEVELS:
             owners = [None] * table.num_rows if column is None else table[column].to_pylist()
-            index: dict = {}
-            self.codes[key] = np.array([index.setdefault(owner, len(index)) for owner in owners], dtype=np.int64)
-            self.owners[key], self.names[key] = np.array(owners, dtype=object), list(index)
+            names = sorted(set(owners), key=_by_name)      # every mapping per entry or site in name order
+            index = {owner: code for code, owner in enumerate(names)}
+            self.codes[key] = np.array([index[owner] for owner in owners], dtype=np.int64)
+            self.owners[key], self.names[key] = np.array(owners, dtype=object), names
 
     def _of(self, column: str) -> np.ndarray:
         return self.rows.get(column, np.zeros(0, dtype=np.int64))
@@ -82,7 +91,11 @@ class _Scan:
             groups = out.setdefault(key, {})
             for owner, value in zip(owners[rows], self.value[rows]):
                 groups[owner] = groups.get(owner, 0) + value
-        return out
+        return self._in_name_order(out)
+
+    @staticmethod
+    def _in_name_order(out: dict) -> dict:
+        return {key: {name: groups[name] for name in sorted(groups, key=_by_name)} for key, groups in out.items()}
 
     def histograms(self, column: str) -> dict:
         """level -> group -> (keys in increasing order, counts) of a histogram column."""
@@ -101,7 +114,7 @@ class _Scan:
             for owner, label, count in zip(owners[rows], self.label[rows], self.value[rows]):
                 counter = groups.setdefault(owner, {})
                 counter[label] = counter.get(label, 0) + int(count)
-        return out
+        return self._in_name_order(out)
 
 
 def _place(doc: dict, key: str, group, name: str, value) -> None:
