@@ -12,13 +12,18 @@
    restored before every run (target: at most 50 ms added). The 1 GB log is sparse but for
    its last lines: `tail -c` seeks, so what it costs is the same for a dense one. Then the
    same hook with a hostile spool of a million phases against none (it reads 4 MB, keeps 500).
+3. The node's redaction (issue 33): the same hook, the log tail on, the 1 GB log ending in
+   lines of which every fifth holds a secret, with the installed library as shipped against
+   the same library whose gt_redact returns its text unchanged, alternated (target: at most
+   50 ms added).
 
-    python -m bench.bench_phase [--phases 200] [--runs 20]
+    python -m bench.bench_phase [--phases 200] [--runs 20] [--redaction-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import os
 import shutil
 import statistics
@@ -126,12 +131,53 @@ def hostile_spool_ms(hook, scratch, ad, journal, saved, runs) -> tuple:
     return none, full, size
 
 
+SECRET_LINES = b"".join(
+    (b"step %d: curl -H 'Authorization: Bearer abcdefgh%06d' --password=hunter%d https://u:p%d@h/x\n" % (i, i, i, i)
+     if i % 5 == 0 else b"line %d of the job's output, done\n" % i) for i in range(2000))
+
+
+def redaction_cost(runs: int) -> tuple:
+    """(exit hook ms with the node's redaction, without it, added): a failed job's 1 GB log
+    whose last lines hold secrets, the log tail on (50 lines)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        work, scratch = failed_job_glidein(Path(tmp))
+        with open(scratch / "_condor_stdout", "wb") as f:
+            f.truncate(1 << 30)
+            f.seek(0, 2)
+            f.write(SECRET_LINES)
+        config = work / "glidein_config"
+        config.write_text(config.read_text() + "GLIDEIN_TRACING_JOB_LOG_TAIL_LINES 50\n")
+        lib = Path(next(line.split(" ", 1)[1] for line in config.read_text().splitlines()
+                        if line.startswith("GLIDEIN_TRACING_LIB ")))
+        shipped = lib.read_text()
+        unredacted = shipped + "\nGT_AWK_REDACT='function gt_redact(s) { return s }'\n"
+        hook = work / "glidein_tracing" / "job_exit_hook"
+        ad = (scratch / ".final.ad").read_bytes()
+        journal = work / "glidein_tracing" / "journal.gtj"
+        saved = journal.read_bytes()
+        times = {"on": [], "off": []}
+        for _ in range(runs):
+            for kind, text in (("on", shipped), ("off", unredacted)):
+                lib.write_text(text)
+                times[kind].append(hook_ms(hook, scratch, ad, journal, saved))
+        lib.write_text(shipped)
+        hook_ms(hook, scratch, ad, journal, saved)
+        tails = b"".join(base64.b64decode(f[len(b"@log.data="):]) for line in journal.read_bytes().splitlines()
+                         for f in line.split(b"\t") if f.startswith(b"@log.data="))
+        assert b"step 1995:" in tails and b"hunter" not in tails     # the tail is there, redacted
+        on, off = statistics.median(times["on"]), statistics.median(times["off"])
+        return on, off, on - off
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--phases", type=int, default=200, help="phases per loop (default 200)")
     parser.add_argument("--rounds", type=int, default=5, help="loops of each kind (default 5)")
     parser.add_argument("--runs", type=int, default=20, help="exit-hook runs of each kind (default 20)")
+    parser.add_argument("--redaction-only", action="store_true", help="only part 3 (the node's redaction)")
     args = parser.parse_args(argv)
+    if args.redaction_only:
+        return print_redaction(args.runs)
     print("| shell | bare ms/command | through a script that only execs it | with phase ms/command | added ms/phase |")
     print("|---|---|---|---|---|")
     for name in ("dash", "bash"):
@@ -150,6 +196,15 @@ def main(argv=None) -> int:
     print("| phase spool | exit hook (tail on) | without a spool | added |")
     print("|---|---|---|---|")
     print(f"| 1,000,000 phases ({spool / 2**20:.0f} MB) | {full:.1f} ms | {none:.1f} ms | {full - none:.1f} ms |")
+    print()
+    return print_redaction(args.runs)
+
+
+def print_redaction(runs: int) -> int:
+    on, off, added = redaction_cost(runs)
+    print("| job log (1 GB, secrets in its last lines) | exit hook, redaction on | off | added |")
+    print("|---|---|---|---|")
+    print(f"| tail on, 50 lines | {on:.1f} ms | {off:.1f} ms | {added:.1f} ms |")
     return 0
 
 

@@ -9,9 +9,16 @@ attribute, status description and event attribute through ``scrub``/``redact_tex
 - in text: ``key=value`` / ``--key=value`` / ``--key value`` with a secret-looking key, the
   same key quoted as JSON, YAML or a Python dict prints it (``"password": "..."``,
   ``'access_token':'...'``), URL credentials (``scheme://user:pass@host``), cloud keys
-  (``AWS_SECRET_ACCESS_KEY=...``, ``AKIA...`` key ids), bearer/basic credentials, JWTs, PEM
-  blocks, and a PEM block's base64 body even without its BEGIN line (a log tail cut inside
-  a key): only the secret part becomes ``REDACTED``, the rest of the text stays readable.
+  (``AWS_SECRET_ACCESS_KEY=...``, ``AKIA...`` key ids), tokens of a known format anywhere,
+  in a URL too (GitHub ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``/``github_pat_``, GitLab
+  ``glpat-``, Slack ``xox[abposr]-``), bearer/basic credentials, JWTs, PEM blocks, and a PEM
+  block's base64 body even without its BEGIN line (a log tail cut inside a key): only the
+  secret part becomes ``REDACTED``, the rest of the text stays readable. Control bytes are
+  dropped first, so a key split by them (``pass\x01word=``) is whole again.
+
+The node redacts with the same rules before anything reaches its journal (``gt_redact`` in
+the hooks' library, in awk: no Python on a worker node); tests/test_redaction_agree.py runs
+both on one corpus of secrets, and this module redacts again at the Factory.
 """
 
 from __future__ import annotations
@@ -51,6 +58,9 @@ SECRET_TEXT_RE = re.compile(
     # HTTP credentials, JWTs (SciTokens, IDTOKENs), AWS access key ids
     r"|(?P<auth>\b(?:Bearer|Basic)\s+)(?P<auth_secret>[A-Za-z0-9._~+/=-]{8,})"
     r"|(?P<jwt>eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?)"
+    # tokens of a known format, wherever they are (a URL's user part: https://ghp_...@github.com)
+    r"|(?P<token>\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}"
+    r"|glpat-[A-Za-z0-9_-]{20,}))"
     r"|(?P<akid>\b(?:AKIA|ASIA)[0-9A-Z]{16}\b)",
     re.IGNORECASE | re.DOTALL | re.MULTILINE)
 # a PEM body's base64 lines: no substring hint for those, so a search of its own (only texts
@@ -58,7 +68,9 @@ SECRET_TEXT_RE = re.compile(
 PEM_BODY_RE = re.compile(rf"(?:{_PEM_LINE}){{2}}", re.MULTILINE)
 # every SECRET_TEXT_RE match contains one of these (lower case): plain substring tests rule
 # out the common case far faster than the regex scanning every character
-HINTS = ("-----begin", "-----end", "://", "bearer", "basic", "eyj", "akia", "asia") + SECRET_MARKERS
+HINTS = ("-----begin", "-----end", "://", "bearer", "basic", "eyj", "akia", "asia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "glpat-") + SECRET_MARKERS
+# control bytes but TAB, LF, CR: dropped before matching (they may split a key or a token)
+CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def _replacement(match: re.Match) -> str:
@@ -77,7 +89,10 @@ def might_hold_secret(text: str) -> bool:
 
 
 def redact_text(text: str) -> str:
-    """``text`` with every secret in it replaced (``text`` itself when there is none)."""
+    """``text`` with its control bytes dropped and every secret in it replaced (``text``
+    itself when it has neither)."""
+    if CONTROL_RE.search(text) is not None:
+        text = CONTROL_RE.sub("", text)
     if not might_hold_secret(text):
         return text
     return SECRET_TEXT_RE.sub(_replacement, text)

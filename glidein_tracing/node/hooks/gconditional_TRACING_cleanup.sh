@@ -41,7 +41,7 @@ gt_stop_sampler() {
 
 # StartdHistoryLog: one `history` line per finished job (split on `*** ` banners).
 # @ad = base64 of the job ad reduced to the attributes tracing uses, so one line
-# stays under the journal limits (value <= 1024 bytes).
+# stays under the journal limits (value <= 1024 bytes); each value redacted (gt_redact).
 GT_AWK_HISTORY='
 BEGIN { b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
         for (i = 32; i < 127; i++) ord[sprintf("%c", i)] = i; ord["\n"] = 10
@@ -82,7 +82,7 @@ function flush_ad(   i, text, key) {
     name = substr($0, 1, eq - 1); gsub(/[ \t]/, "", name); lname = tolower(name)
     if (!(lname in rank)) next
     v = substr($0, eq + 1); sub(/^[ \t]+/, "", v); sub(/[ \t\r]+$/, "", v)
-    gsub(/[^ -~]/, "?", v); if (length(v) > 300) v = substr(v, 1, 300)
+    v = gt_redact(v); gsub(/[^ -~]/, "?", v); if (length(v) > 300) v = substr(v, 1, 300)
     have[lname] = name " = " v; nattr++
     if (v ~ /^".*"$/) v = substr(v, 2, length(v) - 2)
     gsub(/[\t]/, " ", v); val[lname] = v
@@ -105,7 +105,7 @@ gt_history() {
     [ -r "$hist" ] || return 0
     gt_now
     n=$(tail -c "$GT_MAX_HISTORY_BYTES" "$hist" | gt_bounded 20 env LC_ALL=C awk -v now="$GT_NOW" \
-        -v journal="$GT_JOURNAL" -v maxrec="${GT_MAX_SPANS:-2000}" "$GT_AWK_HISTORY" 2>/dev/null)
+        -v journal="$GT_JOURNAL" -v maxrec="${GT_MAX_SPANS:-2000}" "$GT_AWK_REDACT$GT_AWK_HISTORY" 2>/dev/null)
     [ -n "$n" ] || gt_note - "could not read StartdHistoryLog"
 }
 

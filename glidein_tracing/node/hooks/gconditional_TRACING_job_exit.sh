@@ -39,6 +39,7 @@ gt_live_nudge() {
 # The job's phases (docs/user-phases.md): the spool the phase command wrote in the job's
 # scratch dir, checked line by line (one awk over at most GT_PHASE_READ bytes) and appended to
 # the journal as `start`/`end`/`note` lines on keys phase/<span id>/<job key> (docs/journal.md).
+# Names and marks are redacted (gt_redact, in the library) before they are written.
 # At most GT_PHASE_MAX phases and GT_PHASE_MARKS marks a job, names cut at GT_PHASE_NAME bytes,
 # all counted on the job span (job.phases.*). Whether the ids belong to this job is the
 # converter's check (glidein_tracing/phases.py).
@@ -48,8 +49,9 @@ GT_PHASE_NAME=128
 GT_PHASE_READ=4000000
 GT_AWK_PHASES='
 function clean(v, max,   c) {
-    c = gsub(/[^ -~]/, "?", v)
     if (length(v) > max) { v = substr(v, 1, max); cut_names++ }
+    v = gt_redact(v)
+    c = gsub(/[^ -~]/, "?", v)
     return v
 }
 function num(v) { return v ~ /^u?[0-9]+(\.[0-9]+)?$/ && length(v) < 24 }
@@ -123,7 +125,7 @@ gt_phases() {
     head -c "$GT_PHASE_READ" < "$spool" 2>/dev/null | GT_P_JOB=$1 LC_ALL=C awk -F '\t' \
         -v journal="$GT_JOURNAL" -v now="$GT_NOW" -v up="$up" -v hz="${GT_HZ:-100}" -v maxphases="$GT_PHASE_MAX" \
         -v maxmarks="$GT_PHASE_MARKS" -v maxname="$GT_PHASE_NAME" -v maxread="$GT_PHASE_READ" \
-        "$GT_AWK_PHASES" 2>/dev/null
+        "$GT_AWK_REDACT$GT_AWK_PHASES" 2>/dev/null
 }
 
 # gt_job_log_tail KEY FAILED OUT ERR: when the job failed and GLIDEIN_TRACING_JOB_LOG_TAIL_LINES

@@ -17,16 +17,72 @@ fi
 GT_MAX_VALUE=1024   # bytes per value (docs/journal.md)
 GT_MAX_LINE=3999    # bytes per line, without the newline
 
+# gt_redact(s): s with every secret replaced by REDACTED, by the rules of the Factory's
+# glidein_tracing/core/redaction.py (tests/test_redaction_agree.py runs both on one corpus):
+# control bytes dropped first (a key split by them is whole again), a PEM block to its end,
+# URL passwords, known token formats anywhere (GitHub, GitLab, Slack, JWTs, AWS key ids: in
+# a URL too), quoted and plain secret-looking keys' values, --key values, Bearer/Basic
+# credentials. Matching is on a lower-case copy (the rules ignore case). No {n} intervals
+# (old mawk has none): gt_at_least builds them. Every pattern begins with something fixed (a
+# key's marker, "://", a token's prefix), never with a run of letters: awk tries a pattern at
+# every position, so a leading run would cost the square of a long line of letters. So a key
+# is matched from its marker (the letters before it stay as they are) and a URL from "://".
+GT_AWK_REDACT='
+function gt_at_least(gt_cls, gt_n,   gt_res) { gt_res = ""; while (gt_n-- > 0) gt_res = gt_res gt_cls; return gt_res gt_cls "*" }
+function gt_redact_init(   gt_key) {
+    gt_key = "(token|passw|secret|proxy_key|private|credential|authorization|apikey|api_key|access_key)[a-z0-9_.-]*"
+    GT_RX_TOKEN = "(gh[pousr]_" gt_at_least("[a-z0-9]", 20) ")|(github_pat_" gt_at_least("[a-z0-9_]", 20) \
+        ")|(xox[abposr]-" gt_at_least("[a-z0-9-]", 10) ")|(glpat-" gt_at_least("[a-z0-9_-]", 20) \
+        ")|(eyj" gt_at_least("[a-z0-9_-]", 8) "[.]" gt_at_least("[a-z0-9_-]", 8) "([.][a-z0-9_-]*)?)" \
+        "|((akia|asia)" gt_at_least("[0-9a-z]", 16) ")"
+    GT_RX_URL = "://[^:/@ \t]+:"
+    GT_RX_QUOTED = gt_key "[\"\047][ \t]*[:=][ \t]*"
+    GT_RX_QUOTED_SECRET = "(\"[^\"]*\"|\047[^\047]*\047|[^] \t,;&\"\047}]+)"
+    GT_RX_KV = gt_key "[ \t]*(=|: )[ \t]*"
+    GT_RX_KV_SECRET = "((bearer|basic)[ \t]+)?(\"[^\"]*\"|\047[^\047]*\047|[^ \t,;&\"\047]+)"
+    GT_RX_OPT = "[ \t]--?[a-z0-9_.-]*" gt_key "[ \t]+"
+    GT_RX_AUTH = "(bearer|basic)[ \t]+"
+    GT_REDACT_READY = 1
+}
+# gt_redact_pass(s, prefix, secret, after): each prefix, secret, after in s (after: a literal
+# the match ends with) becomes prefix REDACTED after
+function gt_redact_pass(gt_s, gt_prefix, gt_secret, gt_after,   gt_low, gt_res, gt_at, gt_len, gt_keep) {
+    gt_res = ""; gt_low = tolower(gt_s)
+    while (match(gt_low, gt_prefix gt_secret)) {
+        gt_at = RSTART; gt_len = RLENGTH; gt_keep = 0
+        if (gt_prefix != "" && match(substr(gt_low, gt_at, gt_len), "^" gt_prefix)) gt_keep = RLENGTH
+        gt_res = gt_res substr(gt_s, 1, gt_at - 1 + gt_keep) "REDACTED" gt_after
+        gt_s = substr(gt_s, gt_at + gt_len); gt_low = substr(gt_low, gt_at + gt_len)
+    }
+    return gt_res gt_s
+}
+function gt_redact(s,   gt_at) {
+    if (!GT_REDACT_READY) gt_redact_init()
+    gsub(/[\001-\010\013\014\016-\037\177]/, "", s)
+    gt_at = index(tolower(s), "-----begin ")
+    if (gt_at) s = substr(s, 1, gt_at - 1) "REDACTED"
+    s = gt_redact_pass(s, GT_RX_URL, "[^@/ \t]+@", "@")
+    s = gt_redact_pass(s, "", GT_RX_TOKEN, "")
+    s = gt_redact_pass(s, GT_RX_QUOTED, GT_RX_QUOTED_SECRET, "")
+    s = gt_redact_pass(s, GT_RX_KV, GT_RX_KV_SECRET, "")
+    s = substr(gt_redact_pass(" " s, GT_RX_OPT, "[^ \t-][^ \t]*", ""), 2)
+    s = gt_redact_pass(s, GT_RX_AUTH, gt_at_least("[a-z0-9._~+/=-]", 8), "")
+    return s
+}
+'
+
 # gt_msg TEXT: one clear line on stderr, never on stdout (stdout may be captured).
 gt_msg() {
     printf 'glidein_tracing: %s\n' "$*" >&2
 }
 
-# gt_clean VALUE: GT_V = VALUE with TAB/CR/LF as spaces, cut at GT_MAX_VALUE bytes.
+# gt_clean VALUE: GT_V = VALUE with TAB/CR/LF as spaces, other control bytes dropped, cut at
+# GT_MAX_VALUE bytes.
 if [ -n "${BASH_VERSION:-}" ]; then
     # bash: one expansion, no fork
     eval 'gt_clean() {
         GT_V=${1//[$'"'"'\t\r\n'"'"']/ }
+        GT_V=${GT_V//[[:cntrl:]]/}
         [ ${#GT_V} -le 256 ] || gt_cut "$GT_MAX_VALUE"
     }'
 else
@@ -35,6 +91,7 @@ else
         gt_subst "$GT_TAB"
         gt_subst "$GT_CR"
         gt_subst "$GT_NL"
+        case $GT_V in *[[:cntrl:]]*) GT_V=$(printf '%s' "$GT_V" | LC_ALL=C tr -d '\000-\037\177') ;; esac
         [ ${#GT_V} -le 256 ] || gt_cut "$GT_MAX_VALUE"
     }
 fi
@@ -108,20 +165,48 @@ gt_get() {
     eval "GT_V=\${GT_C_$1:-}"
 }
 
+# GT_AWK_REDACT_FIELDS: a journal line with each field's value redacted (gt_redact)
+GT_AWK_REDACT_FIELDS='
+{
+    out = $1 "\t" $2 "\t" $3 "\t" $4
+    for (i = 5; i <= NF; i++) {
+        eq = index($i, "=")
+        out = out "\t" (eq ? substr($i, 1, eq) gt_redact(substr($i, eq + 1)) : $i)
+    }
+    print out
+}'
+
 # gt_emit TIME OP KEY [NAME=VALUE]...: append one journal line with one write.
 # Empty values are left out. Returns non-zero when the line could not be written.
 gt_emit() {
     [ -n "${GT_JOURNAL:-}" ] || return 1
     gt_clean "$3"
-    gt_em_line="gtj1${GT_TAB}$1${GT_TAB}$2${GT_TAB}$GT_V"
+    gt_em_line="gtj1${GT_TAB}$1${GT_TAB}$2${GT_TAB}$GT_V" gt_em_data=
     shift 3
     for gt_em_f in "$@"; do
         gt_em_n=${gt_em_f%%=*}
         [ "$gt_em_n" != "$gt_em_f" ] || continue
         gt_clean "${gt_em_f#*=}"
         [ -n "$GT_V" ] || continue
-        gt_em_line="$gt_em_line${GT_TAB}$gt_em_n=$GT_V"
+        if [ "$gt_em_n" = @log.data ]; then
+            gt_em_data="$gt_em_data${GT_TAB}$gt_em_n=$GT_V"   # redacted before it was encoded
+        else
+            gt_em_line="$gt_em_line${GT_TAB}$gt_em_n=$GT_V"
+        fi
     done
+    # a line that may hold a secret (a hint of one of gt_redact's rules in it) has its values
+    # redacted (one awk): the line costs no fork when it holds none
+    case $gt_em_line in
+        *[Tt][Oo][Kk][Ee][Nn]*|*[Pp][Aa][Ss][Ss][Ww]*|*[Ss][Ee][Cc][Rr][Ee][Tt]*|*[Pp][Rr][Ii][Vv][Aa][Tt][Ee]*|\
+        *[Cc][Rr][Ee][Dd][Ee][Nn][Tt][Ii][Aa][Ll]*|*[Aa][Uu][Tt][Hh][Oo][Rr][Ii][Zz][Aa][Tt][Ii][Oo][Nn]*|\
+        *[Aa][Pp][Ii]_[Kk][Ee][Yy]*|*[Aa][Pp][Ii][Kk][Ee][Yy]*|*[Aa][Cc][Cc][Ee][Ss][Ss]_[Kk][Ee][Yy]*|\
+        *[Pp][Rr][Oo][Xx][Yy]_[Kk][Ee][Yy]*|*://*|*[Bb][Ee][Aa][Rr][Ee][Rr]*|*[Bb][Aa][Ss][Ii][Cc]*|\
+        *[Ee][Yy][Jj]*|*[Aa][Kk][Ii][Aa]*|*[Aa][Ss][Ii][Aa]*|*[Gg][Hh][PpOoUuSsRr]_*|*[Gg][Ii][Tt][Hh][Uu][Bb]_*|\
+        *[Xx][Oo][Xx][AaBbPpOoSsRr]-*|*[Gg][Ll][Pp][Aa][Tt]-*|*-----[Bb][Ee][Gg][Ii][Nn]*)
+            gt_em_line=$(printf '%s\n' "$gt_em_line" | LC_ALL=C awk -F "$GT_TAB" "$GT_AWK_REDACT$GT_AWK_REDACT_FIELDS" \
+                2>/dev/null) || return 1 ;;
+    esac
+    gt_em_line=$gt_em_line$gt_em_data
     if [ ${#gt_em_line} -gt 999 ]; then
         # may exceed the line limit in bytes: cut (rare: many long values)
         GT_V=$gt_em_line
@@ -437,7 +522,8 @@ GT_LOG_TAIL_CHUNK=1000
 # ends with name (a failed validation script's own part of glidein_startup.sh's stdout); all
 # without either. Encoded blocks (`begin-base64` ... `====`, GlideinWMS's sections of logs and
 # XML, or a run of base64 lines whose start was cut off) become one line saying how many lines
-# were left out.
+# were left out. The lines kept are redacted (gt_redact) before the cut to `bytes`: no secret
+# is cut into a piece its rule no longer sees.
 GT_AWK_TAIL='
 function keep(s) { if (enc) line[++n] = "[glidein_tracing: " enc " lines of encoded data left out]"; enc = 0
                    if (s != "") line[++n] = s }
@@ -453,6 +539,7 @@ $0 == "====" && enc { enc++; keep(""); next }
 END {
     keep("")
     first = n - lines + 1; if (first < 1) first = 1
+    for (i = first; i <= n; i++) line[i] = gt_redact(line[i])
     size = 0
     for (i = n; i >= first; i--) {
         size += length(line[i]) + 1
@@ -478,7 +565,7 @@ gt_log_tail() {
     gt_lt_data=
     if [ -z "$gt_lt_why" ]; then
         gt_lt_data=$(tail -c "$GT_LOG_TAIL_READ" "$3" 2>/dev/null | LC_ALL=C awk -v mark="${5:-}" \
-            -v start="${6:-}" -v name="${7:-}" -v lines="$4" -v bytes="$GT_LOG_TAIL_BYTES" "$GT_AWK_TAIL" 2>/dev/null \
+            -v start="${6:-}" -v name="${7:-}" -v lines="$4" -v bytes="$GT_LOG_TAIL_BYTES" "$GT_AWK_REDACT$GT_AWK_TAIL" 2>/dev/null \
             | base64 -w "$GT_LOG_TAIL_CHUNK" 2>/dev/null)
         [ -n "$gt_lt_data" ] || gt_lt_why="empty"
     fi

@@ -81,9 +81,10 @@ GT_US=$'\037'
 # The per-script records (otr_outlist.list: concatenated <OSGTestResult> elements).
 # Appends one `record` line per element to the journal and prints a summary for the
 # shell: `last` (last record that is not condor_startup.sh) and `condor` lines.
-# LC_ALL=C and non-ASCII bytes as '?': every value stays valid UTF-8 when cut.
+# LC_ALL=C and non-ASCII bytes as '?': every value stays valid UTF-8 when cut; every value
+# redacted (gt_redact: a script's detail may print its command line).
 GT_AWK_RECORDS='
-function clean(v) { gsub(/[\t\r\n]/, " ", v); gsub(/[^ -~]/, "?", v)
+function clean(v) { v = gt_redact(v); gsub(/[\t\r\n]/, " ", v); gsub(/[^ -~]/, "?", v)
                     if (length(v) > 1024) v = substr(v, 1, 1024); return v }
 function field(n, v) { v = clean(v); if (v != "") line = line "\t" n "=" v }
 function tag(s, t,   a, b) { a = index(s, "<" t ">"); b = index(s, "</" t ">")
@@ -129,7 +130,7 @@ gt_records() {
     [ -r "$otr" ] || { gt_note - "no otr_outlist.list in the work dir"; return 0; }
     gt_now
     out=$(head -c 50000000 "$otr" | gt_bounded 20 env LC_ALL=C awk -v now="$GT_NOW" \
-        -v journal="$GT_JOURNAL" -v maxrec="${GT_MAX_SPANS:-2000}" -v skip="${1:-0}" -v US="$GT_US" "$GT_AWK_RECORDS" 2>/dev/null)
+        -v journal="$GT_JOURNAL" -v maxrec="${GT_MAX_SPANS:-2000}" -v skip="${1:-0}" -v US="$GT_US" "$GT_AWK_REDACT$GT_AWK_RECORDS" 2>/dev/null)
     while IFS= read -r rest; do
         tag=${rest%%"$GT_US"*}
         case $tag in
