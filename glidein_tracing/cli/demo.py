@@ -28,6 +28,7 @@ from ..exporters.result import DeliveringExporter, Delivery, deliver
 from ..core import conventions as c, ids
 
 from ..core.terminal import echo
+from ..core.progress import bar, on_terminal
 
 FACTORY = "gwms_demo_factory"
 SCHEDD = "schedd_glideins2@factory.demo.example.org"
@@ -242,8 +243,12 @@ def run(args):
                            utc_iso=True)
     condor_g = CondorGLog(layout)
     echo(f"running {len(plan)} simulated glideins in {root} ...", file=sys.stderr)
-    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
-        results = list(pool.map(lambda item: run_one(root, item[0], *item[1], condor_g), enumerate(plan)))
+    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool, \
+            bar(len(plan), desc="demo: glideins run", unit="glidein", enabled=on_terminal()) as shown:
+        results = []
+        for result in pool.map(lambda item: run_one(root, item[0], *item[1], condor_g), enumerate(plan)):
+            results.append(result)
+            shown.update(1)
     for label, scenario, result in results:
         echo(f"  glidein {scenario.cluster}.{scenario.proc}: {label} (exit code {result.exit_code})",
               file=sys.stderr)
@@ -256,7 +261,8 @@ def run(args):
     conf = ForwarderSettings(logs=(str(layout.logs),), factory=FACTORY, schedd=SCHEDD,
                              factory_config=str(factory_xml), grace=0.0)
     forwarder = Forwarder(conf, summary, ledger, reconcile=reconcile, table=table, settle_s=0.0,
-                          failure_attribution=FailureAttribution(RuleBook(RULES, classifiers=False)))
+                          failure_attribution=FailureAttribution(RuleBook(RULES, classifiers=False)),
+                          progress=on_terminal())
     stats = forwarder.run_once()
     demo.shutdown()
     exporter.shutdown()
