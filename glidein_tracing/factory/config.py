@@ -238,3 +238,39 @@ def entry_sites(path) -> dict:
         if entry.get("name") and value:
             out[entry.get("name")] = value
     return out
+
+
+# GlideinWMS's own defaults for <log_retention> (its creation/lib/cgWParams.py): each kind
+# of log is kept at least min_days, at most max_days, and trimmed to max_mbytes in between
+LOG_RETENTION_DEFAULTS = {
+    "job_logs": {"min_days": 2.0, "max_days": 7.0, "max_mbytes": 100.0},      # job.C.P.out/.err
+    "condor_logs": {"min_days": 3.0, "max_days": 14.0, "max_mbytes": 100.0},  # condor_activity_*.log
+}
+
+
+def log_retention(path=None) -> dict:
+    """{"job_logs": {...}, "condor_logs": {...}} with min_days, max_days and max_mbytes, as the
+    Factory's glideinWMS.xml sets them in ``<log_retention><job_logs .../><condor_logs .../>``,
+    GlideinWMS's defaults where it does not (and without a file); ValueError naming a value
+    that is not a number of days or megabytes."""
+    out = {kind: dict(values) for kind, values in LOG_RETENTION_DEFAULTS.items()}
+    if path is None:
+        return out
+    root = _factory_xml(path)
+    for kind, values in out.items():
+        node = root.find(f"./log_retention/{kind}")
+        if node is None:
+            continue
+        for name in values:
+            text = node.get(name)
+            if text is None:
+                continue
+            try:
+                value = float(text)
+            except ValueError:
+                value = float("nan")
+            if not (value >= 0 and value != float("inf")):
+                raise ValueError(f"{path}: <log_retention><{kind} {name}={text!r}> is not a number of "
+                                 f"{'megabytes' if name == 'max_mbytes' else 'days'}")
+            values[name] = value
+    return out

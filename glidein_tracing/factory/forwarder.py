@@ -27,7 +27,8 @@ from .assembly import SpanMaker, closed_factory_stages
 from .delivery import Backend, PassState, Sender, span_id_of
 from .glidein_stdout import read_stdout_facts, stdout_path
 from .returned import FactoryNames, identity, returned_journal, stderr_path
-from .scanning import scan_logs
+from .retention import Forgetting, keep_days
+from .scanning import Scanner
 from .settings import ForwarderSettings
 from .sink import NoTable
 from .stats import ForwardStats
@@ -60,6 +61,8 @@ class Forwarder:
         self.table = table or NoTable()   # the glidein table (factory/sink.py)
         self.sender = Sender(exporter, ledger, Backend(reconcile), self.table)
         self.failure_attribution = failure_attribution   # failure_rules.attribution.FailureAttribution
+        self.scanner = Scanner(self.roots, ledger)
+        self.forgetting = Forgetting(ledger, keep_days(settings.log_retention()))
 
     def run_once(self) -> ForwardStats:
         stats = ForwardStats()
@@ -69,6 +72,8 @@ class Forwarder:
             self.scan(stats)
             self.export_early(stats)
             self.export_ready(stats)
+            if self.forgetting.due(time.time()):
+                self.forgetting.sweep([entry.path for entry in self.scanner.entries], stats)
         stats.table_rows = self.table.flush()
         stats.table_quarantined = list(self.table.quarantined)
         if self.failure_attribution is not None and self.failure_attribution.classifiers_disabled():
@@ -86,7 +91,7 @@ class Forwarder:
                 time.sleep(min(1.0, interval_s))
 
     def scan(self, stats: ForwardStats):
-        scan_logs(self.roots, self.ledger, stats, orphan_after_s=max(self.settle_s, self.grace_s))
+        self.scanner.scan(stats, orphan_after_s=max(self.settle_s, self.grace_s))
 
     def reconcile_sending(self, stats: ForwardStats) -> bool:
         """Batches marked ``sending`` when the last forwarder died: send what is missing.

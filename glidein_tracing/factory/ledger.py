@@ -25,18 +25,31 @@ CREATE TABLE IF NOT EXISTS glideins (
     gkey TEXT PRIMARY KEY, entry_dir TEXT, instance TEXT, entry TEXT,
     cluster INTEGER, proc INTEGER, status TEXT, ended_at REAL, updated REAL,
     trace_id TEXT, spans INTEGER DEFAULT 0, note TEXT, activity_state TEXT,
-    attempts INTEGER DEFAULT 0);
-CREATE INDEX IF NOT EXISTS glideins_status ON glideins(status);
+    attempts INTEGER DEFAULT 0, activity_log TEXT);
+CREATE INDEX IF NOT EXISTS glideins_status ON glideins(status, ended_at);
 CREATE TABLE IF NOT EXISTS factory_events (gkey TEXT, seq INTEGER, event TEXT, PRIMARY KEY (gkey, seq));
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER);
 CREATE TABLE IF NOT EXISTS early_spans (gkey TEXT, span_id TEXT, state TEXT, PRIMARY KEY (gkey, span_id));
 CREATE TABLE IF NOT EXISTS sending_spans (gkey TEXT PRIMARY KEY, span_ids TEXT);
 CREATE TABLE IF NOT EXISTS table_rows (trace_id TEXT PRIMARY KEY, gkey TEXT, day TEXT, file TEXT, state TEXT);
-CREATE INDEX IF NOT EXISTS table_rows_state ON table_rows(state, file);
+CREATE INDEX IF NOT EXISTS table_rows_state ON table_rows(state, day);
 CREATE TABLE IF NOT EXISTS table_pending (trace_id TEXT PRIMARY KEY, glidein TEXT, jobs TEXT);
 """
 
 _TABLES = re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", SCHEMA)
+
+
+def _schema_columns() -> dict:
+    """{table: its columns} as this version's SCHEMA makes them."""
+    db = sqlite3.connect(":memory:")
+    try:
+        db.executescript(SCHEMA)
+        return {table: {row[1] for row in db.execute(f"PRAGMA table_info({table})")} for table in _TABLES}
+    finally:
+        db.close()
+
+
+_COLUMNS = _schema_columns()
 
 OPEN, ENDED, SENDING, DONE, SKIPPED = "open", "ended", "sending", "done", "skipped"
 QUARANTINED = "quarantined"  # failed alone while others went through: waits for --retry-quarantined
@@ -112,10 +125,24 @@ class Ledger:
         row = cur.fetchone()
         return dict(zip([d[0] for d in cur.description], row)) if row else None
 
-    def upsert_glidein(self, gkey, entry_dir, instance, entry, cluster, proc):
+    def upsert_glidein(self, gkey, entry_dir, instance, entry, cluster, proc, activity_log=None):
+        """A glidein seen in ``activity_log`` (None: known by its output alone): it can be
+        forgotten only once that log is gone too (``forget_gone``)."""
         self.db.execute(
-            "INSERT OR IGNORE INTO glideins(gkey, entry_dir, instance, entry, cluster, proc, status, updated) "
-            "VALUES (?,?,?,?,?,?,?,?)", (gkey, entry_dir, instance, entry, cluster, proc, OPEN, time.time()))
+            "INSERT INTO glideins(gkey, entry_dir, instance, entry, cluster, proc, status, updated, activity_log) "
+            "VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(gkey) DO UPDATE SET activity_log=excluded.activity_log "
+            "WHERE excluded.activity_log IS NOT NULL AND activity_log IS NOT excluded.activity_log",
+            (gkey, entry_dir, instance, entry, cluster, proc, OPEN, time.time(), activity_log))
+
+    def knows(self, gkey) -> bool:
+        return self.db.execute("SELECT 1 FROM glideins WHERE gkey=?", (gkey,)).fetchone() is not None
+
+    def known_outputs(self, entry_dir: str) -> list[tuple]:
+        """(cluster, proc) of every glidein of an entry directory the ledger knows: one range
+        of the key's index, for a forwarder's first listing of that directory."""
+        low, high = entry_dir + "|", entry_dir + "}"      # "}" sorts right after "|"
+        return self.db.execute("SELECT cluster, proc FROM glideins WHERE gkey >= ? AND gkey < ?",
+                               (low, high)).fetchall()
 
     def append_events(self, gkey, events):
         """Keep a glidein's Factory-side events (journal Events) typed, as JSON rows."""
@@ -246,6 +273,30 @@ class Ledger:
             self.db.execute("DELETE FROM table_pending WHERE trace_id IN "
                             "(SELECT trace_id FROM table_rows WHERE file=? AND state='pending')", (token,))
             self.db.execute("UPDATE table_rows SET state='written' WHERE file=? AND state='pending'", (token,))
+
+    # -- forgetting (factory/retention.py) ------------------------------------------------
+    def finished_before(self, cutoff: float) -> list[tuple]:
+        """(gkey, entry dir, cluster, proc, activity log) of the glideins done or skipped that
+        ended before ``cutoff``: the rows retention may forget (an index range)."""
+        return self.db.execute(
+            "SELECT gkey, entry_dir, cluster, proc, activity_log FROM glideins "
+            "WHERE status IN (?, ?) AND ended_at < ?", (DONE, SKIPPED, cutoff)).fetchall()
+
+    def forget(self, gkeys, cutoff: float):
+        """Forget glideins that can never be seen again, and the table rows written for
+        glideins that ended a day before ``cutoff`` or earlier (a claim is checked against them
+        only while its glidein can still be converted: never, once it is done)."""
+        self.db.executemany("DELETE FROM glideins WHERE gkey=? AND status IN (?, ?)",
+                            [(gkey, DONE, SKIPPED) for gkey in gkeys])
+        day = time.strftime("%Y-%m-%d", time.gmtime(cutoff - 86400))
+        self.db.execute("DELETE FROM table_rows WHERE state='written' AND day < ?", (day,))
+
+    def log_paths(self) -> list[str]:
+        return [row[0] for row in self.db.execute("SELECT path FROM logs")]
+
+    def forget_logs(self, paths):
+        """Forget the reader positions of activity logs the Factory deleted."""
+        self.db.executemany("DELETE FROM logs WHERE path=?", [(str(p),) for p in paths])
 
     # -- counters ----------------------------------------------------------------------
     def bump(self, name, by=1):
@@ -401,7 +452,10 @@ def _check_is_ledger(db: sqlite3.Connection, path: Path):
         raise LedgerError(f"{path} is an SQLite database but not a forwarder ledger; {FRESH_START}")
     if not tables:
         raise LedgerError(f"{path} holds no tables, not a forwarder ledger; {FRESH_START}")
-    missing = sorted(set(_TABLES) - tables)
+    missing = [f"{table} table" for table in sorted(set(_TABLES) - tables)]
+    for table in sorted(set(_TABLES) & tables):
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        missing += [f"{table}.{column} column" for column in sorted(_COLUMNS[table] - have)]
     if missing:     # nothing converts a ledger of another layout (docs/support-policy.md)
-        raise LedgerError(f"{path} is a ledger of an earlier development version (no {', '.join(missing)} "
-                          f"table), which this version does not convert (docs/support-policy.md); {FRESH_START}")
+        raise LedgerError(f"{path} is a ledger of an earlier development version (no {', '.join(missing)}), "
+                          f"which this version does not convert (docs/support-policy.md); {FRESH_START}")

@@ -4,11 +4,19 @@ GlideinWMS writes, per Frontend user, instance and entry,
 ``<client logs>/user_<fename>/glidein_<instance>/entry_<entry>/`` holding the Condor-G
 activity logs ``condor_activity_<nr>_<client>.log`` and each glidein's returned
 ``job.<cluster>.<proc>.out`` / ``.err``. The path alone names the instance and the entry.
+
+An entry directory holds every output the Factory keeps (a week of them: hundreds of
+thousands of files), so a pass must not read it whole each time: ``EntryListing`` keeps what
+the last listing found and lists the directory again only when its mtime says a file came
+or went.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +24,9 @@ ENTRY_DIR_RE = re.compile(r"^entry_(?P<entry>.+)$")
 INSTANCE_DIR_RE = re.compile(r"^glidein_(?P<instance>.+)$")
 ACTIVITY_GLOB = "condor_activity_*.log"
 OUTPUT_RE = re.compile(r"^job\.(?P<cluster>\d+)\.(?P<proc>\d+)\.err$")
+# a directory changed this recently may change again within its mtime's resolution (a
+# file created in the same clock tick as the listing leaves the mtime as it was): listed again
+MTIME_TRUST_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -34,12 +45,13 @@ def entry_dir(path: Path) -> EntryDir | None:
 
 
 def find_entry_dirs(roots) -> list[EntryDir]:
-    """Every ``glidein_<instance>/entry_<entry>`` directory below the given roots."""
+    """Every ``glidein_<instance>/entry_<entry>`` directory below the given roots. Entry
+    directories are not looked into (they hold the outputs): the walk costs the tree's
+    directories, not its files."""
     found = {}
     for root in roots:
         root = Path(root)
-        candidates = [root] if root.name.startswith("entry_") else root.rglob("entry_*")
-        for path in candidates:
+        for path in ([root] if root.name.startswith("entry_") else _entry_candidates(root)):
             if path.is_dir():
                 parsed = entry_dir(path)
                 if parsed:  # keyed and stored by its resolved path: one tree, one ledger key,
@@ -49,13 +61,72 @@ def find_entry_dirs(roots) -> list[EntryDir]:
     return [found[key] for key in sorted(found)]
 
 
-def activity_logs(entry: EntryDir) -> list[Path]:
-    return sorted(entry.path.glob(ACTIVITY_GLOB))
+def _entry_candidates(root: Path):
+    """Directories named ``entry_*`` below ``root`` (symlinks to directories included, as a
+    glob finds them), without descending into them."""
+    todo = [root]
+    while todo:
+        directory = todo.pop()
+        try:
+            with os.scandir(directory) as children:
+                subdirs = [Path(child.path) for child in children if _is_dir(child)]
+        except OSError:
+            continue
+        for path in subdirs:
+            if path.name.startswith("entry_") and INSTANCE_DIR_RE.match(path.parent.name):
+                yield path
+            elif not os.path.islink(path):
+                todo.append(path)
 
 
-def returned_outputs(entry: EntryDir):
-    """(cluster, proc, path) of every returned stderr in an entry dir."""
-    for path in sorted(entry.path.glob("job.*.err")):
-        match = OUTPUT_RE.match(path.name)
-        if match:
-            yield int(match.group("cluster")), int(match.group("proc")), path
+def _is_dir(child: os.DirEntry) -> bool:
+    try:
+        return child.is_dir()
+    except OSError:
+        return False
+
+
+def output_name(cluster: int, proc: int) -> str:
+    """The name of a glidein's returned stderr in its entry directory."""
+    return f"job.{cluster}.{proc}.err"
+
+
+def parse_output_name(name: str):
+    """(cluster, proc) of a returned stderr's name, else None."""
+    match = OUTPUT_RE.match(name)
+    return (int(match.group("cluster")), int(match.group("proc"))) if match else None
+
+
+class EntryListing:
+    """What one entry directory held at its last listing: its activity logs, and its returned
+    stderrs split into ``settled`` (the ledger knows their glidein: never looked at again)
+    and ``waiting`` (not yet: looked at each pass until adopted). ``refresh`` lists the
+    directory again only when its mtime moved, and then only names new since are waiting."""
+
+    def __init__(self, entry: EntryDir, settled: set):
+        self.entry = entry
+        self.settled = set(settled)     # names of returned stderrs
+        self.waiting: set = set()
+        self.activity_logs: list = []
+        self._mtime_ns = None
+
+    def refresh(self) -> bool:
+        """List the directory again if a file came or went since; whether it was listed."""
+        try:
+            st = os.stat(self.entry.path)
+        except OSError:
+            return False
+        if st.st_mtime_ns == self._mtime_ns:
+            return False
+        listed_at = time.time()
+        names = os.listdir(self.entry.path)
+        outputs = {n for n in names if n.endswith(".err") and n.startswith("job.")}
+        self.settled &= outputs
+        self.waiting = {n for n in outputs - self.settled if OUTPUT_RE.match(n)}
+        self.activity_logs = sorted(self.entry.path / n for n in fnmatch.filter(names, ACTIVITY_GLOB))
+        self._mtime_ns = st.st_mtime_ns if listed_at - st.st_mtime > MTIME_TRUST_S else None
+        return True
+
+    def settle(self, name: str):
+        self.waiting.discard(name)
+        self.settled.add(name)

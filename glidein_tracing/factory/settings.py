@@ -129,6 +129,14 @@ class ForwarderSettings:
         """Each entry's GLIDEIN_Site from glideinWMS.xml (``factory_config``); {} without one."""
         return self._per_entry(config.entry_sites)
 
+    def log_retention(self) -> dict:
+        """How long the Factory keeps glidein outputs and activity logs: glideinWMS.xml's
+        ``<log_retention>`` (``factory_config``), else GlideinWMS's defaults (retention.py)."""
+        try:
+            return config.log_retention(self.factory_config)
+        except ValueError as exc:
+            raise ConfigError([str(exc)], heading=None) from exc
+
     def _per_entry(self, read) -> dict:
         """What ``read`` (config.entry_schedds, config.entry_sites) finds in glideinWMS.xml
         (``factory_config``), {} without one; a file that cannot be read is a ConfigError."""

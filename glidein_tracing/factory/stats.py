@@ -15,6 +15,7 @@ class ForwardStats:
     spans_already_live: int = 0
     spans_sampled_out: int = 0
     table_rows: int = 0               # glideins written to the glidein table
+    glideins_forgotten: int = 0       # done glideins the ledger forgot (factory/retention.py)
     export_failures: int = 0
     quarantined: int = 0
     table_quarantined: list = field(default_factory=list)   # damaged table files moved aside
@@ -30,6 +31,9 @@ class ForwardStats:
                 f"{self.spans_sampled_out} sampled out, {self.glideins_skipped} skipped, "
                 f"{self.export_failures} export failures, {self.quarantined} quarantined, "
                 f"{self.table_rows} glideins written to the table")
+        if self.glideins_forgotten:
+            text += f", {self.glideins_forgotten} glideins gone from the Factory's logs forgotten"
+
         if self.table_quarantined:
             text += (f"; {len(self.table_quarantined)} damaged table files moved to "
                      f"{', '.join(sorted({str(p.parent.parent.parent) for p in self.table_quarantined}))}")

@@ -1,0 +1,132 @@
+"""The ledger forgets a done glidein only once nothing on disk can show it again: its returned
+output and the activity log that named it deleted by the Factory, past the Factory's own
+retention (glideinWMS.xml's <log_retention>). The glidein table keeps it for good."""
+
+import os
+import sqlite3
+
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from glidein_tracing.factory import config
+from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.ledger import Ledger
+from glidein_tracing.factory.sink import TableSink
+from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
+from glidein_tracing.table import reader
+
+from tests.support.factory_builders import T0, identity, journal_text, returned_stderr, run_glidein, settings_for
+
+GLIDEINWMS_XML = """<glidein factory_name="f" glidein_name="g" schedd_name="schedd_glideins2@factory.example.org">
+  <log_retention>
+    <condor_logs max_days="{days}" max_mbytes="100.0" min_days="{days}"/>
+    <job_logs max_days="{days}" max_mbytes="100.0" min_days="{days}"/>
+    <summary_logs max_days="31.0" max_mbytes="100.0" min_days="3.0"/>
+  </log_retention>
+  <entries/>
+</glidein>
+"""
+
+
+def setup(tmp_path, days="1.0"):
+    """A Factory whose glidein 300.0 ended at T0 + 30, days before now, kept ``days`` days."""
+    layout = FactoryLayout(logs=tmp_path / "logs")
+    log = CondorGLog(layout)
+    run_glidein(log, layout, 300, 0, T0, returned_stderr(journal_text(layout, 300, 0, T0)))
+    xml = tmp_path / "glideinWMS.xml"
+    xml.write_text(GLIDEINWMS_XML.format(days=days))
+    exporter = InMemorySpanExporter()
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    forwarder = Forwarder(settings_for(layout, factory_config=str(xml), grace=5), exporter, ledger,
+                          table=TableSink(tmp_path / "table", ledger))
+    forwarder.forgetting.every_s = 0          # a sweep every pass, not hourly
+    return layout, forwarder, exporter
+
+
+def roots_sent(exporter, layout):
+    trace = int(identity(layout, 300, 0).trace_id, 16)
+    return [s for s in exporter.get_finished_spans()
+            if s.context.trace_id == trace and s.attributes.get("glidein.stage") == "glidein"]
+
+
+def test_the_factorys_retention_is_read_from_glideinwms_xml_with_its_defaults(tmp_path):
+    xml = tmp_path / "glideinWMS.xml"
+    xml.write_text(GLIDEINWMS_XML.format(days="30.0"))
+    assert config.log_retention(xml)["job_logs"] == {"min_days": 30.0, "max_days": 30.0, "max_mbytes": 100.0}
+    assert config.log_retention(None)["condor_logs"]["max_days"] == 14.0   # GlideinWMS's default
+    xml.write_text(GLIDEINWMS_XML.format(days="a week"))
+    try:
+        config.log_retention(xml)
+    except ValueError as exc:
+        assert "<log_retention><job_logs min_days='a week'> is not a number of days" in str(exc)
+    else:
+        raise AssertionError("a retention that is not a number of days was taken")
+
+
+def test_a_glidein_whose_output_is_still_on_disk_is_never_forgotten(tmp_path):
+    layout, forwarder, exporter = setup(tmp_path)
+    assert forwarder.run_once().glideins_done == 1
+    ledger = forwarder.ledger
+    gkey = f"{layout.entry_dir.resolve()}|300.0"
+    # past the Factory's retention, but every file that names it is still there
+    for _ in range(2):
+        assert forwarder.run_once().glideins_forgotten == 0
+    assert ledger.knows(gkey)
+    for kind in ("err", "out"):                 # one output left is enough to keep it
+        layout.output(300, 0, kind).unlink()
+        assert forwarder.run_once().glideins_forgotten == 0 and ledger.knows(gkey)
+    # its outputs are gone, its activity log not yet: kept
+    assert forwarder.run_once().glideins_forgotten == 0 and ledger.knows(gkey)
+    # an entry directory the pass cannot see (an unmounted file system) forgets nothing
+    os.rename(layout.logs, tmp_path / "mounted")
+    layout.logs.mkdir()                          # the empty mount point
+    forwarder.run_once()
+    assert ledger.knows(gkey)
+    layout.logs.rmdir()
+    os.rename(tmp_path / "mounted", layout.logs)
+    # the Factory's cleaner deletes the activity log: nothing can show the glidein again
+    layout.activity_log.unlink()
+    assert forwarder.run_once().glideins_forgotten == 1
+    assert not ledger.knows(gkey)
+    assert ledger.log_paths() == []              # the deleted log's reader position goes too
+    assert forwarder.run_once().spans_sent == 0
+    assert len(roots_sent(exporter, layout)) == 1
+    # the glidein table is the long-term record: the glidein's row stays
+    (row,) = reader.read_rows(tmp_path / "table", "glideins")[0].to_pylist()
+    assert row["trace_id"] == identity(layout, 300, 0).trace_id
+
+
+def test_nothing_is_forgotten_within_the_factorys_retention(tmp_path):
+    layout, forwarder, exporter = setup(tmp_path, days="3650")
+    forwarder.run_once()
+    for path in (layout.output(300, 0, "err"), layout.output(300, 0, "out"), layout.activity_log):
+        path.unlink()
+    assert forwarder.run_once().glideins_forgotten == 0
+    assert forwarder.ledger.knows(f"{layout.entry_dir.resolve()}|300.0")
+
+
+def test_a_glidein_forgotten_while_its_output_is_on_disk_would_be_sent_again(tmp_path):
+    """Why the rule: the ledger's row is all that stops a returned output from being taken
+    for a glidein never seen (an orphan whose log rotated away), and sent a second time."""
+    layout, forwarder, exporter = setup(tmp_path)
+    forwarder.run_once()
+    assert len(roots_sent(exporter, layout)) == 1
+    gkey = f"{layout.entry_dir.resolve()}|300.0"
+    with forwarder.ledger.transaction():
+        forwarder.ledger.forget([gkey], T0)           # too early: its output is still there
+    fresh = Forwarder(forwarder.settings, exporter, forwarder.ledger)   # a restarted forwarder
+    fresh.run_once()
+    assert len(roots_sent(exporter, layout)) == 2
+
+
+def test_a_ledger_without_this_versions_columns_is_refused(tmp_path):
+    path = tmp_path / "l.sqlite"
+    Ledger(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("ALTER TABLE glideins DROP COLUMN activity_log")
+    try:
+        Ledger(path)
+    except Exception as exc:
+        assert "earlier development version (no glideins.activity_log column)" in str(exc)
+        assert "docs/support-policy.md" in str(exc)
+    else:
+        raise AssertionError("a ledger of an earlier layout was used")
