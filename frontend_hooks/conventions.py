@@ -28,6 +28,7 @@ FRONTEND_CLIENT_NAME = "frontend.client_name"  # published_frontend_name: the Cl
 FRONTEND_ACTION = "frontend.action"        # run, removeIdle, ... (glideinFrontendElement.action)
 CYCLE_NUMBER = "frontend.cycle.number"     # 1, 2, ... per group, kept in the group's history file
 CYCLE_ENTRIES = "frontend.cycle.requests"  # frontend.request spans opened in the cycle
+CYCLE_WAITING_SPANS = "frontend.cycle.waiting_spans"  # job.waiting spans sent (docs/why-waiting.md)
 
 # frontend.request: identity of the entry (the glidefactory ad attributes)
 ENTRY = _shared.GLIDEIN_ENTRY              # EntryName     == GLIDEIN_Entry_Name on the glidein

@@ -33,7 +33,7 @@ import sys
 import threading
 from collections.abc import Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Collection
 
 import wrapt
@@ -47,6 +47,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from frontend_hooks import calls
 from frontend_hooks import conventions as c
 from frontend_hooks import export_failures
+from frontend_hooks import waiting
 
 try:
     from glidein_tracing import __version__
@@ -57,6 +58,10 @@ _logger = logging.getLogger("frontend_hooks")
 
 ELEMENT_MODULE = "glideinwms.frontend.glideinFrontendElement"
 INTERFACE_MODULE = "glideinwms.frontend.glideinFrontendInterface"
+LIB_MODULE = "glideinwms.frontend.glideinFrontendLib"
+# GLIDEIN_TRACING_FRONTEND_WAITING=0 turns the job.waiting spans (and the attributes they add
+# to the Frontend's queries) off, keeping frontend.cycle and frontend.request.
+WAITING_ENV = "GLIDEIN_TRACING_FRONTEND_WAITING"
 ELEMENT_CLASS = "glideinFrontendElement"
 ADVERTIZER_CLASS = "MultiAdvertizeWork"
 ELEMENT_SCRIPT = "glideinFrontendElement.py"
@@ -119,6 +124,7 @@ class _Cycle:
     request: _Request | None = None
     requests: int = 0
     count_status_names: dict | None = None  # id(count_status dict) -> request name
+    facts: dict = field(default_factory=dict)  # request name -> its request span's attributes
 
 
 _CURRENT: ContextVar = ContextVar("frontend_hooks_cycle", default=None)
@@ -152,6 +158,9 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
         self._process_cycles = 0
         self._tracer = trace.get_tracer("frontend_hooks", __version__,
                                         tracer_provider=kwargs.get("tracer_provider"))
+        self._waiting = kwargs.get("waiting", os.environ.get(WAITING_ENV, "1") != "0")
+        self._waiting_tracer = trace.get_tracer("frontend_hooks.waiting", __version__,
+                                                tracer_provider=kwargs.get("tracer_provider"))
         _guarded("instrument", self._patch_targets, kwargs)
         _guarded("rate-limiting exporter tracebacks", export_failures.install)
 
@@ -170,6 +179,11 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
         advertizer_class = getattr(interface_module, ADVERTIZER_CLASS, None)
         if isinstance(advertizer_class, type) and ADVERTIZER_CLASS == advertizer_class.__name__:
             self._patch(advertizer_class, "add", self._advertize_add)
+        lib_module = self._module(kwargs.get("lib_module") or LIB_MODULE)
+        if self._waiting and lib_module is not None:
+            for name, wrapper in (("getCondorQ", self._job_query), ("getCondorStatus", self._slot_query)):
+                if callable(getattr(lib_module, name, None)):
+                    self._patch(lib_module, name, wrapper)
         if kwargs.get("watch_main", True):
             self._watch_main()
 
@@ -183,6 +197,31 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
             _logger.debug("frontend_hooks: %s is not importable; not instrumented", module_or_name)
             return None
         return sys.modules.get(module_or_name)
+
+    # --- the attributes job.waiting needs, added to the Frontend's own queries ----------------
+    @staticmethod
+    def _with_attributes(args, kwargs, wanted, only_if=None):
+        # getCondorQ(schedd_names, constraint=None, format_list=None, ...) and
+        # getCondorStatus(collector_names, constraint=None, format_list=None, ...)
+        format_list = calls.arg(args, kwargs, 2, "format_list")
+        names = {item[0] for item in format_list or () if isinstance(item, (list, tuple)) and item}
+        if format_list is None or (only_if is not None and only_if not in names):
+            return args, kwargs
+        new_list = waiting.add_attributes(format_list, wanted)
+        if len(args) > 2:
+            return args[:2] + (new_list,) + tuple(args[3:]), kwargs
+        return args, dict(kwargs, format_list=new_list)
+
+    def _job_query(self, wrapped, instance, args, kwargs):
+        changed = _guarded("job query attributes", self._with_attributes, args, kwargs,
+                           waiting.JOB_ATTRIBUTES)
+        return wrapped(*changed[0], **changed[1]) if changed else wrapped(*args, **kwargs)
+
+    def _slot_query(self, wrapped, instance, args, kwargs):
+        # only the group's own glidein query (get_condor_status asks it with the credential id)
+        changed = _guarded("glidein query attributes", self._with_attributes, args, kwargs,
+                           waiting.SLOT_ATTRIBUTES, "GLIDEIN_CredentialIdentifier")
+        return wrapped(*changed[0], **changed[1]) if changed else wrapped(*args, **kwargs)
 
     def _patch(self, owner, name, wrapper) -> None:
         if name not in vars(owner) or (owner, name) in self._patched:
@@ -297,11 +336,19 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
                 cycle.span.set_attribute(c.CYCLE_ENTRIES, cycle.requests)
                 if exc is not None:
                     _mark_error(cycle.span, exc)
+                elif self._waiting:
+                    _guarded("job.waiting", self._report_waiting, cycle)
             finally:   # a span whose attributes could not be set still ends
                 cycle.span.end()
         finally:
             _CURRENT.reset(cycle_token)
             otel_context.detach(token)
+
+    def _report_waiting(self, cycle: _Cycle) -> None:
+        sent = waiting.Reporter(self._waiting_tracer, cycle.element, cycle.facts,
+                                cycle.span.get_span_context()).run()
+        if sent is not None:
+            cycle.span.set_attribute(c.CYCLE_WAITING_SPANS, sent)
 
     # --- frontend.request ----------------------------------------------------------------
     def _request(self, cycle: _Cycle, name: str | None) -> _Request:
@@ -340,6 +387,10 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
     def _close_request(cycle: _Cycle, request: _Request, incomplete=False, exc=None) -> None:
         if cycle.request is request:
             cycle.request = None
+        if request.name:   # what job.waiting reads of the entry's request
+            facts = dict(getattr(request.span, "attributes", None) or {})
+            facts["_span_context"] = request.span.get_span_context()
+            cycle.facts[request.name] = facts
         try:
             if incomplete:
                 request.span.set_attribute(c.INCOMPLETE, True)

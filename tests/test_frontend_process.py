@@ -62,7 +62,8 @@ GlideinFrontendInstrumentor().instrument(tracer_provider=provider)
 
 def group_process(tmp_path):
     """A work dir with world.json, and the stand-ins laid out as the real package:
-    glideinwms/frontend/glideinFrontendElement.py and glideinFrontendInterface.py."""
+    glideinwms/frontend/glideinFrontendElement.py, glideinFrontendInterface.py and
+    glideinFrontendLib.py."""
     work = tmp_path / "work"
     work.mkdir()
     (work / "world.json").write_text(json.dumps(WORLD))
@@ -71,6 +72,7 @@ def group_process(tmp_path):
     (package.parent / "__init__.py").write_text("")
     (package / "__init__.py").write_text("")
     shutil.copy(TESTS / "frontend_standin_interface.py", package / "glideinFrontendInterface.py")
+    shutil.copy(TESTS / "frontend_standin_lib.py", package / "glideinFrontendLib.py")
     shutil.copy(TESTS / "frontend_standin.py", package / "glideinFrontendElement.py")
     return work, package / "glideinFrontendElement.py", tmp_path / "lib"
 

@@ -18,6 +18,7 @@ STAGE_CONDOR = "condor.start"
 STAGE_IDLE = "idle"
 STAGE_JOB = "job"                               # also the user's view, "job on glidein"
 STAGE_JOB_WAIT = "job.wait"                     # the user's view only
+STAGE_JOB_WAITING = "job.waiting"               # the user's view, live: why idle jobs wait (Frontend)
 STAGE_JOB_PHASE = "job.phase"                   # a user job's phase (docs/user-phases.md); also in the user's view
 STAGE_TEARDOWN = "teardown"
 STAGE_POST_FAILURE_SLEEP = "post_failure_sleep"
@@ -187,6 +188,33 @@ GLIDEIN_VALIDATION_S = "glidein.validation_s"
 JOB_WAIT_S = "job.wait_s"
 JOB_WAIT_GLIDEIN = "job.wait.glidein"           # "new" or "idle"
 JOB_WAIT_GLIDEIN_IDLE_S = "job.wait.glidein_idle_s"
+
+# -- job.waiting: why a submission's idle jobs wait (frontend_hooks/waiting.py, docs/why-waiting.md)
+JOB_WAITING_REASON = "job.waiting.reason"               # a value of core/waiting_reasons.py
+JOB_WAITING_DETAIL = "job.waiting.detail"               # the reason in one sentence
+JOB_WAITING_STATE = "job.waiting.state"                 # "current" (the period began) or "ended"
+JOB_WAITING_END = "job.waiting.end"                     # ended: "reason_changed" or "no_idle_jobs"
+JOB_WAITING_IDLE_JOBS = "job.waiting.idle_jobs"         # the submission's idle jobs the group saw
+JOB_WAITING_JOBS = "job.waiting.jobs"                   # some of them, cluster.proc@schedd
+JOB_WAITING_ENTRIES = "job.waiting.entries"             # the entries its jobs match
+JOB_WAITING_REASON_ENTRIES = "job.waiting.reason_entries"  # the entries that give the reason
+JOB_WAITING_LIMITS = "job.waiting.limits"               # limits and curbs hit at those entries
+JOB_WAITING_QUEUED_GLIDEINS = "job.waiting.queued_glideins"    # Factory: idle in the site queue
+JOB_WAITING_RUNNING_AT_SITE = "job.waiting.running_at_site"    # Factory: running at the site
+JOB_WAITING_GLIDEINS_IN_POOL = "job.waiting.glideins_in_pool"  # the group's glideins there
+JOB_WAITING_IDLE_GLIDEINS = "job.waiting.idle_glideins"        # counted idle by the Frontend
+JOB_WAITING_UNUSABLE_RETIRING = "job.waiting.unusable.retiring"  # of those: retiring
+JOB_WAITING_UNUSABLE_MEMORY = "job.waiting.unusable.memory"      # too little free memory
+JOB_WAITING_UNUSABLE_CPUS = "job.waiting.unusable.cpus"          # too few free cores
+JOB_WAITING_UNUSABLE_DISK = "job.waiting.unusable.disk"          # too little free disk
+JOB_WAITING_UNUSABLE_TIME = "job.waiting.unusable.time"          # too little time left
+JOB_WAITING_GLIDEIN_MEMORY = "job.waiting.glidein_memory"      # most free memory (MB) of one
+JOB_WAITING_GLIDEIN_CPUS = "job.waiting.glidein_cpus"          # most free cores of one
+JOB_WAITING_GLIDEIN_DISK = "job.waiting.glidein_disk"          # most free disk (KiB) of one
+JOB_WAITING_REQUEST_CPUS = "job.waiting.request_cpus"          # the job's RequestCpus
+JOB_WAITING_REQUEST_MEMORY = "job.waiting.request_memory"      # RequestMemory (MB)
+JOB_WAITING_REQUEST_DISK = "job.waiting.request_disk"          # RequestDisk (KiB)
+JOB_WAITING_LAST_TODAY = "job.waiting.last_today"      # the day's span budget is spent after this one
 
 # -- The Factory's view (the Condor-G activity log) ------------------------------------------
 FACTORY_SUBMIT_HOST = "factory.submit_host"

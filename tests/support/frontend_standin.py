@@ -23,6 +23,15 @@ Instead of querying schedds and collectors, the element reads the entries of its
 "old_idle": n, "running": n, "real": n, "status": {"Total": n, "Idle": n, "Running": n},
 "in_downtime": false, "has_key": true}``.
 
+With ``world={"entries": [...], "schedds": {schedd: condor_q -l file}, "slots": [...],
+"match_expr": "..."}`` the element queries like the real one (tests/support/frontend_standin_lib.py
+stands in for glideinFrontendLib): the schedds' jobs with the group's ``JobMatchAttrs`` as
+format list, the group's glideins with ``get_condor_status``'s format list, ``countMatch`` for
+each entry's idle jobs; it then holds ``condorq_dict``, ``condorq_dict_types``,
+``glidein_dict``, ``factoryclients_dict`` (an entry's ``"factory_monitor"``),
+``status_dict_types`` and ``condorq_match_list`` as the real one does; an entry without
+``"status"`` counts its glideins from the slots.
+
 Run as a script it behaves like the real one: ``python glideinFrontendElement.py PPID WORK_DIR
 GROUP [ACTION]``.
 """
@@ -37,6 +46,17 @@ try:  # laid out as the real package (tests/test_frontend_process.py does that)
     from glideinwms.frontend import glideinFrontendInterface
 except ImportError:
     from . import frontend_standin_interface as glideinFrontendInterface
+try:
+    from glideinwms.frontend import glideinFrontendLib
+except ImportError:
+    from . import frontend_standin_lib as glideinFrontendLib
+
+
+class ElementDescript:
+    def __init__(self, match_attrs, match_expr):
+        self.merged_data = {"JobMatchAttrs": match_attrs, "JobQueryExpr": "True",
+                            "MatchExprCompiledObj": compile(match_expr, "<string>", "eval"),
+                            "MatchPolicyModules": []}
 
 
 # ---- glideinFrontendConfig -------------------------------------------------------------
@@ -84,7 +104,14 @@ class glideinFrontendElement:
         if world is None:
             with open(os.path.join(work_dir, "world.json")) as handle:
                 world = json.load(handle)
-        self.world = world
+        self.queries = world if isinstance(world, dict) else None
+        self.world = world["entries"] if isinstance(world, dict) else world
+        if self.queries is not None:
+            self.elementDescript = ElementDescript(
+                [tuple(a) for a in world.get("match_attrs", [["DESIRED_Sites", "s"]])],
+                world.get("match_expr", "True"))
+            self.attr_dict = {}
+            self.ignore_down_entries = False
         self.const_params = {"USE_MATCH_AUTH": "True"}
         self.security_name = "vofe_sec"
         self.idle_lifetime = 0
@@ -119,7 +146,44 @@ class glideinFrontendElement:
             return 1
         return 0
 
+    def query(self):
+        """The schedd and collector queries, the match, as the real iterate_one does them."""
+        glideinFrontendLib.JOB_AD_FILES.update(self.queries["schedds"])
+        glideinFrontendLib.SLOTS[:] = self.queries.get("slots", [])
+        self.condorq_dict = {}
+        for schedd in self.queries["schedds"]:
+            self.condorq_dict.update(glideinFrontendLib.getCondorQ(
+                [schedd], self.elementDescript.merged_data["JobQueryExpr"],
+                list(self.elementDescript.merged_data["JobMatchAttrs"]) + [("x509userproxy", "s")]))
+        idle = glideinFrontendLib.getIdleCondorQ(self.condorq_dict)
+        self.condorq_dict_types = {"Idle": {"dict": idle}}
+        self.status_dict = glideinFrontendLib.getCondorStatus(
+            [None], constraint='(GLIDECLIENT_Name=?="x")',
+            format_list=[("GLIDEIN_CredentialIdentifier", "s"), ("TotalSlots", "i"), ("Cpus", "i"),
+                         ("Memory", "i"), ("PartitionableSlot", "s"), ("SlotType", "s"),
+                         ("TotalSlotCpus", "i")])
+        self.status_dict_types = {"Idle": {"dict": glideinFrontendLib.getIdleCondorStatus(self.status_dict)}}
+        self.glidein_dict = {tuple(e["glideid"]): {"attrs": dict(e.get("attrs", {})), "monitor": {}}
+                             for e in self.world}
+        self.factoryclients_dict = {tuple(e["glideid"]): {"monitor": dict(e["factory_monitor"])}
+                                    for e in self.world if "factory_monitor" in e}
+        self.condorq_match_list = [f[0] for f in self.elementDescript.merged_data["JobMatchAttrs"]]
+        counts = glideinFrontendLib.countMatch(
+            self.elementDescript.merged_data["MatchExprCompiledObj"], idle, self.glidein_dict,
+            self.attr_dict, self.ignore_down_entries, self.condorq_match_list,
+            match_policies=self.elementDescript.merged_data["MatchPolicyModules"])[0]
+        slots = list(self.status_dict[None].fetchStored().values())
+        for e in self.world:
+            e["idle"] = counts[tuple(e["glideid"])]
+            if "status" not in e:
+                here = [s for s in slots if "{}@{}@{}".format(
+                    s.get("GLIDEIN_Entry_Name"), s.get("GLIDEIN_Name"), s.get("GLIDEIN_Factory")) == e["glideid"][1]]
+                idle_here = sum(1 for s in here if s.get("State") == "Unclaimed" and s.get("Activity") == "Idle")
+                e["status"] = {"Total": len(here), "Idle": idle_here, "Running": len(here) - idle_here}
+
     def iterate_one(self):
+        if self.queries is not None:
+            self.query()
         entries = {tuple(e["glideid"]): e for e in self.world}
         total_glideins = sum(e["status"]["Total"] for e in self.world)
         total_idle_glideins = sum(e["status"]["Idle"] for e in self.world)

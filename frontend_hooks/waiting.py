@@ -1,0 +1,468 @@
+"""Why a user's idle jobs wait: one reason per submission from the Frontend's own decision,
+told in the user's own trace as ``job.waiting`` spans (docs/why-waiting.md, issue 35).
+
+At the end of each group cycle the instrumentor hands over what the cycle computed, read from
+the element by GlideinWMS's own names: the idle jobs of its schedd query
+(``condorq_dict_types["Idle"]["dict"]``, to which the instrumentor added ``TraceParent`` and the
+resource requests, see ``JOB_ATTRIBUTES``), the entries (``glidein_dict``) and the match
+expression the Frontend evaluates on them (``countMatch``'s ``eval(match_obj)`` with ``job``,
+``glidein`` and ``attr_dict``), the Factory's per-client monitoring (``factoryclients_dict``:
+``StatusIdle`` glideins in the site queue, ``StatusRunning`` running there), the group's idle
+glideins (``status_dict_types["Idle"]["dict"]``) and, per entry, its ``frontend.request``
+span's facts (downtime, limits, glideins requested).
+
+A submission is the jobs sharing one ``TraceParent`` (jobsub_lite puts the same one in each
+job of a submission). Its reason is the most hopeful of its matching entries' (ordered in
+glidein_tracing.core.waiting_reasons). The Frontend runs each group cycle as a new process, so
+a span cannot stay open across cycles: each reason period gets a ``current`` span when it
+begins (start = end = that cycle) and an ``ended`` one spanning the whole period when it ends
+(the reason changed, or no idle job is left: the jobs started, ``job.wait`` takes over). The
+periods are kept in the group's history file (``history_obj``), as GlideinWMS keeps its own
+state between cycles; span ids are derived from the submission, the period's start and the
+reason, so a cycle run again after a crash sends the same spans, not new ones.
+
+Bounds: ``MAX_SPANS_PER_SUBMISSION_DAY`` spans per submission a (UTC) day,
+``MAX_SUBMISSIONS_PER_CYCLE`` submissions whose reason is updated per cycle (the others keep
+their state and are updated in a later cycle, oldest period first). The state holds only the
+submissions idle now.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
+from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, TraceFlags
+
+from glidein_tracing.core import conventions as gc
+from glidein_tracing.core import waiting_reasons as wr
+from glidein_tracing.core.ids import parse_traceparent
+
+from frontend_hooks import conventions as c
+
+MAX_SPANS_PER_SUBMISSION_DAY = 24
+MAX_SUBMISSIONS_PER_CYCLE = 200
+MAX_LISTED = 10            # entries, job ids, links on one span
+HISTORY_KEY = "glidein_tracing_waiting"
+
+# Job attributes the reasons need, added to the Frontend's schedd query when its format list
+# lacks them (TraceParent: the submission; the requests: whether an idle glidein fits).
+JOB_ATTRIBUTES = (("TraceParent", "s"), ("RequestCpus", "i"), ("RequestMemory", "i"),
+                  ("RequestDisk", "i"), ("JOB_EXPECTED_MAX_LIFETIME", "i"))
+# Glidein (startd) attributes added to the group's collector query: retiring, time left, disk.
+SLOT_ATTRIBUTES = (("GLIDEIN_ToRetire", "i"), ("GLIDEIN_ToDie", "i"), ("Disk", "i"))
+
+
+def add_attributes(format_list, wanted):
+    """The format list with the wanted (name, type) pairs it lacks appended (a new list)."""
+    if not isinstance(format_list, (list, tuple)):
+        return format_list
+    have = {item[0] for item in format_list if isinstance(item, (list, tuple)) and item}
+    return list(format_list) + [item for item in wanted if item[0] not in have]
+
+
+@dataclass
+class Slot:
+    memory: float
+    cpus: float
+    disk: float
+    retiring: bool
+    time_left: float | None
+
+
+@dataclass
+class Entry:
+    """One entry of the cycle, as the Frontend saw it."""
+
+    name: str                      # the request name, entry@glidein@factory
+    glidein: object                # glidein_el, what the match expression sees
+    in_downtime: bool = False
+    requested: int = 0             # ReqIdleGlideins
+    limits: tuple = ()
+    queued: int = 0                # the Factory's StatusIdle for this client
+    running_at_site: int = 0       # the Factory's StatusRunning
+    in_pool: int = 0               # the group's glideins there (count_status Total)
+    idle_counted: int = 0          # count_status Idle
+    slots: list = field(default_factory=list)
+    request_span: object = None    # its frontend.request SpanContext
+
+
+@dataclass
+class Submission:
+    traceparent: tuple             # (trace id, span id, flags)
+    schedd: str
+    jobs: list = field(default_factory=list)   # (cluster, proc) of its idle jobs
+    first: object = None           # its first job's attributes
+    idle: int = 0
+
+
+class _ChosenIds(IdGenerator):
+    """The SDK tracer's id generator, with the next span id chosen by us (deterministic)."""
+
+    def __init__(self, fallback):
+        self.fallback = fallback
+        self.next_span_id = None
+
+    def generate_span_id(self) -> int:
+        chosen, self.next_span_id = self.next_span_id, None
+        return chosen if chosen else self.fallback.generate_span_id()
+
+    def generate_trace_id(self) -> int:
+        return self.fallback.generate_trace_id()
+
+
+def waiting_tracer(tracer):
+    """The tracer with span ids we choose: SDK tracers only (others keep random ids)."""
+    if hasattr(tracer, "id_generator") and not isinstance(tracer.id_generator, _ChosenIds):
+        tracer.id_generator = _ChosenIds(tracer.id_generator or RandomIdGenerator())
+    return tracer
+
+
+def _number(value, default=0.0):
+    if isinstance(value, bool):
+        return default
+    return value if isinstance(value, (int, float)) else default
+
+
+# --- reading the cycle -------------------------------------------------------------------
+def _stored(query) -> Mapping:
+    """condorMonitor's query objects hand their data by fetchStored()."""
+    data = query.fetchStored() if callable(getattr(query, "fetchStored", None)) else query
+    return data if isinstance(data, Mapping) else {}
+
+
+def submissions(idle_dict) -> dict:
+    """(trace id, span id) -> Submission, from the idle jobs of every schedd (one pass)."""
+    out: dict = {}
+    for schedd, query in (idle_dict or {}).items():
+        for jid, job in _stored(query).items():
+            value = job.get("TraceParent")
+            if not value:
+                continue
+            parsed = parse_traceparent(value) if isinstance(value, str) else None
+            if parsed is None:
+                continue
+            key = (parsed[0], parsed[1])
+            sub = out.get(key)
+            if sub is None:
+                sub = out[key] = Submission(parsed, str(schedd), first=job)
+            sub.idle += 1
+            if len(sub.jobs) < MAX_LISTED:
+                sub.jobs.append((jid, schedd))
+    return out
+
+
+def idle_slots(status_idle_dict, now: float) -> dict:
+    """request name -> [Slot] of the group's idle glideins (the ones the Frontend counts)."""
+    out: dict = {}
+    for query in (status_idle_dict or {}).values():
+        for slot in _stored(query).values():
+            name = "{}@{}@{}".format(slot.get("GLIDEIN_Entry_Name"), slot.get("GLIDEIN_Name"),
+                                     slot.get("GLIDEIN_Factory"))
+            to_retire, to_die = slot.get("GLIDEIN_ToRetire"), slot.get("GLIDEIN_ToDie")
+            out.setdefault(name, []).append(Slot(
+                _number(slot.get("Memory"), float("inf")), _number(slot.get("Cpus"), float("inf")),
+                _number(slot.get("Disk"), float("inf")),
+                _number(to_retire, float("inf")) <= now,
+                _number(to_die) - now if _number(to_die, None) is not None else None))
+    return out
+
+
+def entries(element, request_facts: Mapping, now: float) -> dict:
+    """glideid -> Entry, for the entries of the cycle."""
+    glidein_dict = getattr(element, "glidein_dict", None) or {}
+    clients = getattr(element, "factoryclients_dict", None) or {}
+    types = getattr(element, "status_dict_types", None) or {}
+    slots = idle_slots((types.get("Idle") or {}).get("dict"), now)
+    # a "run" cycle that skipped compute_glidein_min_idle at an entry not in downtime: the
+    # Frontend itself is in downtime (its downtime file)
+    runs = getattr(element, "action", "run") == "run"
+    out = {}
+    for glideid, glidein_el in glidein_dict.items():
+        if not (isinstance(glideid, tuple) and len(glideid) >= 2):
+            continue
+        name = glideid[1]
+        facts = request_facts.get(name, {})
+        monitor = (clients.get(glideid) or {}).get("monitor") or {}
+        entry = Entry(name, glidein_el)
+        entry.in_downtime = bool(facts.get(c.IN_DOWNTIME)) or (
+            runs and bool(facts) and c.EFFECTIVE_IDLE_MC not in facts)
+        entry.requested = int(_number(facts.get(c.REQ_IDLE_GLIDEINS)))
+        entry.limits = tuple(facts.get(c.LIMITS_TRIGGERED) or ())
+        entry.queued = int(_number(monitor.get("StatusIdle")))
+        entry.running_at_site = int(_number(monitor.get("StatusRunning")))
+        entry.in_pool = int(_number(facts.get(c.GLIDEINS_TOTAL)))
+        entry.idle_counted = int(_number(facts.get(c.IDLE_GLIDEINS)))
+        entry.slots = slots.get(name, [])
+        entry.request_span = facts.get("_span_context")
+        out[glideid] = entry
+    return out
+
+
+# --- the reason --------------------------------------------------------------------------
+@dataclass
+class Verdict:
+    reason: str
+    attributes: dict
+    links: list
+
+
+def _fit(slot: Slot, job) -> str | None:
+    """Why an idle glidein cannot run the job (None: it can)."""
+    if slot.retiring:
+        return "retiring"
+    if slot.memory < _number(job.get("RequestMemory"), 0):
+        return "memory"
+    if slot.cpus < _number(job.get("RequestCpus"), 1):
+        return "cpus"
+    if slot.disk < _number(job.get("RequestDisk"), 0):
+        return "disk"
+    lifetime = _number(job.get("JOB_EXPECTED_MAX_LIFETIME"), 0)
+    if slot.time_left is not None and lifetime and slot.time_left < lifetime:
+        return "time"
+    return None
+
+
+def entry_reason(entry: Entry, job) -> tuple:
+    """(reason, unfit counts) of one entry for one job's requests."""
+    if entry.in_downtime:
+        return "downtime", {}
+    unfit: dict = {}
+    for slot in entry.slots:
+        why = _fit(slot, job)
+        if why is None:
+            return "glidein_idle", {}
+        unfit[why] = unfit.get(why, 0) + 1
+    if entry.requested <= 0:
+        if entry.slots and entry.idle_counted > 0:
+            return "unusable_idle_glideins", unfit
+        if entry.limits:
+            return "limit", unfit
+    if entry.queued > 0:
+        return "site_queue", unfit
+    if entry.running_at_site > 0 and entry.in_pool == 0:
+        return "validation", unfit
+    if entry.requested > 0:
+        return "requested", unfit
+    return "not_requested", unfit
+
+
+class Matcher:
+    """The Frontend's match (``eval(match_obj)`` on job and glidein, then its policies),
+    memoised per job kind: jobs equal on the group's match attributes match alike (the
+    Frontend's own ``hashJob`` clustering), so a cycle evaluates kinds x entries, not jobs."""
+
+    def __init__(self, element):
+        merged = getattr(getattr(element, "elementDescript", None), "merged_data", None) or {}
+        self.match_obj = merged.get("MatchExprCompiledObj")
+        self.policies = merged.get("MatchPolicyModules") or []
+        self.attr_dict = getattr(element, "attr_dict", None) or {}
+        self.match_list = getattr(element, "condorq_match_list", None)
+        self.cache: dict = {}
+
+    def kind(self, job) -> tuple:
+        keys = self.match_list if self.match_list is not None else sorted(job)
+        return tuple((key, job.get(key)) for key in keys if key in job)
+
+    def matching(self, job, all_entries: dict) -> list:
+        kind = self.kind(job)
+        found = self.cache.get(kind)
+        if found is None:
+            found = self.cache[kind] = [glideid for glideid, entry in all_entries.items()
+                                        if self._matches(job, entry.glidein)]
+        return found
+
+    def _matches(self, job, glidein) -> bool:
+        if self.match_obj is None:
+            return False
+        try:
+            match = eval(self.match_obj, {}, {"job": job, "glidein": glidein,  # noqa: S307
+                                              "attr_dict": self.attr_dict})
+            for policy in self.policies:
+                if match is not True:
+                    break
+                match = policy.pyObject.match(job, glidein)
+        except Exception:
+            return False
+        return match is True
+
+
+def decide(sub: Submission, all_entries: dict, matcher: Matcher) -> Verdict:
+    """The submission's reason and the span attributes that show it."""
+    job = sub.first
+    attributes = {gc.JOB_WAITING_IDLE_JOBS: sub.idle,
+                  gc.JOB_WAITING_JOBS: [f"{cluster}.{proc}@{schedd}"
+                                        for (cluster, proc), schedd in sub.jobs]}
+    for key, attr in ((gc.JOB_WAITING_REQUEST_CPUS, "RequestCpus"),
+                      (gc.JOB_WAITING_REQUEST_MEMORY, "RequestMemory"),
+                      (gc.JOB_WAITING_REQUEST_DISK, "RequestDisk")):
+        if isinstance(job.get(attr), (int, float)) and not isinstance(job.get(attr), bool):
+            attributes[key] = job[attr]
+    matched = matcher.matching(job, all_entries)
+    if not matched:
+        return Verdict("no_matching_entry", attributes, [])
+    per_entry = {glideid: entry_reason(all_entries[glideid], job) for glideid in matched}
+    best = min((reason for reason, _ in per_entry.values()), key=lambda r: wr.RANK[r])
+    giving = [glideid for glideid in matched if per_entry[glideid][0] == best]
+    attributes[gc.JOB_WAITING_ENTRIES] = sorted(all_entries[g].name for g in matched)[:MAX_LISTED]
+    attributes[gc.JOB_WAITING_REASON_ENTRIES] = sorted(all_entries[g].name for g in giving)[:MAX_LISTED]
+    limits = sorted({limit for g in giving for limit in all_entries[g].limits})
+    if limits:
+        attributes[gc.JOB_WAITING_LIMITS] = limits
+    totals = {gc.JOB_WAITING_QUEUED_GLIDEINS: sum(all_entries[g].queued for g in giving),
+              gc.JOB_WAITING_RUNNING_AT_SITE: sum(all_entries[g].running_at_site for g in giving),
+              gc.JOB_WAITING_GLIDEINS_IN_POOL: sum(all_entries[g].in_pool for g in giving),
+              gc.JOB_WAITING_IDLE_GLIDEINS: sum(all_entries[g].idle_counted for g in giving)}
+    attributes.update({key: value for key, value in totals.items() if value})
+    if best == "unusable_idle_glideins":
+        for why, key in (("retiring", gc.JOB_WAITING_UNUSABLE_RETIRING),
+                         ("memory", gc.JOB_WAITING_UNUSABLE_MEMORY),
+                         ("cpus", gc.JOB_WAITING_UNUSABLE_CPUS),
+                         ("disk", gc.JOB_WAITING_UNUSABLE_DISK),
+                         ("time", gc.JOB_WAITING_UNUSABLE_TIME)):
+            count = sum(per_entry[g][1].get(why, 0) for g in giving)
+            if count:
+                attributes[key] = count
+        slots = [slot for g in giving for slot in all_entries[g].slots if not slot.retiring]
+        for key, value in ((gc.JOB_WAITING_GLIDEIN_MEMORY, [s.memory for s in slots]),
+                           (gc.JOB_WAITING_GLIDEIN_CPUS, [s.cpus for s in slots]),
+                           (gc.JOB_WAITING_GLIDEIN_DISK, [s.disk for s in slots])):
+            finite = [v for v in value if v != float("inf")]
+            if finite:
+                attributes[key] = max(finite)
+    links = [Link(all_entries[g].request_span) for g in giving[:MAX_LISTED]
+             if isinstance(all_entries[g].request_span, SpanContext)]
+    return Verdict(best, attributes, links)
+
+
+def detail(reason: str, attributes: Mapping) -> str:
+    """The reason in one sentence, with its numbers."""
+    entries_text = ", ".join(attributes.get(gc.JOB_WAITING_REASON_ENTRIES, ())) or "none"
+    if reason == "site_queue":
+        return (f"{attributes.get(gc.JOB_WAITING_QUEUED_GLIDEINS, 0)} glideins wait in the site "
+                f"queue at {entries_text}")
+    if reason == "limit":
+        return f"limits at {entries_text}: {', '.join(attributes.get(gc.JOB_WAITING_LIMITS, ()))}"
+    if reason == "unusable_idle_glideins":
+        causes = ", ".join(f"{key.rsplit('.', 1)[1]} {value}" for key, value in attributes.items()
+                           if key.startswith("job.waiting.unusable."))
+        return (f"{attributes.get(gc.JOB_WAITING_IDLE_GLIDEINS, 0)} idle glideins at "
+                f"{entries_text} counted as capacity but unusable ({causes})")
+    if reason == "no_matching_entry":
+        return "no entry of the group matches the jobs"
+    return f"{wr.BY_VALUE[reason].category} ({entries_text})"
+
+
+# --- the spans ---------------------------------------------------------------------------
+def _span_id(sub_key: tuple, since: float, reason: str, kind: str) -> int:
+    text = f"{sub_key[0]}\n{sub_key[1]}\n{since:.6f}\n{reason}\n{kind}\n"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") or 1
+
+
+class Reporter:
+    """Decides and sends the ``job.waiting`` spans of one group cycle."""
+
+    def __init__(self, tracer, element, request_facts: Mapping, cycle_context, now=None):
+        self.tracer = waiting_tracer(tracer)
+        self.element = element
+        self.request_facts = request_facts
+        self.cycle_link = cycle_context
+        self.now = time.time() if now is None else now
+        self.day = int(self.now // 86400)
+        self.base = {c.FRONTEND_NAME: getattr(element, "frontend_name", None),
+                     c.FRONTEND_GROUP: getattr(element, "group_name", None)}
+        self.sent = 0
+
+    def run(self) -> int | None:
+        """Update every traced submission of the cycle; return the spans sent (None: the
+        cycle has no job data, e.g. it ended before its queries)."""
+        element = self.element
+        history = getattr(element, "history_obj", None)
+        types = getattr(element, "condorq_dict_types", None)
+        if history is None or not isinstance(types, Mapping) or "Idle" not in types:
+            return None
+        state = history.get(HISTORY_KEY) if hasattr(history, "get") else None
+        state = dict(state) if isinstance(state, Mapping) else {}
+        subs = submissions(types["Idle"].get("dict"))
+        answered = {str(s) for s in (getattr(element, "condorq_dict", None) or {})}
+        all_entries = entries(element, self.request_facts, self.now)
+        matcher = Matcher(element)
+        changes = []
+        for key, sub in subs.items():
+            verdict = decide(sub, all_entries, matcher)
+            previous = state.get(_state_key(key))
+            if previous is None or previous.get("reason") != verdict.reason:
+                changes.append((previous.get("since", 0.0) if previous else 0.0, key, sub, verdict))
+        gone = [(entry.get("since", 0.0), key) for key, entry in state.items()
+                if _split_key(key) not in subs and entry.get("schedd") in answered]
+        budget = MAX_SUBMISSIONS_PER_CYCLE
+        for _since, skey in sorted(gone)[:budget]:
+            self._end(_split_key(skey), state.pop(skey), "no_idle_jobs")
+        budget -= min(len(gone), budget)
+        for _since, key, sub, verdict in sorted(changes, key=lambda item: item[0])[:budget]:
+            skey = _state_key(key)
+            previous = state.get(skey)
+            if previous is not None:
+                self._end(key, previous, "reason_changed")
+            period = {"reason": verdict.reason, "since": self.now, "schedd": sub.schedd,
+                      "flags": sub.traceparent[2],
+                      "day": previous.get("day") if previous else self.day,
+                      "spans": previous.get("spans", 0) if previous else 0,
+                      "attributes": verdict.attributes}
+            self._send(key, period, "current", verdict.links)
+            state[skey] = period
+        history[HISTORY_KEY] = state
+        return self.sent
+
+    def _budget_allows(self, period: dict) -> bool:
+        if period.get("day") != self.day:
+            period["day"], period["spans"] = self.day, 0
+        if period["spans"] >= MAX_SPANS_PER_SUBMISSION_DAY:
+            return False
+        period["spans"] += 1
+        return True
+
+    def _end(self, key: tuple, period: dict, why: str) -> None:
+        self._send(key, period, "ended", [], end=why)
+
+    def _send(self, key: tuple, period: dict, state: str, links: list, end: str | None = None):
+        if not self._budget_allows(period):
+            return
+        reason = period["reason"]
+        parent = SpanContext(int(key[0], 16), int(key[1], 16), is_remote=True,
+                             trace_flags=TraceFlags(period.get("flags", 1) & 0xFF))
+        attributes = {gc.STAGE: gc.STAGE_JOB_WAITING, gc.JOB_WAITING_REASON: reason,
+                      gc.JOB_WAITING_STATE: state,
+                      **{k: v for k, v in self.base.items() if isinstance(v, str)},
+                      **period.get("attributes", {})}
+        attributes[gc.JOB_WAITING_DETAIL] = detail(reason, attributes)
+        if end:
+            attributes[gc.JOB_WAITING_END] = end
+        if period["spans"] >= MAX_SPANS_PER_SUBMISSION_DAY:
+            attributes[gc.JOB_WAITING_LAST_TODAY] = True
+        start = period["since"] if state == "ended" else self.now
+        links = list(links)
+        if isinstance(self.cycle_link, SpanContext) and self.cycle_link.is_valid:
+            links.append(Link(self.cycle_link))
+        ids = getattr(self.tracer, "id_generator", None)
+        if isinstance(ids, _ChosenIds):
+            ids.next_span_id = _span_id(key, period["since"], reason, state)
+        span = self.tracer.start_span(
+            gc.STAGE_JOB_WAITING, context=trace.set_span_in_context(NonRecordingSpan(parent)),
+            kind=SpanKind.INTERNAL, attributes=attributes, links=links,
+            start_time=int(start * 1e9))
+        span.end(end_time=int(self.now * 1e9))
+        self.sent += 1
+
+
+def _state_key(key: tuple) -> str:
+    return f"{key[0]}-{key[1]}"
+
+
+def _split_key(skey: str) -> tuple:
+    trace_id, _, span_id = skey.partition("-")
+    return trace_id, span_id

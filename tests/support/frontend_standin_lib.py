@@ -1,0 +1,123 @@
+"""Stand-in for GlideinWMS frontend/glideinFrontendLib.py (master of early 2026), for the
+frontend_hooks tests; see tests/support/frontend_standin.py for the element side.
+
+Mirrors the names, signatures and results the element and frontend_hooks rely on:
+``getCondorQ(schedd_names, constraint=None, format_list=None, want_format_completion=True,
+job_status_filter=(1, 2))`` -> {schedd: query} whose ``fetchStored()`` is {(ClusterId, ProcId):
+{attr: value}} holding only the format list's attributes (completed with JobStatus,
+EnteredCurrentStatus, ServerTime, RemoteHost); ``getIdleCondorQ``; ``getCondorStatus(
+collector_names, constraint=None, format_list=None, want_format_completion=True)`` and
+``getIdleCondorStatus``; ``hashJob``; ``countMatch(match_obj, condorq_dict, glidein_dict,
+attr_dict, ignore_down_entries, condorq_match_list=None, match_policies=[])`` -> four dicts of
+matching job counts per glideid, ``(None, None, None)`` for the unmatched, evaluating
+``match_obj`` with ``job``, ``glidein`` and ``attr_dict`` once per job kind.
+
+Instead of schedds, the job ads are read from files in the format ``condor_q -l`` writes
+(``JOB_AD_FILES``: schedd -> path), parsed with HTCondor's classad2; instead of a collector,
+the glidein slots come from ``SLOTS`` (a list of attribute dicts).
+"""
+
+JOB_AD_FILES = {}
+SLOTS = []
+QUERIES = []   # the format lists asked for, in order (what the schedd would have been sent)
+
+
+class StoredQuery:
+    """condorMonitor's query objects: the data by ``fetchStored()``."""
+
+    def __init__(self, data):
+        self.stored_data = data
+
+    def fetchStored(self, constraint_func=None):
+        if constraint_func is None:
+            return dict(self.stored_data)
+        return {k: v for k, v in self.stored_data.items() if constraint_func(v)}
+
+
+def _complete(format_list, extra):
+    names = {name for name, _type in format_list}
+    return list(format_list) + [item for item in extra if item[0] not in names]
+
+
+def _value(ad, key):
+    try:
+        value = ad.eval(key)
+    except Exception:
+        return None
+    return value if isinstance(value, (bool, int, float, str)) else None
+
+
+def getCondorQ(schedd_names, constraint=None, format_list=None, want_format_completion=True,
+               job_status_filter=(1, 2)):
+    if format_list is not None and want_format_completion:
+        format_list = _complete(format_list, [("JobStatus", "i"), ("EnteredCurrentStatus", "i"),
+                                              ("ServerTime", "i"), ("RemoteHost", "s")])
+    import classad2   # here: a group process that queries no schedd runs without the bindings
+
+    QUERIES.append(list(format_list or ()))
+    out = {}
+    for schedd in schedd_names:
+        with open(JOB_AD_FILES[schedd]) as handle:
+            ads = list(classad2.parseAds(handle.read(), classad2.ParserType.Old))
+        data = {}
+        for ad in ads:
+            if job_status_filter and _value(ad, "JobStatus") not in job_status_filter:
+                continue
+            keys = [name for name, _type in format_list] if format_list is not None else list(ad.keys())
+            data[(_value(ad, "ClusterId"), _value(ad, "ProcId"))] = {
+                key: _value(ad, key) for key in keys if key in ad and _value(ad, key) is not None}
+        out[schedd] = StoredQuery(data)
+    return out
+
+
+def getIdleCondorQ(condorq_dict):
+    return {schedd: StoredQuery(query.fetchStored(lambda el: el.get("JobStatus") == 1))
+            for schedd, query in condorq_dict.items()}
+
+
+def getCondorStatus(collector_names, constraint=None, format_list=None, want_format_completion=True):
+    if format_list is not None and want_format_completion:
+        format_list = _complete(format_list, [("State", "s"), ("Activity", "s"), ("GLIDEIN_Factory", "s"),
+                                              ("GLIDEIN_Name", "s"), ("GLIDEIN_Entry_Name", "s"),
+                                              ("GLIDECLIENT_Name", "s"), ("GLIDEIN_Schedd", "s")])
+    keys = None if format_list is None else {name for name, _type in format_list}
+    data = {slot["Name"]: {k: v for k, v in slot.items() if keys is None or k in keys}
+            for slot in SLOTS}
+    return {collector: StoredQuery(data) for collector in collector_names}
+
+
+def getIdleCondorStatus(status_dict, min_memory=2500):
+    return {collector: StoredQuery(query.fetchStored(
+        lambda el: el.get("State") == "Unclaimed" and el.get("Activity") == "Idle"))
+        for collector, query in status_dict.items()}
+
+
+def hashJob(condorq_el, condorq_match_list=None):
+    keys = sorted(condorq_el)
+    if condorq_match_list is not None:
+        keys = [k for k in keys if k in condorq_match_list]
+    return tuple((k, condorq_el[k]) for k in keys)
+
+
+def countMatch(match_obj, condorq_dict, glidein_dict, attr_dict, ignore_down_entries,
+               condorq_match_list=None, match_policies=[]):
+    kinds = {}
+    for query in condorq_dict.values():
+        for job in query.fetchStored().values():
+            kind = hashJob(job, condorq_match_list)
+            kinds.setdefault(kind, [job, 0])[1] += 1
+    counts = {glideid: 0 for glideid in glidein_dict}
+    unmatched = 0
+    for job, number in kinds.values():
+        matched = False
+        for glideid, glidein in glidein_dict.items():
+            down = str(glidein["attrs"].get("GLIDEIN_In_Downtime", False)) == "True"
+            if ignore_down_entries and down:
+                continue
+            if eval(match_obj, {}, {"job": job, "glidein": glidein, "attr_dict": attr_dict}) is True:
+                counts[glideid] += number
+                matched = True
+        if not matched:
+            unmatched += number
+    counts[(None, None, None)] = unmatched
+    return counts, dict(counts), dict(counts), dict(counts)
