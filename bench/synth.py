@@ -43,6 +43,10 @@ def add_arguments(parser):
     parser.add_argument("--skew-rate", type=float, default=0.0, help="share of nodes with a skewed clock")
     parser.add_argument("--fragment-rate", type=float, default=0.0,
                         help="share of traces whose Factory spans are written much later")
+    parser.add_argument("--idle-tail-entry", type=int, metavar="N",
+                        help="give entry N (0-based) a long idle tail: its jobs stop coming after a short run of quick "
+                             "ones, so most of its 16-core glideins idle out their whole Max_Tail (a planted waste "
+                             "the what-if must find)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar (there is none off a terminal)")
 
 
@@ -61,7 +65,8 @@ def main(argv=None) -> int:
                       max_idle=args.max_idle, max_tail=args.max_tail, retire=args.retire,
                       retire_spread=args.retire_spread, validation_failure_rate=args.validation_failure_rate,
                       job_failure_rate=args.job_failure_rate, kill_rate=args.kill_rate, skew_rate=args.skew_rate,
-                      fragment_rate=args.fragment_rate, period_s=args.days * 86400.0)
+                      fragment_rate=args.fragment_rate, period_s=args.days * 86400.0,
+                      idle_tail_entry=args.idle_tail_entry)
     shown = on_terminal(args.quiet)
     if args.table:
         with bar(cfg.glideins, desc=f"table {args.table}", unit="glidein", enabled=shown, unit_scale=True) as done:

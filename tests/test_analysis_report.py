@@ -38,7 +38,7 @@ def test_analyze_prints_a_summary_and_writes_json(table, tmp_path, capsys):
                  "--max-tail", "120 200 400", "--retire", "6h,8h"]) == 0
     text = capsys.readouterr().out
     for needle in ("glideins 3,000", "core-hours:", "time to first job", "analyze_entries", "Pareto front",
-                   "recommended", "reproduces", "compare failed:"):
+                   "RECOMMENDATIONS", "Factory-wide", "reproduces", "compare failed:"):
         assert needle in text, needle
     doc = json.loads(out.read_text())
     assert doc["stats"]["glideins"] == 3000 and doc["entries"] and doc["compare"]["failed"]["dimensions"]
@@ -180,7 +180,9 @@ window.addEventListener('load', function () {
     var r = e.getBoundingClientRect();
     out.images.push({id: e.id, width: Math.round(r.width), height: Math.round(r.height), natural: e.naturalWidth});
   });
-  var t = document.querySelector('table.sortable'), th = t.querySelectorAll('th')[1];
+  var t = Array.from(document.querySelectorAll('table.sortable')).find(function (x) {    // a numeric 2nd column
+    return x.tBodies[0].rows.length > 3 && x.tBodies[0].rows[0].cells[1].dataset.v !== undefined;
+  }), th = t.querySelectorAll('th')[1];
   th.click();
   out.sorted = Array.from(t.tBodies[0].rows).map(function (r) { return parseFloat(r.cells[1].dataset.v); });
   out.links = Array.from(document.querySelectorAll('a')).map(function (a) { return a.getAttribute('href'); });

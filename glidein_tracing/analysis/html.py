@@ -176,9 +176,6 @@ def _tradeoff_figure(doc: dict):
     ax.scatter([p["lost_jobs"] for p in pts], [p["saved_core_hours"] for p in pts], s=12, color="#a5a5a5")
     ax.plot([p["lost_jobs"] for p in front], [p["saved_core_hours"] for p in front], "o-", color="#2e75b6",
             markersize=4, label="Pareto front")
-    rec = wi["recommended"]["expected"]
-    ax.scatter([rec["lost_jobs"]], [rec["saved_core_hours"]], s=120, facecolors="none", edgecolors="#c00000",
-               linewidths=2, label="recommended")
     ax.set_xlabel("jobs lost (would need another glidein)")
     ax.set_ylabel("idle core-hours saved")
     if max((p["lost_jobs"] for p in pts), default=0) > 100:
@@ -311,19 +308,52 @@ def _whatif(page: Page, doc: dict, plots: dict) -> None:
         return
     rows = [(p["settings"]["max_idle"], p["settings"]["max_tail"], p["settings"]["retire"], p["saved_core_hours"],
              p["net_saved_core_hours"], p["lost_jobs"], p["glideins_cut_short"]) for p in wi["candidates"]]
-    rec, rep = wi["recommended"], wi["current_replay"]
-    s = rec["settings"]
-    note = (f"recommended: GLIDEIN_Max_Idle {s['max_idle']:.0f} s, GLIDEIN_Max_Tail {s['max_tail']:.0f} s, "
-            f"GLIDEIN_Retire_Time {s['retire']:.0f} s (saves {rec['expected']['saved_core_hours']:,.1f} core-hours, "
-            f"loses {rec['expected']['lost_jobs']:,} jobs). The replay of the current settings "
-            f"{'reproduces' if rep['exact'] else 'does NOT reproduce'} the recorded waste.")
-    page.section("What-if: timeout candidates", page.table(
+    rep = wi["current_replay"]
+    note = ("Every candidate applied to the whole Factory at once (the recommendations above are per entry). "
+            f"The replay of the current settings {'reproduces' if rep['exact'] else 'does NOT reproduce'} the "
+            "recorded waste.")
+    page.section("What-if: timeout candidates, one setting everywhere", page.table(
         ("Max_Idle (s)", "Max_Tail (s)", "Retire (s)", "saved core-hours", "net saved core-hours", "jobs lost",
          "glideins cut short"), rows), ("tradeoff", plots["tradeoff"]), note)
-    rows = [(name, v["glideins"], v["recommended"]["max_idle"], v["recommended"]["max_tail"],
-             v["recommended"]["retire"], v["net_saved_core_hours"], v["lost_jobs"]) for name, v in wi["by_entry"].items()]
-    page.section("What-if per entry", page.table(("entry", "glideins", "Max_Idle (s)", "Max_Tail (s)", "Retire (s)",
-                                                  "net saved core-hours", "jobs lost"), rows))
+
+
+def _recommendations(page: Page, doc: dict) -> None:
+    """The what-if's answer, first: per entry and Frontend group, the change and the line to
+    paste, its net saving per month with its uncertainty, what it costs; the Factory-wide sum."""
+    from .report import change_text
+    wi = doc.get("whatif")
+    if not wi:
+        return
+    r = wi["recommendations"]
+    f = r["factory"]
+    headers = ("change", "net core-hours / month", "+/- core-hours / month", "jobs lost", "jobs lost (%)",
+               "glideins affected", "glideins", "to paste")
+
+    def rows(recs, name):
+        return [(name(x), change_text(x["changes"]), x["net_core_hours_per_month"],
+                 x["uncertainty_core_hours_per_month"], x["lost_jobs"], 100 * x["lost_job_share"], x["glideins_affected"],
+                 x["glideins"], Raw("<br>".join(f"<code>{html.escape(c['attr'])}</code>" for c in x["changes"])))
+                for x in recs]
+    one = lambda v: f"{v:,.1f}"  # noqa: E731
+    fmts = [None, None, one, one, None, lambda v: f"{v:.2f}", None, None, None]
+    note = (f"Factory-wide: <b>{f['net_core_hours_per_month']:,.1f} +/- {f['uncertainty_core_hours_per_month']:,.1f} "
+            f"core-hours per month</b>, the sum of the {f['entries']} entries below; {f['lost_jobs']:,} jobs lost, "
+            f"{f['glideins_affected']:,} glideins affected. From {f['glideins']:,} glideins and {f['jobs']:,} jobs over "
+            f"{r['days']:.1f} days (a month is {r['month_days']:.0f} days). Rule: {html.escape(r['rule'])}.")
+    page.section("Recommendations per entry (glideinWMS.xml, the entry's <attrs>)",
+                 page.table(("entry",) + headers, rows(r["entries"], lambda x: x["entry"]), fmts)
+                 if r["entries"] else "<p>none: no change saves core-hours on both halves of the period within the "
+                                      "lost-jobs budget</p>", note=note)
+    if r["groups"]:
+        page.section("Recommendations per Frontend group (frontend.xml, the group's <attrs>)",
+                     page.table(("client / group",) + headers, rows(r["groups"], lambda x: f"{x['client']} / {x['group']}"),
+                                fmts), note="Not additive with the entries' recommendations: the same glideins.")
+    if r["not_recommended"]:
+        page.section("Not recommended", page.table(("entry or group", "why", "change", "net core-hours / month",
+                                                    "+/- core-hours / month"), [
+            (x.get("entry") or f"{x.get('client')} / {x.get('group')}", x["reason"], change_text(x.get("changes", [])),
+             x.get("net_core_hours_per_month", ""), x.get("uncertainty_core_hours_per_month", ""))
+            for x in r["not_recommended"]]))
 
 
 def render_html(doc: dict, *, jaeger_ui: str | None = None, trace_pages: dict | None = None) -> str:
@@ -337,6 +367,7 @@ def render_html(doc: dict, *, jaeger_ui: str | None = None, trace_pages: dict | 
     if not doc["stats"]["glideins"]:
         return head + "<p>No glidein rows in the dataset (after filters).</p></body></html>"
     plots = _plots(doc)
+    _recommendations(page, doc)
     _overview(page, doc, plots)
     _gwms(page, doc, plots)
     _failures(page, doc)

@@ -111,7 +111,7 @@ def _when(epoch: float) -> str:
 
 
 def summary_text(doc: dict, *, top: int = 10) -> str:
-    st, lines = doc["stats"], []
+    st, lines = doc["stats"], recommendations_text(doc)
     add = lines.append
     add(f"glideins {st['glideins']:,}  jobs {st['jobs']:,} (failed {st['failed_jobs']:,})  "
         f"from {doc['dataset']['glidein_files']} files")
@@ -169,22 +169,72 @@ def summary_text(doc: dict, *, top: int = 10) -> str:
     return "\n".join(lines)
 
 
+def change_text(changes: list) -> str:
+    """``GLIDEIN_Max_Idle 1200 s -> 900 s, ...``"""
+    return ", ".join(f"{c['knob']} {c['current_s']:.0f} -> {c['proposed_s']:.0f} s" for c in changes)
+
+
+def recommendations_text(doc: dict) -> list:
+    """The what-if's answer, first on the terminal: per entry (then per Frontend group) the
+    change, its net saving per month with its uncertainty, the jobs it loses, the glideins it
+    touches; the Factory-wide sum; the lines to paste; what was left out and why."""
+    wi = doc.get("whatif")
+    if not wi:
+        return []
+    r = wi["recommendations"]
+    f = r["factory"]
+    out = [f"RECOMMENDATIONS (replay of {f['glideins']:,} glideins, {f['jobs']:,} jobs over {r['days']:.1f} days; "
+           f"per month = {r['month_days']:.0f} days; at most {100 * r['lost_budget']:.2f}% of an entry's jobs lost; "
+           "kept only when it saves on both halves of the period)"]
+    width = max([len(change_text(x["changes"])) for x in r["entries"] + r["groups"]] + [6])
+    header = (f"  {'':30s} {'change':{width}s} {'net core-h/month':>16s} {'+/-':>8s} {'jobs lost':>9s} {'share':>7s} "
+              f"{'glideins affected':>17s} {'of glideins':>11s}")
+
+    def rows(recs: list, name) -> None:
+        for x in recs:
+            out.append(f"  {name(x)[:30]:30s} {change_text(x['changes']):{width}s} {x['net_core_hours_per_month']:16,.1f} "
+                       f"{x['uncertainty_core_hours_per_month']:8,.1f} {x['lost_jobs']:9,d} "
+                       f"{100 * x['lost_job_share']:6.2f}% {x['glideins_affected']:17,d} {x['glideins']:11,d}")
+    out.append(header.replace(" " * 32, "  entry" + " " * 25, 1))
+    rows(r["entries"], lambda x: x["entry"])
+    if not r["entries"]:
+        out.append("  (none: no change saves core-hours on both halves of the period within the lost-jobs budget)")
+    out.append(f"  Factory-wide, the sum of the {f['entries']} entries above: {f['net_core_hours_per_month']:,.1f} "
+               f"+/- {f['uncertainty_core_hours_per_month']:,.1f} core-hours per month, {f['lost_jobs']:,} jobs lost, "
+               f"{f['glideins_affected']:,} glideins affected")
+    if r["groups"]:
+        out.append(header.replace(" " * 32, "  Frontend client / group" + " " * 8, 1))
+        rows(r["groups"], lambda x: f"{x['client']} / {x['group']}")
+    else:
+        out.append("  Frontend groups: no change recommended for a whole group")
+    if r["entries"]:
+        out.append("  to paste into each entry's <attrs> in glideinWMS.xml:")
+        out.extend(f"    {x['entry']}: {c['attr']}" for x in r["entries"] for c in x["changes"])
+    for x in r["groups"]:
+        out.extend(f"    Frontend group {x['client']} / {x['group']} (frontend.xml): {c['attr']}" for c in x["changes"])
+    for x in r["not_recommended"]:
+        who = x.get("entry") or f"{x.get('client')} / {x.get('group')}"
+        figures = (f": {change_text(x['changes'])} saves {x['net_core_hours_per_month']:,.1f} +/- "
+                   f"{x['uncertainty_core_hours_per_month']:,.1f} core-h/month, halves "
+                   + " / ".join(f"{h:,.1f}" for h in x["halves_net_core_hours_per_month"])) if "settings" in x else ""
+        out.append(f"  not recommended, {x['kind']} {who}: {x['reason']}{figures}")
+    return out
+
+
 def _whatif_text(doc: dict) -> list:
     wi = doc.get("whatif")
     if not wi:
         return [f"what-if skipped: {doc['whatif_skipped']}"] if doc.get("whatif_skipped") else []
-    rep, rec = wi["current_replay"], wi["recommended"]
-    e, s = rec["expected"], rec["settings"]
+    rep = wi["current_replay"]
     out = [f"what-if: replay of the current settings {'reproduces' if rep['exact'] else 'DOES NOT reproduce'} the "
            f"recorded idle waste ({rep['replayed_idle_core_hours'] + rep['replayed_no_job_core_hours']:,.1f} vs "
            f"{rep['recorded_idle_core_hours'] + rep['recorded_no_job_core_hours']:,.1f} core-hours)",
-           f"recommended (lose at most {100 * wi['lost_budget']:.2f}% of jobs = {rec['lost_jobs_allowed']:,}): "
-           f"GLIDEIN_Max_Idle {s['max_idle']:.0f}  GLIDEIN_Max_Tail {s['max_tail']:.0f}  GLIDEIN_Retire_Time "
-           f"{s['retire']:.0f}: saves {e['saved_core_hours']:,.1f} core-hours ({e['net_saved_core_hours']:,.1f} net), "
-           f"loses {e['lost_jobs']:,} jobs",
-           f"Pareto front ({len(wi['pareto_front'])} of {len(wi['candidates'])} candidates):"]
+           f"Pareto front over the whole Factory, one setting everywhere ({len(wi['pareto_front'])} of "
+           f"{len(wi['candidates'])} candidates):",
+           f"  {'Max_Idle s':>10s} {'Max_Tail s':>10s} {'Retire s':>9s} {'saved core-h':>13s} {'net core-h':>11s} "
+           f"{'jobs lost':>9s}"]
     for p in wi["pareto_front"][:15]:
         s = p["settings"]
-        out.append(f"  {s['max_idle']:8.0f} {s['max_tail']:8.0f} {s['retire']:7.0f} {p['saved_core_hours']:10,.1f} "
-                   f"{p['net_saved_core_hours']:10,.1f} {p['lost_jobs']:9,d}")
+        out.append(f"  {s['max_idle']:10.0f} {s['max_tail']:10.0f} {s['retire']:9.0f} {p['saved_core_hours']:13,.1f} "
+                   f"{p['net_saved_core_hours']:11,.1f} {p['lost_jobs']:9,d}")
     return out

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..table.aggregates import CORES, JOB_FAILED, OWN_TIMEOUT_REASONS
+from ..table.aggregates import CORES, JOB_FAILED, KNOBS, OWN_TIMEOUT_REASONS
 from ..table.schema import GLIDEINS, TIMELINE
 
 OWN_RULE_EPS_S = 1.0      # a recorded idle this close under the threshold still counts as "hit it"
@@ -79,12 +79,14 @@ def _no_timeline(row: str = "") -> str:
 
 
 def _glideins_sql(chunk_sql: str, timeline: str = ", ".join(TIMELINE)) -> str:
-    """The glideins of a pass that have a condor phase: entry (its code in ``whatif_entries``),
-    cores, phase length and start, whether it stopped on its own timeout, job timeline."""
+    """The glideins of a pass that have a condor phase: their cell (its code in
+    ``whatif_cells``: entry, Frontend client and group, half of the period), cores, phase
+    length and start, whether it stopped on its own timeout, job timeline."""
+    same = " AND ".join(f"glideins.{n} IS NOT DISTINCT FROM w.{n}" for n in CELL_COLUMNS)
     return f"""
-    SELECT code AS entry, {CORES} AS c, condor_s AS L, epoch_us(condor_start_at) AS cs,
+    SELECT w.code AS entry, {CORES} AS c, condor_s AS L, epoch_us(condor_start_at) AS cs,
            COALESCE(shutdown_reason IN {OWN_TIMEOUT_REASONS}, false) AS own, {timeline}
-    FROM glideins JOIN whatif_entries ON glideins.entry IS NOT DISTINCT FROM whatif_entries.name
+    FROM glideins JOIN whatif_cells w ON {same} AND (epoch_us(condor_start_at) >= w.middle_us) = w.late
     WHERE condor_s IS NOT NULL AND condor_start_at IS NOT NULL {chunk_sql}"""
 
 
@@ -372,9 +374,14 @@ def _glidein_bins(g: dict, has_jobs: bool, cur: Settings, grids, keys) -> dict:
         return c * np.minimum(np.where(ruled, own, np.minimum(tail_rec, thr + kept_tail)), cap(rv))
     changed, fixed = (("t", T), ("n", I)) if has_jobs else (("n", I), ("t", T))
     sums = {"tail_rec": c * tail_rec if has_jobs else np.zeros(len(c)), "no_job_rec": np.zeros(len(c)) if has_jobs else c * L}
-    sums.update({f"{changed[0]}_{x}_{r}": new_tail(thr, rv) for x, thr in enumerate(changed[1]) for r, rv in enumerate(R)})
+    for x, thr in enumerate(changed[1]):
+        for r, rv in enumerate(R):
+            new = new_tail(thr, rv)
+            sums[f"{changed[0]}_{x}_{r}"] = new
+            sums[f"a{changed[0]}_{x}_{r}"] = (np.abs(new - c * tail_rec) > 0.5).astype(float)   # its idle changes
     out = _group(g, keys("entry", "has_jobs", "ri", "rp", "rn"), sums)
-    out.update({f"{fixed[0]}_{x}_{r}": np.zeros(len(out["n"])) for x in range(len(fixed[1])) for r in range(len(R))})
+    out.update({f"{a}{fixed[0]}_{x}_{r}": np.zeros(len(out["n"])) for x in range(len(fixed[1])) for r in range(len(R))
+                for a in ("", "a")})
     return out
 
 
@@ -424,25 +431,63 @@ def chunks(con, days: list) -> list[Chunk]:
     return out + [Chunk(tuple(group))] if group else out
 
 
-def entry_names(con) -> list:
-    """The entries of the glideins, in the order of their codes in the bins."""
-    return [r[0] for r in con.execute("SELECT DISTINCT entry FROM glideins ORDER BY entry").fetchall()]
+CELL_COLUMNS = ("entry", "client", "client_group")   # a cell: these, and the half of the period
 
 
-def collect_bins(data, current: Settings, grids, entries: list) -> Bins:
-    """The grouped contributions, one pass per chunk (memory bounded by the chunk);
-    ``entries``: the entry names, coded by their position."""
+@dataclass
+class Cells:
+    """What the replay sums each glidein into: its entry, Frontend client and group, and the
+    half of the period its condor phase started in (for the split-half check); ``values``:
+    per (entry, client, group), the glideins and each lifetime knob's values with their counts
+    (the settings the table records); ``first_us``/``last_us``: the earliest and latest condor
+    start (epoch microseconds)."""
+
+    keys: list        # (entry, client, client_group, late), in the order of their codes
+    values: dict
+    first_us: int
+    last_us: int
+
+    @property
+    def middle_us(self) -> int:
+        return (self.first_us + self.last_us) // 2
+
+    @property
+    def days(self) -> float:
+        """The period the glideins' condor phases started in, at least an hour."""
+        return max(self.last_us - self.first_us, 3600e6) / 86400e6
+
+
+def cells_of(con) -> Cells:
+    """The cells of the glideins with a condor phase, from one scan."""
+    knobs = ", ".join(f"histogram({column})" for column in KNOBS.values())
+    rows = con.execute(f"SELECT {', '.join(CELL_COLUMNS)}, COUNT(*), min(epoch_us(condor_start_at)), "
+                       f"max(epoch_us(condor_start_at)), {knobs} FROM glideins "
+                       "WHERE condor_s IS NOT NULL AND condor_start_at IS NOT NULL GROUP BY ALL ORDER BY ALL").fetchall()
+    keys = [(*row[:3], late) for row in rows for late in (False, True)]
+    values = {row[:3]: {"glideins": int(row[3]), **{knob: {float(k): int(v) for k, v in (h or {}).items() if k is not None}
+                                                     for knob, h in zip(KNOBS, row[6:])}} for row in rows}
+    first = min((row[4] for row in rows), default=0)
+    return Cells(keys, values, int(first), int(max((row[5] for row in rows), default=first)))
+
+
+def collect_bins(data, current: Settings, grids, cells: Cells) -> Bins:
+    """The grouped contributions, one pass per chunk (memory bounded by the chunk), per cell
+    (coded by its position in ``cells.keys``)."""
     import pyarrow as pa
-    codes = pa.table({"name": pa.array(entries, pa.string()), "code": np.arange(len(entries), dtype=np.int32)})
+    columns = list(zip(*cells.keys)) or [()] * 4
+    codes = pa.table({**{n: pa.array(columns[i], pa.string()) for i, n in enumerate(CELL_COLUMNS)},
+                      "late": pa.array(columns[3], pa.bool_()),
+                      "middle_us": pa.array([cells.middle_us] * len(cells.keys), pa.int64()),
+                      "code": np.arange(len(cells.keys), dtype=np.int32)})
     stored = set(TIMELINE) <= data.columns("glideins")
 
     def connect():
         con = data.con.cursor()
-        con.register("whatif_entries", codes)
+        con.register("whatif_cells", codes)
         return con
 
     def replay(con, chunk):
-        return _bins_of_pass(_glideins_of(con, chunk.sql(), stored), current, grids, len(entries))
+        return _bins_of_pass(_glideins_of(con, chunk.sql(), stored), current, grids, len(cells.keys))
     return _joined(_on_two_threads(replay, chunks(data.con, data.days()), connect))
 
 
@@ -474,7 +519,9 @@ class Grid:
         no_job_e = sum(self._by_entry(t, w, m) for t, w, m in no_job_parts)
         lost_e = self._by_entry("kept", K["n"], ~keep)
         cut_e = self._by_entry("glideins", G["n"], has & ~uncut)
-        return {"idle": float(idle_e.sum()), "no_job": float(no_job_e.sum()), "bad": float(K["bad"][keep].sum()),
+        affected_e = (cut_e + self._by_entry("glideins", G[f"at_{b}_{r}"], uncut)
+                      + self._by_entry("glideins", G[f"an_{a}_{r}"], ~has))
+        return {"affected_by_entry": affected_e, "idle": float(idle_e.sum()), "no_job": float(no_job_e.sum()), "bad": float(K["bad"][keep].sum()),
                 "lost_jobs": int(round(lost_e.sum())), "lost_core_s": float(K["core_s"][~keep].sum()),
                 "cut": int(round(cut_e.sum())), "waste_by_entry": idle_e + no_job_e, "lost_by_entry": lost_e,
                 "cut_by_entry": cut_e}
@@ -501,21 +548,6 @@ def pareto_front(points: list[dict]) -> list[dict]:
     return front
 
 
-def _distance(s: dict, current: Settings) -> float:
-    return sum(abs(math.log(max(s[k], 1) / max(getattr(current, k), 1))) for k in ("max_idle", "max_tail", "retire"))
-
-
-def recommend(points: list[dict], current: Settings, total_jobs: int, budget: float) -> dict:
-    """The candidate saving the most core-hours net of replacement glideins while losing at
-    most ``budget`` of the jobs; ties go to the one closest to the current settings."""
-    allowed = max(0, math.floor(budget * total_jobs))
-    ok = [p for p in points if p["lost_jobs"] <= allowed]
-    if not ok:
-        ok = [p for p in points if p["settings"] == current.as_dict()] or points[:1]
-    best = max(ok, key=lambda p: (round(p["net_saved_core_hours"], 6), -_distance(p["settings"], current)))
-    return {"settings": best["settings"], "lost_jobs_allowed": allowed, "expected": best}
-
-
 def replacement_core_hours(con) -> float:
     """What one replacement glidein costs before its first job: the median setup + wait."""
     value = con.execute(f"SELECT median((setup_s + idle_before_first_job_s) * {CORES} / 3600.0) FROM glideins "
@@ -525,20 +557,21 @@ def replacement_core_hours(con) -> float:
 
 def evaluate_grid(data, current: Settings, candidates: list[Settings], *,
                   budget: float = DEFAULT_LOST_BUDGET) -> dict:
-    """Replay every candidate; totals, the Pareto front, recommended settings (overall and
-    per entry) and the check that the current settings reproduce the recorded waste."""
+    """Replay every candidate; totals, the Pareto front, the check that the current settings
+    reproduce the recorded waste, and the recommendations per entry and per Frontend group
+    (recommend.py), each checked on both halves of the period."""
+    from .recommend import recommendations
     candidates = list(candidates) + ([current] if current not in candidates else [])
     grids = tuple(sorted({float(getattr(c, k)) for c in candidates}) for k in ("max_idle", "max_tail", "retire"))
-    names = entry_names(data.con)
-    bins = collect_bins(data, current, grids, names)
+    cells = cells_of(data.con)
+    bins = collect_bins(data, current, grids, cells)
     present = np.unique(np.concatenate([getattr(bins, f)["entry"] for f in BIN_TABLES]))
-    entries = [names[code] for code in present]
     grid = Grid(bins, grids, present)
     rec = grid.recorded()
     rec_total = rec["idle"] + rec["no_job"]
     replacement = replacement_core_hours(data.con)
     h = 1 / 3600.0
-    points, per_entry, reproduction = [], [], None
+    points, per_cell, reproduction = [], [], None
     for s in candidates:
         t = grid.totals(*(g.index(float(getattr(s, k))) for g, k in zip(grids, ("max_idle", "max_tail", "retire"))))
         saved = (rec_total - t["idle"] - t["no_job"]) * h
@@ -550,7 +583,7 @@ def evaluate_grid(data, current: Settings, candidates: list[Settings], *,
                  "replacement_core_hours": round(t["cut"] * replacement, 3)}
         point["net_saved_core_hours"] = round(point["saved_core_hours"] - point["replacement_core_hours"], 3)
         points.append(point)
-        per_entry.append(t)
+        per_cell.append(t)
         if s == current:
             reproduction = {"recorded_idle_core_hours": round(rec["idle"] * h, 6),
                             "replayed_idle_core_hours": round(t["idle"] * h, 6),
@@ -560,28 +593,8 @@ def evaluate_grid(data, current: Settings, candidates: list[Settings], *,
                             "replayed_badput_core_hours": round(t["bad"] * h, 6), "lost_jobs": t["lost_jobs"]}
             reproduction["exact"] = bool(abs(rec["idle"] - t["idle"]) * h < 1e-3
                                          and abs(rec["no_job"] - t["no_job"]) * h < 1e-3 and t["lost_jobs"] == 0)
-    out = {"current": current.as_dict(), "recorded_waste_core_hours": round(rec_total * h, 3),
-           "total_jobs": rec["jobs"], "lost_budget": budget, "replacement_core_hours_per_glidein": round(replacement, 4),
-           "candidates": points, "pareto_front": pareto_front(points),
-           "recommended": recommend(points, current, rec["jobs"], budget), "current_replay": reproduction,
-           "by_entry": _by_entry(entries, candidates, per_entry, rec, current, budget, replacement)}
-    return out
-
-
-def _by_entry(entries, candidates, per_entry, rec, current, budget, replacement) -> dict:
-    out = {}
-    for e, name in enumerate(entries):
-        rows = []
-        for s, t in zip(candidates, per_entry):
-            saved = (rec["waste_by_entry"][e] - t["waste_by_entry"][e]) / 3600.0
-            repl = float(t["cut_by_entry"][e]) * replacement
-            rows.append({"settings": s.as_dict(), "saved_core_hours": round(saved, 3),
-                         "lost_jobs": int(round(t["lost_by_entry"][e])), "replacement_core_hours": round(repl, 3),
-                         "net_saved_core_hours": round(saved - repl, 3)})
-        best = recommend(rows, current, int(rec["jobs_by_entry"][e]), budget)
-        out[name] = {"glideins": int(rec["glideins_by_entry"][e]), "jobs": int(rec["jobs_by_entry"][e]),
-                     "recorded_waste_core_hours": round(float(rec["waste_by_entry"][e]) / 3600.0, 3),
-                     "recommended": best["settings"], "saved_core_hours": best["expected"]["saved_core_hours"],
-                     "net_saved_core_hours": best["expected"]["net_saved_core_hours"],
-                     "lost_jobs": best["expected"]["lost_jobs"]}
-    return out
+    return {"current": current.as_dict(), "recorded_waste_core_hours": round(rec_total * h, 3),
+            "total_jobs": rec["jobs"], "lost_budget": budget, "replacement_core_hours_per_glidein": round(replacement, 4),
+            "candidates": points, "pareto_front": pareto_front(points), "current_replay": reproduction,
+            "recommendations": recommendations([cells.keys[code] for code in present], cells, candidates, per_cell, rec,
+                                               current, budget, replacement)}

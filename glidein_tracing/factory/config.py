@@ -51,7 +51,7 @@ def hooks_dir() -> Path:
     return Path(str(resources.files("glidein_tracing.node") / "hooks"))
 
 
-def _attr(name: str, value: str, kind: str = "string") -> str:
+def attr_line(name: str, value: str, kind: str = "string") -> str:
     return (f'<attr name="{name}" const="False" glidein_publish="False" job_publish="False" '
             f'parameter="True" publish="True" type="{kind}" value="{_escape(value)}"/>')
 
@@ -67,18 +67,18 @@ def render_block(values: dict | None = None, directory: Path | None = None) -> s
     lines = ["<!-- glidein_tracing: paste into <glidein> (all entries) or into one <entry> -->",
              "<attrs>"]
     lines.append(f"   <!-- on/off: {SWITCH.doc} -->")
-    lines.append("   " + _attr(SWITCH.name, values.get(SWITCH.name, "1")))
+    lines.append("   " + attr_line(SWITCH.name, values.get(SWITCH.name, "1")))
     lines.append("   <!-- installs our cleanup script at glidein exit (GlideinWMS takes one name) -->")
-    lines.append("   " + _attr(CLEANUP_ATTR, CLEANUP_FILE))
+    lines.append("   " + attr_line(CLEANUP_ATTR, CLEANUP_FILE))
     for knob in KNOBS:
         if knob is SWITCH:
             continue
         lines.append(f"   <!-- {knob.range_text}; default {knob.default or '(empty)'}: {knob.doc} -->")
         if knob.name in values:
-            lines.append("   " + _attr(knob.name, values[knob.name], knob.xml_type))
+            lines.append("   " + attr_line(knob.name, values[knob.name], knob.xml_type))
         else:  # left at its default: shown for the operator to uncomment and set
             example = knob.default or "VALUE"
-            lines.append("   <!-- " + _attr(knob.name, example, knob.xml_type) + " -->")
+            lines.append("   <!-- " + attr_line(knob.name, example, knob.xml_type) + " -->")
     lines.append("</attrs>")
     lines.append("<files>")
     for hook in HOOK_FILES:

@@ -141,6 +141,9 @@ class SynthConfig:
     skew_rate: float = 0.0
     fragment_rate: float = 0.0
     outages: tuple = ()               # Outage windows
+    # the index of an entry given a long idle tail (None: none): its jobs stop coming after a
+    # short run of quick ones, so most of its 16-core glideins idle out their whole Max_Tail
+    idle_tail_entry: int | None = None
     start: float = 1767225600.0       # 2026-01-01T00:00:00Z
     period_s: float = 7 * 86400.0
     factory: str = "synth_factory"
@@ -160,6 +163,7 @@ class EntryProfile:
     runtime_median_s: float
     job_failure_rate: float
     validation_failure_scale: float
+    long_gap_rate: float = 0.1        # share of the gaps between jobs that are long (mean 900 s)
 
 
 @dataclass
@@ -193,6 +197,10 @@ def entry_profiles(cfg: SynthConfig) -> list[EntryProfile]:
             job_failure_rate=cfg.job_failure_rate * rng.uniform(0.5, 2.0),
             validation_failure_scale=rng.uniform(0.3, 2.0),
         ))
+    if cfg.idle_tail_entry is not None:
+        tail = out[cfg.idle_tail_entry % len(out)]
+        tail.cores, tail.p_demand, tail.first_job_mean_s = 16, 0.97, 60
+        tail.p_next_job, tail.between_mean_s, tail.long_gap_rate = 0.3, 15.0, 0.0
     return out
 
 
@@ -276,7 +284,7 @@ def _jobs(cfg: SynthConfig, rng, p: EntryProfile):
         seen = True
         if rng.random() > p.p_next_job:
             gap = math.inf            # no more demand: the tail runs out
-        elif rng.random() < 0.1:
+        elif rng.random() < p.long_gap_rate:
             gap = rng.expovariate(1.0 / 900.0)
         else:
             gap = rng.expovariate(1.0 / p.between_mean_s)

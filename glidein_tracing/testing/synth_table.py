@@ -76,7 +76,7 @@ def _condor_phase(rng, cfg: SynthConfig, n: int, prof: dict):
         jobs.append((run, st, st + runtime, rng.random(len(run)) < prof["job_failure_rate"][run]))
         cursor[run], seen[run] = st + runtime, True
         more = rng.random(len(run)) <= prof["p_next_job"][run]
-        long_gap = rng.random(len(run)) < 0.1
+        long_gap = rng.random(len(run)) < prof["long_gap_rate"][run]
         gap[run] = np.where(more, np.where(long_gap, rng.exponential(900.0, len(run)),
                                            rng.exponential(prof["between_mean_s"][run])), np.inf)
     cols = [np.concatenate([j[k] for j in jobs]) if jobs else np.zeros(0) for k in range(4)]
@@ -98,7 +98,7 @@ def generate_chunk(cfg: SynthConfig, chunk: int, n: int) -> tuple[dict, dict]:
     e = rng.integers(0, len(profiles), n)
     prof = {k: np.array([getattr(p, k) for p in profiles], dtype=float)[e]
             for k in ("cores", "queue_median_s", "p_demand", "first_job_mean_s", "p_next_job", "between_mean_s",
-                      "runtime_median_s", "job_failure_rate", "validation_failure_scale")}
+                      "runtime_median_s", "job_failure_rate", "validation_failure_scale", "long_gap_rate")}
     cores = prof["cores"]
     submitted = cfg.start + rng.random(n) * cfg.period_s
     queue = rng.lognormal(np.log(prof["queue_median_s"]), 1.0)
