@@ -163,6 +163,8 @@ def test_a_sigterm_during_validation_leaves_the_factorys_view_alone(tmp_path):
     config = fixture_dir(run) / "glidein_config.at_custom_setup"
     stdout = (fixture_dir(run) / "glidein_stdout.txt").read_text()
     stdout = stdout[:stdout.index("=== Glidein ending")]            # killed before its end banner
+    # a glidein of a traced entry: GLIDEIN_USE_TRACING among its parameters (else it is untraced)
+    stdout = re.sub(r"^(PARAM_LIST \S+)$", r"\1,GLIDEIN_USE_TRACING", stdout, count=1, flags=re.M)
     stderr = (fixture_dir(run) / "glidein_stderr.txt").read_text()
     stderr = stderr[:stderr.index("=== Validation error")]          # killed while validating
     layout = FactoryLayout(logs=tmp_path / "logs", instance=config_get(config, "GLIDEIN_Name"),

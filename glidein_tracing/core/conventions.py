@@ -92,6 +92,10 @@ OUTCOME_KILLED = "killed"
 OUTCOME_REMOVED = "removed"
 OUTCOME_NEVER_RAN = "never_ran"
 OUTCOME_NO_GLIDEIN_OUTPUT = "no_glidein_output"
+OUTCOME_UNTRACED = "untraced"
+# false: the glidein's output came back without a journal and it was not asked to trace (its
+# entry does not trace); the Factory's view only, never a failure (absent: traced)
+GLIDEIN_TRACED = "glidein.traced"
 GLIDEIN_INCOMPLETE = "glidein.incomplete"
 GLIDEIN_CLOSED_BY = "glidein.closed_by"         # "converter": a stage a killed glidein left open
 CLOSED_BY_CONVERTER = "converter"

@@ -84,7 +84,7 @@ OUTCOMES = {
     c.OUTCOME_KILLED: PREEMPTED,             # ended by a signal the Factory saw
     c.OUTCOME_REMOVED: GRID,                 # removed by the Factory or Condor-G
     c.OUTCOME_NEVER_RAN: GRID,               # left the Factory's queue without running
-    c.OUTCOME_NO_GLIDEIN_OUTPUT: GLIDEIN,    # ran, but returned no journal
+    c.OUTCOME_NO_GLIDEIN_OUTPUT: GLIDEIN,    # ran, but returned no output
     c.OUTCOME_INCOMPLETE: GLIDEIN,           # the glidein stopped with stages still open
 }
 
@@ -113,14 +113,29 @@ def _hold_code(value) -> int | None:
         return None
 
 
+def untraced(attrs) -> bool:
+    """An untraced glidein (``glidein.traced=false``: no journal came back from its entry): the
+    Factory saw it, nobody traced it, so nothing in it is a failure."""
+    return attrs.get(c.GLIDEIN_TRACED) is False
+
+
+def glidein_failed(in_error: bool, attrs) -> bool:
+    """The one rule for a failed glidein (sampling always keeps it; the table's ``failed``):
+    its root in error (``in_error``) or its outcome not ``ok``; an untraced glidein never."""
+    if untraced(attrs):
+        return False
+    return in_error or attrs.get(c.GLIDEIN_OUTCOME) not in (c.OUTCOME_OK, None)
+
+
 def glidein_domain(attrs: dict, error_type: str = "", hold_code=None) -> Verdict | None:
-    """The domain of a glidein that did not end ``ok``; None for one that did.
+    """The domain of a glidein that did not end ``ok``; None for one that did, or that was
+    not traced.
 
     ``attrs``: the root's attributes (``glidein.outcome``, ``factory.*``); ``error_type``:
     the root's GlideinWMS failure type, if any; ``hold_code``: the HoldReasonCode of its last
     Condor-G hold, if any."""
     outcome = str(attrs.get(c.GLIDEIN_OUTCOME, "") or "")
-    if outcome in ("", c.OUTCOME_OK):
+    if outcome in ("", c.OUTCOME_OK) or untraced(attrs):
         return None
     if error_type in GLIDEINWMS_TYPES:
         return Verdict(GLIDEINWMS_TYPES[error_type], f"{c.ERROR_TYPE}={error_type}")

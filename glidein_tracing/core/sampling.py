@@ -5,8 +5,8 @@ hook writes it into the journal (``@sampling_ratio``) and the converter puts it 
 (``glidein_tracing.sampling_ratio``), so live export on the node and the forwarder at the
 Factory apply the same ratio to the same rule: a glidein is kept when the first 8 hex digits
 of its trace id, as a number, fall below ``ratio * 2**32``. Failed glideins are always kept:
-they are the ones operators look for. A glidein whose root carries no ratio (e.g. no journal came
-back) is kept.
+they are the ones operators look for (an untraced glidein is never failed). A glidein whose
+root carries no ratio (e.g. no journal came back) is kept.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 from opentelemetry.trace.status import StatusCode
 
 from . import conventions as c, ids
+from .failure import glidein_failed
 
 RATIO_ATTRIBUTE = c.GLIDEIN_TRACING_SAMPLING_RATIO   # on the root
 
@@ -46,6 +47,5 @@ def keep_glidein(spans, override: float | None = None, *, running: bool = False)
     the Factory forwarder sends what it kept back."""
     root = spans[0]
     ratio = override if override is not None else root.attributes.get(RATIO_ATTRIBUTE, 1.0)
-    failed = not running and (root.status.status_code is StatusCode.ERROR
-                              or root.attributes.get(c.GLIDEIN_OUTCOME) not in (c.OUTCOME_OK, None))
+    failed = not running and glidein_failed(root.status.status_code is StatusCode.ERROR, root.attributes)
     return keep(ids.trace_hex(root.context.trace_id), ratio, failed)

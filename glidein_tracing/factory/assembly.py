@@ -4,9 +4,12 @@ journal and its identity, as one event stream for the converter.
 The Factory's identity events name the root, and the entry's GLIDEIN_Site from glideinWMS.xml
 is its site when the journal names none (a glidein failing in GlideinWMS's main scripts has not
 read it yet); what was cut of the journal is counted on the
-root (``glidein_tracing.input.cut_*``); a glidein that returned no journal gets the outcome
-``never_ran`` or ``no_glidein_output``. At most ``MAX_SPANS`` spans are made, whatever the
-journal's ``@max_spans`` asks for.
+root (``glidein_tracing.input.cut_*``). An untraced glidein (its output came back with no
+journal and it was not asked to trace: its entry does not trace) gets ``glidein.traced=false``
+on its root, whose outcome the converter makes ``untraced``: its spans are the root and the
+Factory stages. Another glidein that returned no journal gets the outcome ``never_ran`` or
+``no_glidein_output``. At most ``MAX_SPANS`` spans are made, whatever the journal's
+``@max_spans`` asks for.
 """
 
 from __future__ import annotations
@@ -33,10 +36,11 @@ class SpanMaker:
     entry_sites: dict = field(default_factory=dict)
 
     def glidein(self, identity: ids.GlideinIdentity, activity, journal, cut: dict, ended_at,
-                stdout_facts=None) -> list:
+                stdout_facts=None, *, untraced: bool = False) -> list:
         """Every span of an ended glidein (ConversionError when there is no trace to make);
         ``stdout_facts``: GlideinWMS's reading of its returned stdout (glidein_stdout.py), on
-        the root over anything the journal says of the same names."""
+        the root over anything the journal says of the same names; ``untraced``: its output
+        came back with no journal and it was not asked to trace."""
         events = list(activity) + list(journal)
         when = min((e.time for e in events), default=ended_at or time.time())
         if stdout_facts:
@@ -48,7 +52,9 @@ class SpanMaker:
         if any(cut.values()):
             events.append(Event(time=when, op="attr", key="glidein", fields={
                 f"glidein_tracing.input.cut_{kind}:i": str(count) for kind, count in cut.items()}))
-        if not journal:
+        if untraced and not journal:
+            events.append(Event(time=when, op="attr", key="glidein", fields={c.GLIDEIN_TRACED + ":b": "false"}))
+        elif not journal:
             ran = any(e.key.startswith(c.STAGE_FACTORY_QUEUE) and e.op == "end" for e in activity)
             events.append(Event(time=when, op="attr", key="glidein", fields={
                 c.GLIDEIN_OUTCOME: "no_glidein_output" if ran else "never_ran"}))

@@ -5,7 +5,9 @@ One pass (``Forwarder.run_once``), each job in a module of its own:
 1. what is new in every Condor-G activity log goes into the ledger (scanning.py);
 2. the Factory stages of glideins still running are sent as soon as they end;
 3. every glidein that has ended and whose output is back (or whose grace period ran out) is
-   read (returned.py: its identity, its journal checked to be its own), converted
+   read (returned.py: its identity, its journal checked to be its own; glidein_stdout.py:
+   GlideinWMS's reading of its stdout, and whether it was asked to trace: one that was not
+   and returned no journal is untraced), converted
    (assembly.py), sampled, and sent less what went already, in batches, exactly once, one
    failing glidein kept from stopping the others (delivery.py).
 
@@ -25,7 +27,7 @@ from ..core.sections import DEFAULT_MAX_BYTES
 from . import ledger as ledger_mod
 from .assembly import SpanMaker, closed_factory_stages
 from .delivery import Backend, PassState, Sender, span_id_of
-from .glidein_stdout import read_stdout_facts, stdout_path
+from .glidein_stdout import read_returned_stdout, stdout_path
 from .returned import FactoryNames, identity, returned_journal, stderr_path
 from .retention import Forgetting, keep_days
 from .scanning import Scanner
@@ -191,13 +193,17 @@ class Forwarder:
     def _spans_for(self, gkey, row, stats: ForwardStats):
         """(spans to send, note) of an ended glidein: (None, why) when it makes no trace,
         ([], "sampled out") when its sampling ratio leaves it out."""
-        journal, cut = returned_journal(self.names, row, stats, self.max_section_bytes)
+        returned = returned_journal(self.names, row, stats, self.max_section_bytes)
+        journal = returned.events
         glidein = identity(self.names, row, journal)
         if not glidein.schedd:
             stats.problem("unknown_schedd")
+        stdout = read_returned_stdout(stdout_path(row))
+        # its output came back with no journal section and it was not asked to trace
+        untraced = stdout.output and not returned.sections and not stdout.asked_to_trace
         try:
-            spans = self.spans.glidein(glidein, self.ledger.factory_events(gkey), journal, cut, row["ended_at"],
-                                       read_stdout_facts(stdout_path(row)))
+            spans = self.spans.glidein(glidein, self.ledger.factory_events(gkey), journal, returned.cut,
+                                       row["ended_at"], stdout.facts, untraced=untraced)
         except ConversionError as exc:
             return None, str(exc)
         if self.failure_attribution is not None:

@@ -12,16 +12,19 @@ with code C after N ===`` (the glidein's duration). Its numbers are ``date +%s``
 taken by the glidein itself: no clock of ours can give them to the second (a SIGTERM before
 ``Condor starting`` leaves a record of the last script but no HTCondor; one during a job ends
 HTCondor seconds after the record). The stdout is the node's, so only bounded integers are
-taken from it, from at most ``MAX_STDOUT_BYTES``.
+taken from it, from at most ``MAX_STDOUT_BYTES``. The same read tells whether the glidein was
+asked to trace (an untraced glidein's entry does not trace: docs/span-conventions.md).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..core import conventions as c
 from ..core.inputs import open_input
+from ..core.knobs import SWITCH
 
 MAX_STDOUT_BYTES = 16 * 1024 * 1024
 _MAX_SECONDS = 10**9          # ~31 years: beyond that a number is not a duration
@@ -44,14 +47,33 @@ def stdout_path(row) -> Path:
     return Path(row["entry_dir"]) / f"job.{row['cluster']}.{row['proc']}.out"
 
 
-def read_stdout_facts(path) -> dict:
-    """The ``glidein.gwms.*`` attributes of a returned stdout ({} when it cannot be read)."""
+@dataclass(frozen=True)
+class ReturnedStdout:
+    """A returned stdout as the Factory reads it: GlideinWMS's reading (``facts``, the
+    ``glidein.gwms.*`` attributes), whether it is an output at all (``output``: GlideinWMS's
+    parser reads one shorter than 10 bytes as none), and whether the glidein was asked to
+    trace (``asked_to_trace``: GLIDEIN_USE_TRACING among the parameters glidein_startup.sh
+    lists on its ``PARAM_LIST`` line, as every knob is a parameter)."""
+
+    facts: dict
+    output: bool = False
+    asked_to_trace: bool = False
+
+
+_PARAM_LIST = re.compile(rb"^PARAM_LIST (\S*)$", re.M)
+
+
+def read_returned_stdout(path) -> ReturnedStdout:
+    """A glidein's returned stdout as read (no facts when it cannot be read; a FIFO or a
+    device is not read)."""
     try:
         with open_input(path) as handle:       # a FIFO would block the pass: refused
             text = handle.read(MAX_STDOUT_BYTES)
     except OSError:
-        return {}
-    return stdout_facts(text)
+        return ReturnedStdout({})
+    params = _PARAM_LIST.search(text)
+    return ReturnedStdout(stdout_facts(text), len(text) >= 10,
+                          params is not None and SWITCH.name.encode() in params.group(1).split(b","))
 
 
 def stdout_facts(text: bytes) -> dict:

@@ -88,17 +88,30 @@ def stderr_path(row) -> Path:
     return Path(row["entry_dir"]) / f"job.{row['cluster']}.{row['proc']}.err"
 
 
-def returned_journal(names: FactoryNames, row, stats: ForwardStats, max_section_bytes: int = DEFAULT_MAX_BYTES):
-    """Events of the glidein's returned journal, checked to be this glidein's, and what of it
-    was cut (``{"sections": n, "bytes": n, "lines": n}``)."""
+@dataclass
+class Returned:
+    """What came back of one glidein's journal: its events (checked to be its own), what of
+    it was cut (``{"sections": n, "bytes": n, "lines": n}``), and whether any journal section
+    came back at all (``sections``: also one damaged, cut or claiming another glidein)."""
+
+    events: list
+    cut: dict
+    sections: bool
+
+
+def returned_journal(names: FactoryNames, row, stats: ForwardStats,
+                     max_section_bytes: int = DEFAULT_MAX_BYTES) -> Returned:
+    """The glidein's returned journal (see Returned)."""
     path = stderr_path(row)
     cut = {"sections": 0, "bytes": 0, "lines": 0}
     text = _stderr_tail(path, cut)
     if text is None:
-        return [], cut
+        return Returned([], cut, False)
     events = []
     lines_left = MAX_JOURNAL_LINES
+    sections = False
     for section in journal_sections(text, max_section_bytes, DEFAULT_MAX_TOTAL_BYTES):
+        sections = True
         if section.error:
             log.warning("%s: journal section %s", path, section.error)
             stats.problem("truncated_section" if section.truncated else "damaged_section")
@@ -119,7 +132,7 @@ def returned_journal(names: FactoryNames, row, stats: ForwardStats, max_section_
             stats.problem("forged_identity")
             continue
         events.extend(section_events)
-    return events, cut
+    return Returned(events, cut, sections)
 
 
 def _stderr_tail(path: Path, cut: dict) -> str | None:

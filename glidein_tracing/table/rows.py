@@ -19,6 +19,7 @@ from operator import itemgetter
 from opentelemetry.trace import StatusCode
 
 from ..core import conventions as c, ids
+from ..core import failure
 from ..core.sampling import RATIO_ATTRIBUTE
 from . import gwms
 from .aggregates import FAILED_EXITS
@@ -276,7 +277,7 @@ def _failed_stage(root, by_stage: _Stages):
 
 
 def _outcome(root, attrs, by_stage: _Stages) -> dict:
-    glidein_failed = root.status.status_code is StatusCode.ERROR or attrs.get(c.GLIDEIN_OUTCOME) not in ("ok", None)
+    glidein_failed = failure.glidein_failed(root.status.status_code is StatusCode.ERROR, attrs)
     failed = _failed_stage(root, by_stage) if glidein_failed else None
     condor = by_stage.first(c.STAGE_CONDOR)
     teardown = by_stage.first("teardown")
@@ -293,7 +294,8 @@ def _outcome(root, attrs, by_stage: _Stages) -> dict:
             "failure_downtime": attrs.get(c.GLIDEIN_FAILURE_DOWNTIME),
             "shutdown_reason": condor[2].get(c.GLIDEIN_SHUTDOWN_REASON) if condor else None,
             "exit_code": teardown[2].get(c.GLIDEIN_EXIT_CODE) if teardown else None,
-            "incomplete": bool(attrs.get(c.GLIDEIN_INCOMPLETE, False))}
+            "incomplete": bool(attrs.get(c.GLIDEIN_INCOMPLETE, False)),
+            "traced": not failure.untraced(attrs)}
 
 
 def _gwms_run(row, root, by_stage: _Stages, jobs, classes, plausible: Plausible) -> gwms.GlideinRun:

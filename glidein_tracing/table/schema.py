@@ -2,7 +2,8 @@
 depends on. One constant per dataset; SCHEMA_VERSION changes whenever a column is renamed,
 retyped or removed, or when files gain columns a reader must tell apart from absent ones
 (columns added at the end keep old files readable, those columns NULL: see reader.py).
-Version 2 added the glidein's job timeline (``job_*`` list columns)."""
+Version 2 added the glidein's job timeline (``job_*`` list columns), then ``traced`` (NULL in
+the files written before it: read as traced)."""
 
 from __future__ import annotations
 
@@ -71,8 +72,8 @@ GLIDEINS: tuple[Column, ...] = _IDENTITY + (
     _c("ended_at", "TIMESTAMP", "UTC", "end of the root span; its UTC day is the partition"),
     _c("glidein_s", "DOUBLE", "s", "the root span: the whole life"),
     # outcome
-    _c("outcome", "VARCHAR", "", "glidein.outcome (ok, validation_failed, terminated, incomplete, killed, removed, never_ran, no_glidein_output)"),
-    _c("failed", "BOOLEAN", "", "root in error or outcome not ok (the sampling rule's 'failed')"),
+    _c("outcome", "VARCHAR", "", "glidein.outcome (ok, validation_failed, terminated, incomplete, killed, removed, never_ran, no_glidein_output, untraced)"),
+    _c("failed", "BOOLEAN", "", "root in error or outcome not ok, and traced (the sampling rule's 'failed')"),
     _c("failure_domain", "VARCHAR", "", "glidein.failure.domain (docs/failures.md)"),
     _c("failure_evidence", "VARCHAR", "", c.GLIDEIN_FAILURE_EVIDENCE),
     _c("failure_stage", "VARCHAR", "", "name of the first span in error (the failed script, condor, factory.held, glidein)"),
@@ -124,6 +125,8 @@ GLIDEINS: tuple[Column, ...] = _IDENTITY + (
     _c("job_failed", "BOOLEAN[]", "", "each job failed: a failure domain, a non-zero exit code, a signal, or removed, held or evicted"),
     _c("implausible_values", "INTEGER", "", "values the node reported for the glidein and its jobs that were refused "
        "(not finite, negative, beyond its lifetime or a node's physical bounds): stored NULL, a duration its span's length"),
+    # added later in version 2: NULL in files written before, read as traced (COALESCE(traced, true))
+    _c("traced", "BOOLEAN", "", "false: an untraced glidein (its output came back with no journal and it was not asked to trace: its entry does not trace), recorded from the Factory's view, never failed"),
 )
 
 #: the glidein row's job timeline (version 2): parallel lists, one element per job

@@ -1,7 +1,9 @@
 """How the glidein ended: its outcome, the sleep after a failed validation, who is to blame.
 
-- ``glidein.outcome`` on the root: what a hook or the Factory said, else ``validation_failed``
-  (setup failed), ``incomplete`` (the converter had to close it) or ``ok``;
+- ``glidein.outcome`` on the root: ``untraced`` for a glidein of an entry that does not trace
+  (``glidein.traced=false``: the Factory's view only, never in error), else what a hook or the
+  Factory said, else ``validation_failed`` (setup failed), ``incomplete`` (the converter had
+  to close it) or ``ok``;
 - ``post_failure_sleep``: after a validation failure, the end of teardown to the glidein's
   exit as the Factory saw it;
 - failure domains (failure.py) on the root and on every failed job, with a failed job's triage.
@@ -26,6 +28,10 @@ def outcome(draft: Draft) -> None:
     journal lines skipped as malformed, counted where a reader looks first."""
     root = draft.root
     setup = draft.spans.get("setup")
+    if failure.untraced(root.attrs):
+        root.attrs[c.GLIDEIN_OUTCOME] = c.OUTCOME_UNTRACED
+        root.status, root.error_type, root.error_detail = "UNSET", "", ""
+        return
     if c.GLIDEIN_OUTCOME in root.attrs:
         result = root.attrs[c.GLIDEIN_OUTCOME]
     elif setup and setup.status == "ERROR":
