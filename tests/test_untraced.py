@@ -9,6 +9,9 @@ import time
 
 import pytest
 
+from glidein_tracing.analysis.dataset import open_dataset
+from glidein_tracing.analysis.html import render_html
+from glidein_tracing.analysis.report import analyze, summary_text
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, read_store
 from glidein_tracing.factory.delivery import store_span_ids
 from glidein_tracing.factory.forwarder import Forwarder
@@ -124,6 +127,48 @@ def test_a_glidein_asked_to_trace_that_returned_no_journal_is_a_failure_with_gli
     stdout = fixture_path("glidein-run", "success", "glidein_stdout.txt").read_text()
     expected = gwms.quantities(dataclasses.replace(factory_view(stdout), factory_s=factory_s))
     assert {k: row[k] for k in expected} == expected and row["gwms_lasted_s"] == 13
+
+
+def _tree(tmp_path, with_traced_entry: bool):
+    """One untraced entry of the three real glideins; with ``with_traced_entry``, beside it a
+    traced entry of two glideins that ran and one held and removed (a failure)."""
+    logs = tmp_path / "logs"
+    untraced = FactoryLayout(logs=logs, entry="UNTRACED")
+    log = CondorGLog(untraced)
+    for proc, run in enumerate(RUNS):
+        untraced_glidein(untraced, log, 600, proc, run)
+    if with_traced_entry:
+        traced = FactoryLayout(logs=logs, entry="TRACED")
+        log = CondorGLog(traced)
+        start = 1795318000.0
+        for proc in range(2):
+            run_glidein(log, traced, 700, proc, start + proc,
+                        returned_stderr(journal_text(traced, 700, proc, start + proc)))
+        log.submit(700, 2, when=start - 120)
+        log.held(700, 2, "Error connecting to schedd", code=0, when=start - 100)
+        log.aborted(700, 2, when=start - 10)
+    forward(logs, tmp_path)
+    return analyze(open_dataset(tmp_path / "table"))
+
+
+def test_tracing_one_entry_changes_no_number_of_an_untraced_entry(tmp_path):
+    both = _tree(tmp_path / "both", with_traced_entry=True)
+    alone = _tree(tmp_path / "alone", with_traced_entry=False)
+    untraced = [e for e in both["entries"] if e["entry"] == "UNTRACED"]
+    assert untraced == [e for e in alone["entries"] if e["entry"] == "UNTRACED"] and len(untraced) == 1
+    assert (untraced[0]["glideins"], untraced[0]["traced"], untraced[0]["untraced"]) == (3, 0, 3)
+    (traced,) = [e for e in both["entries"] if e["entry"] == "TRACED"]
+    assert (traced["traced"], traced["untraced"]) == (3, 0)
+    # failure statistics are the traced glideins': the removed one of three, none of the untraced
+    assert (both["failures"]["failed_glideins"], both["failures"]["glideins"]) == (1, 3)
+    assert list(both["failures"]["by_entry"]) == ["TRACED"]
+    assert (alone["failures"]["failed_glideins"], alone["failures"]["glideins"]) == (0, 0)
+    assert both["stats"]["outcomes"]["by_entry"]["UNTRACED"] == alone["stats"]["outcomes"]["by_entry"]["UNTRACED"] \
+        == {"untraced": 3}
+    text = summary_text(both)
+    assert re.search(r"UNTRACED .* 3 +0 +3$", text, re.M) and "1 of 3 traced glideins" in text
+    page = render_html(both)
+    assert "<th>glideins</th><th>traced</th><th>untraced</th>" in page
 
 
 def test_a_forwarder_given_the_traced_entry_alone_reads_no_other(tmp_path):

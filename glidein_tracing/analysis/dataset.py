@@ -7,9 +7,10 @@ table's one reader's decision (table/reader.py: a damaged file, or one that is n
 is named in ``skipped`` and left out, the rest is analysed; a file of a newer schema version is
 refused, here as ``DatasetError``); files without the columns the analysis reads are refused
 too; older files lacking columns added since are read with those columns NULL
-(``union_by_name``). A day with no rows, or no files, is simply empty; a directory that is no
-table, a table with no glidein file, and ``entries``/``sites`` that match no glidein are
-refused (``DatasetError``): an empty report would look like an answer.
+(``union_by_name``, or a NULL column when no file has one). A day with no rows, or no files,
+is simply empty; a directory that is no table, a table with no glidein file, and
+``entries``/``sites`` that match no glidein are refused (``DatasetError``): an empty report
+would look like an answer.
 
 For the statistics (stats.py), each dataset also has the views ``<dataset>_unrolled`` (its
 files without a usable rollup, table/rollup.py decides which) and ``<dataset>_rollups`` (the
@@ -144,8 +145,11 @@ def _view(con, view: str, scan: reader.Scan, columns, where: str) -> None:
     column NULL; that makes DuckDB read every file's footer at every query's bind (seconds per
     query over 2,000 files), so files of one schema are read as they are."""
     if scan.files:
-        con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet([{_listing(scan.files)}], hive_partitioning=true, "
-                    f"union_by_name={str(not scan.one_schema).lower()}) {where}")
+        present = set().union(*(schema.to_arrow_schema().names for schema in scan.schemas.values()))
+        added = "".join(f", CAST(NULL AS {c.sql_type}) AS {c.name}" for c in columns
+                        if scan.schemas and c.name not in present)   # a column no file has yet
+        con.execute(f"CREATE VIEW {view} AS SELECT *{added} FROM read_parquet([{_listing(scan.files)}], "
+                    f"hive_partitioning=true, union_by_name={str(not scan.one_schema).lower()}) {where}")
     else:   # no files: an empty view with the table's columns
         cols = ", ".join(f"CAST(NULL AS {c.sql_type}) AS {c.name}" for c in columns)
         con.execute(f"CREATE VIEW {view} AS SELECT {cols}, CAST(NULL AS DATE) AS date WHERE false")

@@ -12,7 +12,9 @@ tool reads the same sums from the Factory's Log_Completed* monitoring files):
   25m 25, 100m 100, 250m 250, 500m 500, Most 750, All 1000; the ranges of
   glideFactoryMonitoring.getMillRange) / 1000 / Lasted;
 - ``wst``: (Lasted - JobsLasted) / Lasted; ``badp``: (Lasted - JobsGoodput) / Lasted;
-- ``waste``: Lasted - JobsLasted in hours; ``time``: Lasted in hours; ``glideins``.
+- ``waste``: Lasted - JobsLasted in hours; ``time``: Lasted in hours; ``glideins``;
+- ours: ``traced`` and ``untraced`` glideins among them (an untraced glidein's quantities are
+  GlideinWMS's reading of its stdout, the same formulas: its entry's row is GlideinWMS's).
 Percentages are 0-100. The original Python 2 tool divided the multiplier by 1000 in integer
 arithmetic, which kept only the 'All' range in ``val`` and ``idle``; here every range counts
 as documented.
@@ -28,7 +30,8 @@ from __future__ import annotations
 
 from ..table.aggregates import ENTRY_SUMS, ENTRY_SUMS_OF
 
-COLUMNS = ("entry", "strt", "fval", "0job", "val", "idle", "wst", "badp", "waste", "time", "glideins")
+COLUMNS = ("entry", "strt", "fval", "0job", "val", "idle", "wst", "badp", "waste", "time", "glideins",
+           "traced", "untraced")
 
 # each column from the sums ({name}: ENTRY_SUMS' sum of that name over the entry's glideins)
 RATIOS = {
@@ -42,6 +45,8 @@ RATIOS = {
     "waste": "({lasted} - {jobs_lasted}) / 36e2",
     "time": "{lasted} / 36e2",
     "glideins": "{glideins}",
+    "traced": "{glideins} - {untraced}",
+    "untraced": "{untraced}",
 }
 
 
@@ -64,7 +69,7 @@ def waste_table(con, glideins) -> list[dict]:
     entries = list(sums["glideins"])
     per_entry = pa.table({"entry": pa.array(entries, pa.string()),
                           **{name: pa.array([sums[name].get(e, 0.0) for e in entries],
-                                            pa.int64() if name == "glideins" else pa.float64())   # a count
+                                            pa.int64() if name in ("glideins", "untraced") else pa.float64())   # counts
                              for name in ENTRY_SUMS}})
     sql = _table_sql({name: name for name in ENTRY_SUMS}, "entry_sums", "", "").replace("`", '"')
     con.register("entry_sums", per_entry)

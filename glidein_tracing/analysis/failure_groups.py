@@ -1,5 +1,5 @@
 """The failure sections' passes: the failed glideins and jobs summed into small tables that
-failures.py and services.py answer every question from, beside the counts of all glideins
+failures.py and services.py answer every question from, beside the counts of the traced glideins
 (glidein_counts.py) and of all jobs per hour.
 
 At 30M glideins every scan of the glidein files costs seconds, so all rows of each view are
@@ -44,7 +44,7 @@ class Groups:
     """A dataset's failure groups: its tables' names, and which views have the rule columns."""
     glideins: str = "failure_groups_glideins"       # the failed glideins' groups
     jobs: str = "failure_groups_jobs"               # the failed jobs' groups
-    counts: str = glidein_counts.TABLE              # all glideins: n and failed per site, entry, hour
+    counts: str = glidein_counts.TABLE              # traced glideins: n and failed per site, entry, hour
     job_hours: str = "failure_groups_job_hours"     # all jobs: n per hour of their start
     rules: frozenset = frozenset()
 

@@ -1,6 +1,7 @@
 """The glideins counted once: per entry, site, hour of meeting the site and host (CPU model, OS,
 glidein version where the table has them), how many there were, how many failed, and how many
-fell in each of compare's selections.
+fell in each of compare's selections. Only traced glideins are counted: an untraced one (its
+entry does not trace) has no failure, no node facts and no services to count.
 
 At 30M glideins each scan of the glidein files costs seconds, and every part of the analysis
 that needs all glideins (not only the failed ones) needs no more than these counts: the
@@ -18,10 +19,11 @@ MET_SITE = "epoch(COALESCE(node_start_at, submitted_at))"   # when the glidein m
 HOUR = f"CAST(floor({MET_SITE} / {BUCKET_S}) AS BIGINT)"      # its hour (NULL if unknown)
 HOST_COLUMNS = ("cpu_model", "os_description", "glidein_version")
 TABLE = "glidein_counts"
+TRACED = "COALESCE(traced, true)"     # untraced glideins (no journal) are no part of failure statistics
 
 
 def count(con, selections: dict) -> str:
-    """Count the connection's glideins into the counts table (made again if it exists):
+    """Count the connection's traced glideins into the counts table (made again if it exists):
     columns entry, site, b (the hour), those of HOST_COLUMNS the table has, n, failed, and
     ``sel_<name>`` per selection (name -> SQL condition over a glidein row)."""
     present = {r[0] for r in con.execute("DESCRIBE glideins").fetchall()}
@@ -29,5 +31,5 @@ def count(con, selections: dict) -> str:
     sums = [f"COUNT(*) FILTER (WHERE {cond}) AS sel_{name}" for name, cond in selections.items()]
     con.execute(f"CREATE OR REPLACE TEMP TABLE {TABLE} AS SELECT {', '.join(keys)}, COUNT(*) AS n, "
                 f"COUNT(*) FILTER (WHERE failure_domain IS NOT NULL) AS failed{''.join(', ' + s for s in sums)} "
-                "FROM glideins GROUP BY ALL")
+                f"FROM glideins WHERE {TRACED} GROUP BY ALL")
     return TABLE

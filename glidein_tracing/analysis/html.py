@@ -230,10 +230,12 @@ def _overview(page: Page, doc: dict, plots: dict) -> None:
 
 def _gwms(page: Page, doc: dict, plots: dict) -> None:
     cols = ("entry", "strt (%)", "fval (%)", "0job (%)", "val (%)", "idle (%)", "wst (%)", "badp (%)",
-            "waste (h)", "time (h)", "glideins")
-    keys = ("entry", "strt", "fval", "0job", "val", "idle", "wst", "badp", "waste", "time", "glideins")
+            "waste (h)", "time (h)", "glideins", "traced", "untraced")
+    keys = ("entry", "strt", "fval", "0job", "val", "idle", "wst", "badp", "waste", "time", "glideins", "traced",
+            "untraced")
     page.section("GlideinWMS analyze_entries", page.table(cols, [[e[k] for k in keys] for e in doc["entries"]]),
-                 note="GlideinWMS's columns and definitions (docs/analysis.md), from the table's gwms_* columns")
+                 note="GlideinWMS's columns and definitions (docs/analysis.md), from the table's gwms_* columns; "
+                      "traced and untraced: the glideins whose journal came back and those of entries that do not trace")
     seen = doc["stats"]["settings_in_force"]
     rows = [(knob, doc["current_settings"][key], (seen.get(key) or {}).get("estimate_s"),
              (seen.get(key) or {}).get("support")) for key, knob in (("max_idle", "GLIDEIN_Max_Idle"),
@@ -257,7 +259,7 @@ def _failures(page: Page, doc: dict) -> None:
              f["jobs_by_domain"].get(d, 0), f["job_core_hours_by_domain"].get(d, 0.0)) for d in domains]
     page.section("Failures by domain", page.table(("domain", "glideins", "glidein core-hours", "jobs",
                                                    "job core-hours"), rows),
-                 note=f"{f['failed_glideins']:,} of {f['glideins']:,} glideins and {f['failed_jobs']:,} of "
+                 note=f"{f['failed_glideins']:,} of {f['glideins']:,} traced glideins and {f['failed_jobs']:,} of "
                       f"{f['jobs']:,} jobs failed")
     rows = [(o["site"], time.strftime("%Y-%m-%d %H:%M", time.gmtime(o["start"])),
              time.strftime("%Y-%m-%d %H:%M", time.gmtime(o["end"])), o["glideins"], o["failed"],

@@ -137,13 +137,13 @@ def summary_text(doc: dict, *, top: int = 10) -> str:
             add(f"{label:22s} {row['count']:9,d} {fmt(row['p50']):>8s} {fmt(row['p90']):>8s} {fmt(row['p99']):>8s}")
     if doc["entries"]:
         add(f"{'entry (analyze_entries)':30s} {'strt':>5s} {'fval':>5s} {'0job':>5s} {'val':>5s} {'idle':>5s} "
-            f"{'wst':>5s} {'badp':>5s} {'waste h':>9s} {'time h':>9s} {'glideins':>8s}")
+            f"{'wst':>5s} {'badp':>5s} {'waste h':>9s} {'time h':>9s} {'glideins':>8s} {'traced':>8s} {'untraced':>8s}")
         for e in doc["entries"][:top]:
             add(f"{e['entry'][:30]:30s} " + " ".join(f"{e[k]:4.0f}%" for k in ("strt", "fval", "0job", "val", "idle",
                                                                                "wst", "badp"))
-                + f" {e['waste']:9,.1f} {e['time']:9,.1f} {e['glideins']:8,d}")
+                + f" {e['waste']:9,.1f} {e['time']:9,.1f} {e['glideins']:8,d} {e['traced']:8,d} {e['untraced']:8,d}")
     f = doc["failures"]
-    add(f"failures: {f['failed_glideins']:,} of {f['glideins']:,} glideins, {f['failed_jobs']:,} of {f['jobs']:,} jobs")
+    add(f"failures: {f['failed_glideins']:,} of {f['glideins']:,} traced glideins, {f['failed_jobs']:,} of {f['jobs']:,} jobs")
     for o in f["outages"]:
         add(f"  outage {o['site']}: {_when(o['start'])} - {_when(o['end'])} UTC, {o['failed']:,} of {o['glideins']:,} "
             f"failed ({100 * o['failure_rate']:.0f}% vs {100 * o['baseline_rate']:.0f}% usually), mostly "

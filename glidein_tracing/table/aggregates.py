@@ -80,10 +80,11 @@ def mill_range_multiplier(column: str) -> str:
 
 
 # analyze_entries' sums (analysis/entries.py makes its columns of them): one glidein row's term of
-# each, summed over the glideins whose Lasted is known
+# each, summed over the glideins whose Lasted is known, untraced ones too (GlideinWMS's own view)
 ENTRY_SUMS_OF = "gwms_lasted_s IS NOT NULL"
 ENTRY_SUMS = {
     "glideins": "1",
+    "untraced": "CASE WHEN traced = false THEN 1 ELSE 0 END",     # NULL (older files): traced
     "condor_not_started": "CASE WHEN gwms_condor_started THEN 0 ELSE 1 END",
     "no_job": "CASE WHEN gwms_jobs_nr = 0 THEN 1 ELSE 0 END",
     "lasted": "gwms_lasted_s",
@@ -119,7 +120,7 @@ def glidein_sql(relation: str) -> str:
         f"{VALIDATION_FAILED} AS failed_validation", "condor_s IS NOT NULL AS ran_condor", "outcome",
         f"CASE WHEN {VALIDATION_FAILED} THEN {FAILING_SCRIPT} END AS failing_script",
         "shutdown_reason", *KNOBS.values(), "gwms_lasted_s", "gwms_condor_started", "gwms_jobs_nr",
-        "gwms_jobs_lasted_s", "gwms_jobs_goodput_s", "waste_validation_mill", "waste_idle_mill"] + [
+        "gwms_jobs_lasted_s", "gwms_jobs_goodput_s", "waste_validation_mill", "waste_idle_mill", "traced"] + [
         f"CASE WHEN {cond} AND {expr} > 0 AND isfinite({expr}) THEN floor({expr}) END AS t_{knob}"
         for knob, (expr, cond) in THRESHOLD_VALUES.items()])
     aggregates = ", ".join(
