@@ -92,7 +92,7 @@ def test_real_untraced_glideins_are_recorded_from_the_factorys_view_and_never_fa
                                                                           "glidein"]
         (root,) = [s for s in spans if s["attributes"]["glidein.stage"] == "glidein"]
         assert root["attributes"]["glidein.traced"] is False and root["status_code"] == 0
-        assert root["attributes"]["glidein.outcome"] == "untraced"
+        assert root["attributes"]["glidein.outcome"] == "untraced" and root["name"] == "glidein UNTRACED untraced"
         assert "glidein.failure.domain" not in root["attributes"]
     # the banners by hand: success validated 7 s, HTCondor ran 5 s, no StarterLog (no job counted)
     ok = rows[identity(layout, 500, 0).trace_id]
