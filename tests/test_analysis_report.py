@@ -203,7 +203,7 @@ def test_html_report_renders_in_headless_chromium_sorts_and_links_waterfall_page
     failed = [t for t, *_ in Store(store).summaries() if Store(store).trace(t)[0]["status_code"] == 2
               or any(s["status_code"] == 2 for s in Store(store).trace(t))]
     files = sorted((tbl / "glideins").rglob("*.parquet"))
-    rows = pq.read_table(files[0])
+    rows = pq.read_table(files[0], partitioning=None)
     ids = rows.column("trace_id").to_pylist()
     flags = [m is not None for m in rows.column("failure_message").to_pylist()]
     targets = iter(failed)

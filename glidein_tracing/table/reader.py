@@ -94,7 +94,7 @@ def read_rows(table_dir, dataset: str, columns=None):
     parts = []
     for path in list(scan.files):
         try:
-            part = pq.read_table(path)
+            part = pq.read_table(path, partitioning=None)  # pyarrow 21 (3.9) adds date= of the path
         except (OSError, ValueError) as exc:
             scan.skipped.append((path, f"damaged Parquet file, skipped ({exc})"))
             scan.files.remove(path)
