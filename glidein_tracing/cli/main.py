@@ -27,6 +27,7 @@ VERBS = {
     "analyze": "analyze",
     "rules": "rules",
     "table": "table",
+    "why": "why",
 }
 # a module missing at run time -> the extra that installs it (setup.cfg)
 EXTRA_OF_MODULE = {"htcondor2": "factory", "classad2": "factory", "htcondor": "factory", "tqdm": "factory",

@@ -26,6 +26,20 @@ def parse_old_ad(text: str):
         ad = classad2.parseOne(text, classad2.ParserType.Old)
     except Exception:  # the bindings raise several types on bad input
         return None
+    return _as_dict(ad)
+
+
+def parse_old_ads(text: str) -> list:
+    """The ClassAds of a file in the old syntax, as ``condor_q -l`` writes them (blank lines
+    between ads), each as a dict; None when the text is not such a file."""
+    try:
+        import classad2
+        return [_as_dict(ad) for ad in classad2.parseAds(text, classad2.ParserType.Old)]
+    except Exception:  # the bindings raise several types on bad input
+        return None
+
+
+def _as_dict(ad) -> dict:
     out = {}
     for key in ad.keys():
         try:
