@@ -20,12 +20,13 @@ fi
 read -r -a PYTHONS <<< "${GLIDEIN_TRACING_PYTHONS:-${PYTHON:-python3}}"
 status=0
 summary=()
+failed() { [ "$status" != 0 ] || status=$1; }    # the exit code is the first failure's
 for index in "${!PYTHONS[@]}"; do
     python="${PYTHONS[$index]}"
     if ! version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null); then
         echo "tests/run.sh: $python is not a runnable Python" >&2
         summary+=("$python: not found")
-        status=2
+        failed 2
         continue
     fi
     if [[ " ${done_versions:-} " == *" $version "* ]]; then
@@ -36,7 +37,7 @@ for index in "${!PYTHONS[@]}"; do
     if [ -x "$venv/bin/python" ] && [ "$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" != "$version" ]; then
         echo "tests/run.sh: $venv is not Python $version: set GLIDEIN_TRACING_VENV, or remove $venv" >&2
         summary+=("Python $version ($venv): wrong virtualenv")
-        status=2
+        failed 2
         continue
     fi
     echo "tests/run.sh: Python $version ($python), virtualenv $venv" >&2
@@ -45,7 +46,7 @@ for index in "${!PYTHONS[@]}"; do
             || ! "$venv/bin/python" -m pip install --quiet --upgrade pip \
             || ! "$venv/bin/python" -m pip install --quiet -e '.[test]'; then
         summary+=("Python $version ($venv): the install failed")
-        status=2
+        failed 2
         continue
     fi
     echo "tests/run.sh: installed in $((SECONDS - started)) s" >&2
@@ -55,7 +56,7 @@ for index in "${!PYTHONS[@]}"; do
     else
         code=$?
         summary+=("Python $version ($venv): pytest exit $code after $((SECONDS - started)) s")
-        [ "$status" != 0 ] || status=$code
+        failed "$code"
     fi
 done
 printf 'tests/run.sh: %s\n' "${summary[@]}" >&2
