@@ -234,3 +234,18 @@ def test_a_simulated_glidein_with_jobs_has_the_factorys_numbers_with_its_starter
             read["glidein.gwms.goodnz_s"]) == tuple(run.summary)
     assert (read["glidein.gwms.validation_s"], read["glidein.gwms.condor_s"], read["glidein.gwms.glidein_s"]) == \
         (run.validation_s, run.condor_s, run.glidein_s)
+
+
+def test_a_hostile_stdout_gives_no_number_it_does_not_hold():
+    """The stdout is the node's: 16 MiB of near-banners (a block never closed, banner starts by
+    the million on long lines, numbers beyond any duration) give only what real banners say."""
+    from glidein_tracing.factory.glidein_stdout import MAX_STDOUT_BYTES, stdout_facts
+    long_lines = (b"=== Last script starting " * 40 + b"\n") * 5000
+    near = b"=== Condor starting x ===\n=== Condor ended x after 7 ===\n=== Stats of main ===\n" + \
+        b"Total jobs 1 x" * 18 + b"\n"
+    end = b"\n=== End Stats of main ===\n"
+    text = (long_lines + near * 60000)[:MAX_STDOUT_BYTES - len(end)] + end
+    assert stdout_facts(text) == {"glidein.gwms.condor_started": True, "glidein.gwms.condor_s": 7}
+    huge = b"=== Last script starting x (1) after validating for 99999999999999 ===\n=== Glidein ending x with code 0 after 5 ===\n"
+    assert stdout_facts(huge) == {"glidein.gwms.condor_started": False, "glidein.gwms.exit_code": 0,
+                                  "glidein.gwms.glidein_s": 5}

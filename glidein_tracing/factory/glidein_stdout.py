@@ -29,11 +29,16 @@ from ..core.knobs import SWITCH
 MAX_STDOUT_BYTES = 16 * 1024 * 1024
 _MAX_SECONDS = 10**9          # ~31 years: beyond that a number is not a duration
 
+MAX_LINE_BYTES = 256          # a banner is one short line (~100 bytes): longer lines are not read
+MAX_TOTAL_LINES = 64          # lines of the StarterLog summary read (it has 6 per slot)
+
+# each banner is one line (GlideinWMS's patterns do not cross lines): read line by line, so a
+# hostile stdout (millions of banner starts on one line, a block never closed) costs one pass
 _VALIDATION = re.compile(rb"=== Last script starting .* after validating for ([0-9]+) ===")
 _CONDOR_START = re.compile(rb"=== Condor starting.*===")
 _CONDOR_END = re.compile(rb"=== Condor ended.*after ([0-9]+) ===")
-# greedy, as GlideinWMS's: from the first slot's banner to the last slot's end banner
-_SLOT_STATS = re.compile(rb"=== Stats of (\S+) ===(.*)=== End Stats of \S+ ===", re.DOTALL)
+_SLOT_START = re.compile(rb"=== Stats of (\S+) ===")
+_SLOT_END = re.compile(rb"=== End Stats of \S+ ===")
 _STATS_LINE = re.compile(rb"Total(.*)jobs ([0-9]+) .*utilization ([0-9]+)")
 _GLIDEIN_END = re.compile(rb"=== Glidein ending .* with code ([0-9]+) after ([0-9]+) ===")
 
@@ -89,44 +94,63 @@ def stdout_facts(text: bytes) -> dict:
     """GlideinWMS's reading of one glidein's stdout ``text`` as root attributes."""
     if len(text) < 10:        # GlideinWMS's reading of an empty output
         return {c.GLIDEIN_GWMS_CONDOR_STARTED: False, c.GLIDEIN_GWMS_GLIDEIN_S: 0}
+    lines = [line for line in text.split(b"\n") if len(line) <= MAX_LINE_BYTES]
     out = {c.GLIDEIN_GWMS_CONDOR_STARTED: False}
     at = 0
-    match = _VALIDATION.search(text)
-    if match:
-        _seconds(out, c.GLIDEIN_GWMS_VALIDATION_S, match.group(1))
-        at = match.end()
-    match = _CONDOR_START.search(text, at)
-    if match:
+    found = _first(lines, _VALIDATION, at)
+    if found:
+        _seconds(out, c.GLIDEIN_GWMS_VALIDATION_S, found[1].group(1))
+        at = found[0] + 1
+    found = _first(lines, _CONDOR_START, at)
+    if found:
         out[c.GLIDEIN_GWMS_CONDOR_STARTED] = True
-        at = match.end()
-        match = _CONDOR_END.search(text, at)
-        if match:
-            _seconds(out, c.GLIDEIN_GWMS_CONDOR_S, match.group(1))
-            at = match.end()
-            at = _summary(out, text, at)
-    match = _GLIDEIN_END.search(text, at)
-    if match:
-        _seconds(out, c.GLIDEIN_GWMS_EXIT_CODE, match.group(1))
-        _seconds(out, c.GLIDEIN_GWMS_GLIDEIN_S, match.group(2))
+        at = found[0] + 1
+        found = _first(lines, _CONDOR_END, at)
+        if found:
+            _seconds(out, c.GLIDEIN_GWMS_CONDOR_S, found[1].group(1))
+            at = _summary(out, lines, found[0] + 1)
+    found = _first(lines, _GLIDEIN_END, at)
+    if found:
+        _seconds(out, c.GLIDEIN_GWMS_EXIT_CODE, found[1].group(1))
+        _seconds(out, c.GLIDEIN_GWMS_GLIDEIN_S, found[1].group(2))
     return out
 
 
-def _summary(out: dict, text: bytes, at: int) -> int:
-    """The StarterLog summary's Total, goodZ and goodNZ lines (the first of each kind; a block
-    whose first slot ends in 1, a monitoring slot, left out); returns where the search goes on."""
-    for block in _SLOT_STATS.finditer(text, at):
-        at = block.end()
-        if block.group(1).endswith(b"1"):
-            continue
-        for line in _STATS_LINE.finditer(block.group(2)):
-            kind = line.group(1).strip().decode("ascii", "replace") or "Total"
+def _first(lines: list, pattern, at: int):
+    """(index, match) of the first of ``lines`` from ``at`` on that ``pattern`` matches."""
+    for index in range(at, len(lines)):
+        match = pattern.search(lines[index])
+        if match:
+            return index, match
+    return None
+
+
+def _summary(out: dict, lines: list, at: int) -> int:
+    """The StarterLog summary: as GlideinWMS reads it, one block from the first slot's banner
+    to the last slot's end banner, left out when that first slot ends in 1 (a monitoring
+    slot); in it the first Total, goodZ and goodNZ lines. Returns where the search goes on."""
+    found = _first(lines, _SLOT_START, at)
+    if not found:
+        return at
+    first, slot = found[0], found[1].group(1)
+    last = next((i for i in range(len(lines) - 1, first - 1, -1) if _SLOT_END.search(lines[i])), None)
+    if last is None:
+        return at
+    if not slot.endswith(b"1"):
+        # the summary is a few lines: the first MAX_TOTAL_LINES lines naming "Total" are read
+        totals = (line for line in lines[first:last + 1] if b"Total" in line)
+        for _, line in zip(range(MAX_TOTAL_LINES), totals):
+            match = _STATS_LINE.search(line)
+            if match is None:
+                continue
+            kind = match.group(1).strip().decode("ascii", "replace") or "Total"
             names = _STATS.get(kind)
             if names is None or names[1] in out:
                 continue
             if names[0] is not None:
-                _seconds(out, names[0], line.group(2))
-            _seconds(out, names[1], line.group(3))
-    return at
+                _seconds(out, names[0], match.group(2))
+            _seconds(out, names[1], match.group(3))
+    return last + 1
 
 
 def _seconds(out: dict, name: str, digits: bytes):
