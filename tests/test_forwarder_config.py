@@ -41,6 +41,7 @@ def test_every_key_reaches_the_forwarder_settings(tmp_path):
               "entry_schedds": {"E": "s2@f"}, "endpoint": "http://127.0.0.1:1", "headers": {"a": "b"},
               "certificate": "/ca.pem", "compression": "gzip", "timeout": 3.5, "max_request_bytes": 1000,
               "query": "http://127.0.0.1:2", "store": str(tmp_path / "s"), "state": str(tmp_path / "l"),
+              "store_max_days": 14.0, "store_max_gb": 2.5,
               "table": str(tmp_path / "t"),
               "grace": 7.0, "sampling_ratio": 0.25, "redact": ["x.y"], "batch_spans": 9,
               "service_name": "svc", "follow": True, "interval": 30.0,

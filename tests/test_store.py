@@ -12,7 +12,7 @@ import pytest
 from glidein_tracing.cli.main import main
 from glidein_tracing.core.converter import convert
 from glidein_tracing.exporters.otlp_json import encode_request
-from glidein_tracing.exporters.store import (JsonLinesStoreExporter, Store, StoreReadReport, iter_store, line_pieces,
+from glidein_tracing.exporters.store import (JsonLinesStoreExporter, Store, StoreReadReport, iter_store, line_pieces, store_files,
                                              read_store, store_files)
 from glidein_tracing.core.journal import format_line, parse_lines
 
@@ -207,3 +207,44 @@ def test_the_synthetic_generator_writes_through_the_stores_own_writer(tmp_path):
     trace_id, spans, name, _, outcome = next(iter(store.summaries()))
     assert len(store.trace(trace_id)) == spans and name.split()[0] == "glidein" and outcome
     assert len(read_store(tmp_path)) == 300
+
+
+def glidein_on(name, start):
+    lines = root_lines(start, **{"glidein.name": name}) + [format_line(start + 3, "end", "glidein", {})]
+    events, _ = parse_lines("".join(lines).encode())
+    return convert(events)
+
+
+def test_the_store_drops_its_oldest_days_whole_with_their_index(tmp_path, monkeypatch):
+    from glidein_tracing.exporters import store as store_mod
+    days = [20261101, 20261102, 20261103, 20261104, 20261105]
+    traces = {}
+    for n, day in enumerate(days):
+        monkeypatch.setattr(store_mod, "_today", lambda day=day: day)
+        batch = glidein_on(f"g{n}", 1000.0 + n * 86400)
+        JsonLinesStoreExporter(tmp_path).export(batch)
+        traces[day] = format(batch[0].context.trace_id, "032x")
+    store = Store(tmp_path)
+    assert store.prune(max_days=3, today=20261105) == [20261101, 20261102]   # keeps 3 days: 03, 04, 05
+    assert len(store_files(tmp_path)) == 3
+    assert store.find(traces[20261101]) == [] and store.trace(traces[20261102]) == []
+    assert store.find(traces[20261103]) == [traces[20261103]]
+    assert {t for t, *_ in store.summaries()} == {traces[d] for d in days[2:]}
+    assert store.health()["rebuilds"] == 0        # the index was pruned, not rebuilt
+    # past a size bound the oldest days go too, never the newest
+    assert store.prune(max_bytes=1, today=20261105) == [20261103, 20261104]
+    assert [t for t, *_ in Store(tmp_path, read_only=True).summaries()] == [traces[20261105]]
+
+
+def test_show_list_pages_by_start_time(tmp_path, capsys):
+    exporter = JsonLinesStoreExporter(tmp_path)
+    for n in range(5):
+        exporter.export(glidein_on(f"g{n}", 1_790_000_000.0 + n * 3600))
+    assert main(["show", "--list", "--store", str(tmp_path), "--limit", "2"]) == 0
+    latest = capsys.readouterr().out.splitlines()
+    assert len(latest) == 2 and "17:13:20" in latest[0] and "18:13:20" in latest[1]   # the newest two
+    assert main(["show", "--list", "--store", str(tmp_path), "--since", "2026-09-21T15:13", "--limit", "2"]) == 0
+    page = capsys.readouterr().out.splitlines()
+    assert len(page) == 2 and "15:13:20" in page[0] and "16:13:20" in page[1]
+    assert main(["show", "--list", "--store", str(tmp_path), "--since", "last week"]) != 0
+    assert "--since wants a UTC time" in capsys.readouterr().err

@@ -79,7 +79,8 @@ def run(args):
                                       certificate=conf.certificate, compression=conf.compression)
         reconcile = jaeger_span_ids(conf.query) if conf.query else None
     else:
-        exporter = JsonLinesStoreExporter(conf.store)
+        exporter = JsonLinesStoreExporter(conf.store, max_days=conf.store_max_days,
+                                          max_bytes=None if conf.store_max_gb is None else int(conf.store_max_gb * 1e9))
         reconcile = store_span_ids(exporter.directory)
     ledger_lock.hold(conf.ledger_path())      # for this process's life: one forwarder per ledger
     ledger = Ledger(conf.ledger_path())

@@ -1,8 +1,8 @@
 """Print a stored trace as a tree (stage, duration, status, key attributes).
 
 Reads the embedded store (default under the user's data dir, or --store DIR) through its
-index: a trace id prefix is enough when it is unique; `--list` prints the traces in the
-store; `--reindex` rebuilds the index from the store's files (it is rebuilt by itself when
+index: a trace id prefix is enough when it is unique; `--list` prints a page of the store's
+traces by start time (`--limit`, `--since`: an index range, whatever the store holds); `--reindex` rebuilds the index from the store's files (it is rebuilt by itself when
 missing, stale or damaged). `--html FILE` writes the trace as a waterfall page instead
 (the page the analysis report links a trace id to), linking to Jaeger with `--jaeger-ui URL`.
 """
@@ -23,7 +23,11 @@ from ..viewers.tree import render
 def add_arguments(parser):
     parser.add_argument("trace_id", nargs="?", help="trace id (or a unique prefix)")
     parser.add_argument("--store", help="store directory (default: the user's data dir)", default=None)
-    parser.add_argument("--list", action="store_true", help="list the traces in the store")
+    parser.add_argument("--list", action="store_true",
+                        help="list the store's latest traces by start time (a page: --limit, --since)")
+    parser.add_argument("--since", metavar="TIME", help="with --list: the traces started from TIME on (UTC, "
+                        "YYYY-MM-DD[THH:MM[:SS]]; the last time a page printed gives the next page)")
+    parser.add_argument("--limit", type=int, default=100, metavar="N", help="with --list: at most N traces (default 100)")
     parser.add_argument("--reindex", action="store_true", help="rebuild the store's index from its files")
     parser.add_argument("--html", metavar="FILE", help="write the trace as a self-contained waterfall page")
     parser.add_argument("--jaeger-ui", metavar="URL",
@@ -66,6 +70,20 @@ def run(args):
     return 0
 
 
+def _since_ns(text: str | None) -> int | None:
+    """--since's UTC time in ns since the epoch; UserError when it is not such a time."""
+    if text is None:
+        return None
+    import datetime
+    try:
+        when = datetime.datetime.fromisoformat(text.replace(" ", "T").rstrip("Z"))
+    except ValueError:
+        raise UserError(f"--since wants a UTC time like 2026-11-27 or 2026-11-27T13:05:00, not {text!r}") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return int(when.timestamp()) * 1_000_000_000 + when.microsecond * 1000
+
+
 def _show(args, store: Store):
     """What the arguments ask of the store; (trace id, its spans) for one trace to render,
     None when it was printed here (a list, a reindex)."""
@@ -75,7 +93,9 @@ def _show(args, store: Store):
               f"{health['bad_lines']} unreadable lines, {health['cut_lines']} lines cut short")
         return None
     if args.list or not args.trace_id:
-        for trace_id, spans, name, start_ns, outcome in store.summaries():
+        if args.limit < 1:
+            raise UserError(f"--limit wants a number of traces of at least 1, not {args.limit}")
+        for trace_id, spans, name, start_ns, outcome in store.listing(_since_ns(args.since), args.limit):
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(start_ns / 1e9)) if start_ns else "-"
             name, outcome = escape(name or "(no root)", newlines=False), escape(outcome or "", newlines=False)
             echo(f"{escape(trace_id, newlines=False)}  {spans:4d} spans  {when}  {name}  {outcome}".rstrip())

@@ -26,6 +26,8 @@ import fcntl
 import json
 import os
 import sqlite3
+import time
+import datetime
 from collections import defaultdict
 from pathlib import Path
 from typing import NamedTuple
@@ -41,12 +43,15 @@ FILE_PREFIX = "traces-"
 FILE_SUFFIX = ".jsonl"
 INDEX_FILE = "index.sqlite"
 ROTATE_BYTES = 64 * 1024 * 1024
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+DAY_FILES = 10000     # a file's number is YYYYMMDD * DAY_FILES + its rank that day: a file holds one day
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS traces (trace_id BLOB PRIMARY KEY, span_ids BLOB NOT NULL,
     spans INTEGER NOT NULL, root_name TEXT, start_ns INTEGER, outcome TEXT) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS traces_start ON traces(start_ns);
 CREATE TABLE IF NOT EXISTS lines (trace_id BLOB NOT NULL, file INTEGER NOT NULL,
     offset INTEGER NOT NULL, length INTEGER NOT NULL, PRIMARY KEY (trace_id, file, offset)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS lines_file ON lines(file);
 CREATE TABLE IF NOT EXISTS files (file INTEGER PRIMARY KEY, indexed_bytes INTEGER NOT NULL,
     bad_lines INTEGER NOT NULL, cut_bytes INTEGER NOT NULL);
 """
@@ -68,6 +73,19 @@ def store_files(directory) -> list[Path]:
 
 def _file_number(path: Path) -> int:
     return int(path.name[len(FILE_PREFIX):-len(FILE_SUFFIX)])
+
+
+def _today() -> int:
+    """The UTC day now, as YYYYMMDD."""
+    return int(time.strftime("%Y%m%d", time.gmtime()))
+
+
+def _day_ordinal(day: int) -> int:
+    """Days since year 1 of a YYYYMMDD day (0: not a day, e.g. a file of another layout)."""
+    try:
+        return datetime.date(day // 10000, day // 100 % 100, day % 100).toordinal()
+    except ValueError:
+        return 0
 
 
 class StoreReadReport:
@@ -414,11 +432,58 @@ class Store:
             return handle.read(1) != b"\n"
 
     def _current_file(self) -> Path:
+        """Today's last file while it has room, else a new one: a file holds one UTC day's
+        lines (a batch written across midnight stays whole), so days are dropped whole."""
         files = store_files(self.directory)
-        if files and files[-1].stat().st_size < self.rotate_bytes:
+        today = _today()
+        if not files:
+            return _file_path(self.directory, today * DAY_FILES)
+        last = _file_number(files[-1])
+        if last // DAY_FILES == today and files[-1].stat().st_size < self.rotate_bytes:
             return files[-1]
-        number = _file_number(files[-1]) + 1 if files else 0
-        return self.directory / f"{FILE_PREFIX}{number:06d}{FILE_SUFFIX}"
+        return _file_path(self.directory, max(last + 1, today * DAY_FILES))
+
+    # -- retention -------------------------------------------------------------------------
+    def prune(self, max_days: float | None = None, max_bytes: int | None = None, today: int | None = None) -> list:
+        """Drop the oldest days whole, with their lines in the index: those more than
+        ``max_days`` before ``today`` (YYYYMMDD, UTC), then more while the files take over
+        ``max_bytes`` (the newest day is always kept). The days dropped, oldest first.
+
+        A trace whose lines all go leaves the index; one with lines on a later day (its
+        stages stored before and after midnight) keeps its entry, whose counts then include
+        the spans dropped."""
+        today = _today() if today is None else today
+        with self._locked() as db:
+            by_day: dict = defaultdict(list)
+            sizes = {}
+            for path in store_files(self.directory):
+                by_day[_file_number(path) // DAY_FILES].append(path)
+                sizes[path] = path.stat().st_size
+            days = sorted(by_day)
+            total = sum(sizes.values())
+            drop = []
+            for day in days[:-1]:
+                too_old = max_days is not None and _day_ordinal(today) - _day_ordinal(day) >= max_days
+                too_big = max_bytes is not None and total > max_bytes
+                if not (too_old or too_big):
+                    break
+                drop.append(day)
+                total -= sum(sizes[p] for p in by_day[day])
+            paths = [p for day in drop for p in by_day[day]]
+            if paths:
+                numbers = [_file_number(p) for p in paths]
+                marks = ",".join("?" * len(numbers))
+                with _transaction(db):
+                    traces = [row[0] for row in db.execute(
+                        f"SELECT DISTINCT trace_id FROM lines WHERE file IN ({marks})", numbers)]
+                    db.execute(f"DELETE FROM lines WHERE file IN ({marks})", numbers)
+                    db.executemany("DELETE FROM traces WHERE trace_id = ? AND NOT EXISTS "
+                                   "(SELECT 1 FROM lines WHERE trace_id = ?)", [(t, t) for t in traces])
+                    db.execute(f"DELETE FROM files WHERE file IN ({marks})", numbers)
+                for path in paths:     # a file left by a crash here is indexed again, and dropped next time
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+        return drop
 
     # -- reading ---------------------------------------------------------------------------
     def trace(self, trace_id: str) -> list[dict]:
@@ -431,7 +496,7 @@ class Store:
         try:
             for number, offset, length in where:
                 if number not in handles:
-                    handles[number] = open(self.directory / f"{FILE_PREFIX}{number:06d}{FILE_SUFFIX}", "rb")
+                    handles[number] = open(_file_path(self.directory, number), "rb")
                 handle = handles[number]
                 handle.seek(offset)
                 try:
@@ -458,6 +523,20 @@ class Store:
                               (low, high, limit)).fetchall()
         return [row[0].hex() for row in rows]
 
+    def listing(self, since_ns: int | None = None, limit: int = 100) -> list:
+        """(trace id, spans, root name, start ns, outcome) of at most ``limit`` traces by their
+        root's start: the first from ``since_ns`` on, else the latest (oldest first): an index
+        range, whatever the store holds."""
+        with self._locked() as db:
+            if since_ns is None:
+                rows = db.execute("SELECT trace_id, spans, root_name, start_ns, outcome FROM traces "
+                                  "WHERE start_ns IS NOT NULL ORDER BY start_ns DESC LIMIT ?", (limit,)).fetchall()
+                rows.reverse()
+            else:
+                rows = db.execute("SELECT trace_id, spans, root_name, start_ns, outcome FROM traces "
+                                  "WHERE start_ns >= ? ORDER BY start_ns LIMIT ?", (since_ns, limit)).fetchall()
+        return [(trace.hex(), spans, name, start, outcome) for trace, spans, name, start, outcome in rows]
+
     def summaries(self):
         """(trace id, spans, root name, start ns, outcome) of every trace, in trace id order."""
         with self._locked() as db:
@@ -481,6 +560,10 @@ class Store:
             fcntl.flock(lock, fcntl.LOCK_EX)
             self._rebuild_index().close()
         return self.health()
+
+
+def _file_path(directory: Path, number: int) -> Path:
+    return Path(directory) / f"{FILE_PREFIX}{number:06d}{FILE_SUFFIX}"
 
 
 def _root_summary(span) -> dict | None:
@@ -544,8 +627,10 @@ def _open_read_only(index_path: Path) -> sqlite3.Connection | None:
 class JsonLinesStoreExporter(DeliveringExporter):
     """An SDK span exporter into a store: spans it already holds are not written again."""
 
-    def __init__(self, directory=None, rotate_bytes: int = ROTATE_BYTES):
+    def __init__(self, directory=None, rotate_bytes: int = ROTATE_BYTES, max_days: float | None = None,
+                 max_bytes: int | None = None):
         self.store = Store(directory, rotate_bytes)
+        self.max_days, self.max_bytes = max_days, max_bytes   # the store's retention (Store.prune)
         self.directory = self.store.directory
         self._shutdown = False
         self.written = 0
@@ -556,6 +641,8 @@ class JsonLinesStoreExporter(DeliveringExporter):
             return Delivery.refused(spans, "the store exporter is shut down")
         try:
             written, duplicates = self.store.append(list(spans))
+            if self.max_days is not None or self.max_bytes is not None:
+                self.store.prune(self.max_days, self.max_bytes)
         except (OSError, sqlite3.Error) as exc:
             if is_no_space(exc):   # not a failed export to retry at once: the caller must stop
                 raise NoSpaceError(self.directory) from exc

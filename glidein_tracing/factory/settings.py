@@ -72,6 +72,10 @@ class ForwarderSettings:
     query: str | None = _setting("url", None, "Jaeger query API base URL, to reconcile after a crash",
                                  flag="--query")
     store: str | None = _setting("str", None, "store directory (when spans go to no endpoint)", flag="--store")
+    store_max_days: float | None = _setting("float", 30.0, "days the store keeps: older days are dropped whole "
+                                            "(null: all)", minimum=1)
+    store_max_gb: float | None = _setting("float", None, "gigabytes the store keeps at most: the oldest days are "
+                                          "dropped whole beyond it, never the newest (null: no bound)", minimum=0.001)
     state: str | None = _setting("str", None, "ledger file (default: <store or user data dir>/forwarder.sqlite)",
                                  flag="--state")
     table: str | None = _setting("str", None, "glidein table directory (default: glidein-table beside the "
