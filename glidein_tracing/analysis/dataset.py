@@ -155,27 +155,42 @@ def _view(con, view: str, scan: reader.Scan, columns, where: str) -> None:
         con.execute(f"CREATE VIEW {view} AS SELECT {cols}, CAST(NULL AS DATE) AS date WHERE false")
 
 
-def _rollup_views(con, dataset: str, scan: reader.Scan, columns, where: str) -> tuple[int, int]:
+def _rollup_views(con, dataset: str, scan: reader.Scan, columns, where: str, raw_only: bool) -> tuple[int, int]:
     """``<dataset>_unrolled``: the files without a usable rollup; ``<dataset>_rollups``: the
     long rows of the others' rollups. Returns (files read from their rollup, files whose
-    rollup is stale)."""
-    rolled, stale = rollup.usable(scan.files, scan.rows)
+    rollup is stale). ``raw_only``: a filter the rollups cannot apply (their rows are per
+    entry and site only), so every file is read raw."""
+    rolled, stale = ({}, []) if raw_only else rollup.usable(scan.files, scan.rows)
     raw = [f for f in scan.files if f not in rolled]
     unrolled = reader.Scan(files=raw, schemas={f: scan.schemas[f] for f in raw})
     _view(con, f"{dataset}_unrolled", unrolled, columns, where)
     names = ", ".join(name for name, _ in LONG_COLUMNS)
     source = (f"read_parquet([{_listing(rolled.values())}], hive_partitioning=false)" if rolled else
               "(SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {n}" for n, t in LONG_COLUMNS) + " WHERE false)")
-    con.execute(f"CREATE VIEW {dataset}_rollups AS SELECT {names} FROM {source} {where}")
+    con.execute(f"CREATE VIEW {dataset}_rollups AS SELECT {names} FROM {source} {'' if raw_only else where}")
     return len(rolled), len(stale)
 
 
-def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = MEMORY_LIMIT,
-                 verify: bool = False) -> Dataset:
+def _time_condition(since: float | None, until: float | None, partitioned: bool) -> list:
+    """Glideins that ended in [since, until) (epoch seconds), and (``partitioned``: files of
+    day partitions) only the days that can hold them (a row's day is its end's UTC day), so
+    the others are not read."""
+    out = []
+    for bound, op, day_op in ((since, ">=", ">="), (until, "<", "<=")):
+        if bound is not None:
+            at = f"make_timestamp({int(bound * 1e6)})"
+            out += [f"ended_at {op} {at}"] + ([f"date {day_op} CAST({at} AS DATE)"] if partitioned else [])
+    return out
+
+
+def open_dataset(*paths, jobs=(), entries=None, sites=None, clients=None, groups=None, since: float | None = None,
+                 until: float | None = None, memory_limit: str = MEMORY_LIMIT, verify: bool = False) -> Dataset:
     """Views over the readable files of ``paths`` (see the module doc); ``jobs``: globs of job
-    files (for ``paths`` that are globs of glidein files); ``entries``/``sites`` keep only those
-    (both views). ``verify``: decode every value of every file first (slow; for a dataset
-    whose footers read but whose data does not, to find and skip the damaged files)."""
+    files (for ``paths`` that are globs of glidein files); ``entries``/``sites``/``clients``
+    (Frontend clients)/``groups`` (Frontend groups) keep only those, ``since``/``until`` (epoch
+    seconds) the glideins that ended in [since, until) (both views: a job is kept with its
+    glidein). ``verify``: decode every value of every file first (slow; for a dataset whose
+    footers read but whose data does not, to find and skip the damaged files)."""
     import duckdb
     try:
         glideins = _usable([_scan(p, GLIDEINS_DATASET) for p in paths], verify)
@@ -202,15 +217,18 @@ def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = 
     # keeps them (it checks each file's modification time before reusing one)
     con.execute("SET parquet_metadata_cache=true")
     con.execute("SET enable_progress_bar=false")
-    conditions = []
-    for column, values in (("entry", entries), ("site", sites)):
-        if values:
-            conditions.append(f"{column} IN (" + ", ".join(map(sql_text, values)) + ")")
+    filters = {"entry": entries, "site": sites, "client": clients, "client_group": groups}
+    conditions = [f"{column} IN (" + ", ".join(map(sql_text, values)) + ")" for column, values in filters.items() if values]
+    glidein_only = bool(clients or groups) or since is not None or until is not None   # columns the jobs lack
+    conditions += _time_condition(since, until, all("date=" in f for f in glidein_files))
     where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
     rollups = {"files": len(glidein_files) + len(job_files), "used": 0, "stale": 0}
     for dataset, scan, columns in ((GLIDEINS_DATASET, glideins, GLIDEINS), (JOBS_DATASET, jobs_found, JOBS)):
+        if dataset == JOBS_DATASET and glidein_only:    # the jobs of the glideins kept
+            where = " AND ".join(["WHERE trace_id IN (SELECT trace_id FROM glideins)"]
+                                 + [c for c in conditions if c.startswith(("entry ", "site "))])
         _view(con, dataset, scan, columns, where)
-        used, stale = _rollup_views(con, dataset, scan, columns, where)
+        used, stale = _rollup_views(con, dataset, scan, columns, where, raw_only=glidein_only)
         rollups["used"] += used
         rollups["stale"] += stale
     data = Dataset(con, glidein_files, job_files, skipped, rollups=rollups)
@@ -220,19 +238,34 @@ def open_dataset(*paths, jobs=(), entries=None, sites=None, memory_limit: str = 
         raise DatasetError(f"the glidein files lack {', '.join(missing)}: not a glidein table this version reads")
     data.versions = sorted(set(glideins.versions.values()))
     if conditions and not con.execute("SELECT 1 FROM glideins LIMIT 1").fetchall():   # fetched whole: the connection goes on
-        raise DatasetError(_nothing_matches(con, glideins, entries, sites, paths))
+        raise DatasetError(_nothing_matches(con, glideins, filters, since, until, paths))
     return data
 
 
-def _nothing_matches(con, scan: reader.Scan, entries, sites, paths) -> str:
-    """Why the filters keep no glidein: the values asked for, and some the table holds."""
-    asked = " and ".join(f"{column} {', '.join(values)}" for column, values in (("entry", entries), ("site", sites))
-                         if values)
-    column = "entry" if entries else "site"
-    present = [r[0] for r in con.execute(
-        f"SELECT DISTINCT {column} FROM read_parquet([{_listing(scan.files)}], union_by_name=true) "
-        f"ORDER BY 1 LIMIT 11").fetchall()]
-    listed = ", ".join(map(str, present[:10])) + (", ..." if len(present) > 10 else "")
-    plural = {"entry": "entries", "site": "sites"}[column]
-    return f"no glidein of {asked} in {', '.join(map(str, paths))} (its {plural}: {listed or 'none'})"
+PLURALS = {"entry": "entries", "site": "sites", "client": "Frontend clients", "client_group": "Frontend groups"}
+
+
+def _nothing_matches(con, scan: reader.Scan, filters: dict, since, until, paths) -> str:
+    """Why the filters keep no glidein: the values asked for, and some the table holds (or
+    when its glideins ended)."""
+    asked = [f"{'group' if column == 'client_group' else column} {', '.join(values)}"
+             for column, values in filters.items() if values]
+    files = f"read_parquet([{_listing(scan.files)}], union_by_name=true)"
+    when = " and ".join(f"{word} {_utc(t)}" for word, t in (("ended since", since), ("before", until)) if t is not None)
+    if when:
+        asked.append(f"that {when} UTC")
+    column = next((column for column, values in filters.items() if values), None)
+    if column is None:
+        first, last = con.execute(f"SELECT min(ended_at), max(ended_at) FROM {files}").fetchone()
+        held = f"its glideins ended from {first} to {last} UTC"
+    else:
+        present = [r[0] for r in con.execute(f"SELECT DISTINCT {column} FROM {files} ORDER BY 1 LIMIT 11").fetchall()]
+        held = f"its {PLURALS[column]}: " + (", ".join(map(str, present[:10])) + (", ..." if len(present) > 10 else "")
+                                             or "none")
+    return f"no glidein of {' and '.join(asked)} in {', '.join(map(str, paths))} ({held})"
+
+
+def _utc(epoch: float) -> str:
+    import time
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(epoch))
 

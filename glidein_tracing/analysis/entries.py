@@ -50,15 +50,24 @@ RATIOS = {
 }
 
 
-def _table_sql(sums: dict, relation: str, where: str, group: str) -> str:
-    """The table's SELECT with each sum's SQL (``sums``: name -> SQL) over ``relation``."""
+def _table_sql(sums: dict, relation: str, where: str, group: str, keys: tuple = ("entry",), having: bool = False) -> str:
+    """The table's SELECT with each sum's SQL (``sums``: name -> SQL) over ``relation``, a row
+    per ``keys`` (none: one row); ``having``: the sums are aggregates."""
     columns = ", ".join(f"{RATIOS[c].format(**sums)} AS `{c}`" for c in COLUMNS[1:])
-    return (f"SELECT entry, {columns} FROM {relation} {where} {group} "
-            f"{'HAVING' if group else 'WHERE'} {sums['lasted']} > 0 ORDER BY waste DESC, entry")
+    return (f"SELECT {''.join(k + ', ' for k in keys)}{columns} FROM {relation} {where} {group} "
+            f"{'HAVING' if group or having else 'WHERE'} {sums['lasted']} > 0 ORDER BY waste DESC"
+            + "".join(f", {k}" for k in keys))
 
 
-WASTE_TABLE_SQL = _table_sql({name: f"SUM({term})" for name, term in ENTRY_SUMS.items()}, "glideins",
-                             f"WHERE {ENTRY_SUMS_OF}", "GROUP BY entry")
+def rows_sql(keys: tuple = ("entry",), where: str = "") -> str:
+    """The table as one plain SQL statement over the rows of a relation named ``glideins``, a
+    row per ``keys`` (none: the total), of the glideins meeting ``where`` too."""
+    return _table_sql({name: f"SUM({term})" for name, term in ENTRY_SUMS.items()}, "glideins",
+                      f"WHERE {ENTRY_SUMS_OF}" + (f" AND {where}" if where else ""),
+                      f"GROUP BY {', '.join(keys)}" if keys else "", keys, having=True)
+
+
+WASTE_TABLE_SQL = rows_sql()
 
 
 def waste_table(con, glideins) -> list[dict]:

@@ -236,6 +236,8 @@ def _gwms(page: Page, doc: dict, plots: dict) -> None:
     page.section("GlideinWMS analyze_entries", page.table(cols, [[e[k] for k in keys] for e in doc["entries"]]),
                  note="GlideinWMS's columns and definitions (docs/analysis.md), from the table's gwms_* columns; "
                       "traced and untraced: the glideins whose journal came back and those of entries that do not trace")
+    _frontends(page, doc)
+    _windows(page, doc)
     seen = doc["stats"]["settings_in_force"]
     rows = [(knob, doc["current_settings"][key], (seen.get(key) or {}).get("estimate_s"),
              (seen.get(key) or {}).get("support")) for key, knob in (("max_idle", "GLIDEIN_Max_Idle"),
@@ -250,6 +252,30 @@ def _gwms(page: Page, doc: dict, plots: dict) -> None:
     page.section("Validation", page.table(("list", "glideins", "total (s)", "share (%)", "p50 (s)", "p90 (s)",
                                            "p99 (s)"), rows) + (f"<p>failed scripts:</p><ul>{failed}</ul>" if failed
                                                                 else ""), ("validation", plots["validation"]))
+
+
+def _frontends(page: Page, doc: dict) -> None:
+    rows = [(f"{r['client']} / {r['group'] if r['group'] is not None else '(all groups)'}", r["glideins"],
+             r["failed_pct"], r["no_job_pct"], r["jobs"], r["jobs_per_glidein"], r["efficiency_pct"], r.get("gwms_wst"),
+             r.get("gwms_badp"), r.get("gwms_waste"), r.get("gwms_time")) for r in doc.get("frontends") or []]
+    if rows:
+        page.section("Per Frontend client and group (as analyze_frontends)", page.table(
+            ("client / group", "glideins", "failed (%)", "no job (%)", "jobs", "jobs per glidein", "efficiency (%)",
+             "wst (%)", "badp (%)", "waste (h)", "time (h)"), rows),
+            note="efficiency: JobsGoodput / Lasted (GlideinWMS's quantities); wst, badp, waste, time: analyze_entries' "
+                 "columns over the group's glideins")
+
+
+def _windows(page: Page, doc: dict) -> None:
+    w = doc.get("windows")
+    if not w:
+        return
+    keys = ("strt", "0job", "wst", "badp", "waste", "time", "glideins")
+    rows = [(f"last {p['hours']:g} h", "(all)", *[(p["total"] or {}).get(k) for k in keys]) for p in w["periods"]]
+    rows += [(f"last {p['hours']:g} h", e["entry"], *[e[k] for k in keys]) for p in w["periods"] for e in p["entries"]]
+    page.section(f"Recent periods, ending {time.strftime('%Y-%m-%d %H:%M', time.gmtime(w['end']))} UTC", page.table(
+        ("period", "entry", "strt (%)", "0job (%)", "wst (%)", "badp (%)", "waste (h)", "time (h)", "glideins"), rows),
+        note="analyze_entries' columns over the glideins that ended in each period")
 
 
 def _failures(page: Page, doc: dict) -> None:

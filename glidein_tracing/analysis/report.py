@@ -17,12 +17,14 @@ from .. import __version__
 from .compare import compare_section, selections
 from .entries import waste_table
 from .failures import failures_section
+from .frontends import frontends_section
 from .services import services_section
 from .stats import aggregate_scans, compute_stats
 from .whatif import DEFAULT_LOST_BUDGET, Settings, candidate_grid, evaluate_grid
+from .windows import windows_section
 
 # the sections analyze() runs, each timed and shown as a stage (the what-if only when asked)
-STAGES = ("stats", "analyze_entries", "failures", "compare")
+STAGES = ("stats", "analyze_entries", "frontends", "failures", "compare")
 
 
 def current_settings(doc_stats: dict, max_idle=None, max_tail=None, retire=None) -> Settings:
@@ -36,10 +38,12 @@ def current_settings(doc_stats: dict, max_idle=None, max_tail=None, retire=None)
 
 def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle=None, max_tail=None,
             retire=None, budget: float = DEFAULT_LOST_BUDGET, source: dict | None = None,
-            timings: dict | None = None, stages=None) -> dict:
+            windows: list | None = None, until: float | None = None, timings: dict | None = None,
+            stages=None) -> dict:
     """The whole analysis document; ``current``: max_idle/max_tail/retire the glideins ran with
-    (None: what the table records); ``timings``: filled with each section's seconds;
-    ``stages``: a core.progress.Stages told of each section as it runs."""
+    (None: what the table records); ``windows``: analyze_entries' recent periods (seconds back
+    from ``until``, else from the latest glidein's end); ``timings``: filled with each
+    section's seconds; ``stages``: a core.progress.Stages told of each section as it runs."""
     con, columns = data.con, data.columns("glideins")
     timings = {} if timings is None else timings
 
@@ -65,8 +69,11 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
                        "schema_versions": data.versions},
            "current_settings": settings.as_dict(), "stats": stats,
            "entries": timed("analyze_entries", lambda: waste_table(con, scans[0])) if "gwms_lasted_s" in columns else [],
+           "frontends": timed("frontends", lambda: frontends_section(con, columns)),
            "failures": timed("failures", lambda: {**failures_section(data), **services_section(data)}),
            "compare": timed("compare", lambda: compare_section(data, overall))}
+    if windows and "gwms_lasted_s" in columns:
+        doc["windows"] = windows_section(con, windows, until, partitioned="date" in columns)
     if whatif and stats["glideins"] and data.has_jobs:
         grid = candidate_grid(settings, max_idle, max_tail, retire)
         doc["whatif"] = timed("whatif", lambda: evaluate_grid(data, settings, grid, budget=budget))
@@ -142,6 +149,8 @@ def summary_text(doc: dict, *, top: int = 10) -> str:
             add(f"{e['entry'][:30]:30s} " + " ".join(f"{e[k]:4.0f}%" for k in ("strt", "fval", "0job", "val", "idle",
                                                                                "wst", "badp"))
                 + f" {e['waste']:9,.1f} {e['time']:9,.1f} {e['glideins']:8,d} {e['traced']:8,d} {e['untraced']:8,d}")
+    lines.extend(frontends_text(doc))
+    lines.extend(windows_text(doc, top))
     f = doc["failures"]
     add(f"failures: {f['failed_glideins']:,} of {f['glideins']:,} traced glideins, {f['failed_jobs']:,} of {f['jobs']:,} jobs")
     for o in f["outages"]:
@@ -167,6 +176,42 @@ def summary_text(doc: dict, *, top: int = 10) -> str:
         add(f"compare {name}: " + (", ".join(best) or "nothing over-represented"))
     lines.extend(_whatif_text(doc))
     return "\n".join(lines)
+
+
+def frontends_text(doc: dict) -> list:
+    """The per Frontend client and group table (frontends.py), with its headers."""
+    rows = doc.get("frontends") or []
+    if not rows:
+        return []
+    out = [f"{'Frontend client / group':40s} {'glideins':>9s} {'failed':>7s} {'0job':>6s} {'jobs':>9s} "
+           f"{'jobs/gl':>7s} {'eff':>6s} {'wst':>5s} {'waste h':>10s} {'time h':>10s}"]
+    for r in rows:
+        name = f"{r['client']} / {r['group'] if r['group'] is not None else '(all groups)'}"
+        pct = lambda v: "-" if v is None else f"{v:.1f}%"  # noqa: E731
+        out.append(f"{name[:40]:40s} {r['glideins']:9,d} {pct(r['failed_pct']):>7s} {pct(r['no_job_pct']):>6s} "
+                   f"{r['jobs']:9,d} {'-' if r['jobs_per_glidein'] is None else format(r['jobs_per_glidein'], '.2f'):>7s} "
+                   f"{pct(r['efficiency_pct']):>6s} {pct(r.get('gwms_wst')):>5s} "
+                   f"{r.get('gwms_waste') or 0:10,.1f} {r.get('gwms_time') or 0:10,.1f}")
+    return out
+
+
+def windows_text(doc: dict, top: int) -> list:
+    """analyze_entries' recent periods (windows.py): a total line per period, its top entries."""
+    w = doc.get("windows")
+    if not w:
+        return []
+    out = [f"recent periods, ending {_when(w['end'])} UTC (analyze_entries' columns, % of Lasted):"]
+    for p in w["periods"]:
+        t = p["total"]
+        if not t:
+            out.append(f"  last {p['hours']:g} h: no glidein ended")
+            continue
+        out.append(f"  last {p['hours']:g} h: {t['glideins']:,} glideins, time {t['time']:,.1f} h, waste "
+                   f"{t['waste']:,.1f} h (wst {t['wst']:.0f}%, badp {t['badp']:.0f}%, 0job {t['0job']:.0f}%)")
+        for e in p["entries"][:min(top, 5)]:
+            out.append(f"    {e['entry'][:30]:30s} waste {e['waste']:9,.1f} h of {e['time']:9,.1f} h, "
+                       f"{e['glideins']:7,d} glideins")
+    return out
 
 
 def change_text(changes: list) -> str:

@@ -37,12 +37,35 @@ def _number_list(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"not a list of seconds: {text!r} (e.g. 300,600,20m)") from exc
 
 
+def _utc_time(text: str) -> float:
+    """An argparse type: a UTC date or time (2026-01-31, 2026-01-31T12:00, 2026-01-31 12:00:00)
+    as epoch seconds."""
+    import calendar
+    import time
+    for layout in ("%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"):
+        try:
+            return float(calendar.timegm(time.strptime(text.strip().rstrip("Z"), layout)))
+        except ValueError:
+            continue
+    raise argparse.ArgumentTypeError(f"not a UTC date or time: {text!r} (e.g. 2026-01-31 or 2026-01-31T12:00)")
+
+
 def add_arguments(parser):
     parser.add_argument("table", nargs="+", help="glidein table directory, dataset directory or glob of glidein files")
     parser.add_argument("--jobs", action="append", default=[], metavar="GLOB",
                         help="job files, when TABLE is a glob of glidein files (the what-if needs them)")
     parser.add_argument("--entry", action="append", help="only this entry (repeatable)")
     parser.add_argument("--site", action="append", help="only this site (repeatable)")
+    parser.add_argument("--client", action="append", help="only the glideins of this Frontend client (GLIDECLIENT_Name, "
+                        "repeatable)")
+    parser.add_argument("--group", action="append", help="only the glideins of this Frontend group (GLIDECLIENT_Group, "
+                        "repeatable)")
+    parser.add_argument("--since", type=_utc_time, metavar="UTC",
+                        help="only glideins that ended at or after this UTC date or time (2026-01-31, 2026-01-31T12:00)")
+    parser.add_argument("--until", type=_utc_time, metavar="UTC", help="only glideins that ended before this UTC time")
+    parser.add_argument("--window", type=_number_list, metavar="LIST",
+                        help="analyze_entries' recent periods too, back from --until or the latest glidein's end "
+                             "(e.g. 2h,24h,168h as GlideinWMS's analyze_entries)")
     parser.add_argument("--json", metavar="OUT", help="write the full analysis as JSON ('-' for stdout)")
     parser.add_argument("--html", metavar="OUT", help="write a self-contained HTML report")
     parser.add_argument("--quiet", action="store_true", help="no terminal summary")
@@ -133,7 +156,10 @@ def _run(args, verify: bool):
                 enabled=on_terminal(quiet)) as stages:
         with stages.stage("reading the files"):
             try:
+                if args.since is not None and args.until is not None and args.since >= args.until:
+                    raise UserError("--since must come before --until")
                 data = open_dataset(*args.table, jobs=args.jobs, entries=args.entry, sites=args.site,
+                                    clients=args.client, groups=args.group, since=args.since, until=args.until,
                                     memory_limit=args.memory_limit, verify=verify)
             except DatasetError as exc:
                 raise UserError(str(exc)) from exc
@@ -179,6 +205,9 @@ def _analysis(args, data, stages) -> dict:
     current = {"max_idle": args.current_max_idle, "max_tail": args.current_max_tail, "retire": args.current_retire}
     doc = report_mod.analyze(data, current=current, whatif=args.whatif, max_idle=args.max_idle,
                              max_tail=args.max_tail, retire=args.retire, budget=args.lost_budget,
-                             source={"table": args.table, "filters": {"entry": args.entry or [], "site": args.site or []}},
+                             source={"table": args.table, "filters": {
+                                 "entry": args.entry or [], "site": args.site or [], "client": args.client or [],
+                                 "group": args.group or [], "since": args.since, "until": args.until}},
+                             windows=args.window, until=args.until,
                              stages=stages)
     return doc

@@ -179,7 +179,7 @@ def _glidein_columns(cfg, rng, n, e, profiles, sites, cores, submitted, queue, n
     return {
         "schema_version": np.full(n, SCHEMA_VERSION, dtype=np.int32),
         "trace_id": _hex_ids(rng, n), "factory": np.full(n, cfg.factory), "entry": np.array([p.name for p in profiles])[e],
-        "site": sites, "client": np.full(n, "synth_frontend"), "client_group": np.full(n, "main"),
+        "site": sites, "client": np.full(n, "synth_frontend"), "client_group": np.where(e % 2 == 0, "main", "overflow"),
         "schedd": np.full(n, cfg.schedd), "cluster": 1000 + np.arange(n) // 100, "proc": np.arange(n) % 100,
         "multi_index": np.zeros(n, dtype=np.int32), "glidein_name": np.full(n, "synth"),
         "submitted_at": _ts(submitted), "queue_wait_s": queue, "held_s": np.zeros(n),

@@ -1,0 +1,82 @@
+"""Windows and Frontends: --since/--until keep the glideins that ended in the period (and their
+jobs), --client/--group a Frontend's, --window gives analyze_entries' recent periods, and the
+per Frontend client and group section counts every glidein once."""
+
+import json
+
+import pytest
+
+from glidein_tracing.analysis.dataset import open_dataset
+from glidein_tracing.cli.main import main
+
+from tests.support.analysis_helpers import write_synth_table
+
+DAY = 86400
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("windows")
+    write_synth_table(directory, glideins=3000, seed=41, entries=4, period_s=4 * DAY)
+    return directory
+
+
+def _doc(table, tmp_path, *args) -> dict:
+    out = tmp_path / "w.json"
+    assert main(["analyze", str(table), "--quiet", "--json", str(out), *args]) == 0
+    return json.loads(out.read_text())
+
+
+def test_since_and_until_keep_the_glideins_that_ended_in_the_period(table, tmp_path):
+    con = open_dataset(table).con
+    want = con.execute("SELECT COUNT(*), SUM(jobs) FROM glideins WHERE ended_at >= TIMESTAMP '2026-01-02 06:00' "
+                       "AND ended_at < TIMESTAMP '2026-01-03 18:00'").fetchone()
+    assert 0 < want[0] < 3000
+    doc = _doc(table, tmp_path, "--since", "2026-01-02T06:00", "--until", "2026-01-03 18:00", "--whatif")
+    assert (doc["stats"]["glideins"], doc["stats"]["jobs"]) == want      # the jobs of those glideins, no other
+    assert doc["whatif"]["total_jobs"] <= want[1] and doc["whatif"]["current_replay"]["exact"]
+    assert doc["source"]["filters"]["since"] == 1767333600.0
+
+
+def test_client_and_group_filters_and_their_refusal(table, tmp_path, capsys):
+    con = open_dataset(table).con
+    want = con.execute("SELECT COUNT(*) FROM glideins WHERE client_group = 'overflow'").fetchone()[0]
+    assert 0 < want < 3000
+    doc = _doc(table, tmp_path, "--group", "overflow", "--client", "synth_frontend")
+    assert doc["stats"]["glideins"] == want
+    assert [(f["client"], f["group"]) for f in doc["frontends"]] == [("synth_frontend", "overflow")]
+    assert main(["analyze", str(table), "--group", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "no glidein of group nope" in err and "main, overflow" in err
+    assert main(["analyze", str(table), "--since", "2027-01-01"]) == 2
+    assert "ended from" in capsys.readouterr().err
+    assert main(["analyze", str(table), "--since", "2026-01-03", "--until", "2026-01-02"]) == 2
+    with pytest.raises(SystemExit):
+        main(["analyze", str(table), "--since", "yesterday"])
+
+
+def test_windows_are_analyze_entries_recent_periods(table, tmp_path):
+    doc = _doc(table, tmp_path, "--window", "2h,24h,168h", "--until", "2026-01-04")
+    con = open_dataset(table).con
+    periods = doc["windows"]["periods"]
+    assert [p["hours"] for p in periods] == [2, 24, 168] and doc["windows"]["end"] == 1767484800.0
+    for p in periods:
+        want = con.execute("SELECT COUNT(*) FROM glideins WHERE gwms_lasted_s IS NOT NULL AND ended_at >= "
+                           "make_timestamp(?) AND ended_at < make_timestamp(?)",
+                           [int(p["start"] * 1e6), int(p["end"] * 1e6)]).fetchone()[0]
+        assert (p["total"]["glideins"] if p["total"] else 0) == want
+        assert sum(e["glideins"] for e in p["entries"]) == want
+    assert periods[0]["total"]["glideins"] < periods[1]["total"]["glideins"] < periods[2]["total"]["glideins"]
+
+
+def test_the_frontend_section_counts_each_glidein_once(table, tmp_path):
+    doc = _doc(table, tmp_path)
+    rows = doc["frontends"]
+    groups = [r for r in rows if r["group"] is not None]
+    (whole,) = [r for r in rows if r["group"] is None]          # the client, over its two groups
+    assert {r["group"] for r in groups} == {"main", "overflow"}
+    assert sum(r["glideins"] for r in groups) == whole["glideins"] == doc["stats"]["glideins"]
+    assert sum(r["jobs"] for r in groups) == whole["jobs"] == doc["stats"]["jobs"]
+    for r in rows:
+        assert r["efficiency_pct"] == pytest.approx(100 - r["gwms_badp"])
+        assert 0 <= r["failed_pct"] <= 100 and r["gwms_glideins"] <= r["glideins"]
