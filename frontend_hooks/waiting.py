@@ -50,9 +50,11 @@ MAX_LISTED = 10            # entries, job ids, links on one span
 HISTORY_KEY = "glidein_tracing_waiting"
 
 # Job attributes the reasons need, added to the Frontend's schedd query when its format list
-# lacks them (TraceParent: the submission; the requests: whether an idle glidein fits).
-JOB_ATTRIBUTES = (("TraceParent", "s"), ("RequestCpus", "i"), ("RequestMemory", "i"),
-                  ("RequestDisk", "i"), ("JOB_EXPECTED_MAX_LIFETIME", "i"))
+# lacks them: TraceParent (the submission) and RequestMemory (whether an idle glidein has the
+# memory: #554's usual case). RequestCpus is always there (GlideinWMS adds it to every group's
+# match attributes); RequestDisk and JOB_EXPECTED_MAX_LIFETIME are used when the group's match
+# attributes have them. Each added attribute costs every job of every cycle (bench/README.md).
+JOB_ATTRIBUTES = (("TraceParent", "s"), ("RequestMemory", "i"))
 # Glidein (startd) attributes added to the group's collector query: retiring, time left, disk.
 SLOT_ATTRIBUTES = (("GLIDEIN_ToRetire", "i"), ("GLIDEIN_ToDie", "i"), ("Disk", "i"))
 
@@ -136,20 +138,23 @@ def _stored(query) -> Mapping:
 
 
 def submissions(idle_dict) -> dict:
-    """(trace id, span id) -> Submission, from the idle jobs of every schedd (one pass)."""
+    """(trace id, span id) -> Submission, from the idle jobs of every schedd (one pass; each
+    distinct TraceParent value is parsed once)."""
     out: dict = {}
+    by_value: dict = {}      # TraceParent value -> its Submission, or False when not valid
     for schedd, query in (idle_dict or {}).items():
         for jid, job in _stored(query).items():
             value = job.get("TraceParent")
-            if not value:
+            if value is None:
                 continue
-            parsed = parse_traceparent(value) if isinstance(value, str) else None
-            if parsed is None:
-                continue
-            key = (parsed[0], parsed[1])
-            sub = out.get(key)
+            sub = by_value.get(value)
             if sub is None:
-                sub = out[key] = Submission(parsed, str(schedd), first=job)
+                parsed = parse_traceparent(value) if isinstance(value, str) else None
+                key = (parsed[0], parsed[1]) if parsed else None
+                sub = by_value[value] = False if parsed is None else out.get(key) or \
+                    out.setdefault(key, Submission(parsed, str(schedd), first=job))
+            if sub is False:
+                continue
             sub.idle += 1
             if len(sub.jobs) < MAX_LISTED:
                 sub.jobs.append((jid, schedd))
@@ -291,52 +296,74 @@ class Matcher:
         return match is True
 
 
-def decide(sub: Submission, all_entries: dict, matcher: Matcher) -> Verdict:
-    """The submission's reason and the span attributes that show it."""
-    job = sub.first
-    attributes = {gc.JOB_WAITING_IDLE_JOBS: sub.idle,
-                  gc.JOB_WAITING_JOBS: [f"{cluster}.{proc}@{schedd}"
-                                        for (cluster, proc), schedd in sub.jobs]}
-    for key, attr in ((gc.JOB_WAITING_REQUEST_CPUS, "RequestCpus"),
-                      (gc.JOB_WAITING_REQUEST_MEMORY, "RequestMemory"),
-                      (gc.JOB_WAITING_REQUEST_DISK, "RequestDisk")):
-        if isinstance(job.get(attr), (int, float)) and not isinstance(job.get(attr), bool):
-            attributes[key] = job[attr]
-    matched = matcher.matching(job, all_entries)
-    if not matched:
-        return Verdict("no_matching_entry", attributes, [])
-    per_entry = {glideid: entry_reason(all_entries[glideid], job) for glideid in matched}
-    best = min((reason for reason, _ in per_entry.values()), key=lambda r: wr.RANK[r])
-    giving = [glideid for glideid in matched if per_entry[glideid][0] == best]
-    attributes[gc.JOB_WAITING_ENTRIES] = sorted(all_entries[g].name for g in matched)[:MAX_LISTED]
-    attributes[gc.JOB_WAITING_REASON_ENTRIES] = sorted(all_entries[g].name for g in giving)[:MAX_LISTED]
-    limits = sorted({limit for g in giving for limit in all_entries[g].limits})
-    if limits:
-        attributes[gc.JOB_WAITING_LIMITS] = limits
-    totals = {gc.JOB_WAITING_QUEUED_GLIDEINS: sum(all_entries[g].queued for g in giving),
-              gc.JOB_WAITING_RUNNING_AT_SITE: sum(all_entries[g].running_at_site for g in giving),
-              gc.JOB_WAITING_GLIDEINS_IN_POOL: sum(all_entries[g].in_pool for g in giving),
-              gc.JOB_WAITING_IDLE_GLIDEINS: sum(all_entries[g].idle_counted for g in giving)}
-    attributes.update({key: value for key, value in totals.items() if value})
-    if best == "unusable_idle_glideins":
-        for why, key in (("retiring", gc.JOB_WAITING_UNUSABLE_RETIRING),
-                         ("memory", gc.JOB_WAITING_UNUSABLE_MEMORY),
-                         ("cpus", gc.JOB_WAITING_UNUSABLE_CPUS),
-                         ("disk", gc.JOB_WAITING_UNUSABLE_DISK),
-                         ("time", gc.JOB_WAITING_UNUSABLE_TIME)):
-            count = sum(per_entry[g][1].get(why, 0) for g in giving)
-            if count:
-                attributes[key] = count
-        slots = [slot for g in giving for slot in all_entries[g].slots if not slot.retiring]
-        for key, value in ((gc.JOB_WAITING_GLIDEIN_MEMORY, [s.memory for s in slots]),
-                           (gc.JOB_WAITING_GLIDEIN_CPUS, [s.cpus for s in slots]),
-                           (gc.JOB_WAITING_GLIDEIN_DISK, [s.disk for s in slots])):
-            finite = [v for v in value if v != float("inf")]
-            if finite:
-                attributes[key] = max(finite)
-    links = [Link(all_entries[g].request_span) for g in giving[:MAX_LISTED]
-             if isinstance(all_entries[g].request_span, SpanContext)]
-    return Verdict(best, attributes, links)
+class Decider:
+    """Each submission's reason, decided once per job kind and resource requests: submissions
+    alike in both wait for the same reason, so a cycle decides kinds, not submissions."""
+
+    REQUESTS = ("RequestCpus", "RequestMemory", "RequestDisk", "JOB_EXPECTED_MAX_LIFETIME")
+
+    def __init__(self, element, all_entries: dict):
+        self.matcher = Matcher(element)
+        self.entries = all_entries
+        self.cache: dict = {}
+
+    def reason(self, job) -> tuple:
+        """(reason, matched glideids, {glideid: (entry reason, unfit counts)})."""
+        key = (self.matcher.kind(job), tuple(job.get(name) for name in self.REQUESTS))
+        found = self.cache.get(key)
+        if found is None:
+            matched = self.matcher.matching(job, self.entries)
+            per_entry = {glideid: entry_reason(self.entries[glideid], job) for glideid in matched}
+            best = min((r for r, _ in per_entry.values()), key=lambda r: wr.RANK[r]) \
+                if matched else "no_matching_entry"
+            found = self.cache[key] = (best, matched, per_entry)
+        return found
+
+    def verdict(self, sub: Submission) -> Verdict:
+        """The reason with the span attributes that show it (only for the spans sent)."""
+        job = sub.first
+        best, matched, per_entry = self.reason(job)
+        all_entries = self.entries
+        attributes = {gc.JOB_WAITING_IDLE_JOBS: sub.idle,
+                      gc.JOB_WAITING_JOBS: [f"{cluster}.{proc}@{schedd}"
+                                            for (cluster, proc), schedd in sub.jobs]}
+        for key, attr in ((gc.JOB_WAITING_REQUEST_CPUS, "RequestCpus"),
+                          (gc.JOB_WAITING_REQUEST_MEMORY, "RequestMemory"),
+                          (gc.JOB_WAITING_REQUEST_DISK, "RequestDisk")):
+            if isinstance(job.get(attr), (int, float)) and not isinstance(job.get(attr), bool):
+                attributes[key] = job[attr]
+        if not matched:
+            return Verdict(best, attributes, [])
+        giving = [glideid for glideid in matched if per_entry[glideid][0] == best]
+        attributes[gc.JOB_WAITING_ENTRIES] = sorted(all_entries[g].name for g in matched)[:MAX_LISTED]
+        attributes[gc.JOB_WAITING_REASON_ENTRIES] = sorted(all_entries[g].name for g in giving)[:MAX_LISTED]
+        limits = sorted({limit for g in giving for limit in all_entries[g].limits})
+        if limits:
+            attributes[gc.JOB_WAITING_LIMITS] = limits
+        totals = {gc.JOB_WAITING_QUEUED_GLIDEINS: sum(all_entries[g].queued for g in giving),
+                  gc.JOB_WAITING_RUNNING_AT_SITE: sum(all_entries[g].running_at_site for g in giving),
+                  gc.JOB_WAITING_GLIDEINS_IN_POOL: sum(all_entries[g].in_pool for g in giving),
+                  gc.JOB_WAITING_IDLE_GLIDEINS: sum(all_entries[g].idle_counted for g in giving)}
+        attributes.update({key: value for key, value in totals.items() if value})
+        if best == "unusable_idle_glideins":
+            for why, key in (("retiring", gc.JOB_WAITING_UNUSABLE_RETIRING),
+                             ("memory", gc.JOB_WAITING_UNUSABLE_MEMORY),
+                             ("cpus", gc.JOB_WAITING_UNUSABLE_CPUS),
+                             ("disk", gc.JOB_WAITING_UNUSABLE_DISK),
+                             ("time", gc.JOB_WAITING_UNUSABLE_TIME)):
+                count = sum(per_entry[g][1].get(why, 0) for g in giving)
+                if count:
+                    attributes[key] = count
+            slots = [slot for g in giving for slot in all_entries[g].slots if not slot.retiring]
+            for key, values in ((gc.JOB_WAITING_GLIDEIN_MEMORY, [s.memory for s in slots]),
+                                (gc.JOB_WAITING_GLIDEIN_CPUS, [s.cpus for s in slots]),
+                                (gc.JOB_WAITING_GLIDEIN_DISK, [s.disk for s in slots])):
+                finite = [v for v in values if v != float("inf")]
+                if finite:
+                    attributes[key] = max(finite)
+        links = [Link(all_entries[g].request_span) for g in giving[:MAX_LISTED]
+                 if isinstance(all_entries[g].request_span, SpanContext)]
+        return Verdict(best, attributes, links)
 
 
 def detail(reason: str, attributes: Mapping) -> str:
@@ -389,21 +416,21 @@ class Reporter:
         state = dict(state) if isinstance(state, Mapping) else {}
         subs = submissions(types["Idle"].get("dict"))
         answered = {str(s) for s in (getattr(element, "condorq_dict", None) or {})}
-        all_entries = entries(element, self.request_facts, self.now)
-        matcher = Matcher(element)
+        decider = Decider(element, entries(element, self.request_facts, self.now))
         changes = []
         for key, sub in subs.items():
-            verdict = decide(sub, all_entries, matcher)
+            reason = decider.reason(sub.first)[0]
             previous = state.get(_state_key(key))
-            if previous is None or previous.get("reason") != verdict.reason:
-                changes.append((previous.get("since", 0.0) if previous else 0.0, key, sub, verdict))
+            if previous is None or previous.get("reason") != reason:
+                changes.append((previous.get("since", 0.0) if previous else 0.0, key, sub))
         gone = [(entry.get("since", 0.0), key) for key, entry in state.items()
                 if _split_key(key) not in subs and entry.get("schedd") in answered]
         budget = MAX_SUBMISSIONS_PER_CYCLE
         for _since, skey in sorted(gone)[:budget]:
             self._end(_split_key(skey), state.pop(skey), "no_idle_jobs")
         budget -= min(len(gone), budget)
-        for _since, key, sub, verdict in sorted(changes, key=lambda item: item[0])[:budget]:
+        for _since, key, sub in sorted(changes, key=lambda item: item[0])[:budget]:
+            verdict = decider.verdict(sub)
             skey = _state_key(key)
             previous = state.get(skey)
             if previous is not None:
@@ -414,6 +441,8 @@ class Reporter:
                       "spans": previous.get("spans", 0) if previous else 0,
                       "attributes": verdict.attributes}
             self._send(key, period, "current", verdict.links)
+            # kept for the period's ended span: what says why, not the bookkeeping
+            period["attributes"] = {k: v for k, v in verdict.attributes.items() if k in _KEPT}
             state[skey] = period
         history[HISTORY_KEY] = state
         return self.sent
@@ -457,6 +486,10 @@ class Reporter:
             start_time=int(start * 1e9))
         span.end(end_time=int(self.now * 1e9))
         self.sent += 1
+
+
+_KEPT = {gc.JOB_WAITING_IDLE_JOBS, gc.JOB_WAITING_REASON_ENTRIES, gc.JOB_WAITING_LIMITS,
+         gc.JOB_WAITING_QUEUED_GLIDEINS}
 
 
 def _state_key(key: tuple) -> str:

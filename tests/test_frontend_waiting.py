@@ -121,7 +121,7 @@ def test_the_attributes_come_from_the_frontends_own_job_query(tmp_path):
             lib.QUERIES.clear()
             cycle(tmp_path / str(enabled), ww.world(tmp_path))
             asked = {name for name, _type in lib.QUERIES[0]}
-            assert ("TraceParent" in asked) is enabled
+            assert ("TraceParent" in asked) is enabled and ("RequestMemory" in asked) is enabled
             assert "DESIRED_Sites" in asked      # the group's own match attributes stay
             assert bool(waiting_spans(exporter)) is enabled
         finally:
@@ -194,3 +194,13 @@ def test_the_history_holds_plain_data(exporter, tmp_path):
     with open(tmp_path / "group_main" / "history.pk", "rb") as handle:
         state = pickle.load(handle)[waiting.HISTORY_KEY]
     assert {entry["reason"] for entry in state.values()} >= {"site_queue", "no_matching_entry"}
+
+
+def test_an_idle_glidein_unfit_by_time_left_or_disk_counts_as_unusable():
+    entry = waiting.Entry("E@g@f", {}, requested=0, idle_counted=2, slots=[
+        waiting.Slot(memory=8000, cpus=8, disk=10 ** 7, retiring=False, time_left=3600),
+        waiting.Slot(memory=8000, cpus=8, disk=10, retiring=False, time_left=None)])
+    job = {"RequestMemory": 2000, "RequestCpus": 1, "RequestDisk": 1000, "JOB_EXPECTED_MAX_LIFETIME": 7200}
+    assert waiting.entry_reason(entry, job) == ("unusable_idle_glideins", {"time": 1, "disk": 1})
+    # the lifetime and disk are used only when the group's query has them
+    assert waiting.entry_reason(entry, {"RequestMemory": 2000})[0] == "glidein_idle"

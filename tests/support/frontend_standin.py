@@ -155,8 +155,14 @@ class glideinFrontendElement:
             self.condorq_dict.update(glideinFrontendLib.getCondorQ(
                 [schedd], self.elementDescript.merged_data["JobQueryExpr"],
                 list(self.elementDescript.merged_data["JobMatchAttrs"]) + [("x509userproxy", "s")]))
+        # populate_condorq_dict_types: the job types do_match counts, each with countMatch
         idle = glideinFrontendLib.getIdleCondorQ(self.condorq_dict)
-        self.condorq_dict_types = {"Idle": {"dict": idle}}
+        self.condorq_dict_types = {
+            "IdleAll": {"dict": idle}, "Idle": {"dict": idle},
+            "OldIdle": {"dict": glideinFrontendLib.getOldCondorQ(idle, 600)},
+            "Idle_3600": {"dict": glideinFrontendLib.getOldCondorQ(idle, 3600)},
+            "VomsIdle": {"dict": glideinFrontendLib.getIdleVomsCondorQ(idle)},
+            "Running": {"dict": glideinFrontendLib.getRunningCondorQ(self.condorq_dict)}}
         self.status_dict = glideinFrontendLib.getCondorStatus(
             [None], constraint='(GLIDECLIENT_Name=?="x")',
             format_list=[("GLIDEIN_CredentialIdentifier", "s"), ("TotalSlots", "i"), ("Cpus", "i"),
@@ -168,10 +174,12 @@ class glideinFrontendElement:
         self.factoryclients_dict = {tuple(e["glideid"]): {"monitor": dict(e["factory_monitor"])}
                                     for e in self.world if "factory_monitor" in e}
         self.condorq_match_list = [f[0] for f in self.elementDescript.merged_data["JobMatchAttrs"]]
-        counts = glideinFrontendLib.countMatch(
-            self.elementDescript.merged_data["MatchExprCompiledObj"], idle, self.glidein_dict,
-            self.attr_dict, self.ignore_down_entries, self.condorq_match_list,
-            match_policies=self.elementDescript.merged_data["MatchPolicyModules"])[0]
+        for dt, el in self.condorq_dict_types.items():   # do_match's subprocess_count_dt
+            el["count"], el["prop"], el["hereonly"], el["prop_mc"] = glideinFrontendLib.countMatch(
+                self.elementDescript.merged_data["MatchExprCompiledObj"], el["dict"], self.glidein_dict,
+                self.attr_dict, self.ignore_down_entries, self.condorq_match_list,
+                match_policies=self.elementDescript.merged_data["MatchPolicyModules"])
+        counts = self.condorq_dict_types["Idle"]["count"]
         slots = list(self.status_dict[None].fetchStored().values())
         for e in self.world:
             e["idle"] = counts[tuple(e["glideid"])]

@@ -5,7 +5,8 @@ Mirrors the names, signatures and results the element and frontend_hooks rely on
 ``getCondorQ(schedd_names, constraint=None, format_list=None, want_format_completion=True,
 job_status_filter=(1, 2))`` -> {schedd: query} whose ``fetchStored()`` is {(ClusterId, ProcId):
 {attr: value}} holding only the format list's attributes (completed with JobStatus,
-EnteredCurrentStatus, ServerTime, RemoteHost); ``getIdleCondorQ``; ``getCondorStatus(
+EnteredCurrentStatus, ServerTime, RemoteHost); ``getIdleCondorQ``, ``getRunningCondorQ``, ``getOldCondorQ``, ``getIdleVomsCondorQ``;
+``getCondorStatus(
 collector_names, constraint=None, format_list=None, want_format_completion=True)`` and
 ``getIdleCondorStatus``; ``hashJob``; ``countMatch(match_obj, condorq_dict, glidein_dict,
 attr_dict, ignore_down_entries, condorq_match_list=None, match_policies=[])`` -> four dicts of
@@ -61,17 +62,37 @@ def getCondorQ(schedd_names, constraint=None, format_list=None, want_format_comp
             ads = list(classad2.parseAds(handle.read(), classad2.ParserType.Old))
         data = {}
         for ad in ads:
-            if job_status_filter and _value(ad, "JobStatus") not in job_status_filter:
-                continue
             keys = [name for name, _type in format_list] if format_list is not None else list(ad.keys())
-            data[(_value(ad, "ClusterId"), _value(ad, "ProcId"))] = {
-                key: _value(ad, key) for key in keys if key in ad and _value(ad, key) is not None}
+            job = {}
+            for key in keys:
+                value = _value(ad, key)
+                if value is not None:
+                    job[key] = value
+            if job_status_filter and job.get("JobStatus") not in job_status_filter:
+                continue
+            data[(_value(ad, "ClusterId"), _value(ad, "ProcId"))] = job
         out[schedd] = StoredQuery(data)
     return out
 
 
 def getIdleCondorQ(condorq_dict):
     return {schedd: StoredQuery(query.fetchStored(lambda el: el.get("JobStatus") == 1))
+            for schedd, query in condorq_dict.items()}
+
+
+def getRunningCondorQ(condorq_dict):
+    return {schedd: StoredQuery(query.fetchStored(lambda el: el.get("JobStatus") == 2))
+            for schedd, query in condorq_dict.items()}
+
+
+def getOldCondorQ(condorq_dict, min_age):
+    return {schedd: StoredQuery(query.fetchStored(
+        lambda el: el.get("ServerTime", 0) - el.get("EnteredCurrentStatus", 0) >= min_age))
+        for schedd, query in condorq_dict.items()}
+
+
+def getIdleVomsCondorQ(condorq_dict):
+    return {schedd: StoredQuery(query.fetchStored(lambda el: "x509UserProxyFirstFQAN" in el))
             for schedd, query in condorq_dict.items()}
 
 

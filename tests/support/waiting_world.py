@@ -90,4 +90,5 @@ def world(tmp_path, jobs=None, sites=SITES, slots=None):
     return {"entries": [entry(site, **extra) for site, (_reason, extra) in sites.items()],
             "schedds": {SCHEDD: write_jobs(tmp_path / "jobs.ads", jobs)},
             "slots": slots, "match_expr": MATCH_EXPR,
-            "match_attrs": [["DESIRED_Sites", "s"]]}
+            # GlideinWMS's creation adds RequestCpus to every group's match attributes
+            "match_attrs": [["DESIRED_Sites", "s"], ["RequestCpus", "i"], ["RequestDisk", "i"]]}
