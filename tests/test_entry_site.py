@@ -17,8 +17,10 @@ from tests.support.factory_builders import (
     SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein, settings_for)
 
 
-@pytest.mark.parametrize("journal_site, expected", [(None, "Factory_Site"), ("Node_Site", "Node_Site")])
+@pytest.mark.parametrize("journal_site, expected", [(None, "Factory_Site"), ("Node_Site", "Factory_Site")])
 def test_the_factory_names_the_site_a_journal_does_not(tmp_path, journal_site, expected):
+    """The site is the Factory's when glideinWMS.xml names one: a journal saying another (a
+    job can append to it) is left out (issue 33)."""
     layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_test_instance", entry="TEST_ENTRY")
     root = {"glidein.site": journal_site} if journal_site else {}
     run_glidein(CondorGLog(layout), layout, 300, 0, T0, returned_stderr(journal_text(layout, 300, 0, T0, root_fields=root)))

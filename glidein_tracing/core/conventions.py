@@ -47,6 +47,8 @@ GLIDEIN_UUID = "glidein.uuid"
 IDENTITY = (GLIDEIN_FACTORY, GLIDEIN_NAME, GLIDEIN_ENTRY, GLIDEIN_CLIENT, GLIDEIN_CLIENT_GROUP,
             GLIDEIN_SCHEDD, GLIDEIN_CLUSTER, GLIDEIN_PROC, GLIDEIN_MULTI_INDEX, GLIDEIN_SITE,
             GLIDEIN_UUID)
+#: journal claims on the root's identity the Factory left out (they contradicted its own)
+INPUT_IDENTITY_IGNORED = "glidein_tracing.input.identity_ignored"
 SERVICE_NAME = "service.name"                   # resource; knob GLIDEIN_TRACING_SERVICE_NAME
 DEFAULT_SERVICE_NAME = "glidein"
 

@@ -2,8 +2,8 @@
 journal and its identity, as one event stream for the converter.
 
 The Factory's identity events name the root, and the entry's GLIDEIN_Site from glideinWMS.xml
-is its site when the journal names none (a glidein failing in GlideinWMS's main scripts has not
-read it yet); what was cut of the journal is counted on the
+is its site (journal lines claiming another were left out: returned.held_identity); what was
+cut of the journal is counted on the
 root (``glidein_tracing.input.cut_*``). An untraced glidein (its output came back with no
 journal and it was not asked to trace: its entry does not trace) gets ``glidein.traced=false``
 on its root, whose outcome the converter makes ``untraced``: its spans are the root and the
@@ -36,11 +36,13 @@ class SpanMaker:
     entry_sites: dict = field(default_factory=dict)
 
     def glidein(self, identity: ids.GlideinIdentity, activity, journal, cut: dict, ended_at,
-                stdout_facts=None, *, untraced: bool = False) -> list:
+                stdout_facts=None, *, untraced: bool = False, identity_ignored: int = 0) -> list:
         """Every span of an ended glidein (ConversionError when there is no trace to make);
         ``stdout_facts``: GlideinWMS's reading of its returned stdout (glidein_stdout.py), on
         the root over anything the journal says of the same names; ``untraced``: its output
-        came back with no journal and it was not asked to trace."""
+        came back with no journal and it was not asked to trace; ``identity_ignored``: the
+        journal's claims on the root's identity left out (returned.held_identity), counted
+        on the root."""
         events = list(activity) + list(journal)
         when = min((e.time for e in events), default=ended_at or time.time())
         if stdout_facts:
@@ -48,10 +50,13 @@ class SpanMaker:
             events.append(Event(time=last, op="attr", key="glidein", line_no=1 << 62,
                                 fields={_typed_name(k, v): str(v).lower() if isinstance(v, bool) else str(v)
                                         for k, v in stdout_facts.items()}))
-        events.extend(self._factory_facts(identity, when, journal))
+        events.extend(self._factory_facts(identity, when))
         if any(cut.values()):
             events.append(Event(time=when, op="attr", key="glidein", fields={
                 f"glidein_tracing.input.cut_{kind}:i": str(count) for kind, count in cut.items()}))
+        if identity_ignored:
+            events.append(Event(time=when, op="attr", key="glidein", fields={
+                typed(c.INPUT_IDENTITY_IGNORED, INT): str(identity_ignored)}))
         if untraced and not journal:
             events.append(Event(time=when, op="attr", key="glidein", fields={c.GLIDEIN_TRACED + ":b": "false"}))
         elif not journal:
@@ -66,11 +71,11 @@ class SpanMaker:
         when = min(e.time for e in activity)
         return self._convert(list(activity) + self._factory_facts(identity, when), identity)
 
-    def _factory_facts(self, identity: ids.GlideinIdentity, when: float, journal=()) -> list:
-        """The root's identity, and its site when the Factory knows it and the journal does not say."""
+    def _factory_facts(self, identity: ids.GlideinIdentity, when: float) -> list:
+        """The root's identity, and its site when the Factory knows it."""
         events = identity_events(identity, when)
         site = self.entry_sites.get(identity.entry)
-        if site and not any(e.key == "glidein" and e.fields.get(c.GLIDEIN_SITE) for e in journal):
+        if site:
             events.append(Event(time=when, op="attr", key="glidein", fields={c.GLIDEIN_SITE: site}))
         return events
 

@@ -28,7 +28,8 @@ from . import ledger as ledger_mod
 from .assembly import SpanMaker, closed_factory_stages
 from .delivery import Backend, PassState, Sender, span_id_of
 from .glidein_stdout import read_returned_stdout, stdout_path
-from .returned import FactoryNames, identity, returned_journal, stderr_path
+from .returned import (FactoryNames, attributed_to_jobs, held_identity, identity, returned_journal,
+                       stderr_path)
 from .retention import Forgetting, keep_days
 from .scanning import Scanner
 from .settings import ForwarderSettings
@@ -198,12 +199,23 @@ class Forwarder:
         glidein = identity(self.names, row, journal)
         if not glidein.schedd:
             stats.problem("unknown_schedd")
+        journal, ignored = held_identity(glidein, self.spans.entry_sites.get(row["entry"]), journal)
+        journal, moved = attributed_to_jobs(journal)
+        if moved:
+            log.warning("%s: %d journal lines on validation scripts no hook writes; given to the job that ran "
+                        "then", stderr_path(row), moved)
+            stats.problem("lines_of_a_job", moved)
+        if ignored:
+            log.warning("%s: journal lines claim another %s for the glidein; ignored", stderr_path(row),
+                        ", ".join(sorted(set(ignored))))
+            stats.problem("identity_contradicted", len(ignored))
         stdout = read_returned_stdout(stdout_path(row))
         # its output came back with no journal section and it was not asked to trace
         untraced = stdout.output and not returned.sections and not stdout.asked_to_trace
         try:
             spans = self.spans.glidein(glidein, self.ledger.factory_events(gkey), journal, returned.cut,
-                                       row["ended_at"], stdout.facts, untraced=untraced)
+                                       row["ended_at"], stdout.facts, untraced=untraced,
+                                       identity_ignored=len(ignored))
         except ConversionError as exc:
             return None, str(exc)
         if self.failure_attribution is not None:

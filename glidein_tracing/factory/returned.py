@@ -3,8 +3,10 @@ its journal, from the tail of its returned stderr.
 
 A worker node is untrusted. The glidein's identity (its trace id) comes from the Factory:
 the ledger row (entry, cluster, proc, glidein name) and the configuration (Factory name,
-each entry's schedd). A journal section whose root claims anything else is ignored
-(``forged_identity``). Memory is bounded whatever the node returned: the stderr is read up
+each entry's schedd, its site). A journal section whose root claims anything else is ignored
+(``forged_identity``); any later line of the journal (a job runs as the glidein's user and
+may append to it) that claims another identity for the root has that claim ignored and
+counted (``held_identity``). Memory is bounded whatever the node returned: the stderr is read up
 to ``MAX_STDERR_BYTES`` (its tail, where the journal is), its sections inflate to at most
 ``DEFAULT_MAX_TOTAL_BYTES`` together, and at most ``MAX_JOURNAL_LINES`` lines are parsed;
 what was cut is returned, to be counted on the root.
@@ -12,6 +14,7 @@ what was cut is returned, to be counted on the root.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from dataclasses import dataclass, field
@@ -81,6 +84,83 @@ def disagreement(names: FactoryNames, row, events) -> str:
         if claimed_trace and claimed_trace != identity(names, row, [event]).trace_id:
             return "trace id"
     return ""
+
+
+#: the root's identity attributes: the Factory's to give (the site only when glideinWMS.xml
+#: was read; the multi-glidein index is the journal's root line's, checked with its trace id)
+IDENTITY_ATTRIBUTES = (c.GLIDEIN_FACTORY, c.GLIDEIN_NAME, c.GLIDEIN_ENTRY, c.GLIDEIN_SCHEDD, c.GLIDEIN_CLUSTER,
+                       c.GLIDEIN_PROC, c.GLIDEIN_SITE, c.GLIDEIN_MULTI_INDEX)
+
+
+def _attribute(name: str) -> str:
+    """A journal field's attribute name, without its type suffix (``glidein.proc:i``)."""
+    return name[:-2] if name[-2:-1] == ":" else name
+
+
+def held_identity(glidein: ids.GlideinIdentity, site: str | None, events) -> tuple[list, list]:
+    """The journal's events with every claim on the root's identity that contradicts the
+    Factory's left out, and the names of those left out. What the Factory does not know (the
+    site without glideinWMS.xml) the journal may say, but only with one voice: a job runs as
+    the glidein's user and can append to the journal, so when its lines name two different
+    sites, none is taken (the site stays unknown rather than a job's choice)."""
+    known = {c.GLIDEIN_FACTORY: glidein.factory, c.GLIDEIN_NAME: glidein.name, c.GLIDEIN_ENTRY: glidein.entry,
+             c.GLIDEIN_SCHEDD: glidein.schedd or None, c.GLIDEIN_CLUSTER: str(glidein.cluster),
+             c.GLIDEIN_PROC: str(glidein.proc), c.GLIDEIN_SITE: site or None,
+             c.GLIDEIN_MULTI_INDEX: str(glidein.index or "0")}
+    said: dict = {}
+    for event in events:
+        if event.key == "glidein":
+            for name, value in event.fields.items():
+                attribute = _attribute(name)
+                if attribute in IDENTITY_ATTRIBUTES and known.get(attribute) is None:
+                    said.setdefault(attribute, set()).add(str(value))
+    out, ignored = [], []
+    for event in events:
+        if event.key != "glidein" or not event.fields:
+            out.append(event)
+            continue
+        fields = None
+        for name, value in event.fields.items():
+            attribute = _attribute(name)
+            if attribute not in IDENTITY_ATTRIBUTES:
+                continue
+            wanted = known.get(attribute)
+            if (str(value) != wanted) if wanted is not None else len(said[attribute]) > 1:
+                fields = dict(event.fields) if fields is None else fields
+                del fields[name]
+                ignored.append(attribute)
+        out.append(event if fields is None else dataclasses.replace(event, fields=fields))
+    return out, ignored
+
+
+#: journal operations no hook ever writes on a validation script's key (those come from
+#: GlideinWMS's per-script records, op ``record``): such a line was written by something else
+FORGEABLE_OPS = ("start", "end", "attr")
+JOB_PREFIX, VALIDATION_PREFIX = "job/", "validation/"
+
+
+def attributed_to_jobs(events) -> tuple[list, int]:
+    """The journal's events (in the order they were written) with each line no hook writes
+    (a start, end or attr on a validation script's key) written while a job ran turned into a
+    note on that job's span (the job that started last among those not ended), and such a line
+    written while none ran left out; and how many there were. A job runs as the glidein's user:
+    a failed validation script it appends must not fail the glidein."""
+    out, running, moved = [], [], 0
+    for event in events:
+        key, op = event.key, event.op
+        if key.startswith(JOB_PREFIX) and op == "start":
+            running.append(key)
+        elif key.startswith(JOB_PREFIX) and op == "end" and key in running:
+            running.remove(key)
+        if key.startswith(VALIDATION_PREFIX) and op in FORGEABLE_OPS:
+            moved += 1
+            if running:
+                out.append(dataclasses.replace(event, op="note", key=running[-1], links=[], fields={
+                    "@msg": f"a journal line written while this job ran ({op} {key[:200]}) is this job's, "
+                            "not the glidein's: ignored"}))
+            continue
+        out.append(event)
+    return out, moved
 
 
 def stderr_path(row) -> Path:

@@ -35,7 +35,7 @@ _IDENTITY = (
     _c("trace_id", "VARCHAR", "32 hex", "the glidein's trace id (docs/ids.md)"),
     _c("factory", "VARCHAR", "", "GLIDEIN_Factory"),
     _c("entry", "VARCHAR", "", "GLIDEIN_Entry_Name"),
-    _c("site", "VARCHAR", "", "GLIDEIN_Site as glidein_config held it when setup ended, else the entry's in glideinWMS.xml"),
+    _c("site", "VARCHAR", "", "the entry's GLIDEIN_Site in glideinWMS.xml when the forwarder reads it, else as glidein_config held it when setup ended (unless the journal named two)"),
     _c("client", "VARCHAR", "", "GLIDECLIENT_Name (Frontend client)"),
     _c("client_group", "VARCHAR", "", "GLIDECLIENT_Group (Frontend group)"),
     _c("schedd", "VARCHAR", "", "CONDORG_SCHEDD: the Factory schedd that submitted it"),

@@ -225,8 +225,9 @@ gt_install_exit_hook() {
 
 # gt_install_phase: the phase command for user jobs (gconditional_TRACING_phase.sh), copied to
 # <journal dir>/phase, mode 755, and published as GLIDEIN_TRACING_PHASE in the startd ad (a
-# job may require it) and every job's environment; the job wrapper copies it into each
-# job's scratch dir and points the variable at that copy (docs/user-phases.md).
+# job may require it) and every job's environment with its sha256; the job wrapper checks
+# it, copies it into each job's scratch dir and points the variable at that copy
+# (docs/user-phases.md).
 gt_install_phase() {
     local src="$GT_HERE/gconditional_TRACING_phase.sh" dst="$GT_DIR/phase"
     [ -f "$src" ] || { gt_note - "no phase command file: jobs get no GLIDEIN_TRACING_PHASE"; return 0; }
@@ -235,6 +236,13 @@ gt_install_phase() {
     gt_config_add GLIDEIN_TRACING_PHASE "$dst" \
         && gt_condor_var GLIDEIN_TRACING_PHASE S - + N Y + \
         || gt_note - "could not publish GLIDEIN_TRACING_PHASE"
+    # its checksum in every job's environment (the startd's, read when HTCondor starts: a job
+    # cannot change it for the next one); the wrapper checks it before each copy
+    local sum
+    sum=$(sha256sum < "$dst" 2>/dev/null) && sum=${sum%% *} && [ ${#sum} -eq 64 ] \
+        && gt_config_add GLIDEIN_TRACING_PHASE_SHA256 "$sum" \
+        && gt_condor_var GLIDEIN_TRACING_PHASE_SHA256 S - + N N + \
+        || gt_note - "no checksum of the phase command: jobs get it unchecked"
 }
 
 # gt_publish_trace: the trace id and the root span's traceparent in the startd ad and in every

@@ -8,12 +8,24 @@
 # here, and the names below are unset again. The job runs unchanged whatever happens.
 
 # gt_wrapper_phase: copy the glidein's phase command to <scratch>/.glidein_tracing/phase
-# (a directory of our own: not an existing file or link of the job); print its path.
+# (a directory of our own: not an existing file or link of the job); print its path. The
+# copy is made only when the command is still what the setup hook installed: its sha256,
+# GLIDEIN_TRACING_PHASE_SHA256, comes from the startd's environment, which a job cannot
+# change for the jobs after it (an earlier job, running as the glidein's user, may have
+# replaced the file). Else print "-" (the job gets no phase command) and note it.
 gt_wrapper_phase() {
     gt_w_src="$GT_DIR/phase"
     gt_w_sd=${_CONDOR_SCRATCH_DIR:-$PWD}/.glidein_tracing
     [ -f "$gt_w_src" ] && [ -x "$gt_w_src" ] || return 0
     [ ! -e "$gt_w_sd" ] && [ ! -L "$gt_w_sd" ] || return 0
+    if [ -n "${GLIDEIN_TRACING_PHASE_SHA256:-}" ]; then
+        gt_w_sum=$(sha256sum < "$gt_w_src" 2>/dev/null) || gt_w_sum=
+        if [ "${gt_w_sum%% *}" != "$GLIDEIN_TRACING_PHASE_SHA256" ]; then
+            gt_note "$gt_w_key" "the phase command changed since setup (its sha256 differs): not given to this job"
+            printf '%s' -
+            return 0
+        fi
+    fi
     mkdir "$gt_w_sd" 2>/dev/null && cp "$gt_w_src" "$gt_w_sd/phase" 2>/dev/null || return 0
     printf '%s' "$gt_w_sd/phase"
 }
@@ -109,6 +121,7 @@ case $gt_wrapper_tp in
 esac
 case $gt_wrapper_ph in
     /*/.glidein_tracing/phase) GLIDEIN_TRACING_PHASE=$gt_wrapper_ph; export GLIDEIN_TRACING_PHASE ;;
+    -) unset GLIDEIN_TRACING_PHASE ;;
 esac
 unset gt_wrapper_tp gt_wrapper_ph
 unset -f gt_wrapper_run gt_wrapper_phase

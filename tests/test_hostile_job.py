@@ -1,0 +1,110 @@
+"""A user job running as the glidein's Unix user (no container) against the glidein's story:
+through the real hooks and the real forwarder, what it appends to the glidein's journal
+cannot change who the glidein is, and what it replaces cannot change what the next job runs."""
+
+from glidein_tracing.exporters.store import JsonLinesStoreExporter, read_store
+from glidein_tracing.factory.delivery import store_span_ids
+from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.ledger import Ledger
+from glidein_tracing.core.ids import GlideinIdentity
+from glidein_tracing.simulator import Job, Scenario
+
+from tests.support.factory_builders import settings_for
+from test_live_and_forward import run_through_factory
+
+JOURNAL = '"$_CONDOR_SCRATCH_DIR/../../glidein_tracing/journal.gtj"'
+
+# a job that appends lines making the glidein's root claim another site, entry, cluster and Factory
+CLAIMS = f'''now=$(date +%s)
+printf 'gtj1\\t%s\\tattr\\tglidein\\tglidein.site=ATTACKER_SITE\\tglidein.entry=OTHER_ENTRY\\tglidein.cluster:i=999\\n' "$now" >> {JOURNAL}
+printf 'gtj1\\t%s\\tattr\\tglidein\\tglidein.factory=evil_factory\\tglidein.note=kept\\n' "$now" >> {JOURNAL}
+printf 'gtj1\\t%s\\tstart\\tvalidation/main/forged.sh\\t@name=forged.sh\\t@stage=validation\\n' "$now" >> {JOURNAL}
+printf 'gtj1\\t%s\\tend\\tvalidation/main/forged.sh\\t@status=ERROR\\t@error.type=WN_Resource\\n' "$now" >> {JOURNAL}
+exit 0
+'''
+
+
+def forwarded(tmp_path, scenario, **settings):
+    """The glidein's stored spans and the forwarder's pass, the glidein run through the
+    simulator (real hooks) and returned to a Factory."""
+    layout, result = run_through_factory(tmp_path, scenario)
+    store = tmp_path / "store"
+    forwarder = Forwarder(settings_for(layout, factory=scenario.factory, schedd=scenario.schedd, grace=0, **settings),
+                          JsonLinesStoreExporter(store), Ledger(tmp_path / "l.sqlite"),
+                          reconcile=store_span_ids(store), settle_s=0)
+    stats = forwarder.run_once()
+    trace = GlideinIdentity(scenario.factory, scenario.name, scenario.entry, scenario.schedd,
+                            str(scenario.cluster), str(scenario.proc)).trace_id
+    return read_store(store)[trace], stats, result
+
+
+def root_of(spans):
+    (root,) = [s for s in spans if s["attributes"]["glidein.stage"] == "glidein"]
+    return root["attributes"]
+
+
+def test_a_job_appending_to_the_journal_cannot_change_who_the_glidein_is(tmp_path):
+    scenario = Scenario(jobs=[Job(script=CLAIMS)])
+    spans, stats, result = forwarded(tmp_path, scenario)
+    assert b"ATTACKER_SITE" in result.journal_from_stderr()          # the job did append
+    root = root_of(spans)
+    # the Factory was not given glideinWMS.xml: the node's site and the job's disagree, so the
+    # site is unknown rather than the job's choice
+    assert "glidein.site" not in root
+    assert (root["glidein.entry"], root["glidein.cluster"], root["glidein.factory"]) == \
+        (scenario.entry, scenario.cluster, scenario.factory)
+    assert root["glidein.note"] == "kept"                              # not identity: kept
+    assert root["glidein_tracing.input.identity_ignored"] == 5         # entry, cluster, factory, 2 sites
+    assert stats.problems["identity_contradicted"] == 5 and stats.glideins_done == 1
+    # the failed validation script it appended is its own line, not the glidein's failure
+    assert not [s for s in spans if s["name"] == "forged.sh"]
+    assert root.get("glidein.outcome") == "ok" and "glidein.failure.domain" not in root
+    (job,) = [s for s in spans if s["attributes"]["glidein.stage"] == "job" and not s["attributes"].get("glidein.user_view")]
+    notes = [e["attributes"]["message"] for e in job["events"] if e["name"] == "glidein_tracing.note"]
+    assert sum("is this job's, not the glidein's" in n for n in notes) == 2 and stats.problems["lines_of_a_job"] == 2
+
+
+def test_without_a_job_the_nodes_site_is_taken(tmp_path):
+    spans, stats, _ = forwarded(tmp_path, Scenario(jobs=[Job()]))
+    root = root_of(spans)
+    assert root["glidein.site"] == Scenario().site and "glidein_tracing.input.identity_ignored" not in root
+    assert "identity_contradicted" not in stats.problems
+
+
+def test_the_factorys_site_wins_over_the_nodes_own(tmp_path):
+    """With glideinWMS.xml read, the entry's GLIDEIN_Site is the glidein's site: the node's
+    glidein_config saying another is a contradiction, noted and left out."""
+    factory_xml = tmp_path / "glideinWMS.xml"
+    factory_xml.write_text('<glidein><entries><entry name="TEST_ENTRY"><attrs>'
+                           '<attr name="GLIDEIN_Site" value="FACTORY_SITE"/></attrs></entry></entries></glidein>')
+    spans, stats, _ = forwarded(tmp_path, Scenario(), factory_config=str(factory_xml))
+    root = root_of(spans)
+    assert root["glidein.site"] == "FACTORY_SITE"
+    assert root["glidein_tracing.input.identity_ignored"] >= 1 and stats.problems["identity_contradicted"] >= 1
+
+
+def test_a_job_replacing_the_phase_command_cannot_make_the_next_job_run_its_code(tmp_path):
+    """Job 1 overwrites the glidein's master phase command with its own code; job 2 calls the
+    phase command. Job 2 gets no phase command (the wrapper found the master's checksum
+    changed, a note says so), so the attacker's code never runs in job 2."""
+    marker = tmp_path / "attacker-ran"
+    replace = (f'M="$_CONDOR_SCRATCH_DIR/../../glidein_tracing/phase"\n'
+               f'printf \'#!/bin/sh\\ntouch "{marker}"\\nshift 2; exec "$@"\\n\' > "$M"\nexit 0\n')
+    victim = ('echo "phase=${GLIDEIN_TRACING_PHASE:-none}"\n'
+              'if [ -n "${GLIDEIN_TRACING_PHASE:-}" ]; then "$GLIDEIN_TRACING_PHASE" p -- true; fi\nexit 0\n')
+    scenario = Scenario(jobs=[Job(script=replace), Job(script=victim)])
+    spans, stats, result = forwarded(tmp_path, scenario)
+    assert b"touch" in (result.work_dir / "glidein_tracing" / "phase").read_bytes()   # job 1 did replace it
+    assert not marker.exists()
+    assert result.job_env(1).get("GLIDEIN_TRACING_PHASE") is None
+    jobs = sorted((s for s in spans if s["attributes"]["glidein.stage"] == "job"
+                   and not s["attributes"].get("glidein.user_view")), key=lambda s: s["start_ns"])
+    notes = [e["attributes"].get("message", "") for e in jobs[1]["events"] if e["name"] == "glidein_tracing.note"]
+    assert any("the phase command changed since setup" in n for n in notes), jobs[1]["events"]
+
+
+def test_an_untouched_phase_command_is_checked_and_given(tmp_path):
+    job = Job(script='"$GLIDEIN_TRACING_PHASE" p -- true\nexit 0\n')
+    spans, _, result = forwarded(tmp_path, Scenario(jobs=[job, job]))
+    assert [s["name"] for s in spans if s["attributes"]["glidein.stage"] == "job.phase"] == ["p", "p"]
+    assert result.job_env(1)["GLIDEIN_TRACING_PHASE"].endswith("/.glidein_tracing/phase")
