@@ -114,6 +114,12 @@ class _Request:
     span: object
     name: str | None = None
     failed: bool = False
+    facts: dict = field(default_factory=dict)   # what the span was told, kept for job.waiting
+
+    def set_attribute(self, key, value) -> None:
+        """The span's attribute, also kept as a fact (a span sampled out keeps none)."""
+        self.facts[key] = value
+        self.span.set_attribute(key, value)
 
 
 @dataclass
@@ -388,9 +394,8 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
         if cycle.request is request:
             cycle.request = None
         if request.name:   # what job.waiting reads of the entry's request
-            facts = dict(getattr(request.span, "attributes", None) or {})
-            facts["_span_context"] = request.span.get_span_context()
-            cycle.facts[request.name] = facts
+            request.facts["_span_context"] = request.span.get_span_context()
+            cycle.facts[request.name] = request.facts
         try:
             if incomplete:
                 request.span.set_attribute(c.INCOMPLETE, True)
@@ -433,7 +438,7 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
                     request.failed = True
                     _mark_error(request.span, exc)
                 else:
-                    calls.AFTER[method](request.span, args, kwargs, result)
+                    calls.AFTER[method](request, args, kwargs, result)
             finally:
                 otel_context.detach(token)
         finally:

@@ -415,7 +415,9 @@ class Reporter:
         state = history.get(HISTORY_KEY) if hasattr(history, "get") else None
         state = dict(state) if isinstance(state, Mapping) else {}
         subs = submissions(types["Idle"].get("dict"))
-        answered = {str(s) for s in (getattr(element, "condorq_dict", None) or {})}
+        # the schedds whose idle jobs were counted (a schedd that did not answer, or that the
+        # Frontend left out as bad, ends no period)
+        answered = {str(s) for s in (types["Idle"].get("dict") or {})}
         decider = Decider(element, entries(element, self.request_facts, self.now))
         changes = []
         for key, sub in subs.items():

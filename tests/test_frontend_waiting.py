@@ -31,9 +31,9 @@ from tests.support import frontend_standin_lib as lib
 from tests.support import waiting_world as ww
 
 
-def _instrument(**kwargs):
+def _instrument(sampler=None, **kwargs):
     exporter = InMemorySpanExporter()
-    provider = TracerProvider()
+    provider = TracerProvider(sampler=sampler) if sampler else TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     instrumentor = GlideinFrontendInstrumentor()
     if instrumentor.is_instrumented_by_opentelemetry:
@@ -204,3 +204,19 @@ def test_an_idle_glidein_unfit_by_time_left_or_disk_counts_as_unusable():
     assert waiting.entry_reason(entry, job) == ("unusable_idle_glideins", {"time": 1, "disk": 1})
     # the lifetime and disk are used only when the group's query has them
     assert waiting.entry_reason(entry, {"RequestMemory": 2000})[0] == "glidein_idle"
+
+
+def test_the_reasons_do_not_need_the_frontends_own_spans_recorded(tmp_path):
+    """An operator who samples the Frontend's traces out (their roots) still gives users
+    their job.waiting spans, which follow the user's sampling decision (their parent)."""
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
+    instrumentor, exporter = _instrument(sampler=ParentBased(ALWAYS_OFF))
+    try:
+        cycle(tmp_path, ww.world(tmp_path))
+    finally:
+        instrumentor.uninstrument()
+    finished = exporter.get_finished_spans()
+    assert {s.name for s in finished} == {gc.STAGE_JOB_WAITING}
+    reasons = {format(s.context.trace_id, "032x"): s.attributes[gc.JOB_WAITING_REASON] for s in finished}
+    assert reasons[ww.trace_of("QUEUE")] == "site_queue" and reasons[ww.trace_of("LIMIT")] == "limit"
+    assert reasons[ww.trace_of("DOWN")] == "downtime"
