@@ -48,6 +48,8 @@ def test_every_reason_is_diagnosed_from_the_users_trace(frontend_store, tmp_path
         assert job["evidence"][0]["trace_id"] == ww.trace_of(site)
         assert any(e["span_id"] for e in job["evidence"][1:])      # the Frontend's decision, linked
     assert jobs[f"90.0@{ww.SCHEDD}"]["category"] == wr.NO_GLIDEIN_COULD_EXIST
+    queued = jobs[f"100.0@{ww.SCHEDD}"]["facts"]          # how many, since when, for how long
+    assert queued["queued_glideins"] == 5 and queued["since"] and queued["for_s"] >= 0
     # does not fit: the job's request against the largest idle glidein's
     fit = jobs[f"{100 + list(ww.SITES).index('SMALL')}.0@{ww.SCHEDD}"]["facts"]["fit"]
     assert fit["memory_mb"] == {"job": 4000, "largest_idle_glidein": 1500, "fits": False}

@@ -110,6 +110,10 @@ def from_waiting_span(job: str, status: str, span: dict, ad: dict | None = None)
              if key.startswith("job.waiting.") and key not in (c.JOB_WAITING_REASON,)}
     if value == "unusable_idle_glideins":
         facts["fit"] = _fit_facts(ad or {}, attributes)
+    if attributes.get(c.JOB_WAITING_STATE) == "current" and span.get("start_ns"):
+        # the reason's period began with this span: how long it has lasted
+        facts["since"] = _when(span["start_ns"])
+        facts["for_s"] = max(0, int(time.time() - span["start_ns"] / 1e9))
     evidence = [Evidence(f"job.waiting {attributes.get(c.JOB_WAITING_STATE, '')}: "
                          f"{attributes.get(c.JOB_WAITING_DETAIL, value)}",
                          span.get("trace_id", ""), span.get("span_id", ""), _when(span.get("start_ns")))]
