@@ -11,6 +11,11 @@ forward`` into the embedded store), measured with ``wait4`` (peak RSS of that pr
 It prints peak RSS and wall time of both, their ratio, and checks that every good glidein
 arrived exactly once beside the hostile ones. Target: hostile peak RSS under 500 MB.
 
+Then GlideinWMS's reading of a returned stdout (factory/glidein_stdout.py) on 16 MiB hostile
+stdouts (unclosed "Stats of" blocks, long and many lines of summary and banner words, only
+newlines) against a 16 MiB well-formed one (ordinary log lines around the real banners): the
+time of each and its ratio.
+
     python -m bench.bench_hostile [--good 20]
 """
 
@@ -126,6 +131,37 @@ def main():
               f"target peak RSS < {TARGET_MB} MB: {'met' if rss < TARGET_MB else 'NOT met'}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    stdout_reader()
+
+
+def stdout_reader():
+    """Time GlideinWMS's reading of hostile 16 MiB stdouts against a well-formed one."""
+    from glidein_tracing.factory.glidein_stdout import MAX_STDOUT_BYTES, stdout_facts
+    size = MAX_STDOUT_BYTES
+    banners = (b"=== Last script starting Sun Nov 22 03:36:04 UTC 2026 (1795318564) after validating for 7 ===\n"
+               b"=== Condor starting Sun Nov 22 03:36:05 UTC 2026 (1795318565) ===\n"
+               b"=== Condor ended Sun Nov 22 03:36:10 UTC 2026 (1795318570) after 5 ===\n"
+               b"=== Stats of main ===\n(Real) Total jobs 1 utilization 5\n=== End Stats of main ===\n")
+    log = b"Executing (flags:) /srv/glidein/execute/dir_1234/main/some_script.sh\n"
+    condor = b"=== Condor starting ===\n=== Condor ended after 9 ===\n"
+    outputs = {
+        "well-formed": (log * (size // 2 // len(log)) + banners + log * (size // 2 // len(log)))[:size],
+        "unclosed Stats-of blocks": (condor + b"=== Stats of main ===\n" * (size // 22))[:size],
+        "one line of summary words": (condor + b"=== Stats of main ===\n" + b"Total jobs 1 " * (size // 13))[:size],
+        "256-byte summary lines": (condor + b"=== Stats of main ===\n" + (b"Total jobs 1 " * 19 + b"\n") * (size // 248)
+                                   )[:size - 30] + b"\n=== End Stats of main ===\n",
+        "one line of banner words": (b"=== Last script starting " * (size // 25))[:size],
+        "256-byte banner lines": ((b"=== Last script starting " * 10 + b"\n") * (size // 251))[:size],
+        "only newlines": b"\n" * size,
+    }
+    times = {}
+    for name, text in outputs.items():
+        start = time.perf_counter()
+        stdout_facts(text)
+        times[name] = time.perf_counter() - start
+    for name, seconds in times.items():
+        print(f"stdout reader, {name:26s} {len(outputs[name]) / 2**20:5.1f} MiB  {seconds * 1000:7.1f} ms  "
+              f"{seconds / times['well-formed']:6.1f}x the well-formed one")
 
 
 if __name__ == "__main__":

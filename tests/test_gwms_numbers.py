@@ -249,3 +249,29 @@ def test_a_hostile_stdout_gives_no_number_it_does_not_hold():
     huge = b"=== Last script starting x (1) after validating for 99999999999999 ===\n=== Glidein ending x with code 0 after 5 ===\n"
     assert stdout_facts(huge) == {"glidein.gwms.condor_started": False, "glidein.gwms.exit_code": 0,
                                   "glidein.gwms.glidein_s": 5}
+
+
+def test_the_stdout_reader_reads_as_glideinwms_patterns_do():
+    """Random lines of the summary's and banners' words: the reader (each pattern on one line
+    from its literal, the summary line in two parts) gives what GlideinWMS's patterns give on
+    the same text; bench/bench_hostile.py times it on hostile outputs."""
+    import random
+    from glidein_tracing.factory import glidein_stdout as gs
+    summary = re.compile(rb"Total(.*)jobs ([0-9]+) .*utilization ([0-9]+)")
+    ending = re.compile(rb"=== Glidein ending .* with code ([0-9]+) after ([0-9]+) ===")
+    words = [b"Total", b" ", b"jobs ", b"1", b"23", b"utilization ", b"goodZ", b"goodNZ", b"(-%)", b"x",
+             b"=== Glidein ending ", b" with code ", b" after ", b"===", b" ==="]
+    rng = random.Random(7)
+    for _ in range(3000):
+        line = b"".join(rng.choice(words) for _ in range(rng.randint(1, 14)))
+        text = b"=== Condor starting ===\n=== Condor ended after 9 ===\n=== Stats of main ===\n" + line + \
+            b"\n=== End Stats of main ===\n" + line + b"\n"
+        facts = gs.stdout_facts(text)
+        found = summary.search(line)
+        kind = (found.group(1).strip().decode() or "Total") if found else None
+        if kind in ("Total", "goodZ", "goodNZ"):
+            assert facts[gs._STATS[kind][1]] == int(found.group(3)), line
+        else:
+            assert not set(facts) & {name for _, name in gs._STATS.values()}, line
+        end = ending.search(line)
+        assert facts.get("glidein.gwms.glidein_s") == (int(end.group(2)) if end else None), line

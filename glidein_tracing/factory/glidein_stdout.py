@@ -12,7 +12,9 @@ with code C after N ===`` (the glidein's duration). Its numbers are ``date +%s``
 taken by the glidein itself: no clock of ours can give them to the second (a SIGTERM before
 ``Condor starting`` leaves a record of the last script but no HTCondor; one during a job ends
 HTCondor seconds after the record). The stdout is the node's, so only bounded integers are
-taken from it, from at most ``MAX_STDOUT_BYTES``. The same read tells whether the glidein was
+taken from it, from at most ``MAX_STDOUT_BYTES``, each pattern on one line of at most
+``MAX_LINE_BYTES`` from its literal on (no copy of the lines is made), so a hostile output
+costs linear time (bench/bench_hostile.py). The same read tells whether the glidein was
 asked to trace (an untraced glidein's entry does not trace: docs/span-conventions.md).
 """
 
@@ -32,15 +34,20 @@ _MAX_SECONDS = 10**9          # ~31 years: beyond that a number is not a duratio
 MAX_LINE_BYTES = 256          # a banner is one short line (~100 bytes): longer lines are not read
 MAX_TOTAL_LINES = 64          # lines of the StarterLog summary read (it has 6 per slot)
 
-# each banner is one line (GlideinWMS's patterns do not cross lines): read line by line, so a
-# hostile stdout (millions of banner starts on one line, a block never closed) costs one pass
-_VALIDATION = re.compile(rb"=== Last script starting .* after validating for ([0-9]+) ===")
-_CONDOR_START = re.compile(rb"=== Condor starting.*===")
-_CONDOR_END = re.compile(rb"=== Condor ended.*after ([0-9]+) ===")
-_SLOT_START = re.compile(rb"=== Stats of (\S+) ===")
-_SLOT_END = re.compile(rb"=== End Stats of \S+ ===")
-_STATS_LINE = re.compile(rb"Total(.*)jobs ([0-9]+) .*utilization ([0-9]+)")
-_GLIDEIN_END = re.compile(rb"=== Glidein ending .* with code ([0-9]+) after ([0-9]+) ===")
+# GlideinWMS's patterns, each with the literal it begins with: a pattern runs only on the rest
+# of a line from its literal, so a hostile stdout (millions of banner starts on one line, a
+# block never closed, millions of empty lines) costs one pass and no copy of its lines
+_VALIDATION = (b"=== Last script starting ", re.compile(rb"=== Last script starting .* after validating for ([0-9]+) ==="))
+_CONDOR_START = (b"=== Condor starting", re.compile(rb"=== Condor starting.*==="))
+_CONDOR_END = (b"=== Condor ended", re.compile(rb"=== Condor ended.*after ([0-9]+) ==="))
+_GLIDEIN_END = (b"=== Glidein ending ", re.compile(rb"=== Glidein ending .* with code ([0-9]+) after ([0-9]+) ==="))
+_SLOT_START = (b"=== Stats of ", re.compile(rb"=== Stats of (\S+) ==="))
+_SLOT_END = (b"=== End Stats of ", re.compile(rb"=== End Stats of \S+ ==="))
+# the summary line's pattern, Total(.*)jobs ([0-9]+) .*utilization ([0-9]+), read in its two
+# parts (its greedy parts take the last "jobs N " before the last "utilization N"): run whole,
+# its time grows with the cube of a hostile line
+_JOBS = re.compile(rb"jobs ([0-9]+) ")
+_UTILIZATION = re.compile(rb"utilization ([0-9]+)")
 
 #: StarterLog summary line -> (attribute of its jobs' count, attribute of its seconds)
 _STATS = {"Total": (c.GLIDEIN_GWMS_JOBS_NR, c.GLIDEIN_GWMS_JOBS_S),
@@ -94,63 +101,97 @@ def stdout_facts(text: bytes) -> dict:
     """GlideinWMS's reading of one glidein's stdout ``text`` as root attributes."""
     if len(text) < 10:        # GlideinWMS's reading of an empty output
         return {c.GLIDEIN_GWMS_CONDOR_STARTED: False, c.GLIDEIN_GWMS_GLIDEIN_S: 0}
-    lines = [line for line in text.split(b"\n") if len(line) <= MAX_LINE_BYTES]
     out = {c.GLIDEIN_GWMS_CONDOR_STARTED: False}
     at = 0
-    found = _first(lines, _VALIDATION, at)
-    if found:
-        _seconds(out, c.GLIDEIN_GWMS_VALIDATION_S, found[1].group(1))
-        at = found[0] + 1
-    found = _first(lines, _CONDOR_START, at)
-    if found:
+    match = _search(_VALIDATION, text, at)
+    if match:
+        _seconds(out, c.GLIDEIN_GWMS_VALIDATION_S, match.group(1))
+        at = match.end()
+    match = _search(_CONDOR_START, text, at)
+    if match:
         out[c.GLIDEIN_GWMS_CONDOR_STARTED] = True
-        at = found[0] + 1
-        found = _first(lines, _CONDOR_END, at)
-        if found:
-            _seconds(out, c.GLIDEIN_GWMS_CONDOR_S, found[1].group(1))
-            at = _summary(out, lines, found[0] + 1)
-    found = _first(lines, _GLIDEIN_END, at)
-    if found:
-        _seconds(out, c.GLIDEIN_GWMS_EXIT_CODE, found[1].group(1))
-        _seconds(out, c.GLIDEIN_GWMS_GLIDEIN_S, found[1].group(2))
+        at = match.end()
+        match = _search(_CONDOR_END, text, at)
+        if match:
+            _seconds(out, c.GLIDEIN_GWMS_CONDOR_S, match.group(1))
+            at = _summary(out, text, match.end())
+    match = _search(_GLIDEIN_END, text, at)
+    if match:
+        _seconds(out, c.GLIDEIN_GWMS_EXIT_CODE, match.group(1))
+        _seconds(out, c.GLIDEIN_GWMS_GLIDEIN_S, match.group(2))
     return out
 
 
-def _first(lines: list, pattern, at: int):
-    """(index, match) of the first of ``lines`` from ``at`` on that ``pattern`` matches."""
-    for index in range(at, len(lines)):
-        match = pattern.search(lines[index])
-        if match:
-            return index, match
+def _line_end(text: bytes, at: int) -> int:
+    end = text.find(b"\n", at)
+    return len(text) if end < 0 else end
+
+
+def _short(text: bytes, at: int, end: int) -> bool:
+    """Whether the line around ``at`` (ending at ``end``) has at most MAX_LINE_BYTES (looking
+    back no further than that)."""
+    start = text.rfind(b"\n", max(0, at - MAX_LINE_BYTES), at) + 1
+    return not (start == 0 and at > MAX_LINE_BYTES) and end - start <= MAX_LINE_BYTES
+
+
+def _search(banner, text: bytes, at: int):
+    """GlideinWMS's ``pattern.search(text, at)`` on the lines of at most MAX_LINE_BYTES that
+    hold its literal, each from its literal on."""
+    literal, pattern = banner
+    start = text.find(literal, at)
+    while start >= 0:
+        end = _line_end(text, start)
+        if _short(text, start, end):
+            match = pattern.search(text, start, end)
+            if match:
+                return match
+        start = text.find(literal, end)
     return None
 
 
-def _summary(out: dict, lines: list, at: int) -> int:
+def _summary(out: dict, text: bytes, at: int) -> int:
     """The StarterLog summary: as GlideinWMS reads it, one block from the first slot's banner
-    to the last slot's end banner, left out when that first slot ends in 1 (a monitoring
-    slot); in it the first Total, goodZ and goodNZ lines. Returns where the search goes on."""
-    found = _first(lines, _SLOT_START, at)
-    if not found:
+    to the last slot's end banner (found from the end), left out when that first slot ends in
+    1 (a monitoring slot); in it the first Total, goodZ and goodNZ lines among the first
+    MAX_TOTAL_LINES lines naming "Total". Returns where the search goes on."""
+    first = _search(_SLOT_START, text, at)
+    if first is None:
         return at
-    first, slot = found[0], found[1].group(1)
-    last = next((i for i in range(len(lines) - 1, first - 1, -1) if _SLOT_END.search(lines[i])), None)
-    if last is None:
+    literal, pattern = _SLOT_END
+    last = text.rfind(literal)
+    while last >= first.end() and not pattern.match(text, last, _line_end(text, last)):
+        last = text.rfind(literal, 0, last)
+    if last < first.end():
         return at
-    if not slot.endswith(b"1"):
-        # the summary is a few lines: the first MAX_TOTAL_LINES lines naming "Total" are read
-        totals = (line for line in lines[first:last + 1] if b"Total" in line)
-        for _, line in zip(range(MAX_TOTAL_LINES), totals):
-            match = _STATS_LINE.search(line)
-            if match is None:
-                continue
-            kind = match.group(1).strip().decode("ascii", "replace") or "Total"
-            names = _STATS.get(kind)
-            if names is None or names[1] in out:
-                continue
-            if names[0] is not None:
-                _seconds(out, names[0], match.group(2))
-            _seconds(out, names[1], match.group(3))
-    return last + 1
+    if not first.group(1).endswith(b"1"):
+        line = text.find(b"Total", first.end(), last)
+        for _ in range(MAX_TOTAL_LINES):
+            if line < 0:
+                break
+            end = min(_line_end(text, line), last)
+            if _short(text, line, end):
+                _summary_line(out, text[line:end])
+            line = text.find(b"Total", end, last)
+    return pattern.match(text, last).end()
+
+
+def _summary_line(out: dict, line: bytes) -> None:
+    """The summary pattern on a line from its first "Total": the last "jobs N " before the
+    last "utilization N", as its greedy parts take them."""
+    utilizations = list(_UTILIZATION.finditer(line, 5))
+    if not utilizations:
+        return
+    seconds = utilizations[-1]
+    jobs = list(_JOBS.finditer(line, 5, seconds.start()))
+    if not jobs:
+        return
+    kind = line[5:jobs[-1].start()].strip().decode("ascii", "replace") or "Total"
+    names = _STATS.get(kind)
+    if names is None or names[1] in out:
+        return
+    if names[0] is not None:
+        _seconds(out, names[0], jobs[-1].group(1))
+    _seconds(out, names[1], seconds.group(1))
 
 
 def _seconds(out: dict, name: str, digits: bytes):
