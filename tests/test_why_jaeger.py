@@ -1,0 +1,47 @@
+"""glidein-tracing why reading the job.waiting spans from a real Jaeger: the Frontend's cycle
+exported with the real OTLP/HTTP exporter, read back through Jaeger's query API."""
+
+import json
+
+import pytest
+
+pytest.importorskip("opentelemetry.instrumentation.instrumentor")
+pytest.importorskip("classad2")
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+from glidein_tracing.cli.main import main
+from glidein_tracing.core import conventions as gc
+from tests.support import jaeger_harness
+from tests.support import waiting_world as ww
+from tests.test_frontend_waiting import _instrument, cycle
+
+pytestmark = pytest.mark.jaeger
+
+
+def test_why_reads_the_reasons_from_jaeger(jaeger_binary, tmp_path, capsys):
+    jaeger = jaeger_harness.JaegerProcess(jaeger_binary, log_dir=tmp_path / "jaeger")
+    try:
+        jaeger.start()
+    except jaeger_harness.JaegerUnavailable as exc:
+        jaeger_harness.unavailable(str(exc))
+    try:
+        instrumentor, memory = _instrument()
+        try:
+            cycle(tmp_path, ww.world(tmp_path))
+        finally:
+            instrumentor.uninstrument()
+        spans = memory.get_finished_spans()
+        exporter = OTLPSpanExporter(endpoint=jaeger.otlp_endpoint + "/v1/traces")
+        exporter.export(spans)
+        exporter.shutdown()
+        waiting_span = [s for s in spans if s.name == gc.STAGE_JOB_WAITING
+                        and format(s.context.trace_id, "032x") == ww.trace_of("SMALL")][0]
+        jaeger.query().wait_for_trace(ww.trace_of("SMALL"), [format(waiting_span.context.span_id, "016x")])
+        assert main(["why", ww.trace_of("SMALL"), "--jaeger", jaeger.query_url, "--json"]) == 0
+        (job,) = json.loads(capsys.readouterr().out)["jobs"]
+        assert job["reason"] == "unusable_idle_glideins"
+        assert job["facts"]["fit"]["memory_mb"]["fits"] is False
+        assert job["evidence"][0]["span_id"] == format(waiting_span.context.span_id, "016x")
+    finally:
+        jaeger.stop()
