@@ -134,3 +134,18 @@ def test_the_glidein_table_adds_the_entrys_recent_outcomes(frontend_store, tmp_p
     code, out, _ = why(capsys, ww.trace_of("BROKEN"), "--store", frontend_store, "--table", tmp_path / "table")
     assert code == 0 and "[validation]" in out
     assert f"glideins at {ww.request_name('BROKEN')} in the last 2 days: ok 1, validation_failed 3" in out
+
+
+def test_a_submission_whose_jobs_started_is_not_waiting(tmp_path, capsys):
+    """The Frontend ended the period (no idle jobs): asked by trace id, why says so."""
+    instrumentor, exporter = _instrument()
+    try:
+        cycle(tmp_path, ww.world(tmp_path))
+        jobs = [ww.job_ad(106, p, "NEW", ww.traceparent("NEW"), status=2) for p in (0, 1)]
+        cycle(tmp_path, ww.world(tmp_path, jobs=jobs))
+    finally:
+        instrumentor.uninstrument()
+    Store(tmp_path / "store").append(exporter.get_finished_spans())
+    code, out, _ = why(capsys, ww.trace_of("NEW"), "--store", tmp_path / "store", "--json")
+    (job,) = json.loads(out)["jobs"]
+    assert code == 0 and job["category"] == d.NOT_WAITING and "no idle job since" in job["meaning"]

@@ -127,6 +127,16 @@ def diagnose(ad: dict | None, spans=(), job: str | None = None) -> Diagnosis:
     """One job's diagnosis from its ad (None: only its trace is known) and its trace's spans."""
     name = job or (job_name(ad) if ad else "?")
     latest = waiting_spans(spans)
+    if latest and (latest[-1].get("attributes") or {}).get(c.JOB_WAITING_END) == "no_idle_jobs":
+        last = latest[-1]
+        latest = []            # the Frontend saw no idle job of the submission since
+        if ad is None:
+            return Diagnosis(name, "not idle", NOT_WAITING,
+                             f"the submission has had no idle job since {_when(last.get('end_ns'))}: "
+                             "its jobs started (job.wait in your trace says how long each waited) "
+                             "or left the queue", "nothing",
+                             evidence=[Evidence("job.waiting ended: no idle jobs", last.get("trace_id", ""),
+                                                last.get("span_id", ""), _when(last.get("end_ns")))])
     if ad is None:
         if not latest:
             return Diagnosis(name, "unknown", NO_RECORD, "no job.waiting span in this trace",
