@@ -162,12 +162,16 @@ def test_html_is_a_page_of_sortable_tables_beside_plots(table, tmp_path):
     out = tmp_path / "r.html"
     assert main(["analyze", str(table), "--whatif", "--html", str(out), "--quiet"]) == 0
     page = out.read_text()
-    assert "<pre" not in page and page.count("class='sortable'") >= 8
-    assert page.count("data:image/svg+xml;base64,") == 5
-    for figure in ("distributions", "shutdowns", "waste", "validation", "tradeoff"):
+    # no raw dump: the only preformatted text is the <attr> lines to paste
+    assert page.count("<pre") == page.count("<pre class='paste'>") and page.count("class='sortable'") >= 8
+    assert page.count("data:image/svg+xml;base64,") == 6
+    for figure in ("distributions", "shutdowns", "waste", "validation", "tradeoff", "trend"):
         assert f"id='plot-{figure}'" in page
-    for header in ("p90", "strt (%)", "badp (%)", "lift (x)", "saved core-hours", "core-hours"):
+    for header in ("p90", "strt (%)", "badp (%)", "lift (x)", "saved core-hours", "core-hours",
+                   "net core-hours / month"):
         assert f"<th>{header}</th>" in page, header
+    for header in ("queue wait p50", "setup p50", "to 1st job p50"):     # durations: the unit in the header
+        assert any(f"<th>{header} ({unit})</th>" in page for unit in ("s", "min", "h")), header
     assert "http://" not in page and "https://" not in page    # nothing fetched from anywhere
 
 
@@ -186,6 +190,11 @@ window.addEventListener('load', function () {
   th.click();
   out.sorted = Array.from(t.tBodies[0].rows).map(function (r) { return parseFloat(r.cells[1].dataset.v); });
   out.links = Array.from(document.querySelectorAll('a')).map(function (a) { return a.getAttribute('href'); });
+  var rec = document.getElementById('recommendations'), rows = rec ? rec.nextElementSibling.nextElementSibling : null;
+  out.first = {summary: document.getElementById('summary').getBoundingClientRect().top,
+               recommendations: rec ? rec.getBoundingClientRect().top : null,
+               table: rows && rows.querySelector('tbody tr') ? rows.querySelector('tbody tr').getBoundingClientRect().bottom : null,
+               heading: document.querySelector('h2').id};
   var pre = document.createElement('pre');
   pre.textContent = 'PRO' + 'BE:' + JSON.stringify(out) + ':EB' + 'ORP';
   document.body.appendChild(pre);
@@ -215,9 +224,20 @@ def test_html_report_renders_in_headless_chromium_sorts_and_links_waterfall_page
                  "--jaeger-ui", jaeger]) == 0
     found = dom(browser, html_path, tmp_path, REPORT_PROBE)
     plots = {e["id"]: e for e in found["images"]}
-    assert set(plots) == {"plot-distributions", "plot-shutdowns", "plot-waste", "plot-validation", "plot-tradeoff"}
+    assert set(plots) == {"plot-distributions", "plot-shutdowns", "plot-waste", "plot-validation", "plot-tradeoff",
+                          "plot-trend"}
     for element in plots.values():
         assert element["width"] > 100 and element["height"] > 100 and element["natural"] > 100, element
+    for name in ("plot-distributions", "plot-tradeoff", "plot-trend"):     # wide enough to read
+        assert plots[name]["width"] >= 600, plots[name]
+    # the first screen (1400 x 1000) opens with the summary and the recommendations, a row of them in sight
+    first = found["first"]
+    assert first["heading"] == "recommendations" and first["summary"] < first["recommendations"] < 1000
+    assert first["table"] is not None and first["table"] < 1000
+    # the trade-off plot's labels are inside the image and its tick labels signed
+    labels = _svg_texts(html_path.read_text(), "tradeoff")
+    assert any(t.startswith("-") and t[1:].replace(",", "").isdigit() for t in labels), labels
+    assert any("net core-hours saved" in t for t in labels) and any("recommended" in t for t in labels)
     assert found["sorted"] == sorted(found["sorted"]) and len(found["sorted"]) > 3    # clicked: ascending
     pages = [h for h in found["links"] if h.startswith("report.html.traces/")]
     assert pages, found["links"]
@@ -238,6 +258,23 @@ def test_html_report_renders_in_headless_chromium_sorts_and_links_waterfall_page
     assert page["links"] == {"report": "../report.html", "jaeger": f"{jaeger}/trace/{trace}"}
     assert (waterfall.parent / page["links"]["report"]).resolve() == html_path.resolve()
     assert screenshot(browser, waterfall, tmp_path / "waterfall.png", tmp_path).stat().st_size > 10_000
+
+
+def _svg_texts(page: str, plot: str) -> list:
+    """The texts of a plot's SVG as the page embeds it (tick labels, axis labels, legend), each
+    checked to be placed inside the image."""
+    import base64
+    import html as html_mod
+    import re
+    data = page.split(f"id='plot-{plot}'", 1)[1].split("base64,", 1)[1].split("'", 1)[0]
+    svg = base64.b64decode(data).decode()
+    width, height = (float(v) for v in re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg).groups())
+    texts = []
+    for tag, text in re.findall(r"(<text[^>]*>)([^<]*)</text>", svg):
+        x, y = (float(re.search(f' {a}="([-\\d.]+)"', tag).group(1)) for a in ("x", "y"))
+        assert 0 <= x <= width and 0 <= y <= height, (text, x, y, width, height)
+        texts.append(html_mod.unescape(text.strip()))
+    return [t for t in texts if t]
 
 
 def test_show_html_writes_a_waterfall_page(tmp_path, capsys):

@@ -20,10 +20,11 @@ WASTE_CATEGORIES = ("validation", "idle_before_first_job", "idle_between_jobs", 
 CSS = """body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1500px;color:#222}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
 .row{display:flex;flex-wrap:wrap;gap:1.5em;align-items:flex-start}.row>div{flex:1 1 480px;min-width:0}
+.row>div.plot{flex:1 1 640px;min-width:min(640px,100%)}.summary{font-size:15px;margin:.3em 0}
 img{max-width:100%}table{border-collapse:collapse;font-size:13px;margin:.4em 0}
 th,td{border:1px solid #ddd;padding:3px 7px;text-align:right}th{background:#f3f3f3;cursor:pointer;user-select:none}
 td:first-child,th:first-child{text-align:left}th.asc:after{content:' \\25B2'}th.desc:after{content:' \\25BC'}
-.note{color:#555;font-size:13px}code{font-size:12px}"""
+.note{color:#555;font-size:13px}pre.paste{font-size:12px;background:#f7f7f7;padding:.5em;overflow-x:auto}code{font-size:12px}"""
 # click a header to sort by it (numbers by the cell's data-v value), again to reverse
 SORT_JS = """<script>document.querySelectorAll('table.sortable th').forEach(function(th){th.addEventListener('click',
 function(){var t=th.closest('table'),i=Array.from(th.parentNode.children).indexOf(th),b=t.tBodies[0],
@@ -40,17 +41,21 @@ class Page:
         self.jaeger_ui, self.trace_pages = jaeger_ui, trace_pages or {}
         self.parts: list[str] = []
 
-    def link(self, trace_id: str) -> str:
+    def link(self, trace_id: str, short: bool = False) -> str:
+        """The trace id (``short``: its first 8 digits, the whole in the tooltip) as a link."""
         tid = html.escape(str(trace_id))
+        text = f"<code title='{tid}'>{tid[:8]}</code>" if short else f"<code>{tid}</code>"
         if trace_id in self.trace_pages:
-            return f"<a href='{html.escape(self.trace_pages[trace_id])}'><code>{tid}</code></a>"
+            return f"<a href='{html.escape(self.trace_pages[trace_id])}'>{text}</a>"
         if self.jaeger_ui:
-            return f"<a href='{html.escape(self.jaeger_ui.rstrip('/'))}/trace/{tid}'><code>{tid}</code></a>"
-        return f"<code>{tid}</code>"
+            return f"<a href='{html.escape(self.jaeger_ui.rstrip('/'))}/trace/{tid}'>{text}</a>"
+        return text
 
     @staticmethod
     def cell(value, fmt=None) -> str:
-        """A table cell; numbers keep their raw value for sorting."""
+        """A table cell; numbers keep their raw value for sorting; ``(value, fmt)``: this cell's format."""
+        if isinstance(value, tuple):
+            value, fmt = value
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             text = fmt(value) if fmt else (f"{value:,.2f}" if isinstance(value, float) else f"{value:,}")
             return f"<td data-v='{value!r}'>{html.escape(text)}</td>"
@@ -62,15 +67,37 @@ class Page:
         body = "".join("<tr>" + "".join(self.cell(v, f) for v, f in zip(row, fmts)) + "</tr>" for row in rows)
         return f"<table class='sortable'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
-    def section(self, title: str, table: str, plot: tuple | None = None, note: str = "") -> None:
-        figure = (f"<div><img id='plot-{plot[0]}' alt='{html.escape(title)}' src='data:image/svg+xml;base64,{plot[1]}'>"
-                  "</div>") if plot else ""
+    def section(self, title: str, table: str, plot: tuple | None = None, note: str = "", anchor: str = "",
+                stacked: bool = False) -> None:
+        """A heading, a note, the table and its plot beside it (``stacked``: below it)."""
+        figure = (f"<div class='plot'><img id='plot-{plot[0]}' alt='{html.escape(title)}' "
+                  f"src='data:image/svg+xml;base64,{plot[1]}'></div>") if plot else ""
         note = f"<p class='note'>{note}</p>" if note else ""
-        self.parts.append(f"<h2>{html.escape(title)}</h2>{note}<div class='row'><div>{table}</div>{figure}</div>")
+        anchor = f" id='{anchor}'" if anchor else ""
+        body = f"{table}<div class='row'>{figure}</div>" if stacked else f"<div class='row'><div>{table}</div>{figure}</div>"
+        self.parts.append(f"<h2{anchor}>{html.escape(title)}</h2>{note}{body}")
 
 
 class Raw(str):
     """Cell content that is already HTML (links)."""
+
+
+def duration_unit(values) -> tuple:
+    """(unit, seconds per unit) for a column of seconds, as the terminal writes them (fmt_s):
+    h from 2 h, min from 2 min, else s, by the column's largest value."""
+    top = max((abs(v) for v in values if isinstance(v, (int, float))), default=0)
+    return ("h", 3600.0) if top >= 7200 else ("min", 60.0) if top >= 120 else ("s", 1.0)
+
+
+def duration_columns(headers: list, rows: list, columns: list) -> tuple:
+    """The headers with each duration column's unit ("p50 (min)") and a format per column
+    (its values in that unit; the cells keep the seconds to sort by)."""
+    headers, fmts = list(headers), [None] * len(headers)
+    for c in columns:
+        unit, per = duration_unit([r[c] for r in rows])
+        headers[c] = f"{headers[c]} ({unit})"
+        fmts[c] = lambda v, per=per: f"{v / per:,.1f}"
+    return headers, fmts
 
 
 def _figure(width: float, height: float, rows: int = 1, columns: int = 1):
@@ -85,8 +112,9 @@ def _svg(fig) -> str:
     than an Agg PNG (no glyph outlines, no rasterizing)."""
     import matplotlib
     buffer = io.BytesIO()
-    with matplotlib.rc_context({"svg.fonttype": "none"}):
-        fig.savefig(buffer, format="svg", dpi=80)
+    # labels inside the image (a tight box), minus signs as ASCII (a font without U+2212 drops it)
+    with matplotlib.rc_context({"svg.fonttype": "none", "axes.unicode_minus": False}):
+        fig.savefig(buffer, format="svg", dpi=80, bbox_inches="tight", pad_inches=0.1)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
@@ -169,20 +197,51 @@ def _validation_figure(doc: dict):
 
 
 def _tradeoff_figure(doc: dict):
+    """Jobs lost against net core-hours saved over the period: every candidate as one setting
+    for the whole Factory (grey, its Pareto front in blue), each entry's recommendation (red,
+    labelled) and their sum, the Factory-wide figure (red star). Signed axes: a loss is below 0."""
     from matplotlib import ticker
     wi = doc["whatif"]
-    fig, ax = _figure(8, 4.5)
+    recs = wi["recommendations"]["entries"]
+    fig, ax = _figure(10, 5)
     pts, front = wi["candidates"], wi["pareto_front"]
-    ax.scatter([p["lost_jobs"] for p in pts], [p["saved_core_hours"] for p in pts], s=12, color="#a5a5a5")
-    ax.plot([p["lost_jobs"] for p in front], [p["saved_core_hours"] for p in front], "o-", color="#2e75b6",
-            markersize=4, label="Pareto front")
-    ax.set_xlabel("jobs lost (would need another glidein)")
-    ax.set_ylabel("idle core-hours saved")
+    ax.axhline(0, color="#444", linewidth=0.8)
+    ax.scatter([p["lost_jobs"] for p in pts], [p["net_saved_core_hours"] for p in pts], s=14, color="#a5a5a5",
+               label="one setting for the whole Factory")
+    ax.plot([p["lost_jobs"] for p in front], [p["net_saved_core_hours"] for p in front], "o-", color="#2e75b6",
+            markersize=4, label="its Pareto front")
+    if recs:
+        ax.scatter([r["lost_jobs"] for r in recs], [r["net_core_hours"] for r in recs], s=70, facecolors="none",
+                   edgecolors="#c00000", linewidths=2, label="recommended, per entry")
+        for r in recs[:8]:
+            ax.annotate(r["entry"], (r["lost_jobs"], r["net_core_hours"]), fontsize=7, xytext=(4, 4),
+                        textcoords="offset points", color="#c00000")
+        ax.scatter([sum(r["lost_jobs"] for r in recs)], [sum(r["net_core_hours"] for r in recs)], marker="*", s=220,
+                   color="#c00000", label="recommended, Factory-wide (their sum)")
+    ax.set_xlabel("jobs lost (they need another glidein)")
+    ax.set_ylabel(f"net core-hours saved in {wi['recommendations']['days']:.1f} days (< 0: a cost)")
     if max((p["lost_jobs"] for p in pts), default=0) > 100:
         ax.set_xscale("symlog", linthresh=10)
         ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.xaxis.set_minor_locator(ticker.NullLocator())
-    ax.legend(fontsize=7)
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.grid(True, color="#eee")
+    ax.legend(fontsize=7, loc="best")
+    return fig
+
+
+def _trend_figure(doc: dict):
+    """Per day: waste and efficiency (% of Lasted), the trend over the period."""
+    days = [d for d in doc["trend"] if d["efficiency_pct"] is not None]
+    fig, ax = _figure(10, 2.6)
+    x = list(range(len(days)))
+    ax.plot(x, [d["efficiency_pct"] for d in days], "o-", color="#2e75b6", markersize=3, label="efficiency (%)")
+    ax.plot(x, [d["waste_pct"] for d in days], "o-", color="#c00000", markersize=3, label="waste (%)")
+    step = max(1, len(days) // 10)
+    ax.set_xticks(x[::step], [d["day"] for d in days][::step], fontsize=7)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("% of Lasted")
+    ax.legend(fontsize=7, loc="center right")
     return fig
 
 
@@ -192,6 +251,8 @@ def _plots(doc: dict) -> dict:
                "validation": _validation_figure}
     if doc.get("whatif"):
         figures["tradeoff"] = _tradeoff_figure
+    if any(d["efficiency_pct"] is not None for d in doc.get("trend") or []):
+        figures["trend"] = _trend_figure
     out = {}
     for name, draw in figures.items():
         fig = draw(doc)
@@ -213,19 +274,20 @@ def _overview(page: Page, doc: dict, plots: dict) -> None:
     for metric, label in METRIC_LABELS.items():
         r = st["metrics"]["overall"].get(metric)
         if r:
-            unit = "" if metric == "jobs_per_glidein" else " (s)"
-            rows.append((label + unit, r["count"], r["mean"], r["p50"], r["p90"], r["p99"]))
+            fmt = (lambda v: f"{v:.1f}") if metric == "jobs_per_glidein" else fmt_s
+            rows.append((label, r["count"], *((r[q], fmt) for q in ("mean", "p50", "p90", "p99"))))
     page.section("Distributions", page.table(("metric", "count", "mean", "p50", "p90", "p99"), rows),
                  ("distributions", plots["distributions"]),
-                 "seconds unless said; percentiles from log-binned histograms, within "
+                 "units in each cell as on the terminal (s, m = minutes, h, d); percentiles from log-binned histograms, within "
                  f"{100 * st['metrics']['max_relative_error']:.1f} % of the exact values (jobs per glidein exact)")
     per = []
     for entry, metrics in sorted(st["metrics"]["by_entry"].items()):
         get = lambda m, q: (metrics.get(m) or {}).get(q)  # noqa: E731
         per.append((entry, get("setup_s", "count"), get("queue_wait_s", "p50"), get("setup_s", "p50"),
                     get("time_to_first_job_s", "p50"), get("tail_s", "p90"), get("no_job_s", "p50")))
-    page.section("Per entry", page.table(("entry", "glideins", "queue wait p50 (s)", "setup p50 (s)",
-                                          "to 1st job p50 (s)", "tail p90 (s)", "no-job idle p50 (s)"), per))
+    headers, fmts = duration_columns(["entry", "glideins", "queue wait p50", "setup p50", "to 1st job p50", "tail p90",
+                                      "no-job idle p50"], per, [2, 3, 4, 5, 6])
+    page.section("Per entry", page.table(headers, per, fmts))
 
 
 def _gwms(page: Page, doc: dict, plots: dict) -> None:
@@ -249,8 +311,8 @@ def _gwms(page: Page, doc: dict, plots: dict) -> None:
             for g in groups]
     failed = "".join(f"<li>{html.escape(f['script'])} {html.escape(f['error_type'])}: {f['failures']:,}</li>"
                      for f in doc["stats"]["failed_scripts"])
-    page.section("Validation", page.table(("list", "glideins", "total (s)", "share (%)", "p50 (s)", "p90 (s)",
-                                           "p99 (s)"), rows) + (f"<p>failed scripts:</p><ul>{failed}</ul>" if failed
+    headers, fmts = duration_columns(["list", "glideins", "total", "share (%)", "p50", "p90", "p99"], rows, [2, 4, 5, 6])
+    page.section("Validation", page.table(headers, rows, fmts) + (f"<p>failed scripts:</p><ul>{failed}</ul>" if failed
                                                                 else ""), ("validation", plots["validation"]))
 
 
@@ -342,10 +404,50 @@ def _whatif(page: Page, doc: dict, plots: dict) -> None:
             "recorded waste.")
     page.section("What-if: timeout candidates, one setting everywhere", page.table(
         ("Max_Idle (s)", "Max_Tail (s)", "Retire (s)", "saved core-hours", "net saved core-hours", "jobs lost",
-         "glideins cut short"), rows), ("tradeoff", plots["tradeoff"]), note)
+         "glideins cut short"), rows), note=note)
 
 
-def _recommendations(page: Page, doc: dict) -> None:
+def _summary(page: Page, doc: dict, plots: dict) -> None:
+    """The page's first lines: core-hours, waste share, efficiency, and the trend per day."""
+    st = doc["stats"]
+    w = st["waste_core_hours"]["overall"]
+    life = w.get("lifetime") or 0.0
+    waste = sum(w.get(k) or 0.0 for k in ("validation", "idle", "no_job", "badput"))
+    share = lambda v: f"{100 * v / life:.1f} %" if life else "-"  # noqa: E731
+    text = (f"{st['glideins']:,} glideins, {st['jobs']:,} jobs: <b>{life:,.0f} core-hours</b> of glidein life; "
+            f"<b>efficiency {share(w.get('goodput') or 0.0)}</b> (goodput / lifetime); <b>waste {share(waste)}</b> "
+            f"(validation {share(w.get('validation') or 0)}, idle {share(w.get('idle') or 0)}, never a job "
+            f"{share(w.get('no_job') or 0)}, badput {share(w.get('badput') or 0)})")
+    trend = [d for d in doc.get("trend") or [] if d["efficiency_pct"] is not None]
+    if len(trend) > 1:
+        first, last = trend[0], trend[-1]
+        text += (f". Per day (GlideinWMS's Lasted): efficiency {first['efficiency_pct']:.1f} % on {first['day']}, "
+                 f"{last['efficiency_pct']:.1f} % on {last['day']}; waste {first['waste_pct']:.1f} % then "
+                 f"{last['waste_pct']:.1f} %")
+    page.parts.append(f"<p class='summary' id='summary'>{text}.</p>")
+
+
+def _trend(page: Page, doc: dict, plots: dict) -> None:
+    if "trend" in plots:
+        page.section("Trend per day", "", ("trend", plots["trend"]), stacked=True,
+                     note="efficiency: JobsGoodput x GLIDEIN_CPUS / Lasted x cores; waste: (Lasted - JobsLasted) / "
+                          "Lasted; per UTC day the glideins ended (the last days hold only the longest glideins)")
+
+
+def _examples(page: Page, doc: dict) -> None:
+    """Example traces per question, linked (waterfall pages or Jaeger)."""
+    ex = doc.get("examples") or {}
+    f = doc["failures"]
+    failed = [t for m in f["top_messages"][:3] for t in m["examples"][:1]]
+    rows = [("slowest setups", ex.get("slowest_setup")), ("longest idle glideins", ex.get("longest_idle")),
+            ("failures (one per top message)", failed)]
+    rows += [(f"glideins the change at {entry} would have cut", ids) for entry, ids in (ex.get("cut") or {}).items()]
+    page.section("Example traces", page.table(("what", "traces"), [
+        (what, Raw(" ".join(page.link(t) for t in ids or []) or "none")) for what, ids in rows]),
+        note="each links to its waterfall page (--store) or to Jaeger (--jaeger-ui)", anchor="examples")
+
+
+def _recommendations(page: Page, doc: dict, plots: dict) -> None:
     """The what-if's answer, first: per entry and Frontend group, the change and the line to
     paste, its net saving per month with its uncertainty, what it costs; the Factory-wide sum."""
     from .report import change_text
@@ -355,27 +457,39 @@ def _recommendations(page: Page, doc: dict) -> None:
     r = wi["recommendations"]
     f = r["factory"]
     headers = ("change", "net core-hours / month", "+/- core-hours / month", "jobs lost", "jobs lost (%)",
-               "glideins affected", "glideins", "to paste")
+               "glideins affected", "glideins", "glideins it would have cut (examples)")
+    cut = (doc.get("examples") or {}).get("cut") or {}
 
     def rows(recs, name):
         return [(name(x), change_text(x["changes"]), x["net_core_hours_per_month"],
                  x["uncertainty_core_hours_per_month"], x["lost_jobs"], 100 * x["lost_job_share"], x["glideins_affected"],
-                 x["glideins"], Raw("<br>".join(f"<code>{html.escape(c['attr'])}</code>" for c in x["changes"])))
+                 x["glideins"], Raw(" ".join(page.link(t, short=True) for t in cut.get(x.get("entry"), []))))
                 for x in recs]
+
+    def paste(recs, name, where):
+        lines = [html.escape(f"<!-- {name(x)}: {where} -->\n{c['attr']}") for x in recs for c in x["changes"]]
+        return f"<p class='note'>to paste:</p><pre class='paste'>{chr(10).join(lines)}</pre>" if lines else ""
     one = lambda v: f"{v:,.1f}"  # noqa: E731
     fmts = [None, None, one, one, None, lambda v: f"{v:.2f}", None, None, None]
     note = (f"Factory-wide: <b>{f['net_core_hours_per_month']:,.1f} +/- {f['uncertainty_core_hours_per_month']:,.1f} "
             f"core-hours per month</b>, the sum of the {f['entries']} entries below; {f['lost_jobs']:,} jobs lost, "
             f"{f['glideins_affected']:,} glideins affected. From {f['glideins']:,} glideins and {f['jobs']:,} jobs over "
-            f"{r['days']:.1f} days (a month is {r['month_days']:.0f} days). Rule: {html.escape(r['rule'])}.")
+            f"{r['days']:.1f} days (a month is {r['month_days']:.0f} days). Rule: {html.escape(r['rule'])}. "
+            f"Why the glidein counts differ: the replay counts the glideins whose HTCondor ran ({f['glideins']:,} of "
+            f"the {doc['stats']['glideins']:,} in the table); analyze_entries counts those GlideinWMS accounted "
+            f"(Lasted known: {sum(e['glideins'] for e in doc['entries']):,}).")
     page.section("Recommendations per entry (glideinWMS.xml, the entry's <attrs>)",
                  page.table(("entry",) + headers, rows(r["entries"], lambda x: x["entry"]), fmts)
+                 + paste(r["entries"], lambda x: x["entry"], "in the entry's <attrs>")
                  if r["entries"] else "<p>none: no change saves core-hours on both halves of the period within the "
-                                      "lost-jobs budget</p>", note=note)
+                                      "lost-jobs budget</p>", ("tradeoff", plots["tradeoff"]), note=note,
+                 anchor="recommendations", stacked=True)
     if r["groups"]:
         page.section("Recommendations per Frontend group (frontend.xml, the group's <attrs>)",
                      page.table(("client / group",) + headers, rows(r["groups"], lambda x: f"{x['client']} / {x['group']}"),
-                                fmts), note="Not additive with the entries' recommendations: the same glideins.")
+                                fmts) + paste(r["groups"], lambda x: f"{x['client']} / {x['group']}",
+                                              "in frontend.xml, the group's <attrs>"),
+                     note="Not additive with the entries' recommendations: the same glideins.")
     if r["not_recommended"]:
         page.section("Not recommended", page.table(("entry or group", "why", "change", "net core-hours / month",
                                                     "+/- core-hours / month"), [
@@ -395,10 +509,13 @@ def render_html(doc: dict, *, jaeger_ui: str | None = None, trace_pages: dict | 
     if not doc["stats"]["glideins"]:
         return head + "<p>No glidein rows in the dataset (after filters).</p></body></html>"
     plots = _plots(doc)
-    _recommendations(page, doc)
+    _summary(page, doc, plots)
+    _recommendations(page, doc, plots)
+    _trend(page, doc, plots)
     _overview(page, doc, plots)
     _gwms(page, doc, plots)
     _failures(page, doc)
     _compare(page, doc)
     _whatif(page, doc, plots)
+    _examples(page, doc)
     return head + "".join(page.parts) + SORT_JS + "</body></html>"

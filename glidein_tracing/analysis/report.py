@@ -21,7 +21,8 @@ from .frontends import frontends_section
 from .services import services_section
 from .stats import aggregate_scans, compute_stats
 from .whatif import DEFAULT_LOST_BUDGET, Settings, candidate_grid, evaluate_grid
-from .windows import windows_section
+from .windows import daily_trend, windows_section
+from .examples import examples_section
 
 # the sections analyze() runs, each timed and shown as a stage (the what-if only when asked)
 STAGES = ("stats", "analyze_entries", "frontends", "failures", "compare")
@@ -72,6 +73,8 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
            "frontends": timed("frontends", lambda: frontends_section(con, columns)),
            "failures": timed("failures", lambda: {**failures_section(data), **services_section(data)}),
            "compare": timed("compare", lambda: compare_section(data, overall))}
+    if "gwms_lasted_s" in columns:
+        doc["trend"] = daily_trend(con, "date" in columns)
     if windows and "gwms_lasted_s" in columns:
         doc["windows"] = windows_section(con, windows, until, partitioned="date" in columns)
     if whatif and stats["glideins"] and data.has_jobs:
@@ -79,6 +82,8 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
         doc["whatif"] = timed("whatif", lambda: evaluate_grid(data, settings, grid, budget=budget))
     elif whatif:
         doc["whatif_skipped"] = "no glideins" if not stats["glideins"] else "no jobs dataset: the replay needs the jobs"
+    recommended = doc["whatif"]["recommendations"]["entries"] if doc.get("whatif") else []
+    doc["examples"] = examples_section(con, recommended)
     return doc
 
 

@@ -33,3 +33,18 @@ def windows_section(con, periods_s: list, end: float | None = None, partitioned:
         out.append({"hours": round(seconds / 3600.0, 3), "start": start, "end": end,
                     "total": total[0] if total else None, "entries": _rows(con, ("entry",), where)})
     return {"end": end, "periods": out}
+
+
+def daily_trend(con, partitioned: bool) -> list[dict]:
+    """Per UTC day the glideins ended: glideins, Lasted and its waste (Lasted - JobsLasted) in
+    hours, and efficiency (JobsGoodput x GLIDEIN_CPUS / Lasted x cores), GlideinWMS's
+    per-glidein quantities: the trend over the period, one scan."""
+    day = "date" if partitioned else "CAST(ended_at AS DATE)"
+    rows = con.execute(f"""SELECT CAST({day} AS VARCHAR), COUNT(*), SUM(gwms_lasted_s) / 3600,
+        SUM(gwms_lasted_s - gwms_jobs_lasted_s) / 3600, SUM(gwms_jobs_goodput_s * COALESCE(cpus, 1)),
+        SUM(gwms_lasted_s * COALESCE(cpus, 1))
+        FROM glideins WHERE gwms_lasted_s IS NOT NULL AND ended_at IS NOT NULL GROUP BY 1 ORDER BY 1""").fetchall()
+    return [{"day": d, "glideins": int(n), "lasted_h": round(lasted or 0, 2), "waste_h": round(waste or 0, 2),
+             "waste_pct": round(100 * waste / lasted, 2) if lasted else None,
+             "efficiency_pct": round(100 * good / life, 2) if life else None}
+            for d, n, lasted, waste, good, life in rows]

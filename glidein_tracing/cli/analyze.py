@@ -96,6 +96,9 @@ def _trace_pages(doc: dict, store_dir: str, html_path: str, jaeger_ui: str | Non
     wanted = {t for o in doc["failures"]["outages"] for t in o["examples"]}
     for key in ("top_messages", "service_outages", "top_unclassified"):
         wanted |= {t for m in doc["failures"][key] for t in m["examples"]}
+    examples = doc.get("examples") or {}
+    wanted |= {t for key in ("slowest_setup", "longest_idle") for t in examples.get(key, [])}
+    wanted |= {t for ids in (examples.get("cut") or {}).values() for t in ids}
     folder = Path(html_path + ".traces")
     pages = {}
     try:

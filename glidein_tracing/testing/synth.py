@@ -50,9 +50,9 @@ from ..exporters.store import ROTATE_BYTES, Store
 
 NAN = float("nan")
 #: bumped whenever the same SynthConfig would generate other glideins (these spans or
-#: synth_table.py's rows, or its files: 3 adds each glidein's job timeline and each file's rollup):
-#: benchmarks key their cached stores and tables on it
-GENERATOR_VERSION = 3
+#: synth_table.py's rows, or its files: 3 adds each glidein's job timeline and each file's rollup,
+#: 4 puts odd entries in a second Frontend group): benchmarks key their cached stores and tables on it
+GENERATOR_VERSION = 4
 
 
 @dataclass
