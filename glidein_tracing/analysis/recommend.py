@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ..factory.config import attr_line
+from ..core.knobs import attr_line, frontend_attr_line
 
 MONTH_DAYS = 30.0
 # (Settings field, GlideinWMS attribute, the table's column of the value it ran with)
@@ -27,14 +27,6 @@ KNOB_ATTRS = (("max_idle", "GLIDEIN_Max_Idle"), ("max_tail", "GLIDEIN_Max_Tail")
 RULE = ("per entry and Frontend group: the candidate saving the most core-hours net of replacement glideins among "
         "those losing at most the lost-jobs budget of its jobs, kept only when it saves on both halves of the period "
         "(estimate: mean of the halves' monthly savings; uncertainty: half their difference)")
-
-
-def frontend_attr_line(name: str, value: str, kind: str = "int") -> str:
-    """The ``<attr>`` of a Frontend group (frontend.xml, under <group><attrs>): passed to the
-    group's glideins as a parameter, it overrides the entry's value (the Factory's attr must
-    not be const)."""
-    return (f'<attr name="{name}" glidein_publish="False" job_publish="False" parameter="True" type="{kind}" '
-            f'value="{value}"/>')
 
 
 def _distance(s: dict, current: dict) -> float:

@@ -140,6 +140,25 @@ KNOBS = (
 BY_NAME = {knob.name: knob for knob in KNOBS}
 
 
+def attr_line(name: str, value: str, kind: str = "string") -> str:
+    """A Factory ``<attr>`` (glideinWMS.xml): a parameter the glidein sees, not const so a
+    Frontend group may override it."""
+    return (f'<attr name="{name}" const="False" glidein_publish="False" job_publish="False" '
+            f'parameter="True" publish="True" type="{kind}" value="{_xml_escape(value)}"/>')
+
+
+def frontend_attr_line(name: str, value: str, kind: str = "int") -> str:
+    """The ``<attr>`` of a Frontend group (frontend.xml, under <group><attrs>): passed to the
+    group's glideins as a parameter, it overrides the entry's value (the Factory's attr must
+    not be const)."""
+    return (f'<attr name="{name}" glidein_publish="False" job_publish="False" parameter="True" type="{kind}" '
+            f'value="{_xml_escape(value)}"/>')
+
+
+def _xml_escape(text: str) -> str:
+    return (str(text).replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;"))
+
+
 def render_shell() -> str:
     """The shell reader the hooks source: defaults and checks for every knob, from KNOBS."""
     lines = [

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..core.errors import UserError
 from ..core.inputs import open_input
-from ..core.knobs import BY_NAME, KNOBS, SWITCH
+from ..core.knobs import BY_NAME, KNOBS, SWITCH, attr_line
 
 CLEANUP_ATTR = "GLIDEIN_CLEANUP_SCRIPT"
 
@@ -49,15 +49,6 @@ CLEANUP_FILE = HOOK_FILES[0].name
 
 def hooks_dir() -> Path:
     return Path(str(resources.files("glidein_tracing.node") / "hooks"))
-
-
-def attr_line(name: str, value: str, kind: str = "string") -> str:
-    return (f'<attr name="{name}" const="False" glidein_publish="False" job_publish="False" '
-            f'parameter="True" publish="True" type="{kind}" value="{_escape(value)}"/>')
-
-
-def _escape(text: str) -> str:
-    return (text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;"))
 
 
 def render_block(values: dict | None = None, directory: Path | None = None) -> str:
