@@ -6,7 +6,8 @@ in the same run, best of --rounds:
 
 - exporting a batch of ~1,000 spans (new glideins) into an empty store and into the big one
   (the ratio is the figure: target at most 2x);
-- ``show`` of one trace of the big store (find by prefix + read its lines; target under 1 s).
+- ``show`` of one trace of the big store (find by prefix + read its lines; target under 1 s);
+- ``show --list``'s page of 100 traces, beside reading every trace's summary (what it did before).
 
     python -m bench.bench_store [--glideins 1000000] [--rounds 5]
 """
@@ -85,11 +86,15 @@ def main():
             seconds, spans = timed(lambda: store.trace(store.find(found[0][:12])[0]))
             assert spans
             show_times.append(seconds)
+    page_times = [timed(lambda: store.listing(limit=100))[0] for _ in range(args.rounds)]
+    every_times = [timed(lambda: list(store.summaries()))[0] for _ in range(args.rounds)]
     e, b = min(empty_times), min(big_times)
     print(f"export of a {batch_spans}-span batch: empty store {e * 1000:.1f} ms, big store {b * 1000:.1f} ms, "
           f"ratio {b / e:.2f} (target at most 2)")
     print(f"show of one trace in the big store: best {min(show_times) * 1000:.1f} ms, "
           f"worst {max(show_times) * 1000:.1f} ms (target under 1 s)")
+    print(f"show --list, a page of 100: best {min(page_times) * 1000:.1f} ms; every trace (what --list read "
+          f"before it paged): best {min(every_times) * 1000:.1f} ms")
 
 
 if __name__ == "__main__":
