@@ -78,3 +78,80 @@ def test_no_cgroup_peak_when_shared_v1_or_not_kept(tmp_path, glidein_tree):
     assert peak_file(*old_kernel, glidein.pid) == ""                 # no memory.peak (< 5.19)
     garbage = cgroup(tmp_path / "garbage", procs, peak="max; rm -rf /")
     assert peak_file(*garbage, glidein.pid) == ""
+
+
+# A stand-in glidein_startup.sh whose child, once told (a `go` file naming the case), holds
+# 40 MiB in a bash variable and lets it go: `short` ends there, between two readings, as a
+# validation script would; `lasting` stays alive (asleep) until cleanup's reading. The child
+# writes its own VmHWM (the kernel's count) to burst.hwm; its `exit 0` keeps bash from exec'ing
+# its last command (an exec starts a new VmHWM).
+BURST = ('x=$(head -c 41943040 /dev/zero | tr "\\0" a); [ ${#x} -eq 41943040 ] || exit 1; '
+         'while read -r k v u; do [ "$k" != VmHWM: ] || echo $((v * 1024)) > burst.hwm; done '
+         '< /proc/self/status; unset x; [ "$0" = lasting ] || exit 0; touch burst.ready; sleep 300; exit 0')
+STARTUP = (f"while [ ! -e go ]; do sleep 0.05; done; read -r mode < go; B='{BURST}'; "
+           'if [ "$mode" = lasting ]; then bash -c "$B" lasting & '
+           'else bash -c "$B" short; touch burst.ready; fi; sleep 300')
+MIB40 = 40 * 1024 * 1024
+
+
+def root_after_burst(tmp_path: Path, case: str, cgroup_peak: bool = False) -> dict:
+    """The root's attributes, converted from the journal the real setup and cleanup hooks wrote
+    around a burst (the sampler off, so setup's and cleanup's are the only readings).
+    ``cgroup_peak``: the glidein alone in a cgroup v2 whose memory.peak the setup hook found
+    (a file standing in for the kernel's: the burst's own VmHWM)."""
+    from glidein_tracing.core.converter import convert
+    from glidein_tracing.core.journal import parse_lines
+    from tests.support.hook_support import (fixture_dir, install_cleanup_hook, make_glidein,
+                                            retime_glidein_start)
+    g = make_glidein(tmp_path, "success", startup_script=STARTUP,
+                     extra_config={"GLIDEIN_TRACING_SAMPLE_PERIOD": "0"})
+    try:
+        assert g.run_hook("gconditional_TRACING_setup.sh", "glidein_config", "main").returncode == 0
+        retime_glidein_start(g, "success")
+        (g.work / "otr_outlist.list").write_text((fixture_dir("success") / "otr_outlist.list").read_text())
+        cleanup_dir = install_cleanup_hook(g)
+        (g.work / "go.new").write_text(case + "\n")
+        (g.work / "go.new").rename(g.work / "go")          # whole, when the glidein sees it
+        deadline = time.monotonic() + 20
+        while not (g.work / "burst.ready").exists():
+            assert g.startup.poll() is None and time.monotonic() < deadline, "the burst did not run"
+            time.sleep(0.05)
+        hwm = int((g.work / "burst.hwm").read_text())
+        assert hwm >= MIB40          # the child really held 40 MiB
+        if cgroup_peak:
+            peak = tmp_path / "sys-fs-cgroup" / "glidein" / "memory.peak"
+            peak.parent.mkdir(parents=True)
+            peak.write_text(f"{hwm}\n")
+            with g.config.open("a") as config:
+                config.write(f"GLIDEIN_TRACING_MEMORY_PEAK {peak}\n")
+        out = g.run_hook("gconditional_TRACING_cleanup.sh", str(g.config), cwd=cleanup_dir)
+        assert out.returncode == 0, out.stderr
+        spans = convert(*parse_lines(g.journal.read_bytes()))
+        return dict(next(s for s in spans if s.attributes["glidein.stage"] == "glidein").attributes)
+    finally:
+        subprocess.run(["pkill", "-KILL", "-P", str(g.startup.pid)], check=False)
+        g.stop()
+        g.kill_sampler()
+
+
+def test_a_burst_between_readings_is_in_the_roots_peak_when_the_cgroup_keeps_it(tmp_path):
+    root = root_after_burst(tmp_path, "short", cgroup_peak=True)
+    assert root["glidein.resource.max_rss_bytes"] >= MIB40
+    assert root["glidein.resource.max_rss_source"] == "cgroup.memory.peak"
+    assert root["glidein.resource.max_rss_kind"] == "exact"
+
+
+def test_a_burst_of_a_process_still_alive_at_a_reading_counts_by_its_own_peak(tmp_path):
+    root = root_after_burst(tmp_path, "lasting")
+    assert root["glidein.resource.max_rss_bytes"] >= MIB40          # VmHWM kept the spike
+    assert root["glidein.resource.rss_max_sampled_bytes"] < MIB40   # no reading saw it
+    assert (root["glidein.resource.max_rss_source"], root["glidein.resource.max_rss_kind"]) \
+        == ("proc.vmhwm", "estimate")
+
+
+def test_without_a_cgroup_a_process_that_ended_between_readings_is_not_claimed(tmp_path):
+    """bash and coreutils read no reaped child's peak: the root says its figure is no exact
+    peak, and the figure is what the readings saw, not the burst."""
+    root = root_after_burst(tmp_path, "short")
+    assert root["glidein.resource.max_rss_bytes"] < MIB40
+    assert root["glidein.resource.max_rss_kind"] != "exact"

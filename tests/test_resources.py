@@ -123,7 +123,9 @@ def test_the_roots_peak_is_at_least_every_stages_a_job_that_ran_between_readings
     assert by_stage["setup"][MAX_RSS] == 14 * mib and by_stage["job"][MAX_RSS] == 28 * mib
     assert by_stage["glidein"][MAX_RSS] == 28 * mib
     assert by_stage["glidein"][MAX_RSS_SOURCE] == "job.ResidentSetSize"
+    assert by_stage["glidein"]["glidein.resource.max_rss_kind"] == "lower_bound"   # HTCondor's samples
     # without the job the root keeps its own readings' peak and source
     spans = convert(*parse_lines("".join(line for line in lines if "job/" not in line).encode()))
     root = next(s for s in spans if s.attributes["glidein.stage"] == "glidein").attributes
     assert (root[MAX_RSS], root[MAX_RSS_SOURCE]) == (14 * mib, "proc.vmhwm")
+    assert root["glidein.resource.max_rss_kind"] == "estimate"

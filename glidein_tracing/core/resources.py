@@ -15,8 +15,9 @@ the whole run. A journal of one `sample` line per reading reads the same way.
 Memory: ``max_rss_bytes`` is a peak only where the kernel kept one (``max_rss_source``):
 cgroup v2 ``memory.peak`` (``r.mpeak``, cumulative: a stage's peak is known when it rose
 inside the stage) or the processes' own peaks (``r.hwm``, the sum of VmHWM of the tree's
-live processes, largest inside the stage). The largest of the readings themselves is
-``rss_max_sampled_bytes``: a lower bound, named for what it is.
+live processes, largest inside the stage). ``max_rss_kind`` says what the figure is: the
+kernel's exact peak (cgroup), or an estimate (the VmHWM sum). The largest of the readings
+themselves is ``rss_max_sampled_bytes``: a lower bound, named for what it is.
 """
 
 from __future__ import annotations
@@ -33,11 +34,20 @@ RUN_FIELDS = {"a.rss_max": ("rss", max), "a.hwm_max": ("hwm", max),
               "a.disk_free_min": ("disk_free", min), "a.load1_max": ("load1", max)}
 CPU_USER, CPU_SYSTEM = c.GLIDEIN_RESOURCE_CPU_USER_S, c.GLIDEIN_RESOURCE_CPU_SYSTEM_S
 MAX_RSS, MAX_RSS_SOURCE = c.GLIDEIN_RESOURCE_MAX_RSS_BYTES, c.GLIDEIN_RESOURCE_MAX_RSS_SOURCE
+MAX_RSS_KIND = c.GLIDEIN_RESOURCE_MAX_RSS_KIND
 RSS_SAMPLED = c.GLIDEIN_RESOURCE_RSS_MAX_SAMPLED_BYTES
 DISK_FREE, DISK_FREE_MIN = c.GLIDEIN_RESOURCE_DISK_FREE_BYTES, c.GLIDEIN_RESOURCE_DISK_FREE_MIN_BYTES
 LOAD1, LOAD1_MAX = c.GLIDEIN_RESOURCE_LOAD1, c.GLIDEIN_RESOURCE_LOAD1_MAX
 WINDOW = c.GLIDEIN_RESOURCE_WINDOW_S
 SOURCE_CGROUP, SOURCE_HWM, SOURCE_JOB_AD = "cgroup.memory.peak", "proc.vmhwm", "job.ResidentSetSize"
+SOURCE_PHASE = "phase.samples"
+# what each source's figure is: the kernel's own high-water mark of everything the span holds
+# (exact); a value the memory really reached at one instant (a lower bound of the peak); or
+# each live process's own peak summed (an estimate: peaks of different instants add up, and
+# a process that ended between two readings is not counted)
+KIND_EXACT, KIND_LOWER_BOUND, KIND_ESTIMATE = "exact", "lower_bound", "estimate"
+KIND_OF_SOURCE = {SOURCE_CGROUP: KIND_EXACT, SOURCE_HWM: KIND_ESTIMATE,
+                  SOURCE_JOB_AD: KIND_LOWER_BOUND, SOURCE_PHASE: KIND_LOWER_BOUND}
 NODE_FIGURES = (DISK_FREE, DISK_FREE_MIN, LOAD1, LOAD1_MAX)   # the node's, also on a job
 
 
@@ -143,11 +153,11 @@ class ResourceTimeline:
         peak = next((r["mpeak"] for r in reversed(inside) if "mpeak" in r), None)
         before = self._mpeak_before(first) if peak is not None else None
         if peak is not None and (before is None or peak > before):
-            out[MAX_RSS], out[MAX_RSS_SOURCE] = int(peak), SOURCE_CGROUP
+            out.update(peak_attributes(int(peak), SOURCE_CGROUP))
             return out
         hwm = [r["hwm"] for r in inside + runs if "hwm" in r]
         if hwm:
-            out[MAX_RSS], out[MAX_RSS_SOURCE] = int(max(hwm)), SOURCE_HWM
+            out.update(peak_attributes(int(max(hwm)), SOURCE_HWM))
         return out
 
     def _mpeak_before(self, index: int):
@@ -171,5 +181,10 @@ def job_figures(inside: dict, end_fields: dict, job_rss_bytes) -> dict:
         except (KeyError, ValueError):
             pass
     if job_rss_bytes is not None:
-        out[MAX_RSS], out[MAX_RSS_SOURCE] = int(job_rss_bytes), SOURCE_JOB_AD
+        out.update(peak_attributes(int(job_rss_bytes), SOURCE_JOB_AD))
     return out
+
+
+def peak_attributes(value: int, source: str) -> dict:
+    """A memory figure with what it is: ``max_rss_bytes``, its source and its kind."""
+    return {MAX_RSS: value, MAX_RSS_SOURCE: source, MAX_RSS_KIND: KIND_OF_SOURCE[source]}

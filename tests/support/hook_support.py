@@ -91,8 +91,9 @@ class Glidein:
 
 
 def make_glidein(root: Path, run: str = "success", drop_keys=(), multirestart=None,
-                 extra_config=None) -> Glidein:
-    """A work dir like the recorded glidein's when its setup script ran, under ``root``."""
+                 extra_config=None, startup_script="sleep 300; :") -> Glidein:
+    """A work dir like the recorded glidein's when its setup script ran, under ``root``;
+    ``startup_script``: what the stand-in glidein_startup.sh (sh -c, in the work dir) runs."""
     work = Path(root) / "glide_test"
     (work / "main").mkdir(parents=True)
     for src in HOOKS.glob("gconditional_TRACING_*"):
@@ -101,10 +102,10 @@ def make_glidein(root: Path, run: str = "success", drop_keys=(), multirestart=No
     shutil.copy2(GWMS / "error_gen.sh", work / "main" / "error_gen.sh")
     (work / "main" / "condor_vars.lst").write_text("")
     # a stand-in glidein_startup.sh process, for the start time and -multirestart
-    argv = ["/bin/sh", "-c", "sleep 300; :", "glidein_startup.sh", "-name", "x"]
+    argv = ["/bin/sh", "-c", startup_script, "glidein_startup.sh", "-name", "x"]
     if multirestart is not None:
         argv += ["-multirestart", str(multirestart)]
-    startup = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+    startup = subprocess.Popen(argv, stdin=subprocess.DEVNULL, cwd=work)
     text = (fixture_dir(run) / "glidein_config.at_custom_setup").read_text()
     text = text.replace(fixture_work_dir(run), str(work))
     lines = []

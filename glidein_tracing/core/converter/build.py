@@ -59,19 +59,24 @@ def build(draft: Draft, resource_defaults: dict) -> list[ReadableSpan]:
 
 
 def _root_peak(root: ReadableSpan, spans) -> ReadableSpan:
-    """The root's memory peak is at least each of its spans': the tree holds every stage's
-    processes, and a process that ran between two of the root's readings (a job, a phase, a
-    short condor phase) is seen only by its own span's figure (a job's from HTCondor)."""
+    """The root's memory peak. The kernel's peak of the glidein's own cgroup, when the root has
+    it, is the tree's exact peak and stays. Otherwise it is at least each of its spans': the
+    tree holds every stage's processes, and a process that ran between two of the root's
+    readings (a job, a phase) is seen only by its own span's figure (a job's from HTCondor);
+    ``max_rss_kind`` is then the largest figure's (a lower bound or an estimate, never exact:
+    what ran between readings outside any span is not seen)."""
     peak, source = root.attributes.get(resources.MAX_RSS), root.attributes.get(resources.MAX_RSS_SOURCE)
+    if source == resources.SOURCE_CGROUP:
+        return root
     for span in spans:
         value = span.attributes.get(resources.MAX_RSS)
+        other = span.attributes.get(resources.MAX_RSS_SOURCE)
         if span is not root and span.context.trace_id == root.context.trace_id and type(value) is int \
-                and (peak is None or value > peak):
-            # a phase's figure is its own samples' largest VmHWM or tree RSS
-            peak, source = value, span.attributes.get(resources.MAX_RSS_SOURCE, resources.SOURCE_HWM)
+                and other in resources.KIND_OF_SOURCE and (peak is None or value > peak):
+            peak, source = value, other
     if peak == root.attributes.get(resources.MAX_RSS):
         return root
-    return with_attributes(root, {resources.MAX_RSS: peak, resources.MAX_RSS_SOURCE: source})
+    return with_attributes(root, resources.peak_attributes(peak, source))
 
 
 def _resource(draft: Draft, resource_defaults: dict) -> Resource:

@@ -26,7 +26,7 @@ from opentelemetry.trace import Link, SpanContext, TraceFlags
 from opentelemetry.trace.status import Status, StatusCode
 
 from .. import conventions as c
-from .. import ids, redaction
+from .. import ids, redaction, resources
 from ..journal import INT, typed
 from .readable_span import lasting_within, local_parent, ns, readable_span, remote_context
 
@@ -285,6 +285,8 @@ def _outcome_attributes(fields: dict) -> dict:
             continue
         if 0 <= value < MAX_FIGURE:    # a forged figure must not fail the export (OTLP int64)
             out[attr] = value
+    if c.GLIDEIN_RESOURCE_MAX_RSS_BYTES in out:    # the phase command's samples of its tree
+        out.update(resources.peak_attributes(out[c.GLIDEIN_RESOURCE_MAX_RSS_BYTES], resources.SOURCE_PHASE))
     return out
 
 
