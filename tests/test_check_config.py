@@ -16,6 +16,8 @@ import pytest
 
 from glidein_tracing.core.errors import EXIT_LEDGER, EXIT_USAGE
 
+from tests.support.factory_builders import ledger_held_by_another_process
+
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "factory_config" / "forwarder.yaml"
 
@@ -127,16 +129,6 @@ def test_what_check_config_passes_the_forwarder_runs_with(tmp_path):
     assert done.returncode == 0, done.stderr
 
 
-HOLDER = """
-import sqlite3, sys, time
-db = sqlite3.connect(sys.argv[1], isolation_level=None)
-db.execute("BEGIN IMMEDIATE")
-db.execute("INSERT INTO counters(name, value) VALUES ('held', 1)")
-print("holding", flush=True)
-time.sleep(120)
-"""
-
-
 def test_check_config_names_a_forwarder_running_on_the_ledger_and_a_process_locking_it(tmp_path):
     config = minimal(tmp_path)
     ledger = tmp_path / "ledger.sqlite"
@@ -158,16 +150,11 @@ def test_check_config_names_a_forwarder_running_on_the_ledger_and_a_process_lock
     finally:
         follower.terminate()
         follower.communicate(timeout=60)
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(ledger)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "holding"
+    with ledger_held_by_another_process(ledger) as holder:
         (line,) = problems_of(forward("--check-config", "--config", config))
         assert line.startswith(f"state: {ledger} is locked by pid {holder.pid} ({sys.executable} -c "), line
         started = forward("--config", config, "--no-progress")
         assert started.returncode == EXIT_LEDGER and f"is locked by pid {holder.pid}" in started.stderr
-    finally:
-        holder.kill()
-        holder.wait()
     assert forward("--check-config", "--config", config).returncode == 0
 
 

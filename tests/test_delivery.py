@@ -64,6 +64,20 @@ def test_an_export_cut_at_its_bound_is_a_timeout_any_span_may_have_arrived():
         time.sleep(0.1)     # the SDK's deadline ends its thread: none outlives the test
 
 
+def deliver_to(handler, spans, max_request_bytes: int) -> Delivery:
+    """``deliver`` through the real OTLP exporter to a loopback collector served by ``handler``,
+    stopped once the delivery returns."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        exporter = make_otlp_exporter(f"http://127.0.0.1:{server.server_port}", 10,
+                                      max_request_bytes=max_request_bytes)
+        return deliver(exporter, spans)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 class RefusesOneSpan(CountingCollector):
     """Refuses (400) every request holding the span named ``setup`` of trace B."""
 
@@ -86,14 +100,7 @@ def test_a_split_batch_says_which_glidein_went_whole_and_which_in_part():
     a, b = glidein(TRACE_A), glidein(TRACE_B)
     limit = max(encode_spans([s]).ByteSize() for s in a + b) + 16   # about one span per request
     CountingCollector.received = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), RefusesOneSpan)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        exporter = make_otlp_exporter(f"http://127.0.0.1:{server.server_port}", 10, max_request_bytes=limit)
-        delivery = deliver(exporter, a + b)
-    finally:
-        server.shutdown()
-        server.server_close()
+    delivery = deliver_to(RefusesOneSpan, a + b, limit)
     assert delivery.delivered == {int(TRACE_A, 16)} and delivery.partly == {int(TRACE_B, 16)}
     assert not delivery.ok and "refused" in delivery.reason and not delivery.timed_out
     assert {t for t, _ in CountingCollector.received} == {TRACE_A, TRACE_B}
@@ -116,14 +123,7 @@ def test_no_request_above_the_limit_reaches_the_collector():
     a, b = glidein(TRACE_A), glidein(TRACE_B)
     limit = encode_spans(a).ByteSize() + 16      # one glidein per request
     RecordsSizes.sizes = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), RecordsSizes)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        exporter = make_otlp_exporter(f"http://127.0.0.1:{server.server_port}", 10, max_request_bytes=limit)
-        delivery = deliver(exporter, a + b)
-    finally:
-        server.shutdown()
-        server.server_close()
+    delivery = deliver_to(RecordsSizes, a + b, limit)
     assert delivery.ok and delivery.delivered == {int(TRACE_A, 16), int(TRACE_B, 16)}
     assert len(RecordsSizes.sizes) == 2 and max(RecordsSizes.sizes) <= limit, RecordsSizes.sizes
 

@@ -20,6 +20,7 @@ from glidein_tracing.exporters.otlp_json import encode_request
 from glidein_tracing.exporters.store import JsonLinesStoreExporter
 
 from tests.support.analysis_helpers import write_synth_table
+from tests.support.factory_builders import ledger_held_by_another_process
 from tests.support.journal_builders import root_lines
 
 
@@ -170,16 +171,6 @@ def test_export_refuses_a_directory_or_a_fifo_as_its_journal_and_makes_no_store(
     assert not store.exists()
 
 
-HOLDER = """
-import sqlite3, sys, time
-db = sqlite3.connect(sys.argv[1], isolation_level=None)
-db.execute("BEGIN IMMEDIATE")
-db.execute("INSERT INTO counters(name, value) VALUES ('held', 1)")
-print("holding", flush=True)
-time.sleep(120)
-"""
-
-
 def test_a_locked_ledger_names_the_process_holding_it(tmp_path):
     logs = tmp_path / "logs" / "user_fe" / "glidein_v1" / "entry_E1"
     logs.mkdir(parents=True)
@@ -187,13 +178,8 @@ def test_a_locked_ledger_names_the_process_holding_it(tmp_path):
     argv = ["forward", tmp_path / "logs", "--factory", "F", "--schedd", "s@h", "--store", tmp_path / "store",
             "--state", ledger, "--no-progress", "--table", "none"]
     assert cli(*argv).returncode == 0
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(ledger)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "holding"
+    with ledger_held_by_another_process(ledger) as holder:
         line = one_line(cli(*argv), EXIT_LEDGER)
-    finally:
-        holder.kill()
-        holder.wait()
     assert line.startswith(f"glidein-tracing forward: {ledger} is locked by pid {holder.pid} ({sys.executable} -c ")
     assert line.endswith("another forwarder, or a copy or query of the ledger being made; stop it or let it "
                          "finish, then start again")

@@ -2,7 +2,10 @@
 holding a journal section (what the forwarder reads)."""
 
 import os
+import subprocess
+import sys
 import time
+from contextlib import contextmanager
 
 from glidein_tracing.core import ids
 from glidein_tracing.core.journal import format_line
@@ -68,3 +71,26 @@ def forwarder_arguments(layout, kwargs: dict, **values) -> tuple:
     from glidein_tracing.factory.settings import SETTINGS
     values.update({k: v for k, v in kwargs.items() if k in SETTINGS})
     return settings_for(layout, **values), {k: v for k, v in kwargs.items() if k not in SETTINGS}
+
+
+_HOLDER = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+db.execute("INSERT INTO counters(name, value) VALUES ('held', 1)")
+print("holding", flush=True)
+time.sleep(120)
+"""
+
+
+@contextmanager
+def ledger_held_by_another_process(ledger):
+    """A process (no forwarder) holding the ledger's write lock, as a copy or a query of it
+    would; yields it (the messages name its pid) and kills it on leaving."""
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(ledger)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()
