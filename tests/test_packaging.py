@@ -61,3 +61,23 @@ def test_a_verb_whose_extra_is_missing_names_the_extra(tmp_path):
     assert (f"{sys.executable} -m pip install 'glidein_tracing-{__version__}-py3-none-any.whl[analysis]'"
             in done.stderr)
     assert "Traceback" not in done.stderr
+
+
+def test_why_without_the_htcondor_bindings_names_the_extra(tmp_path):
+    """A user's host with the core only: `why` of an ads file or of a job at its schedd names the
+    [factory] extra (the bindings), not "no job ad in it" or "cannot ask schedd"."""
+    ads = tmp_path / "my-jobs.ads"
+    ads.write_text('ClusterId = 15\nProcId = 0\nJobStatus = 1\nMyType = "Job"\n')
+    code = ("import sys\n"
+            "class NoBindings:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] in ('htcondor', 'htcondor2', 'classad', 'classad2'):\n"
+            "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+            "sys.meta_path.insert(0, NoBindings())\n"
+            "from glidein_tracing.cli.main import main\n"
+            "sys.exit(main(['why', sys.argv[1]]))\n")
+    for job in (str(ads), "1234.0@submit01.example.org"):
+        done = subprocess.run([sys.executable, "-c", code, job], capture_output=True, text=True)
+        assert done.returncode == 2, done.stderr
+        assert "which this installation lacks" in done.stderr and "[factory]'" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr

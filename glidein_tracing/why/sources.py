@@ -17,6 +17,7 @@ TABLE_DAYS = 2
 
 def ads_from_file(path) -> list:
     """The job ads of a file ``condor_q -l`` wrote."""
+    import classad2  # noqa: F401  without the bindings, the verb names its extra (not "no job ad in it")
     data = read_input(path, MAX_AD_FILE_BYTES)
     if len(data) > MAX_AD_FILE_BYTES:
         raise UserError(f"{path}: larger than {MAX_AD_FILE_BYTES >> 20} MiB; give fewer jobs")
@@ -29,8 +30,8 @@ def ads_from_file(path) -> list:
 
 def ad_from_schedd(cluster: int, proc: int, schedd: str) -> dict:
     """The job's ad, asked of its schedd (found through the pool's collector)."""
+    import htcondor2  # without the bindings, the verb names its extra (not "cannot ask schedd")
     try:
-        import htcondor2
         location = htcondor2.Collector().locate(htcondor2.DaemonType.Schedd, schedd)
         ads = htcondor2.Schedd(location).query(constraint=f"ClusterId == {cluster} && ProcId == {proc}")
     except Exception as exc:   # the bindings raise several types for an unreachable daemon
