@@ -92,3 +92,21 @@ def test_htcondor_test_log_with_fuzz_is_read_without_crashing():
     assert count > 800
     for activity in activities.values():
         factory_spans(activity)
+
+
+@pytest.mark.parametrize("value, want", [("false", False), ("true", True)])
+def test_glidein_overload_enabled_from_the_job_ad_information_event(tmp_path, value, want):
+    """GlideinWMS's submit file lists GlideinOverloadEnabled in job_ad_information_attrs, so
+    HTCondor writes it in a 028 event after the glidein's events: it lands on the root once."""
+    log = tmp_path / "activity.log"
+    ad = (f"028 (7.000.000) 2025-03-10 16:40:06 Job ad information event triggered.\n"
+          f"Proc = 0\nEventTime = \"2025-03-10T16:40:06\"\nTriggerEventTypeNumber = 0\n"
+          f"GlideinOverloadEnabled = {value}\nCluster = 7\nEventTypeNumber = 28\n...\n")
+    log.write_text("000 (7.000.000) 2025-03-10 16:40:06 Job submitted from host: <192.0.2.10:9618>\n...\n" + ad
+                   + "001 (7.000.000) 2025-03-10 16:45:01 Job executing on host: condor ce.example.org\n...\n"
+                   + ad.replace("16:40:06", "16:45:01"))
+    activities, _, count = read_activity_log(log)
+    assert count == 4
+    root = spans_by_stage(activities[(7, 0)])["glidein"][0]
+    assert root.attributes["glidein.overload_enabled"] is want
+    assert sum("glidein.overload_enabled:b" in e.fields for e in activities[(7, 0)].events) == 1

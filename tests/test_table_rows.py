@@ -329,3 +329,14 @@ def test_a_forged_stdout_count_is_refused_like_a_forged_journal_value(tmp_path):
     assert forged["implausible_values"] == 2
     assert forged["gwms_lasted_s"] <= forged["glidein_s"] + 1 and forged["gwms_condor_lasted_s"] == 0
     assert forged["waste_badput_mill"] <= 1000 and forged["waste_validation_mill"] <= 1000
+
+
+def test_overload_and_resource_name_come_from_the_root():
+    spans, *_ = synthetic_glidein()
+    row, _ = glidein_rows(readable_spans(spans), trace_kept=True)
+    assert row["overload_enabled"] is None and row["resource_name"] is None     # not said: NULL
+    spans[0]["attributes"].update({"glidein.overload_enabled": True, "glidein.resource_name": "UCSD_CE1"})
+    row, _ = glidein_rows(readable_spans(spans), trace_kept=True)
+    assert row["overload_enabled"] is True and row["resource_name"] == "UCSD_CE1"
+    spans[0]["attributes"]["glidein.overload_enabled"] = "yes"          # forged: not a boolean
+    assert glidein_rows(readable_spans(spans), trace_kept=True)[0]["overload_enabled"] is None

@@ -392,6 +392,28 @@ def _compare(page: Page, doc: dict) -> None:
                                  "lift (x)"), rows), note=f"selection: <code>{html.escape(section['condition'])}</code>")
 
 
+def _populations(page: Page, doc: dict) -> None:
+    from .report import POPULATION_LABELS
+    p = doc.get("populations")
+    if not p:
+        return
+    a, b = p["populations"]["a"], p["populations"]["b"]
+    rows = []
+    for key, (label, scale, unit) in POPULATION_LABELS.items():
+        d = p["differences"].get(key) or {}
+        value = lambda v: None if v is None else scale * v  # noqa: E731
+        rows.append((label + (f" ({unit})" if unit else ""), value(a.get(key)), value(b.get(key)),
+                     value(d.get("difference")), value(d.get("low")), value(d.get("high")),
+                     "yes" if d.get("significant") else "no"))
+    fmt = lambda v: f"{v:,.3f}"  # noqa: E731
+    page.section(f"Compare A: {p['selections']['a']['given']} ({a['glideins']:,} glideins) against B: "
+                 f"{p['selections']['b']['given']} ({b['glideins']:,} glideins)",
+                 page.table(("measure", "A", "B", "A - B", "interval low", "interval high", "significant"), rows,
+                            [None, fmt, fmt, fmt, fmt, fmt, None]),
+                 note=f"intervals: {100 * p['interval']['family_level']:.0f} % for all {p['interval']['measures']} "
+                      "measures together (Bonferroni); significant: the interval excludes 0")
+
+
 def _whatif(page: Page, doc: dict, plots: dict) -> None:
     wi = doc.get("whatif")
     if not wi:
@@ -515,6 +537,7 @@ def render_html(doc: dict, *, jaeger_ui: str | None = None, trace_pages: dict | 
     _overview(page, doc, plots)
     _gwms(page, doc, plots)
     _failures(page, doc)
+    _populations(page, doc)
     _compare(page, doc)
     _whatif(page, doc, plots)
     _examples(page, doc)

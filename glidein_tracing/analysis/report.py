@@ -23,6 +23,7 @@ from .stats import aggregate_scans, compute_stats
 from .whatif import DEFAULT_LOST_BUDGET, Settings, candidate_grid, evaluate_grid
 from .windows import daily_trend, windows_section
 from .examples import examples_section
+from .populations import builtin, compare_populations
 
 # the sections analyze() runs, each timed and shown as a stage (the what-if only when asked)
 STAGES = ("stats", "analyze_entries", "frontends", "failures", "compare")
@@ -39,11 +40,12 @@ def current_settings(doc_stats: dict, max_idle=None, max_tail=None, retire=None)
 
 def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle=None, max_tail=None,
             retire=None, budget: float = DEFAULT_LOST_BUDGET, source: dict | None = None,
-            windows: list | None = None, until: float | None = None, timings: dict | None = None,
-            stages=None) -> dict:
+            windows: list | None = None, until: float | None = None, compare: list | None = None,
+            timings: dict | None = None, stages=None) -> dict:
     """The whole analysis document; ``current``: max_idle/max_tail/retire the glideins ran with
     (None: what the table records); ``windows``: analyze_entries' recent periods (seconds back
-    from ``until``, else from the latest glidein's end); ``timings``: filled with each
+    from ``until``, else from the latest glidein's end); ``compare``: two selections, or one
+    built-in view's name (populations.py); ``timings``: filled with each
     section's seconds; ``stages``: a core.progress.Stages told of each section as it runs."""
     con, columns = data.con, data.columns("glideins")
     timings = {} if timings is None else timings
@@ -73,6 +75,9 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
            "frontends": timed("frontends", lambda: frontends_section(con, columns)),
            "failures": timed("failures", lambda: {**failures_section(data), **services_section(data)}),
            "compare": timed("compare", lambda: compare_section(data, overall))}
+    if compare:
+        a, b = builtin(compare[0], con, columns) if len(compare) == 1 else compare
+        doc["populations"] = compare_populations(con, columns, a, b)
     if "gwms_lasted_s" in columns:
         doc["trend"] = daily_trend(con, "date" in columns)
     if windows and "gwms_lasted_s" in columns:
@@ -155,6 +160,7 @@ def summary_text(doc: dict, *, top: int = 10) -> str:
                                                                                "wst", "badp"))
                 + f" {e['waste']:9,.1f} {e['time']:9,.1f} {e['glideins']:8,d} {e['traced']:8,d} {e['untraced']:8,d}")
     lines.extend(frontends_text(doc))
+    lines.extend(populations_text(doc))
     lines.extend(windows_text(doc, top))
     f = doc["failures"]
     add(f"failures: {f['failed_glideins']:,} of {f['glideins']:,} traced glideins, {f['failed_jobs']:,} of {f['jobs']:,} jobs")
@@ -197,6 +203,31 @@ def frontends_text(doc: dict) -> list:
                    f"{r['jobs']:9,d} {'-' if r['jobs_per_glidein'] is None else format(r['jobs_per_glidein'], '.2f'):>7s} "
                    f"{pct(r['efficiency_pct']):>6s} {pct(r.get('gwms_wst')):>5s} "
                    f"{r.get('gwms_waste') or 0:10,.1f} {r.get('gwms_time') or 0:10,.1f}")
+    return out
+
+
+POPULATION_LABELS = {"efficiency": ("efficiency (goodput / lifetime)", 100, "%"),
+                     "failed": ("failure rate", 100, "%"), "jobs": ("jobs per glidein", 1, ""),
+                     **{f"waste_{k}": (f"waste: {k.replace('_', ' ')} (core-h per glidein)", 1, "")
+                        for k in ("validation", "idle_before_first_job", "idle_between_jobs", "idle_tail", "no_job")}}
+
+
+def populations_text(doc: dict) -> list:
+    """analyze --compare: each measure for A and B, the difference and its 95 % interval."""
+    p = doc.get("populations")
+    if not p:
+        return []
+    a, b = p["populations"]["a"], p["populations"]["b"]
+    out = [f"compare A: {p['selections']['a']['given']} ({a['glideins']:,} glideins)  against  "
+           f"B: {p['selections']['b']['given']} ({b['glideins']:,} glideins)",
+           f"  {'':50s} {'A':>10s} {'B':>10s} {'A - B':>10s} {'interval (95% of all)':>24s}"]
+    for key, (label, scale, unit) in POPULATION_LABELS.items():
+        d = p["differences"].get(key)
+        fmt = lambda v: "-" if v is None else f"{scale * v:.3f}{unit}"  # noqa: E731
+        interval = f"[{fmt(d['low'])}, {fmt(d['high'])}]" if d else "-"
+        mark = "  significant" if d and d["significant"] else ""
+        out.append(f"  {label:50s} {fmt(a.get(key)):>10s} {fmt(b.get(key)):>10s} "
+                   f"{fmt(d['difference'] if d else None):>10s} {interval:>24s}{mark}")
     return out
 
 

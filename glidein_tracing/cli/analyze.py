@@ -76,6 +76,10 @@ def add_arguments(parser):
     parser.add_argument("--store", metavar="DIR",
                         help="render the report's trace ids found in this store as waterfall pages beside the "
                              "report (OUT.traces/), each linking back to it, and link the ids to them")
+    parser.add_argument("--compare", nargs="+", metavar="SELECTION",
+                        help="compare two populations: two selections, each COLUMN=VALUE or an SQL predicate over a "
+                             "glidein row (e.g. overload_enabled=true overload_enabled=false, or 'cpus >= 8' "
+                             "'cpus < 8'), or a built-in view: overload, versions")
     what = parser.add_argument_group("what-if")
     what.add_argument("--whatif", action="store_true", help="replay the glideins under candidate settings")
     what.add_argument("--max-idle", type=_number_list, metavar="LIST", help="candidate GLIDEIN_Max_Idle values, s")
@@ -131,6 +135,8 @@ def _refuse_unwritable(path: str | None, flag: str) -> None:
 
 def run(args):
     import duckdb
+    if args.compare and len(args.compare) > 2:
+        raise UserError("--compare takes two selections (or one built-in view: overload, versions)")
     _refuse_unwritable(args.json, "--json")
     _refuse_unwritable(args.html, "--html")
     if args.store and args.html:
@@ -153,6 +159,7 @@ def _run(args, verify: bool):
     from ..analysis import report as report_mod
     from ..analysis.dataset import DatasetError, open_dataset
     from ..analysis.html import render_html
+    from ..analysis.populations import SelectionError
 
     quiet = args.quiet or args.json == "-"
     with Stages(1 + len(report_mod.STAGES) + bool(args.whatif), desc="analyze",
@@ -166,7 +173,10 @@ def _run(args, verify: bool):
                                     memory_limit=args.memory_limit, verify=verify)
             except DatasetError as exc:
                 raise UserError(str(exc)) from exc
-        doc = _analysis(args, data, stages)
+        try:
+            doc = _analysis(args, data, stages)
+        except SelectionError as exc:
+            raise UserError(f"--compare: {exc}") from exc
     wrote = []
     # the files asked for first: whatever happens to stdout (`| head`), they are written
     if args.json and args.json != "-":
@@ -211,6 +221,6 @@ def _analysis(args, data, stages) -> dict:
                              source={"table": args.table, "filters": {
                                  "entry": args.entry or [], "site": args.site or [], "client": args.client or [],
                                  "group": args.group or [], "since": args.since, "until": args.until}},
-                             windows=args.window, until=args.until,
+                             windows=args.window, until=args.until, compare=args.compare,
                              stages=stages)
     return doc

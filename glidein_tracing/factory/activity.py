@@ -116,6 +116,23 @@ def identity_events(identity: ids.GlideinIdentity, when: float) -> list:
     return [Event(time=when, op="attr", key="glidein", fields=identity_fields(identity))]
 
 
+OVERLOAD_ATTR = "GlideinOverloadEnabled"   # in the job ad; in the log with job_ad_information_attrs
+
+
+def _overload(activity: GlideinActivity, event, when: float) -> None:
+    """GlideinOverloadEnabled on the root, the first time an event of the glidein carries it
+    (GlideinWMS's submit file lists it in job_ad_information_attrs)."""
+    value = event.get(OVERLOAD_ATTR)
+    if isinstance(value, str):
+        value = {"true": True, "false": False}.get(value.strip().lower())
+    if not isinstance(value, bool):
+        return
+    key = typed(c.GLIDEIN_OVERLOAD_ENABLED, BOOL)
+    if any(key in e.fields for e in activity.events if e.op == "attr" and e.key == "glidein"):
+        return
+    activity.events.append(Event(time=when, op="attr", key="glidein", fields={key: "true" if value else "false"}))
+
+
 def apply_event(activity: GlideinActivity, event, when: float | None = None) -> None:
     """Translate one job event of a glidein into journal events (its identity is added when
     its spans are made: assembly.py)."""
@@ -126,6 +143,7 @@ def apply_event(activity: GlideinActivity, event, when: float | None = None) -> 
         # only put a stage outside the glidein's life
         activity.after_end += 1
         return
+    _overload(activity, event, when)
     if kind == SUBMIT:
         activity.submit_time = when
         activity.events.append(Event(time=when, op="start", key="glidein",

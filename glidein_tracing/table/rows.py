@@ -227,6 +227,9 @@ def _rows(spans, trace_kept: bool) -> tuple[dict, list[tuple]]:
     cpus = attrs.get(c.GLIDEIN_CPUS)   # from the node: untrusted, maybe text or absurd
     row["cpus"] = plausible.number(cpus, MAX_CPUS, 1, integer=True)
     row["gatekeeper"] = attrs.get(c.GLIDEIN_GATEKEEPER)
+    overload = attrs.get(c.GLIDEIN_OVERLOAD_ENABLED)
+    row["overload_enabled"] = overload if isinstance(overload, bool) else None
+    row["resource_name"] = attrs.get(c.GLIDEIN_RESOURCE_NAME) or None
     jobs = _in_job_order(by_stage.get("job", ()))
     classes = [gwms.job_class(a.get(c.JOB_EXIT_CODE), a.get(c.JOB_EXIT_SIGNAL), a.get(c.JOB_EXIT_BY))
                for _, _, a, _ in jobs]

@@ -3,7 +3,8 @@ depends on. One constant per dataset; SCHEMA_VERSION changes whenever a column i
 retyped or removed, or when files gain columns a reader must tell apart from absent ones
 (columns added at the end keep old files readable, those columns NULL: see reader.py).
 Version 2 added the glidein's job timeline (``job_*`` list columns), then ``traced`` (NULL in
-the files written before it: read as traced)."""
+the files written before it: read as traced), then ``overload_enabled`` and ``resource_name``
+(NULL in the files written before them)."""
 
 from __future__ import annotations
 
@@ -127,6 +128,11 @@ GLIDEINS: tuple[Column, ...] = _IDENTITY + (
        "(not finite, negative, beyond its lifetime or a node's physical bounds): stored NULL, a duration its span's length"),
     # added later in version 2: NULL in files written before, read as traced (COALESCE(traced, true))
     _c("traced", "BOOLEAN", "", "false: an untraced glidein (its output came back with no journal and it was not asked to trace: its entry does not trace), recorded from the Factory's view, never failed"),
+    # added later in version 2: NULL in files written before
+    _c("overload_enabled", "BOOLEAN", "", "GlideinOverloadEnabled: the Factory ran the glidein overloaded (its "
+       "job ad, and the activity log's events with job_ad_information_attrs)"),
+    _c("resource_name", "VARCHAR", "", "GLIDEIN_ResourceName as glidein_config held it (OSG's resource: the "
+       "accounting's join key)"),
 )
 
 #: the glidein row's job timeline (version 2): parallel lists, one element per job

@@ -51,7 +51,8 @@ from ..exporters.store import ROTATE_BYTES, Store
 NAN = float("nan")
 #: bumped whenever the same SynthConfig would generate other glideins (these spans or
 #: synth_table.py's rows, or its files: 3 adds each glidein's job timeline and each file's rollup,
-#: 4 puts odd entries in a second Frontend group): benchmarks key their cached stores and tables on it
+#: 4 puts odd entries in a second Frontend group, and fills overload_enabled and resource_name):
+#: benchmarks key their cached stores and tables on it
 GENERATOR_VERSION = 4
 
 
@@ -144,6 +145,8 @@ class SynthConfig:
     # the index of an entry given a long idle tail (None: none): its jobs stop coming after a
     # short run of quick ones, so most of its 16-core glideins idle out their whole Max_Tail
     idle_tail_entry: int | None = None
+    overload_share: float = 0.5       # share of glideins with GlideinOverloadEnabled true
+    overload_job_failure: float = 0.0  # a planted difference: their jobs fail this much more often
     start: float = 1767225600.0       # 2026-01-01T00:00:00Z
     period_s: float = 7 * 86400.0
     factory: str = "synth_factory"

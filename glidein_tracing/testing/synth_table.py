@@ -117,6 +117,10 @@ def generate_chunk(cfg: SynthConfig, chunk: int, n: int) -> tuple[dict, dict]:
         etype[hit] = ERROR_TYPES.index(outage.error_type) if outage.error_type in ERROR_TYPES else 1
     validation = sum(groups.values())
     setup = np.where(vfail, validation * rng.uniform(0.2, 1.0, n), validation) + rng.uniform(0.7, 3.5, n)
+    # GlideinOverloadEnabled: drawn apart (the other columns stay as they were); a planted
+    # difference makes the overloaded glideins' jobs fail more often (less goodput)
+    overload = np.random.default_rng((cfg.seed, chunk, 629)).random(n) < cfg.overload_share
+    prof["job_failure_rate"] = np.minimum(prof["job_failure_rate"] + overload * cfg.overload_job_failure, 1.0)
     length, reason, jg, js, je, jfail = _condor_phase(rng, cfg, n, prof)
     ran = ~vfail
     keep_job = ran[jg]
@@ -132,6 +136,8 @@ def generate_chunk(cfg: SynthConfig, chunk: int, n: int) -> tuple[dict, dict]:
     condor_start = node_start + setup
     out = _glidein_columns(cfg, rng, n, e, profiles, sites, cores, submitted, queue, node_start, groups, setup,
                            vfail, etype, length, reason, killed, condor_start, jg, js, je, jfail)
+    out["overload_enabled"] = overload
+    out["resource_name"] = np.char.add("RESOURCE_", sites.astype(str))
     jobs = _job_columns(rng, out, e, profiles, jg, js, je, jfail, evicted, condor_start, cores)
     out.update(_timeline(n, jg, jobs, jfail))
     return out, jobs

@@ -325,8 +325,9 @@ gt_main() {
     gt_start_time "$GT_STARTUP_PID" || GT_START=$GT_NOW
     GT_ROOT_TICKS=$GT_R_START
     gt_host_facts
-    local cg uuid cl req
+    local cg uuid cl req rn
     gt_get GLIDECLIENT_Group; cg=$GT_V; gt_get GLIDEIN_UUID; uuid=$GT_V; gt_get GLIDECLIENT_Name; cl=$GT_V
+    gt_get GLIDEIN_ResourceName; rn=$GT_V
     # the Frontend request that caused this glidein (frontend_hooks), passed as a parameter
     gt_get GLIDEIN_TRACING_REQUEST_TRACEPARENT; req=$GT_V
     gt_emit "$GT_START" start glidein "@name=glidein" "@stage=glidein" "@trace_id=$GT_TRACE_ID" \
@@ -334,7 +335,7 @@ gt_main() {
         "@max_spans=$GT_MAX_SPANS" "@redact=$GT_REDACT" "@sampling_ratio=$GT_SAMPLING_RATIO" \
         "glidein.factory=$f" "glidein.name=$n" "glidein.entry=$e" "glidein.client=$cl" \
         "glidein.client_group=$cg" "glidein.schedd=$s" "glidein.cluster:i=$c" "glidein.proc:i=$p" \
-        "glidein.multi_index:i=$GT_MULTI" "glidein.uuid=$uuid" \
+        "glidein.multi_index:i=$GT_MULTI" "glidein.uuid=$uuid" "glidein.resource_name=$rn" \
         "res.host.name=$GT_H_NAME" "res.host.arch=$GT_H_ARCH" "res.host.cpu.model.name=$GT_H_CPU" \
         "res.host.cpu.logical_count:i=$GT_H_NCPU" "res.host.memory.total_bytes:i=$GT_H_MEM" \
         "res.os.type=linux" "res.os.description=$GT_H_OSDESC" "res.os.version=$GT_H_OSVER" \
