@@ -73,7 +73,37 @@ def test_no_cgroup_peak_when_shared_v1_or_not_kept(tmp_path, glidein_tree):
     shared = cgroup(tmp_path / "shared", procs + [stranger.pid])
     assert peak_file(*shared, glidein.pid) == ""                     # someone else's process
     hybrid = cgroup(tmp_path / "v1", procs, lines=("4:memory:/job_42", "0::/job_42"))
-    assert peak_file(*hybrid, glidein.pid) == ""                     # a v1 memory controller
+    assert peak_file(*hybrid, glidein.pid) == ""       # a v1 memory controller: no v2 peak read
+    whole_machine = cgroup(tmp_path / "root", procs, lines=("0::/",))
+    assert peak_file(*whole_machine, glidein.pid) == ""
+    # a stranger in a cgroup below the glidein's: its memory counts in the glidein's peak
+    membership, root = cgroup(tmp_path / "below", procs)
+    (root / "job_42" / "other").mkdir()
+    (root / "job_42" / "other" / "cgroup.procs").write_text(f"{stranger.pid}\n")
+    assert peak_file(membership, root, glidein.pid) == ""
+
+
+def cgroup_v1(tmp_path: Path, procs, lines=("12:pids:/job_42", "4:cpu,memory:/job_42", "0::/")):
+    """A host whose memory controller is cgroup v1 (EL8's default): the peak is
+    memory.max_usage_in_bytes under the memory hierarchy."""
+    root = tmp_path / "sys-fs-cgroup"
+    group = root / "memory" / "job_42"
+    group.mkdir(parents=True)
+    (group / "memory.max_usage_in_bytes").write_text("987654321\n")
+    (group / "cgroup.procs").write_text("".join(f"{p}\n" for p in procs))
+    membership = tmp_path / "cgroup"
+    membership.write_text("".join(f"{line}\n" for line in lines))
+    return membership, root
+
+
+def test_a_cgroup_v1_memory_controller_gives_its_max_usage(tmp_path, glidein_tree):
+    glidein, stranger = glidein_tree
+    time.sleep(0.2)
+    procs = [glidein.pid] + children(glidein.pid)
+    membership, root = cgroup_v1(tmp_path / "alone", procs)
+    assert peak_file(membership, root, glidein.pid) == str(root / "memory" / "job_42" / "memory.max_usage_in_bytes")
+    assert peak_file(*cgroup_v1(tmp_path / "shared", procs + [stranger.pid]), glidein.pid) == ""
+    assert peak_file(*cgroup_v1(tmp_path / "top", procs, lines=("4:memory:/",)), glidein.pid) == ""
     old_kernel = cgroup(tmp_path / "old", procs, peak=None)
     assert peak_file(*old_kernel, glidein.pid) == ""                 # no memory.peak (< 5.19)
     garbage = cgroup(tmp_path / "garbage", procs, peak="max; rm -rf /")

@@ -129,3 +129,24 @@ def test_the_roots_peak_is_at_least_every_stages_a_job_that_ran_between_readings
     root = next(s for s in spans if s.attributes["glidein.stage"] == "glidein").attributes
     assert (root[MAX_RSS], root[MAX_RSS_SOURCE]) == (14 * mib, "proc.vmhwm")
     assert root["glidein.resource.max_rss_kind"] == "estimate"
+
+
+def test_the_roots_peak_names_the_kernel_file_the_setup_hook_found():
+    """A cgroup v1 host's peak is memory.max_usage_in_bytes: the root's start line names it, and
+    the root's figure is that exact peak, kept over a job's larger sampled figure."""
+    from glidein_tracing.core.converter import convert
+    from glidein_tracing.core.journal import format_line, parse_lines
+    from tests.support.journal_builders import root_lines
+    mib = 1024 * 1024
+    lines = root_lines(1000.0)
+    lines[0] = lines[0].rstrip("\n") + "\t@memory_peak=memory.max_usage_in_bytes\n"
+    lines += [format_line(1001, "sample", "-", {"r.rss": str(14 * mib), "r.mpeak": str(30 * mib)}),
+              format_line(1010, "end", "setup", {"@status": "OK"}),
+              format_line(1031, "start", "teardown", {"@name": "teardown", "@stage": "teardown",
+                                                      "r.rss": str(9 * mib), "r.mpeak": str(40 * mib)}),
+              format_line(1032, "end", "teardown", {}), format_line(1032, "end", "glidein", {})]
+    spans = convert(*parse_lines("".join(lines).encode()))
+    root = next(s for s in spans if s.attributes["glidein.stage"] == "glidein").attributes
+    assert (root[MAX_RSS], root[MAX_RSS_SOURCE], root["glidein.resource.max_rss_kind"]) \
+        == (40 * mib, "cgroup.memory.max_usage_in_bytes", "exact")
+    assert "@memory_peak" not in root and not any(k.startswith("@") for k in root)

@@ -13,8 +13,8 @@ of readings is the run's last reading plus ``a.*`` fields: the first reading's t
 the whole run. A journal of one `sample` line per reading reads the same way.
 
 Memory: ``max_rss_bytes`` is a peak only where the kernel kept one (``max_rss_source``):
-cgroup v2 ``memory.peak`` (``r.mpeak``, cumulative: a stage's peak is known when it rose
-inside the stage) or the processes' own peaks (``r.hwm``, the sum of VmHWM of the tree's
+cgroup v2 ``memory.peak`` or v1 ``memory.max_usage_in_bytes`` (``r.mpeak``, the root's
+``@memory_peak`` says which; cumulative: a stage's peak is known when it rose inside the stage) or the processes' own peaks (``r.hwm``, the sum of VmHWM of the tree's
 live processes, largest inside the stage). ``max_rss_kind`` says what the figure is: the
 kernel's exact peak (cgroup), or an estimate (the VmHWM sum). The largest of the readings
 themselves is ``rss_max_sampled_bytes``: a lower bound, named for what it is.
@@ -40,13 +40,15 @@ DISK_FREE, DISK_FREE_MIN = c.GLIDEIN_RESOURCE_DISK_FREE_BYTES, c.GLIDEIN_RESOURC
 LOAD1, LOAD1_MAX = c.GLIDEIN_RESOURCE_LOAD1, c.GLIDEIN_RESOURCE_LOAD1_MAX
 WINDOW = c.GLIDEIN_RESOURCE_WINDOW_S
 SOURCE_CGROUP, SOURCE_HWM, SOURCE_JOB_AD = "cgroup.memory.peak", "proc.vmhwm", "job.ResidentSetSize"
-SOURCE_PHASE = "phase.samples"
+SOURCE_CGROUP_V1, SOURCE_PHASE = "cgroup.memory.max_usage_in_bytes", "phase.samples"
+# the kernel's peak file the setup hook found (the root's `@memory_peak`) -> its source
+CGROUP_SOURCES = {"memory.peak": SOURCE_CGROUP, "memory.max_usage_in_bytes": SOURCE_CGROUP_V1}
 # what each source's figure is: the kernel's own high-water mark of everything the span holds
 # (exact); a value the memory really reached at one instant (a lower bound of the peak); or
 # each live process's own peak summed (an estimate: peaks of different instants add up, and
 # a process that ended between two readings is not counted)
 KIND_EXACT, KIND_LOWER_BOUND, KIND_ESTIMATE = "exact", "lower_bound", "estimate"
-KIND_OF_SOURCE = {SOURCE_CGROUP: KIND_EXACT, SOURCE_HWM: KIND_ESTIMATE,
+KIND_OF_SOURCE = {SOURCE_CGROUP: KIND_EXACT, SOURCE_CGROUP_V1: KIND_EXACT, SOURCE_HWM: KIND_ESTIMATE,
                   SOURCE_JOB_AD: KIND_LOWER_BOUND, SOURCE_PHASE: KIND_LOWER_BOUND}
 NODE_FIGURES = (DISK_FREE, DISK_FREE_MIN, LOAD1, LOAD1_MAX)   # the node's, also on a job
 
@@ -73,6 +75,7 @@ class ResourceTimeline:
         self._run_starts: list[float] = []                  # folded runs, by first reading
         self._runs: list[tuple[float, dict]] = []           # (last reading, extremes)
         self._mpeak_until: list | None = None               # last memory.peak at each index
+        self.cgroup_source = SOURCE_CGROUP                   # which kernel file r.mpeak read
 
     def add(self, time: float, fields: dict) -> None:
         values = _numbers(fields, FIELDS)
@@ -153,7 +156,7 @@ class ResourceTimeline:
         peak = next((r["mpeak"] for r in reversed(inside) if "mpeak" in r), None)
         before = self._mpeak_before(first) if peak is not None else None
         if peak is not None and (before is None or peak > before):
-            out.update(peak_attributes(int(peak), SOURCE_CGROUP))
+            out.update(peak_attributes(int(peak), self.cgroup_source))
             return out
         hwm = [r["hwm"] for r in inside + runs if "hwm" in r]
         if hwm:

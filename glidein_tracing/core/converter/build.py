@@ -66,7 +66,7 @@ def _root_peak(root: ReadableSpan, spans) -> ReadableSpan:
     ``max_rss_kind`` is then the largest figure's (a lower bound or an estimate, never exact:
     what ran between readings outside any span is not seen)."""
     peak, source = root.attributes.get(resources.MAX_RSS), root.attributes.get(resources.MAX_RSS_SOURCE)
-    if source == resources.SOURCE_CGROUP:
+    if resources.KIND_OF_SOURCE.get(source) == resources.KIND_EXACT:
         return root
     for span in spans:
         value = span.attributes.get(resources.MAX_RSS)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 
 from .. import conventions as c
-from .. import sampling
+from .. import resources, sampling
 from ..journal import Event, JournalReport
 from ..log_tail import LOG_SOURCE
 from .draft import ROOT, Draft, Limits, SpanDraft
@@ -66,6 +66,10 @@ def _root_knobs(draft: Draft, root: SpanDraft, fields: dict):
         limits.max_spans = min(int(fields.get("@max_spans") or limits.max_spans), limits.span_ceiling)
     except ValueError:
         pass
+    # which kernel file the readings' memory peak (r.mpeak) came from
+    source = resources.CGROUP_SOURCES.get(fields.get("@memory_peak", ""))
+    if source is not None:
+        draft.timeline.cgroup_source = source
     # the sampling ratio the glidein ran with: the one decision, on the node and at the Factory
     ratio = sampling.parse_ratio(fields.get("@sampling_ratio"))
     if ratio is not None:

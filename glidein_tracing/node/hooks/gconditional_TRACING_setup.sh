@@ -333,6 +333,7 @@ gt_main() {
     gt_emit "$GT_START" start glidein "@name=glidein" "@stage=glidein" "@trace_id=$GT_TRACE_ID" \
         "glidein.request_traceparent=$req" \
         "@max_spans=$GT_MAX_SPANS" "@redact=$GT_REDACT" "@sampling_ratio=$GT_SAMPLING_RATIO" \
+        "@memory_peak=${GT_MPEAK_FILE##*/}" \
         "glidein.factory=$f" "glidein.name=$n" "glidein.entry=$e" "glidein.client=$cl" \
         "glidein.client_group=$cg" "glidein.schedd=$s" "glidein.cluster:i=$c" "glidein.proc:i=$p" \
         "glidein.multi_index:i=$GT_MULTI" "glidein.uuid=$uuid" "glidein.resource_name=$rn" \

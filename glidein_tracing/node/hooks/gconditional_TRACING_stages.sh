@@ -417,27 +417,43 @@ gt_fold_boundary() {
     return $found
 }
 
-# gt_cgroup_peak CGROUP_FILE CGROUP_ROOT PID: GT_V = the memory.peak file of PID's cgroup v2,
-# when the kernel keeps it (Linux >= 5.19) and the glidein is alone in that cgroup: every
-# process in it is PID (glidein_startup.sh), one of its descendants, or one of its ancestors
-# (the batch job that started it). A cgroup v1 or hybrid host, or a cgroup shared with other
-# work, gives nothing (non-zero): peaks then come from each process's VmHWM.
+# gt_cgroup_peak CGROUP_FILE CGROUP_ROOT PID: GT_V = the file where the kernel keeps the memory
+# peak of PID's cgroup: cgroup v2 memory.peak (Linux >= 5.19), or on a host whose memory
+# controller is cgroup v1, memory.max_usage_in_bytes; only when the glidein is alone in that
+# cgroup and in the cgroups below it (three levels): every process there is PID
+# (glidein_startup.sh), one of its descendants, or one of its ancestors (the batch job that
+# started it). A root cgroup (the whole machine), a cgroup shared with other work, or a kernel
+# that keeps no peak gives nothing (non-zero): peaks then come from each process's VmHWM.
 gt_cgroup_peak() {
-    local line path= n=0
+    local line path= v1= n=0 file me=$3
     GT_V=
     [ -r "$1" ] || return 1
     while IFS= read -r line; do
         n=$((n + 1))
-        case $line in 0::/*) path=${line#0::} ;; esac
+        case $line in
+            0::/*) path=${line#0::} ;;
+            [0-9]*:memory:/*|[0-9]*:memory,*:/*|[0-9]*:*,memory:/*|[0-9]*:*,memory,*:/*)
+                v1=${line#*:}; v1=/${v1#*:/} ;;
+        esac
     done < "$1"
-    [ "$n" -eq 1 ] && [ -n "$path" ] || return 1
-    path=${2%/}${path%/}
-    [ -r "$path/memory.peak" ] && [ -r "$path/cgroup.procs" ] || return 1
-    read -r line < "$path/memory.peak" 2>/dev/null || return 1
+    if [ -n "$v1" ]; then
+        path=$v1 file=memory.max_usage_in_bytes
+        [ "${path%/}" != "" ] || return 1
+        path=${2%/}/memory${path%/}
+    elif [ "$n" -eq 1 ] && [ -n "$path" ] && [ "${path%/}" != "" ]; then
+        path=${2%/}${path%/} file=memory.peak
+    else
+        return 1
+    fi
+    [ -r "$path/$file" ] && [ -r "$path/cgroup.procs" ] || return 1
+    read -r line < "$path/$file" 2>/dev/null || return 1
     case $line in ''|*[!0-9]*) return 1 ;; esac
-    gt_bounded 5 awk -v root="$3" 'BEGIN {
-        while ((getline p < ARGV[1]) > 0) procs[p]
-        for (i = 2; i < ARGC; i++) {
+    set -- "$path"/cgroup.procs "$path"/*/cgroup.procs "$path"/*/*/cgroup.procs \
+        "$path"/*/*/*/cgroup.procs
+    gt_bounded 5 awk -v root="$me" 'BEGIN {
+        for (i = 1; i < ARGC && ARGV[i] ~ /cgroup\.procs$/; i++)
+            while ((getline p < ARGV[i]) > 0) procs[p]
+        for (; i < ARGC; i++) {
             if ((getline line < ARGV[i]) <= 0) continue
             close(ARGV[i])
             pid = line; sub(/ .*/, "", pid); sub(/^.*\) /, "", line)
@@ -452,6 +468,6 @@ gt_cgroup_peak() {
             if (q != root) exit 1                        # someone else s process
         }
         exit 0
-    }' "$path/cgroup.procs" /proc/[0-9]*/stat </dev/null >/dev/null 2>&1 || return 1
-    GT_V=$path/memory.peak
+    }' "$@" /proc/[0-9]*/stat </dev/null >/dev/null 2>&1 || return 1
+    GT_V=$path/$file
 }
