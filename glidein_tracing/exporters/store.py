@@ -525,12 +525,13 @@ class Store:
 
     def listing(self, since_ns: int | None = None, limit: int = 100) -> list:
         """(trace id, spans, root name, start ns, outcome) of at most ``limit`` traces by their
-        root's start: the first from ``since_ns`` on, else the latest (oldest first): an index
+        root's start: the first from ``since_ns`` on, else the latest (oldest first; traces whose
+        root has not arrived yet, with no start, before them when the page has room): an index
         range, whatever the store holds."""
         with self._locked() as db:
             if since_ns is None:
                 rows = db.execute("SELECT trace_id, spans, root_name, start_ns, outcome FROM traces "
-                                  "WHERE start_ns IS NOT NULL ORDER BY start_ns DESC LIMIT ?", (limit,)).fetchall()
+                                  "ORDER BY start_ns DESC LIMIT ?", (limit,)).fetchall()
                 rows.reverse()
             else:
                 rows = db.execute("SELECT trace_id, spans, root_name, start_ns, outcome FROM traces "
