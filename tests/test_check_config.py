@@ -95,7 +95,8 @@ def minimal(root: Path, extra: str = "", logs: Path | None = None) -> Path:
 
 
 @pytest.mark.parametrize("case", ["missing logs", "no entry directories", "table is a file",
-                                  "glideinWMS.xml is a FIFO", "certificate missing"])
+                                  "glideinWMS.xml is a FIFO", "a retention that is no number",
+                                  "certificate missing"])
 def test_check_config_and_the_forwarder_refuse_the_same_mistake_with_one_line(tmp_path, case):
     if case == "missing logs":
         config = minimal(tmp_path, logs=tmp_path / "clinet")
@@ -114,6 +115,11 @@ def test_check_config_and_the_forwarder_refuse_the_same_mistake_with_one_line(tm
         os.mkfifo(tmp_path / "glideinWMS.xml")
         config = minimal(tmp_path, f"factory_config: {tmp_path / 'glideinWMS.xml'}\n")
         expected = f"factory_config: {tmp_path / 'glideinWMS.xml'} is a FIFO (named pipe), not a file"
+    elif case == "a retention that is no number":
+        xml = tmp_path / "glideinWMS.xml"
+        xml.write_text('<glidein><log_retention><job_logs max_days="7 days"/></log_retention><entries/></glidein>')
+        config = minimal(tmp_path, f"factory_config: {xml}\n")
+        expected = f"factory_config: {xml}: <log_retention><job_logs max_days='7 days'> is not a number of days"
     else:
         config = minimal(tmp_path, f"certificate: {tmp_path / 'ca.pem'}\n")
         expected = f"certificate: {tmp_path / 'ca.pem'}: no such file"

@@ -72,7 +72,7 @@ def log_problems(conf: ForwarderSettings) -> list[str]:
 
 def file_problems(conf: ForwarderSettings) -> list[str]:
     """The files the settings name that the forwarder reads at start: glideinWMS.xml (each
-    entry's schedd and site) and the CA certificate."""
+    entry's schedd and site, the Factory's log retention) and the CA certificate."""
     out = []
     for key in ("factory_config", "certificate"):
         path = getattr(conf, key)
@@ -84,6 +84,7 @@ def file_problems(conf: ForwarderSettings) -> list[str]:
         try:
             conf.schedd_of_entries()
             conf.site_of_entries()
+            conf.log_retention()      # how long the Factory keeps what names a glidein (retention.py)
         except ConfigError as exc:
             out += [f"factory_config: {problem}" for problem in exc.problems]
     return out
