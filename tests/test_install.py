@@ -92,3 +92,20 @@ def test_the_units_execstart_runs_the_docs_venv_and_ends_with_a_prevented_code(f
     argv[config] = str(tmp_path / "forwarder.yaml")
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert done.returncode == EXIT_LEDGER and done.returncode in prevented, done.stderr
+
+
+def test_the_docs_upgrade_replaces_a_wheel_of_the_same_version(factory_venv, tmp_path):
+    """docs/operators.md's upgrade block, after a new build of the same version number (pip
+    keeps an installed version as it is without --force-reinstall): the new code is what runs."""
+    checkout = install.copy_checkout(tmp_path / "glidein_tracing")
+    marker = "# a later build of the same version"
+    with open(checkout / "glidein_tracing" / "__init__.py", "a") as init:
+        init.write(f"\n{marker}\n")
+    install.run_block(install.shell_blocks("operators.md", "## 1. Install")[0], checkout,
+                      {"python3 ": install.this_python() + " "})
+    block = install.shell_blocks("operators.md", "## 1. Install")[2]
+    install.run_block(block, checkout, {OPT: str(factory_venv), "systemctl restart glidein-tracing-forwarder": "true"})
+    python = factory_venv / "venv" / "bin" / "python"
+    code = "import glidein_tracing; print(open(glidein_tracing.__file__).read())"   # -I: not the checkout in cwd
+    installed = subprocess.run([str(python), "-I", "-c", code], capture_output=True, text=True, check=True).stdout
+    assert marker in installed
