@@ -26,7 +26,7 @@ from .examples import examples_section
 from .populations import builtin, compare_populations
 
 # the sections analyze() runs, each timed and shown as a stage (the what-if only when asked)
-STAGES = ("stats", "analyze_entries", "frontends", "failures", "compare")
+STAGES = ("stats", "analyze_entries", "frontends", "failures", "compare", "trend", "examples")
 
 
 def current_settings(doc_stats: dict, max_idle=None, max_tail=None, retire=None) -> Settings:
@@ -78,8 +78,7 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
     if compare:
         a, b = builtin(compare[0], con, columns) if len(compare) == 1 else compare
         doc["populations"] = compare_populations(con, columns, a, b)
-    if "gwms_lasted_s" in columns:
-        doc["trend"] = daily_trend(con, "date" in columns)
+    doc["trend"] = timed("trend", lambda: daily_trend(con, "date" in columns) if "gwms_lasted_s" in columns else [])
     if windows and "gwms_lasted_s" in columns:
         doc["windows"] = windows_section(con, windows, until, partitioned="date" in columns)
     if whatif and stats["glideins"] and data.has_jobs:
@@ -88,7 +87,7 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
     elif whatif:
         doc["whatif_skipped"] = "no glideins" if not stats["glideins"] else "no jobs dataset: the replay needs the jobs"
     recommended = doc["whatif"]["recommendations"]["entries"] if doc.get("whatif") else []
-    doc["examples"] = examples_section(con, recommended)
+    doc["examples"] = timed("examples", lambda: examples_section(con, recommended))
     return doc
 
 
