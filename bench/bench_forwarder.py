@@ -82,19 +82,25 @@ def glidein_journal(layout, cluster, proc, start, jobs):
     return "".join(lines)
 
 
+def returned_glidein(log: CondorGLog, layout: FactoryLayout, cluster: int, proc: int, start: float, jobs: int):
+    """A glidein submitted 200 s before ``start``, running from then, whose output came back:
+    its activity-log events up to execute, its stderr with the journal, an empty stdout."""
+    log.submit(cluster, proc, when=start - 200)
+    log.grid_submit(cluster, proc, when=start - 190)
+    log.execute(cluster, proc, when=start)
+    stderr = "glidein stderr\n" + encode_section(
+        JOURNAL_SECTION, glidein_journal(layout, cluster, proc, start, jobs).encode())
+    layout.output(cluster, proc, "err").write_text(stderr)
+    layout.output(cluster, proc, "out").write_text("")
+
+
 def build_tree(root: Path, glideins: int, jobs: int, entry: str = "BENCH_ENTRY") -> FactoryLayout:
     layout = FactoryLayout(logs=root / "logs", instance="bench", entry=entry)
     log = CondorGLog(layout)
     start = time.time() - 86400
     for proc in range(glideins):
         cluster = 100 + proc // 50
-        log.submit(cluster, proc, when=start - 200)
-        log.grid_submit(cluster, proc, when=start - 190)
-        log.execute(cluster, proc, when=start)
-        stderr = "glidein stderr\n" + encode_section(
-            JOURNAL_SECTION, glidein_journal(layout, cluster, proc, start, jobs).encode())
-        layout.output(cluster, proc, "err").write_text(stderr)
-        layout.output(cluster, proc, "out").write_text("")
+        returned_glidein(log, layout, cluster, proc, start, jobs)
         log.terminated(cluster, proc, 0, when=start + 2000)
     old = time.time() - 3600
     for path in layout.entry_dir.glob("job.*"):

@@ -25,7 +25,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from glidein_tracing.core.sections import JOURNAL_SECTION, encode_section
 from glidein_tracing.exporters import store as store_mod
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, store_files
 from glidein_tracing.factory.delivery import store_span_ids
@@ -34,7 +33,7 @@ from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.factory.settings import ForwarderSettings
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
-from bench.bench_forwarder import FACTORY, glidein_journal
+from bench.bench_forwarder import FACTORY, returned_glidein
 from bench.calibration import calibrate
 
 DAY = 86400.0
@@ -73,13 +72,7 @@ def one_day(layout: FactoryLayout, day: int, start: float, per_day: int, jobs: i
     for n in range(per_day):
         cluster, proc = 1000 * day + n // 100, n % 100
         begin = start + n * (DAY - 7200) / per_day
-        log.submit(cluster, proc, when=begin - 200)
-        log.grid_submit(cluster, proc, when=begin - 190)
-        log.execute(cluster, proc, when=begin)
-        stderr = "glidein stderr\n" + encode_section(
-            JOURNAL_SECTION, glidein_journal(layout, cluster, proc, begin, jobs).encode())
-        layout.output(cluster, proc, "err").write_text(stderr)
-        layout.output(cluster, proc, "out").write_text("")
+        returned_glidein(log, layout, cluster, proc, begin, jobs)
         end = begin + 200 + 70 * jobs
         for kind in ("err", "out"):
             os.utime(layout.output(cluster, proc, kind), (end, end))
