@@ -53,13 +53,15 @@ def test_two_runs_write_the_same_bytes(table, tmp_path):
     outs = [tmp_path / f"run{n}.json" for n in range(3)]
     for out in outs:          # separate processes: each DuckDB schedules its threads anew
         subprocess.run([sys.executable, "-m", "glidein_tracing", "analyze", str(table), "--whatif", "--quiet",
-                        "--json", str(out)], check=True, env={**os.environ, "SOURCE_DATE_EPOCH": "1790000000"})
+                        "--window", "2h,24h", "--compare", "overload", "--json", str(out)],
+                       check=True, env={**os.environ, "SOURCE_DATE_EPOCH": "1790000000"})
     first = outs[0].read_bytes()
     assert all(out.read_bytes() == first for out in outs[1:])
     doc = json.loads(first)
     assert doc["generated_at"] == "2026-09-21T14:13:20Z"
     assert list(doc["stats"]["metrics"]["by_site"]) == sorted(doc["stats"]["metrics"]["by_site"])
     assert list(doc["failures"]["by_entry"]) == sorted(doc["failures"]["by_entry"])
+    assert doc["windows"]["periods"] and doc["populations"] and doc["examples"]["slowest_setup"] and doc["frontends"]
 
 
 def test_entry_and_site_filters(table, tmp_path):
