@@ -149,3 +149,11 @@ def test_a_submission_whose_jobs_started_is_not_waiting(tmp_path, capsys):
     code, out, _ = why(capsys, ww.trace_of("NEW"), "--store", tmp_path / "store", "--json")
     (job,) = json.loads(out)["jobs"]
     assert code == 0 and job["category"] == d.NOT_WAITING and "no idle job since" in job["meaning"]
+
+
+def test_an_unreadable_ad_among_good_ones_is_named_and_left_out(tmp_path, capsys):
+    (tmp_path / "mixed.ads").write_text(ww.job_ad(5, 0, "QUEUE") + "\nthis is [ not a classad\n\n"
+                                        + ww.job_ad(5, 1, "QUEUE"))
+    code, out, err = why(capsys, tmp_path / "mixed.ads", "--store", tmp_path / "none", "--json")
+    assert code == 0 and len(json.loads(out)["jobs"]) == 2
+    assert "1 ads of" in err and "left out" in err

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 from ..core.terminal import echo
 from ..why import diagnosis as d
@@ -43,7 +44,10 @@ def _diagnoses(args) -> list:
         ad = sources.ad_from_schedd(*job_id)
         return [d.diagnose(ad, spans_of(d.trace_id_of(ad)), job=args.job)]
     if os.path.exists(args.job):
-        return [d.diagnose(ad, spans_of(d.trace_id_of(ad))) for ad in sources.ads_from_file(args.job)]
+        ads, unreadable = sources.ads_from_file(args.job)
+        if unreadable:
+            echo(f"glidein-tracing why: {unreadable} ads of {args.job} are no job ads; left out", file=sys.stderr)
+        return [d.diagnose(ad, spans_of(d.trace_id_of(ad))) for ad in ads]
     trace_id = d.check_trace_id(args.job)
     return [d.diagnose(None, spans_of(trace_id), job=trace_id)]
 

@@ -15,17 +15,17 @@ MAX_AD_FILE_BYTES = 256 * 1024 * 1024
 TABLE_DAYS = 2
 
 
-def ads_from_file(path) -> list:
-    """The job ads of a file ``condor_q -l`` wrote."""
+def ads_from_file(path) -> tuple:
+    """(the job ads of a file ``condor_q -l`` wrote, how many of its ads could not be read)."""
     import classad2  # noqa: F401  without the bindings, the verb names its extra (not "no job ad in it")
     data = read_input(path, MAX_AD_FILE_BYTES)
     if len(data) > MAX_AD_FILE_BYTES:
         raise UserError(f"{path}: larger than {MAX_AD_FILE_BYTES >> 20} MiB; give fewer jobs")
-    ads = parse_old_ads(data.decode("utf-8", "replace"))
-    ads = [ad for ad in ads or () if "ClusterId" in ad and "ProcId" in ad]
+    parsed = parse_old_ads(data.decode("utf-8", "replace"))
+    ads = [ad for ad in parsed if ad and "ClusterId" in ad and "ProcId" in ad]
     if not ads:
         raise UserError(f"{path}: no job ad in it (write one with condor_q -l CLUSTER.PROC > FILE)")
-    return ads
+    return ads, len(parsed) - len(ads)
 
 
 def ad_from_schedd(cluster: int, proc: int, schedd: str) -> dict:

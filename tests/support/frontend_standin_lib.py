@@ -58,8 +58,10 @@ def getCondorQ(schedd_names, constraint=None, format_list=None, want_format_comp
     QUERIES.append(list(format_list or ()))
     out = {}
     for schedd in schedd_names:
-        with open(JOB_AD_FILES[schedd]) as handle:
-            ads = list(classad2.parseAds(handle.read(), classad2.ParserType.Old))
+        with open(JOB_AD_FILES[schedd]) as handle:   # one ad at a time: parseAds over a
+            # whole file slows down with its length (each next ad costs more)
+            ads = [classad2.parseOne(text, classad2.ParserType.Old)
+                   for text in handle.read().split("\n\n") if text.strip()]
         data = {}
         for ad in ads:
             keys = [name for name, _type in format_list] if format_list is not None else list(ad.keys())
