@@ -13,7 +13,6 @@ or went.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 
 ENTRY_DIR_RE = re.compile(r"^entry_(?P<entry>.+)$")
 INSTANCE_DIR_RE = re.compile(r"^glidein_(?P<instance>.+)$")
-ACTIVITY_GLOB = "condor_activity_*.log"
+ACTIVITY_PREFIX, ACTIVITY_SUFFIX = "condor_activity_", ".log"      # condor_activity_*.log
 OUTPUT_RE = re.compile(r"^job\.(?P<cluster>\d+)\.(?P<proc>\d+)\.err$")
 # a directory changed this recently may change again within its mtime's resolution (a
 # file created in the same clock tick as the listing leaves the mtime as it was): listed again
@@ -98,16 +97,18 @@ def parse_output_name(name: str):
 
 
 class EntryListing:
-    """What one entry directory held at its last listing: its activity logs, and its returned
-    stderrs split into ``settled`` (the ledger knows their glidein: never looked at again)
-    and ``waiting`` (not yet: looked at each pass until adopted). ``refresh`` lists the
-    directory again only when its mtime moved, and then only names new since are waiting."""
+    """What one entry directory held at its last listing: every name in it, its activity logs,
+    and the returned stderrs ``waiting`` to be looked at (the ledger does not know their
+    glidein yet). ``refresh`` lists the directory again only when its mtime moved, and then
+    only names that came since are looked at: the first listing leaves out those the ledger
+    knows (``known``), later ones those the last listing had."""
 
-    def __init__(self, entry: EntryDir, settled: set):
+    def __init__(self, entry: EntryDir, known: set):
         self.entry = entry
-        self.settled = set(settled)     # names of returned stderrs
-        self.waiting: set = set()
+        self.waiting: set = set()       # names of returned stderrs not settled yet
         self.activity_logs: list = []
+        self._names: frozenset = frozenset()
+        self._known = known             # for the first listing only
         self._mtime_ns = None
 
     def refresh(self) -> bool:
@@ -119,14 +120,16 @@ class EntryListing:
         if st.st_mtime_ns == self._mtime_ns:
             return False
         listed_at = time.time()
-        names = os.listdir(self.entry.path)
-        outputs = {n for n in names if n.endswith(".err") and n.startswith("job.")}
-        self.settled &= outputs
-        self.waiting = {n for n in outputs - self.settled if OUTPUT_RE.match(n)}
-        self.activity_logs = sorted(self.entry.path / n for n in fnmatch.filter(names, ACTIVITY_GLOB))
+        names = frozenset(os.listdir(self.entry.path))
+        new = names - self._names
+        self.waiting = {n for n in self.waiting if n in names}
+        self.waiting.update(n for n in new if n.endswith(".err") and n not in self._known and OUTPUT_RE.match(n))
+        logs = [p for p in self.activity_logs if p.name in names]
+        logs += [self.entry.path / n for n in new if n.startswith(ACTIVITY_PREFIX) and n.endswith(ACTIVITY_SUFFIX)]
+        self.activity_logs = sorted(logs)
+        self._names, self._known = names, frozenset()
         self._mtime_ns = st.st_mtime_ns if listed_at - st.st_mtime > MTIME_TRUST_S else None
         return True
 
     def settle(self, name: str):
         self.waiting.discard(name)
-        self.settled.add(name)
