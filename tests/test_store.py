@@ -248,3 +248,12 @@ def test_show_list_pages_by_start_time(tmp_path, capsys):
     assert len(page) == 2 and "15:13:20" in page[0] and "16:13:20" in page[1]
     assert main(["show", "--list", "--store", str(tmp_path), "--since", "last week"]) != 0
     assert "--since wants a UTC time" in capsys.readouterr().err
+
+
+def test_the_forwarders_store_exporter_drops_days_past_its_retention_as_it_writes(tmp_path, monkeypatch):
+    from glidein_tracing.exporters import store as store_mod
+    for n, day in enumerate([20261101, 20261102, 20261103]):
+        monkeypatch.setattr(store_mod, "_today", lambda day=day: day)
+        JsonLinesStoreExporter(tmp_path, max_days=2).export(glidein_on(f"g{n}", 1000.0 + n * 86400))
+    assert sorted({p.name[len("traces-"):][:8] for p in store_files(tmp_path)}) == ["20261102", "20261103"]
+    assert len(list(Store(tmp_path).summaries())) == 2
