@@ -18,18 +18,19 @@ def _sums_sql(gwms: bool) -> str:
     sums = "".join(f", SUM({term}) FILTER (WHERE {ENTRY_SUMS_OF}) AS {name}" for name, term in ENTRY_SUMS.items()) \
         if gwms else ""
     return f"""SELECT client, client_group, COUNT(*) AS n, COUNT(*) FILTER (WHERE failed) AS failed,
-        COUNT(*) FILTER (WHERE COALESCE(jobs, 0) = 0) AS no_job, COALESCE(SUM(jobs), 0) AS jobs,
+        COUNT(*) FILTER (WHERE COALESCE(jobs, 0) = 0) AS no_job_glideins, COALESCE(SUM(jobs), 0) AS jobs,
         COUNT(*) FILTER (WHERE condor_s IS NOT NULL) AS ran{sums}
     FROM glideins GROUP BY ALL"""
 
 
 def _sql(gwms: bool) -> str:
-    """Over the sums per (client, group): a row per group and one per client, with the ratios."""
-    names = ("n", "failed", "no_job", "jobs", "ran") + (tuple(ENTRY_SUMS) if gwms else ())
+    """Over the sums per (client, group): a row per group and one per client, with the ratios
+    (``no_job_glideins``, the rows' count, is not ENTRY_SUMS' ``no_job``, GlideinWMS's)."""
+    names = ("n", "failed", "no_job_glideins", "jobs", "ran") + (tuple(ENTRY_SUMS) if gwms else ())
     ratios = "".join(f", CASE WHEN lasted > 0 THEN {RATIOS[c].format(**{n: n for n in ENTRY_SUMS})} END"
                      for c in COLUMNS[1:]) if gwms else ""
     sums = ", ".join(f"CAST(SUM({n}) AS DOUBLE) AS {n}" for n in names)
-    return f"""SELECT client, client_group, whole, n, failed, no_job, jobs, ran{ratios} FROM (
+    return f"""SELECT client, client_group, whole, n, failed, no_job_glideins, jobs, ran{ratios} FROM (
     SELECT client, client_group, GROUPING(client_group) AS whole, {sums}
     FROM frontend_sums GROUP BY GROUPING SETS ((client, client_group), (client))) ORDER BY client, whole, client_group"""
 

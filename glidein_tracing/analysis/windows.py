@@ -14,7 +14,7 @@ from .entries import COLUMNS, rows_sql
 
 def _rows(con, keys: tuple, where: str) -> list[dict]:
     return [{c: (round(v, 2) if isinstance(v, float) else v) for c, v in zip(keys + COLUMNS[1:], row)}
-            for row in con.execute(rows_sql(keys, where)).fetchall()]
+            for row in con.execute(rows_sql(keys, where).replace("`", '"')).fetchall()]  # DuckDB 1.4 (3.9's) has no backquotes
 
 
 def windows_section(con, periods_s: list, end: float | None = None, partitioned: bool = True) -> dict:
