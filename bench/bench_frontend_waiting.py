@@ -15,6 +15,10 @@ CPU time of the process (all threads) per cycle, in the same run, alternating:
 - waiting, first: job.waiting on, no history (every submission new: 200 spans, the cap);
 - waiting, steady: job.waiting on, the history holding every submission (no reason changed).
 
+Cycle-to-cycle noise on a shared machine is several per cent, more than the effect, so
+job.waiting's own work (``Reporter.run``: grouping the jobs, deciding, sending the spans,
+the state) is also timed inside each cycle.
+
 The stand-in's cycle does less than GlideinWMS's (one job type matched, not six; no
 advertising), so the ratios overstate the share of a real cycle. Also measured: what the
 attributes added to the job query cost (bytes of the query's result as the fork child
@@ -114,6 +118,19 @@ def one_cycle(work: Path, world: dict, mode: str, fresh_history: bool) -> tuple:
     return used, exporter.spans
 
 
+REPORTER_CPU: list = []   # CPU seconds of each Reporter.run (job.waiting's own work), timed inside
+
+
+def _timed_run(run):
+    def timed(self):
+        started = time.process_time()
+        try:
+            return run(self)
+        finally:
+            REPORTER_CPU.append(time.process_time() - started)
+    return timed
+
+
 def query_cost(world: dict) -> tuple:
     """(bytes without, bytes with, pickle+unpickle seconds without, with) of the job query's
     result with the group's format list and with job.waiting's attributes added."""
@@ -148,13 +165,18 @@ def main(argv=None):
         one_cycle(works["steady"], world, "waiting", True)
         waiting.MAX_SUBMISSIONS_PER_CYCLE = limit
         times: dict = {name: [] for name in works}
+        waiting.Reporter.run = _timed_run(waiting.Reporter.run)
+        reporter: dict = {"first": [], "steady": []}
         spans: dict = {}
         for _ in range(args.repeat):
             for name, mode, fresh in (("off", "off", True), ("query", "query", True),
                                       ("requests", "requests", True),
                                       ("first", "waiting", True), ("steady", "waiting", False)):
+                REPORTER_CPU.clear()
                 used, spans[name] = one_cycle(works[name], world, mode, fresh)
                 times[name].append(used)
+                if name in reporter:
+                    reporter[name].append(sum(REPORTER_CPU))
         base = statistics.median(times["off"])
         jobs = args.submissions * args.jobs
         print(f"{jobs:,} idle jobs in {args.submissions:,} submissions over {args.entries} entries; "
@@ -167,6 +189,10 @@ def main(argv=None):
             beyond = f"{(med - query) / base * 100:+.2f} %" if name in ("first", "steady") else ""
             print(f"| {name} | {med:.3f} | {med - base:+.3f} s | {(med - base) / base * 100:+.2f} % | "
                   f"{beyond} | {spans[name]} |")
+        for name, values in reporter.items():
+            med = statistics.median(values)
+            print(f"job.waiting's own work (Reporter.run, timed inside the cycle), {name}: {med:.3f} s "
+                  f"= {med / base * 100:.2f} % of the cycle off")
         without, with_, t_without, t_with = query_cost(world)
         print(f"job query result, pickled as the fork child sends it: {without / 1e6:.1f} MB -> "
               f"{with_ / 1e6:.1f} MB (+{(with_ - without) / jobs:.0f} bytes a job); pickle+unpickle "

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -138,24 +139,30 @@ def _stored(query) -> Mapping:
 
 
 def submissions(idle_dict) -> dict:
-    """(trace id, span id) -> Submission, from the idle jobs of every schedd (one pass; each
-    distinct TraceParent value is parsed once)."""
+    """(trace id, span id) -> Submission, from the idle jobs of every schedd: the jobs of one
+    TraceParent counted in C (Counter), each distinct value parsed once, one light pass for
+    the first job of each (the pass over every job is the part that grows with the queue)."""
     out: dict = {}
-    by_value: dict = {}      # TraceParent value -> its Submission, or False when not valid
     for schedd, query in (idle_dict or {}).items():
-        for jid, job in _stored(query).items():
-            value = job.get("TraceParent")
-            if value is None:
+        stored = _stored(query)
+        values = [job.get("TraceParent") for job in stored.values()]
+        counts = Counter(values)
+        counts.pop(None, None)
+        if not counts:
+            continue
+        firsts: dict = {}
+        for jid, value in zip(stored, values):
+            if value is not None and value not in firsts:
+                firsts[value] = jid
+        for value, idle in counts.items():
+            parsed = parse_traceparent(value) if isinstance(value, str) else None
+            if parsed is None:
                 continue
-            sub = by_value.get(value)
+            jid = firsts[value]
+            sub = out.get((parsed[0], parsed[1]))
             if sub is None:
-                parsed = parse_traceparent(value) if isinstance(value, str) else None
-                key = (parsed[0], parsed[1]) if parsed else None
-                sub = by_value[value] = False if parsed is None else out.get(key) or \
-                    out.setdefault(key, Submission(parsed, str(schedd), first=job))
-            if sub is False:
-                continue
-            sub.idle += 1
+                sub = out[(parsed[0], parsed[1])] = Submission(parsed, str(schedd), first=stored[jid])
+            sub.idle += idle
             if len(sub.jobs) < MAX_LISTED:
                 sub.jobs.append((jid, schedd))
     return out
