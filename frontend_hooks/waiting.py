@@ -140,8 +140,8 @@ def _stored(query) -> Mapping:
 
 def submissions(idle_dict) -> dict:
     """(trace id, span id) -> Submission, from the idle jobs of every schedd: the jobs of one
-    TraceParent counted in C (Counter), each distinct value parsed once, one light pass for
-    the first job of each (the pass over every job is the part that grows with the queue)."""
+    TraceParent counted in C (Counter), each distinct value parsed once, the first job of each
+    found in C too (the passes over every job are the part that grows with the queue)."""
     out: dict = {}
     for schedd, query in (idle_dict or {}).items():
         stored = _stored(query)
@@ -150,10 +150,8 @@ def submissions(idle_dict) -> dict:
         counts.pop(None, None)
         if not counts:
             continue
-        firsts: dict = {}
-        for jid, value in zip(stored, values):
-            if value is not None and value not in firsts:
-                firsts[value] = jid
+        # value -> its first job id, built in C (dict keeps the last of each: so reversed)
+        firsts = dict(zip(reversed(values), reversed(list(stored))))
         for value, idle in counts.items():
             parsed = parse_traceparent(value) if isinstance(value, str) else None
             if parsed is None:
