@@ -4,10 +4,12 @@
 # pytest). The Jaeger end-to-end tests build Jaeger with the machine's Go on first use (cached
 # outside the repo).
 #
-# GLIDEIN_TRACING_PYTHONS: the interpreters, space-separated (default: python3). Each gets its
-# own virtualenv: .venv for the first, .venv-pyX.Y for the others (e.g. .venv-py3.9), and its
-# own pytest run (once per version); the exit code is the first non-zero one, after every run.
-# GLIDEIN_TRACING_VENV: the first one's virtualenv instead of .venv.
+# The interpreters: python3, then Python 3.9 (EL9's system Python, where GlideinWMS runs:
+# python3.9 on PATH, else pyenv's), or GLIDEIN_TRACING_PYTHONS (space-separated) instead.
+# GLIDEIN_TRACING_REQUIRE_PY39=1 (CI) fails when no Python 3.9 is found. Each interpreter gets
+# its own virtualenv: .venv for the first, .venv-pyX.Y for the others (e.g. .venv-py3.9), and
+# its own pytest run (once per version); the exit code is the first non-zero one, after every
+# run. GLIDEIN_TRACING_VENV: the first one's virtualenv instead of .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # the HTML report test renders in headless Chromium (Debian's package); Jaeger is built by
@@ -17,7 +19,25 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
         || echo "tests/run.sh: could not install chromium; the report test will say so" >&2
 fi
-read -r -a PYTHONS <<< "${GLIDEIN_TRACING_PYTHONS:-${PYTHON:-python3}}"
+find_python39() {
+    command -v python3.9 && return
+    command -v pyenv >/dev/null 2>&1 || return 0
+    ls -d "$(pyenv root)"/versions/3.9*/bin/python3.9 2>/dev/null | tail -n 1
+}
+if [ -n "${GLIDEIN_TRACING_PYTHONS:-}" ]; then
+    read -r -a PYTHONS <<< "$GLIDEIN_TRACING_PYTHONS"
+else
+    PYTHONS=("${PYTHON:-python3}")
+    PY39="$(find_python39 || true)"
+    if [ -n "$PY39" ]; then
+        PYTHONS+=("$PY39")
+    elif [ "${GLIDEIN_TRACING_REQUIRE_PY39:-0}" = 1 ]; then
+        echo "tests/run.sh: no Python 3.9 (python3.9 on PATH, or pyenv's), and CI needs it" >&2
+        exit 2
+    else
+        echo "tests/run.sh: no Python 3.9 here (python3.9 on PATH, or pyenv's): python3 only" >&2
+    fi
+fi
 status=0
 summary=()
 failed() { [ "$status" != 0 ] || status=$1; }    # the exit code is the first failure's
