@@ -19,10 +19,15 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
         || echo "tests/run.sh: could not install chromium; the report test will say so" >&2
 fi
-find_python39() {
-    command -v python3.9 && return
-    command -v pyenv >/dev/null 2>&1 || return 0
-    ls -d "$(pyenv root)"/versions/3.9*/bin/python3.9 2>/dev/null | tail -n 1
+find_python39() {    # the first that runs: pyenv's shim for python3.9 is on PATH but may not
+    local candidate
+    for candidate in "$(command -v python3.9 || true)" \
+            $(ls -d "$(pyenv root 2>/dev/null || echo "${PYENV_ROOT:-$HOME/.pyenv}")"/versions/3.9*/bin/python3.9 2>/dev/null); do
+        if [ -n "$candidate" ] && "$candidate" -c 'import sys; assert sys.version_info[:2] == (3, 9)' 2>/dev/null; then
+            echo "$candidate"
+            return
+        fi
+    done
 }
 if [ -n "${GLIDEIN_TRACING_PYTHONS:-}" ]; then
     read -r -a PYTHONS <<< "$GLIDEIN_TRACING_PYTHONS"
