@@ -150,13 +150,16 @@ def submissions(idle_dict) -> dict:
         counts.pop(None, None)
         if not counts:
             continue
-        # value -> its first job id, built in C (dict keeps the last of each: so reversed)
-        firsts = dict(zip(reversed(values), reversed(list(stored))))
+        ids = list(stored)
+        first = -1
         for value, idle in counts.items():
+            # Counter keeps its values in the order they first occur: each value's first job
+            # is found by list.index from the previous one's, one pass over the jobs in all
+            first = values.index(value, first + 1)
             parsed = parse_traceparent(value) if isinstance(value, str) else None
             if parsed is None:
                 continue
-            jid = firsts[value]
+            jid = ids[first]
             sub = out.get((parsed[0], parsed[1]))
             if sub is None:
                 sub = out[(parsed[0], parsed[1])] = Submission(parsed, str(schedd), first=stored[jid])
@@ -301,6 +304,9 @@ class Matcher:
         return match is True
 
 
+_MISSING = object()
+
+
 class Decider:
     """Each submission's reason, decided once per job kind and resource requests: submissions
     alike in both wait for the same reason, so a cycle decides kinds, not submissions."""
@@ -311,10 +317,20 @@ class Decider:
         self.matcher = Matcher(element)
         self.entries = all_entries
         self.cache: dict = {}
+        # the attributes a decision depends on, read in C (a missing one is told apart from
+        # one whose value is None, as the match expression tells them apart)
+        match_list = self.matcher.match_list
+        self.key_names = None if match_list is None else list(match_list) + list(self.REQUESTS)
+        self.missing = [_MISSING] * len(self.key_names or ())
+
+    def _key(self, job) -> tuple:
+        if self.key_names is None:
+            return (self.matcher.kind(job), tuple(job.get(name) for name in self.REQUESTS))
+        return tuple(map(job.get, self.key_names, self.missing))
 
     def reason(self, job) -> tuple:
         """(reason, matched glideids, {glideid: (entry reason, unfit counts)})."""
-        key = (self.matcher.kind(job), tuple(job.get(name) for name in self.REQUESTS))
+        key = self._key(job)
         found = self.cache.get(key)
         if found is None:
             matched = self.matcher.matching(job, self.entries)
@@ -425,13 +441,16 @@ class Reporter:
         answered = {str(s) for s in (types["Idle"].get("dict") or {})}
         decider = Decider(element, entries(element, self.request_facts, self.now))
         changes = []
+        idle_now = set()
         for key, sub in subs.items():
             reason = decider.reason(sub.first)[0]
-            previous = state.get(_state_key(key))
+            skey = _state_key(key)
+            idle_now.add(skey)
+            previous = state.get(skey)
             if previous is None or previous.get("reason") != reason:
                 changes.append((previous.get("since", 0.0) if previous else 0.0, key, sub))
-        gone = [(entry.get("since", 0.0), key) for key, entry in state.items()
-                if _split_key(key) not in subs and entry.get("schedd") in answered]
+        gone = [(entry.get("since", 0.0), skey) for skey, entry in state.items()
+                if skey not in idle_now and entry.get("schedd") in answered]
         budget = MAX_SUBMISSIONS_PER_CYCLE
         for _since, skey in sorted(gone)[:budget]:
             self._end(_split_key(skey), state.pop(skey), "no_idle_jobs")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 ID_SCHEME = "gt1"
 TRACEPARENT_RE = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+_ZERO_TRACE, _ZERO_SPAN = "0" * 32, "0" * 16   # the invalid all-zero ids
 
 
 def _hex_prefix(text: str, digits: int) -> str:
@@ -68,7 +69,7 @@ def parse_traceparent(value: str):
     if not match or match.group(1) == "ff":
         return None
     _, trace, span, flags = match.groups()
-    if set(trace) == {"0"} or set(span) == {"0"}:
+    if trace == _ZERO_TRACE or span == _ZERO_SPAN:
         return None
     return trace, span, int(flags, 16)
 
