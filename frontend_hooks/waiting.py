@@ -139,7 +139,7 @@ def _stored(query) -> Mapping:
 
 
 def submissions(idle_dict) -> dict:
-    """(trace id, span id) -> Submission, from the idle jobs of every schedd: the jobs of one
+    """state key ("trace id-span id") -> Submission, from the idle jobs of every schedd: the jobs of one
     TraceParent counted in C (Counter), each distinct value parsed once, the first job of each
     found in C too (the passes over every job are the part that grows with the queue)."""
     out: dict = {}
@@ -160,9 +160,10 @@ def submissions(idle_dict) -> dict:
             if parsed is None:
                 continue
             jid = ids[first]
-            sub = out.get((parsed[0], parsed[1]))
+            key = f"{parsed[0]}-{parsed[1]}"   # the state key: a string, no tuple for the GC to scan
+            sub = out.get(key)
             if sub is None:
-                sub = out[(parsed[0], parsed[1])] = Submission(parsed, str(schedd), first=stored[jid])
+                sub = out[key] = Submission(parsed, str(schedd), first=stored[jid])
             sub.idle += idle
             if len(sub.jobs) < MAX_LISTED:
                 sub.jobs.append((jid, schedd))
@@ -441,23 +442,20 @@ class Reporter:
         answered = {str(s) for s in (types["Idle"].get("dict") or {})}
         decider = Decider(element, entries(element, self.request_facts, self.now))
         changes = []
-        idle_now = set()
-        for key, sub in subs.items():
+        for skey, sub in subs.items():
             reason = decider.reason(sub.first)[0]
-            skey = _state_key(key)
-            idle_now.add(skey)
             previous = state.get(skey)
             if previous is None or previous.get("reason") != reason:
-                changes.append((previous.get("since", 0.0) if previous else 0.0, key, sub))
+                changes.append((previous.get("since", 0.0) if previous else 0.0, skey, sub))
         gone = [(entry.get("since", 0.0), skey) for skey, entry in state.items()
-                if skey not in idle_now and entry.get("schedd") in answered]
+                if skey not in subs and entry.get("schedd") in answered]
         budget = MAX_SUBMISSIONS_PER_CYCLE
         for _since, skey in sorted(gone)[:budget]:
             self._end(_split_key(skey), state.pop(skey), "no_idle_jobs")
         budget -= min(len(gone), budget)
-        for _since, key, sub in sorted(changes, key=lambda item: item[0])[:budget]:
+        for _since, skey, sub in sorted(changes, key=lambda item: item[0])[:budget]:
             verdict = decider.verdict(sub)
-            skey = _state_key(key)
+            key = _split_key(skey)
             previous = state.get(skey)
             if previous is not None:
                 self._end(key, previous, "reason_changed")
@@ -516,10 +514,6 @@ class Reporter:
 
 _KEPT = {gc.JOB_WAITING_IDLE_JOBS, gc.JOB_WAITING_REASON_ENTRIES, gc.JOB_WAITING_LIMITS,
          gc.JOB_WAITING_QUEUED_GLIDEINS}
-
-
-def _state_key(key: tuple) -> str:
-    return f"{key[0]}-{key[1]}"
 
 
 def _split_key(skey: str) -> tuple:
