@@ -12,12 +12,16 @@
 # run. GLIDEIN_TRACING_VENV: the first one's virtualenv instead of .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# the HTML report test renders in headless Chromium (Debian's package); Jaeger is built by
-# the test harness itself with the machine's Go
-if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "tests/run.sh: installing chromium for the report test" >&2
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-        || echo "tests/run.sh: could not install chromium; the report test will say so" >&2
+# the HTML report tests render in headless Chromium, and the node's redaction is tested under
+# gawk (EL9's awk) beside mawk (Debian's): both from Debian's packages when missing; Jaeger is
+# built by the test harness itself with the machine's Go
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v gawk >/dev/null 2>&1 || missing+=(gawk)
+if [ "${#missing[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "tests/run.sh: installing ${missing[*]} for the tests" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null) \
+        || echo "tests/run.sh: could not install ${missing[*]}; the tests that need them will say so" >&2
 fi
 find_python39() {    # the first that runs: pyenv's shim for python3.9 is on PATH but may not
     local candidate
