@@ -51,11 +51,13 @@ def _late_job(journal_lines: list, condor_start: float) -> list:
         format_line(condor_start + 23, "end", "job/4242.0", {"job.exit_by": "evict", "@status": "ERROR"})]
 
 
-def forward_recorded(tmp_path, run, *, stdout=None, extra=None, returned_stdout=True):
+def forward_recorded(tmp_path, run, *, stdout=None, extra=None, returned_stdout=True, extra_config=None,
+                     job_ad=None):
     """The recorded glidein ``run`` closed by the real hooks and forwarded: (its table row, the
     stdout Condor-G returned). The work dir holds glidein_startup.sh's copy of its stdout as
-    it was at cleanup (before its end banner)."""
-    g, cleanup_dir = glidein_at_cleanup(tmp_path / "node", run, retime=True)
+    it was at cleanup (before its end banner). ``extra_config``: glidein_config lines added
+    before the setup hook ran; ``job_ad``: attributes of the 028 event after the submission."""
+    g, cleanup_dir = glidein_at_cleanup(tmp_path / "node", run, retime=True, extra_config=extra_config)
     text = stdout if stdout is not None else (fixture_dir(run) / "glidein_stdout.txt").read_text()
     copy = g.work / config_get(g.config, "GLIDEIN_LOGDIR") / (config_get(g.config, "GLIDEIN_UUID") + ".out")
     copy.parent.mkdir(parents=True, exist_ok=True)
@@ -75,6 +77,8 @@ def forward_recorded(tmp_path, run, *, stdout=None, extra=None, returned_stdout=
     cluster, proc = int(config_get(config, "CONDORG_CLUSTER")), int(config_get(config, "CONDORG_SUBCLUSTER"))
     end, after = map(int, re.search(r"\((\d+)\) with code \d+ after (\d+) ===", text).groups())
     log.submit(cluster, proc, when=end - after - 60)
+    if job_ad:
+        log.job_ad_information(cluster, proc, job_ad, when=end - after - 60)
     log.execute(cluster, proc, when=end - after - 1)
     stderr = (fixture_dir(run) / "glidein_stderr.txt").read_text()
     layout.output(cluster, proc, "err").write_text(stderr + encode_section(JOURNAL_SECTION, "".join(journal).encode()))
@@ -95,6 +99,22 @@ def forward_recorded(tmp_path, run, *, stdout=None, extra=None, returned_stdout=
     assert stats.glideins_done == 1 and not stats.problems, stats.problems
     (row,) = reader.read_rows(tmp_path / "table", "glideins")[0].to_pylist()
     return row, text
+
+
+@pytest.mark.parametrize("overload", [True, False])
+def test_resource_name_and_overload_reach_the_table_as_glideinwms_writes_them(tmp_path, overload):
+    """GLIDEIN_ResourceName from the glidein's glidein_config (read by the real setup hook) and
+    GlideinOverloadEnabled from the Factory's activity log (the 028 event its submit file's
+    job_ad_information_attrs makes) land in the glidein's row, what --compare overload and
+    OSG's accounting join on."""
+    row, _ = forward_recorded(tmp_path, "success", extra_config={"GLIDEIN_ResourceName": "UCSD_CE1"},
+                              job_ad={"GlideinOverloadEnabled": str(overload).lower()})
+    assert (row["resource_name"], row["overload_enabled"]) == ("UCSD_CE1", overload)
+
+
+def test_a_glidein_that_says_neither_has_nulls_not_guesses(tmp_path):
+    row, _ = forward_recorded(tmp_path, "success")
+    assert (row["resource_name"], row["overload_enabled"]) == (None, None)
 
 
 def _condor_record_start(run) -> float:

@@ -74,6 +74,16 @@ class CondorGLog:
     def execute(self, cluster, proc, when=None):
         self._write(1, cluster, proc, when, f"Job executing on host: {self.grid_resource}")
 
+    def job_ad_information(self, cluster, proc, attrs: dict, when=None, trigger: int = 0):
+        """The 028 event the schedd writes after the event numbered ``trigger`` for the job ad
+        attributes its submit file lists in job_ad_information_attrs (GlideinWMS lists
+        GlideinOverloadEnabled): ``attrs`` name -> ClassAd literal."""
+        when = time.time() if when is None else when
+        lines = [f"Proc = {proc}", f'EventTime = "{datetime.fromtimestamp(when).strftime("%Y-%m-%dT%H:%M:%S")}"',
+                 f"TriggerEventTypeNumber = {trigger}", *(f"{k} = {v}" for k, v in attrs.items()),
+                 f"Cluster = {cluster}", "EventTypeNumber = 28"]
+        self._write(28, cluster, proc, when, "Job ad information event triggered.\n" + "\n".join(lines))
+
     def held(self, cluster, proc, reason, code=0, subcode=0, when=None):
         self._write(12, cluster, proc, when, f"Job was held.\n\t{reason}\n\tCode {code} Subcode {subcode}")
 

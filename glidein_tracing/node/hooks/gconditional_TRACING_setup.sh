@@ -266,7 +266,7 @@ gt_main() {
         return 1; }
     command -v sha256sum >/dev/null 2>&1 || { gt_disable "sha256sum not found"; return 1; }
     gt_cfg_read "$GT_CONFIG" GLIDEIN_Factory GLIDEIN_Name GLIDEIN_Entry_Name GLIDECLIENT_Name \
-        GLIDECLIENT_Group CONDORG_SCHEDD CONDORG_CLUSTER CONDORG_SUBCLUSTER GLIDEIN_UUID \
+        GLIDECLIENT_Group GLIDEIN_ResourceName CONDORG_SCHEDD CONDORG_CLUSTER CONDORG_SUBCLUSTER GLIDEIN_UUID \
         GLIDEIN_STARTUP_PID GLIDEIN_WORKSPACE_ORIG STARTER_JOB_HOOK_KEYWORD \
         STARTER_DEFAULT_JOB_HOOK_KEYWORD || { gt_disable "cannot read $GT_CONFIG"; return 1; }
 
