@@ -9,6 +9,7 @@ ended 20 s after the last script's record (GlideinWMS: HTCondor's own count)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from glidein_tracing.cli.main import main
 from glidein_tracing.core.journal import format_line
 from glidein_tracing.core.sections import JOURNAL_SECTION, encode_section
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, read_store
@@ -115,6 +117,30 @@ def test_resource_name_and_overload_reach_the_table_as_glideinwms_writes_them(tm
 def test_a_glidein_that_says_neither_has_nulls_not_guesses(tmp_path):
     row, _ = forward_recorded(tmp_path, "success")
     assert (row["resource_name"], row["overload_enabled"]) == (None, None)
+
+
+def test_the_glidein_version_is_the_startup_scripts_checksum_and_versions_compare_on_it(tmp_path, capsys):
+    """Each recorded glidein ran its own build of glidein_startup.sh: its row's glidein_version
+    is the md5 that script printed of itself, and ``--compare versions`` sets one against the
+    other; a table of one version is refused with one line."""
+    tables = {}
+    for run in ("success", "fail"):
+        row, text = forward_recorded(tmp_path / run, run)
+        assert row["glidein_version"] == re.search(r"script_checksum += '([0-9a-f]{32}) ", text).group(1)
+        tables[run] = tmp_path / run / "table"
+    out = tmp_path / "c.json"
+    assert main(["analyze", *map(str, tables.values()), "--quiet", "--compare", "versions", "--json", str(out)]) == 0
+    p = json.loads(out.read_text())["populations"]
+    assert sorted(s["given"] for s in p["selections"].values()) == sorted(f"glidein_version={read_rows(t)['glidein_version']}"
+                                                      for t in tables.values())
+    assert [p["populations"][k]["glideins"] for k in "ab"] == [1, 1]
+    assert main(["analyze", str(tables["success"]), "--compare", "versions"]) == 2
+    assert "fewer than two glidein versions" in capsys.readouterr().err
+
+
+def read_rows(table) -> dict:
+    (row,) = reader.read_rows(table, "glideins")[0].to_pylist()
+    return row
 
 
 def _condor_record_start(run) -> float:
@@ -269,6 +295,17 @@ def test_a_hostile_stdout_gives_no_number_it_does_not_hold():
     huge = b"=== Last script starting x (1) after validating for 99999999999999 ===\n=== Glidein ending x with code 0 after 5 ===\n"
     assert stdout_facts(huge) == {"glidein.gwms.condor_started": False, "glidein.gwms.exit_code": 0,
                                   "glidein.gwms.glidein_s": 5}
+
+
+@pytest.mark.parametrize("text, want", [
+    (b"Starting glidein_startup.sh at x\nscript_checksum   = '" + b"ab" * 16 + b"  ./glidein_startup.sh'\n", "ab" * 16),
+    (b"script_checksum   = '" + b"ab" * 17 + b"  ./glidein_startup.sh'\n", None),       # not an md5
+    (b"script_checksum   = '" + b"AB" * 16 + b"';rm -rf /  ./glidein_startup.sh'\n", None),
+    (b"x" * 5000 + b"\nscript_checksum   = '" + b"ab" * 16 + b"  ./glidein_startup.sh'\n", None),  # past the header
+])
+def test_the_glidein_version_is_read_only_as_glidein_startup_prints_it(text, want):
+    from glidein_tracing.factory.glidein_stdout import stdout_facts
+    assert stdout_facts(text).get("glidein.gwms.startup_md5") == want
 
 
 def test_the_stdout_reader_reads_as_glideinwms_patterns_do():

@@ -9,8 +9,8 @@ significant (the interval excludes 0): two populations that do not differ show n
 difference in 95 % of comparisons, whichever measure. One scan of the rows.
 
 Built-in views: ``overload`` (GlideinOverloadEnabled true against false: the ``overload_enabled``
-column) and ``versions`` (the two most common ``glidein_version`` values, when the table has
-that column).
+column) and ``versions`` (the two most common ``glidein_version`` values: the md5 of the
+glidein_startup.sh that ran).
 """
 
 from __future__ import annotations

@@ -119,6 +119,7 @@ GLIDEIN_GWMS_JOBS_NR = "glidein.gwms.jobs_nr"               # StarterLog summary
 GLIDEIN_GWMS_JOBS_S = "glidein.gwms.jobs_s"                 # ... Total utilization
 GLIDEIN_GWMS_GOODZ_S = "glidein.gwms.goodz_s"               # ... goodZ utilization
 GLIDEIN_GWMS_GOODNZ_S = "glidein.gwms.goodnz_s"             # ... goodNZ utilization
+GLIDEIN_GWMS_STARTUP_MD5 = "glidein.gwms.startup_md5"       # "script_checksum = 'MD5  ./glidein_startup.sh'"
 GLIDEIN_REQUEST_TRACEPARENT = "glidein.request_traceparent"
 GLIDEIN_REQUEST_TRACE_ID = "glidein.request_trace_id"   # its trace id: a tag search finds a request's glideins
 GLIDEIN_FAILED = "glidein.failed"               # true on the root of a glidein that did not end ok

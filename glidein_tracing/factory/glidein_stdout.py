@@ -31,12 +31,16 @@ from ..core.knobs import SWITCH
 MAX_STDOUT_BYTES = 16 * 1024 * 1024
 _MAX_SECONDS = 10**9          # ~31 years: beyond that a number is not a duration
 
+MAX_HEADER_BYTES = 4096      # glidein_startup.sh's header, where it prints its own checksum
 MAX_LINE_BYTES = 256          # a banner is one short line (~100 bytes): longer lines are not read
 MAX_TOTAL_LINES = 64          # lines of the StarterLog summary read (it has 6 per slot)
 
 # GlideinWMS's patterns, each with the literal it begins with: a pattern runs only on the rest
 # of a line from its literal, so a hostile stdout (millions of banner starts on one line, a
 # block never closed, millions of empty lines) costs one pass and no copy of its lines
+# glidein_startup.sh's second line: the md5 of the glidein_startup.sh that ran (one value per
+# release of the Factory's scripts: the glidein's version)
+_CHECKSUM = (b"script_checksum", re.compile(rb"script_checksum *= *'([0-9a-f]{32}) "))
 _VALIDATION = (b"=== Last script starting ", re.compile(rb"=== Last script starting .* after validating for ([0-9]+) ==="))
 _CONDOR_START = (b"=== Condor starting", re.compile(rb"=== Condor starting.*==="))
 _CONDOR_END = (b"=== Condor ended", re.compile(rb"=== Condor ended.*after ([0-9]+) ==="))
@@ -102,6 +106,9 @@ def stdout_facts(text: bytes) -> dict:
     if len(text) < 10:        # GlideinWMS's reading of an empty output
         return {c.GLIDEIN_GWMS_CONDOR_STARTED: False, c.GLIDEIN_GWMS_GLIDEIN_S: 0}
     out = {c.GLIDEIN_GWMS_CONDOR_STARTED: False}
+    match = _search(_CHECKSUM, text[:MAX_HEADER_BYTES], 0)
+    if match:
+        out[c.GLIDEIN_GWMS_STARTUP_MD5] = match.group(1).decode("ascii")
     at = 0
     match = _search(_VALIDATION, text, at)
     if match:

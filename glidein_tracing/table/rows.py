@@ -13,6 +13,7 @@ sum or a waste figure."""
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from operator import itemgetter
 
@@ -31,6 +32,7 @@ MESSAGE_CHARS = 1000
 MAX_CPUS = 4096                  # logical CPUs
 MAX_MEMORY_BYTES = 1 << 46       # 64 TiB
 MAX_JOB_HISTORY_S = 366 * 86400  # a job's wall time summed over all its runs (RemoteWallClockTime)
+_MD5 = re.compile("[0-9a-f]{32}")   # glidein_version: what the returned stdout's checksum line can hold
 
 #: glidein_config key -> column; the cleanup hook puts each on the root as glidein.setting.<column>
 SETTINGS = {"GLIDEIN_Max_Idle": "max_idle_s", "GLIDEIN_Max_Tail": "max_tail_s",
@@ -230,6 +232,8 @@ def _rows(spans, trace_kept: bool) -> tuple[dict, list[tuple]]:
     overload = attrs.get(c.GLIDEIN_OVERLOAD_ENABLED)
     row["overload_enabled"] = overload if isinstance(overload, bool) else None
     row["resource_name"] = attrs.get(c.GLIDEIN_RESOURCE_NAME) or None
+    version = attrs.get(c.GLIDEIN_GWMS_STARTUP_MD5)
+    row["glidein_version"] = version if isinstance(version, str) and _MD5.fullmatch(version) else None
     jobs = _in_job_order(by_stage.get("job", ()))
     classes = [gwms.job_class(a.get(c.JOB_EXIT_CODE), a.get(c.JOB_EXIT_SIGNAL), a.get(c.JOB_EXIT_BY))
                for _, _, a, _ in jobs]

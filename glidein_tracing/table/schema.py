@@ -3,8 +3,8 @@ depends on. One constant per dataset; SCHEMA_VERSION changes whenever a column i
 retyped or removed, or when files gain columns a reader must tell apart from absent ones
 (columns added at the end keep old files readable, those columns NULL: see reader.py).
 Version 2 added the glidein's job timeline (``job_*`` list columns), then ``traced`` (NULL in
-the files written before it: read as traced), then ``overload_enabled`` and ``resource_name``
-(NULL in the files written before them)."""
+the files written before it: read as traced), then ``overload_enabled``, ``resource_name`` and
+``glidein_version`` (NULL in the files written before them)."""
 
 from __future__ import annotations
 
@@ -133,6 +133,8 @@ GLIDEINS: tuple[Column, ...] = _IDENTITY + (
        "job ad, and the activity log's events with job_ad_information_attrs)"),
     _c("resource_name", "VARCHAR", "", "GLIDEIN_ResourceName as glidein_config held it (OSG's resource: the "
        "accounting's join key)"),
+    _c("glidein_version", "VARCHAR", "", "the md5 of the glidein_startup.sh that ran (its script_checksum line in "
+       "the returned stdout): one value per release of the Factory's glidein scripts"),
 )
 
 #: the glidein row's job timeline (version 2): parallel lists, one element per job
