@@ -6,7 +6,8 @@ forward`` into the embedded store), measured with ``wait4`` (peak RSS of that pr
 - baseline: ``--good`` well-formed glideins;
 - hostile: the same good glideins plus one glidein each of: 1M note lines, a 300,000-deep
   parent chain, 2M attributes on one span, 8 gzip-bomb sections in a ~2 MB stderr, and a
-  live-export record naming 6M span ids "sent" (100,000 lines of 60).
+  live-export record naming 6M span ids "sent" (100,000 lines of 60), and 300 failed stages
+  whose 1,200 log tails are texts that once made the secret search slow (redaction_traps).
 
 It prints peak RSS and wall time of both, their ratio, and checks that every good glidein
 arrived exactly once beside the hostile ones. Target: hostile peak RSS under 500 MB.
@@ -68,6 +69,7 @@ def hostile_outputs(layout):
     record = (format_line(T0 + 21, "export", "-", {"@state": "sent", "@spans": " ".join(
         f"{n * 60 + i:016x}" for i in range(60))}).encode() for n in range(100_000))   # never held whole
     return {
+        5: gzip_section([journal_text(layout, 2, 5, T0, extra=redaction_traps()).encode()]),
         0: gzip_section([journal_text(layout, 2, 0, T0).encode()] + [note * 1000] * 1000),
         1: gzip_section([journal_text(layout, 2, 1, T0, extra=chain).replace(
             "\tstart\tglidein\t", "\tstart\tglidein\t@max_spans=100000000\t", 1).encode()]),
@@ -75,6 +77,27 @@ def hostile_outputs(layout):
         3: bomb,
         4: gzip_section(itertools.chain([journal_text(layout, 2, 4, T0).encode()], record)),
     }
+
+
+def redaction_traps(spans: int = 300) -> list:
+    """Failed stages whose log tails (4 a span, 8 KB each: the most the Factory keeps) are the
+    texts that made the secret search slow: a letter run before a "://", short base64-looking
+    lines with an END hint, full base64 lines after a short one and no END line (about 14 MB
+    of journal, near a glidein's 16 MiB)."""
+    texts = [b"a" * 8180 + b" http://x", (b"a1\n" * 2800)[:8180] + b"-----end",
+             (b"x\nab1\n" + (b"A" * 63 + b"1\n") * 130)[:8180] + b"x\n-----end"]
+    lines = []
+    for n in range(spans):
+        key = f"trap/{n}"
+        lines += [format_line(T0 + 2, "start", key, {"@name": "trap", "@stage": "setup", "@parent": "setup"}),
+                  format_line(T0 + 3, "end", key, {"@status": "ERROR"})]
+        for tail in range(4):
+            data = base64.b64encode(texts[(n + tail) % len(texts)]).decode()
+            chunks = [data[i:i + 1000] for i in range(0, len(data), 1000)]
+            lines += [format_line(T0 + 3, "note", key, {"@log.source": f"log{tail}", "@log.part": str(i),
+                                                        "@log.parts": str(len(chunks)), "@log.data": chunk})
+                      for i, chunk in enumerate(chunks)]
+    return lines
 
 
 def build(root: Path, good: int, hostile: bool) -> FactoryLayout:

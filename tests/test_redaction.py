@@ -72,3 +72,23 @@ def test_pem_bodies_without_their_begin_line(text, expected):
 def test_one_long_base64_word_or_a_hash_is_not_a_key():
     text = "sha256 " + "a" * 64 + "\nupload id " + "QmFzZTY0" * 6 + "\ndone"
     assert redact_text(text) == text
+
+
+@pytest.mark.parametrize("text, expected", [
+    # a job's stderr can hold anything: each of these once made the search take seconds (a
+    # long letter run before a "://"; thousands of short base64-looking lines and an END
+    # hint) or 2^lines ways (a short piece, then full base64 lines, then no END line)
+    ("a" * 100_000 + " https://u:pw@h", "a" * 100_000 + " https://u:REDACTED@h"),
+    ("a1\n" * 3000 + "-----END X-----", "a1\n" * 2984 + REDACTED),
+    ("x\nab1\n" + ("A" * 63 + "1\n") * 60 + "x\n-----END X-----", "x\nab1\nREDACTED\nx\n-----END X-----"),
+])
+def test_hostile_texts_are_redacted_in_one_pass(text, expected):
+    assert redact_text(text) == expected
+
+
+def test_a_key_whose_begin_line_was_cut_is_redacted_wherever_its_body_starts():
+    body = "\n".join(["B" * 64] * 60)
+    assert redact_text("notice\n" + body + "\n-----END PRIVATE KEY-----\nnext") == "notice\nREDACTED\nnext"
+    assert redact_text("notice\nGy0iz5sx\n" + "\n".join(["B" * 64] * 10) + "\n-----END PRIVATE KEY-----\nnext") \
+        == "notice\nREDACTED\nnext"
+    assert redact_text("Gy0iz5sx\n" + body + "\n-----END PRIVATE KEY-----\nnext") == "REDACTED\nnext"

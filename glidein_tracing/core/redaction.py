@@ -39,6 +39,14 @@ _QUOTED_VALUE = r"""(?:\\?"(?:[^"\\\n]|\\[^"\n]|\\"(?!\s*[,}\]]))*\\?"|'(?:[^'\\
 _PEM_LINE = r"^[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t\r]*(?:\n|\Z)"
 # a short line that still looks like base64, not a word (a digit, + or / or padding in it)
 _B64_PIECE = r"^[ \t]*(?=[A-Za-z]*[0-9+/=])[A-Za-z0-9+/]+={0,2}[ \t\r]*(?:\n|\Z)"
+# either of the two, matched in one way only (the lookahead, atomic, decides): a line that is
+# both, matched as either, made a failed search try 2^lines ways (20 lines: 7 s)
+_B64_LINE = r"^[ \t]*(?=[A-Za-z0-9+/]{40}|[A-Za-z]*[0-9+/=])[A-Za-z0-9+/]+={0,2}[ \t\r]*(?:\n|\Z)"
+# base64 lines before an END line, at most this many: tried at each line of a long run of such
+# lines with no END after them, the search took time quadratic in the run (8 KB of short lines:
+# 1 s). A longer body before its END is the PEM body above from its first two full lines on; only
+# a short first piece of it away from the text's start (where a cut body begins) is left
+_MAX_END_LINES = 16
 SECRET_TEXT_RE = re.compile(
     # PEM blocks, to their END line (or to the end of the text when cut)
     r"(?P<pem>-----BEGIN [A-Z0-9 ]+-----.*?(?:-----END [A-Z0-9 ]+-----|\Z))"
@@ -46,11 +54,14 @@ SECRET_TEXT_RE = re.compile(
     # line and a short last line with them), to the END line when there is one; or base64
     # lines that end in an END line
     rf"|(?P<pem_body>(?:\A{_B64_PIECE})?(?:{_PEM_LINE}){{2,}}(?:{_B64_PIECE})?(?:[ \t]*-----END [A-Z0-9 ]+-----)?"
-    rf"|(?:{_PEM_LINE}|{_B64_PIECE})+[ \t]*-----END [A-Z0-9 ]+-----)"
+    rf"|(?:{_B64_LINE}){{1,{_MAX_END_LINES}}}[ \t]*-----END [A-Z0-9 ]+-----)"
     # "key": "value", 'key': 'value', "key":value (JSON, YAML, Python dicts; escaped quotes too)
     rf"""|(?P<quoted>(?P<quote>\\?["']){_KEY}(?P=quote)\s*[:=]\s*)(?P<quoted_secret>{_QUOTED_VALUE})"""
-    # URL credentials: keep scheme and user, drop the password
-    r"|(?P<url>[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]+:)(?P<url_secret>[^@/\s]+)(?=@)"
+    # URL credentials: keep scheme and user, drop the password. The scheme is tried only where
+    # a run of scheme characters begins (kept as it is, so its first character may be any of
+    # them): tried at every letter of a long run, each try running to the run's end, the search
+    # took time quadratic in the run (8 KB of letters and a "://" in a log tail: 0.4 s)
+    r"|(?P<url>(?<![A-Za-z0-9+.-])[A-Za-z0-9+.-]+://[^:/@\s]+:)(?P<url_secret>[^@/\s]+)(?=@)"
     # key=value, --key=value, key: value with a secret-looking key
     rf"|(?P<kv>(?<![A-Za-z0-9_.-]){_KEY}\s*(?:=|:\s)\s*)(?P<kv_secret>{_VALUE})"
     # --key value (a command line's secret option)
