@@ -130,3 +130,30 @@ def test_a_ledger_without_this_versions_columns_is_refused(tmp_path):
         assert "docs/support-policy.md" in str(exc)
     else:
         raise AssertionError("a ledger of an earlier layout was used")
+
+
+def test_an_open_glidein_whose_log_and_output_are_gone_is_forgotten_after_the_retention(tmp_path):
+    """A glidein whose activity log the Factory deleted before its end was read never ends
+    here: every pass would look at it for years. Once the ledger has known it longer than the
+    Factory keeps its files, and nothing of it is on disk, it is forgotten with a warning."""
+    import time
+
+    from glidein_tracing.factory.stats import ForwardStats
+    layout, forwarder, _ = setup(tmp_path)
+    log = CondorGLog(layout)
+    log.submit(301, 0, when=T0)
+    log.execute(301, 0, when=T0 + 60)            # no end: still running, as the ledger sees it
+    forwarder.run_once()
+    ledger, gkey = forwarder.ledger, f"{layout.entry_dir.resolve()}|301.0"
+    assert ledger.glidein(gkey)["status"] == "open"
+    entry_dirs, later = [str(layout.entry_dir.resolve())], time.time() + 2 * 86400
+    assert forwarder.forgetting.sweep(entry_dirs, ForwardStats(), now=time.time()) == 0   # known for less than a day
+    layout.output(301, 0, "err").write_text("")   # an output on disk: it may still end
+    layout.activity_log.unlink()
+    assert forwarder.forgetting.sweep(entry_dirs, ForwardStats(), now=later) == 0
+    assert ledger.knows(gkey)
+    layout.output(301, 0, "err").unlink()
+    stats = ForwardStats()
+    assert forwarder.forgetting.sweep(entry_dirs, stats, now=later) == 1
+    assert not ledger.knows(gkey) and stats.glideins_forgotten == 1
+    assert ledger.with_status("open") == [] and ledger.factory_events(gkey) == []

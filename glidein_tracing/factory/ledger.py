@@ -282,6 +282,20 @@ class Ledger:
             "SELECT gkey, entry_dir, cluster, proc, activity_log FROM glideins "
             "WHERE status IN (?, ?) AND ended_at < ?", (DONE, SKIPPED, cutoff)).fetchall()
 
+    def open_before(self, cutoff: float) -> list[tuple]:
+        """(gkey, entry dir, cluster, proc, activity log) of the glideins still open that this
+        ledger first saw before ``cutoff`` (an index range)."""
+        return self.db.execute(
+            "SELECT gkey, entry_dir, cluster, proc, activity_log FROM glideins "
+            "WHERE status=? AND ended_at IS NULL AND updated < ?", (OPEN, cutoff)).fetchall()
+
+    def forget_open(self, gkeys):
+        """Forget glideins that never ended here and never can (retention.py): their row and
+        what it kept for them."""
+        for gkey in gkeys:
+            if self.db.execute("DELETE FROM glideins WHERE gkey=? AND status=?", (gkey, OPEN)).rowcount:
+                self._finished(gkey)
+
     def forget(self, gkeys, cutoff: float):
         """Forget glideins that can never be seen again, and the table rows written for
         glideins that ended a day before ``cutoff`` or earlier (a claim is checked against them

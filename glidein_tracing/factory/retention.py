@@ -10,6 +10,13 @@ glideinWMS.xml's ``<log_retention>``: past it the cleaner deletes them whatever 
 use). An entry directory the pass did not find (an unmounted file system) forgets nothing.
 Activity logs gone from their entry directory lose their reader position the same way.
 
+A glidein can also stay open for good: its activity log was deleted before the event that ends
+it was read (the forwarder stopped longer than the Factory keeps its logs, or the log deleted
+under a glidein held for weeks). Every pass looks at every open glidein, so such rows would make
+each pass cost more for years. An open glidein is forgotten, with a warning, once this ledger
+has known it for longer than the Factory keeps its files and its activity log and outputs are
+gone: nothing can end it any more.
+
 The glidein table is the long-term record: forgetting touches only the ledger. The sweep
 runs on a process's first pass and then hourly; it reads only the rows past the cutoff.
 """
@@ -73,14 +80,22 @@ class Forgetting:
                 forget.append(gkey)
             else:
                 kept += 1
+        orphans = [gkey for gkey, entry_dir, cluster, proc, activity_log in self.ledger.open_before(cutoff)
+                   if entry_dir in present and output_gone(entry_dir, cluster, proc)
+                   and (activity_log is None or gone(activity_log))]
         logs = [path for path in self.ledger.log_paths()
                 if str(Path(path).parent) in present and gone(path)]
         with self.ledger.transaction():
             self.ledger.forget(forget, cutoff)
+            self.ledger.forget_open(orphans)
             self.ledger.forget_logs(logs)
         if kept:
             log.warning("%d glideins ended over %g days ago still have their output or activity log on disk: "
                         "kept in the ledger until GlideinWMS's log cleaner deletes them (is it running? "
                         "<log_retention> in glideinWMS.xml)", kept, self.keep_days)
-        stats.glideins_forgotten += len(forget)
-        return len(forget)
+        if orphans:
+            log.warning("%d glideins never ended in the ledger and their activity log and output are gone (deleted "
+                        "before the forwarder read their end, over %g days ago): forgotten, nothing of them was sent "
+                        "but their Factory stages", len(orphans), self.keep_days)
+        stats.glideins_forgotten += len(forget) + len(orphans)
+        return len(forget) + len(orphans)

@@ -15,7 +15,7 @@ class ForwardStats:
     spans_already_live: int = 0
     spans_sampled_out: int = 0
     table_rows: int = 0               # glideins written to the glidein table
-    glideins_forgotten: int = 0       # done glideins the ledger forgot (factory/retention.py)
+    glideins_forgotten: int = 0       # glideins the ledger forgot (factory/retention.py)
     export_failures: int = 0
     quarantined: int = 0
     table_quarantined: list = field(default_factory=list)   # damaged table files moved aside
