@@ -80,3 +80,20 @@ def test_the_frontend_section_counts_each_glidein_once(table, tmp_path):
     for r in rows:
         assert r["efficiency_pct"] == pytest.approx(100 - r["gwms_badp"])
         assert 0 <= r["failed_pct"] <= 100 and r["gwms_glideins"] <= r["glideins"]
+
+
+def test_the_reports_trend_compares_full_days_not_the_periods_edges():
+    """The first day of a table holds only the glideins that ended early (short ones), the last
+    only the longest: the summary's trend leaves such days out and takes the median day."""
+    from glidein_tracing.analysis.html import trend_ends
+
+    def day(n, glideins, efficiency):
+        return {"day": f"2026-01-{n:02d}", "glideins": glideins, "efficiency_pct": efficiency,
+                "waste_pct": 100.0 - efficiency}
+    trend = [day(1, 30, 50.0)] + [day(n, 1000, 80.0 + (n > 5) * 10 + n % 2) for n in range(2, 10)] + \
+        [day(10, 4, 99.7)]
+    (first, last), n = trend_ends(trend)
+    assert n == 4 and (first["from"], first["to"], last["from"], last["to"]) == \
+        ("2026-01-02", "2026-01-05", "2026-01-06", "2026-01-09")
+    assert (first["efficiency_pct"], last["efficiency_pct"]) == (80.5, 90.5)
+    assert trend_ends(trend[:4]) is None          # three full days: no trend to tell

@@ -11,6 +11,7 @@ import base64
 import html
 import io
 import math
+import statistics
 import time
 
 from .report import METRIC_LABELS, fmt_s
@@ -429,6 +430,24 @@ def _whatif(page: Page, doc: dict, plots: dict) -> None:
          "glideins cut short"), rows), note=note)
 
 
+def trend_ends(trend: list, days: int = 7):
+    """((first, last), n): the median day's efficiency and waste over the first and the last
+    ``n`` full days (at most ``days``, at most half of them), or None with fewer than 4 full
+    days. A full day holds at least half the median day's glideins: the period's edge days
+    hold only its shortest glideins (the first) or its longest (the last), whose efficiency
+    says nothing of a trend."""
+    known = [d for d in trend if d["efficiency_pct"] is not None]
+    typical = statistics.median(d["glideins"] for d in known) if known else 0
+    full = [d for d in known if d["glideins"] >= typical / 2]
+    if len(full) < 4:
+        return None
+    n = min(days, len(full) // 2)
+    ends = [{"from": part[0]["day"], "to": part[-1]["day"],
+             **{k: statistics.median(d[k] for d in part) for k in ("efficiency_pct", "waste_pct")}}
+            for part in (full[:n], full[-n:])]
+    return tuple(ends), n
+
+
 def _summary(page: Page, doc: dict, plots: dict) -> None:
     """The page's first lines: core-hours, waste share, efficiency, and the trend per day."""
     st = doc["stats"]
@@ -440,12 +459,13 @@ def _summary(page: Page, doc: dict, plots: dict) -> None:
             f"<b>efficiency {share(w.get('goodput') or 0.0)}</b> (goodput / lifetime); <b>waste {share(waste)}</b> "
             f"(validation {share(w.get('validation') or 0)}, idle {share(w.get('idle') or 0)}, never a job "
             f"{share(w.get('no_job') or 0)}, badput {share(w.get('badput') or 0)})")
-    trend = [d for d in doc.get("trend") or [] if d["efficiency_pct"] is not None]
-    if len(trend) > 1:
-        first, last = trend[0], trend[-1]
-        text += (f". Per day (GlideinWMS's Lasted): efficiency {first['efficiency_pct']:.1f} % on {first['day']}, "
-                 f"{last['efficiency_pct']:.1f} % on {last['day']}; waste {first['waste_pct']:.1f} % then "
-                 f"{last['waste_pct']:.1f} %")
+    trend = trend_ends(doc.get("trend") or [])
+    if trend:
+        (first, last), days = trend
+        text += (f". Per day (GlideinWMS's Lasted, the median of {days} days): efficiency "
+                 f"{first['efficiency_pct']:.1f} % from {first['from']} to {first['to']}, "
+                 f"{last['efficiency_pct']:.1f} % from {last['from']} to {last['to']}; waste "
+                 f"{first['waste_pct']:.1f} % then {last['waste_pct']:.1f} %")
     page.parts.append(f"<p class='summary' id='summary'>{text}.</p>")
 
 
