@@ -290,7 +290,10 @@ def _forwarded_row(tmp_path, condor_fields, job_fields, stdout=None):
     ledger = Ledger(tmp_path / "ledger.sqlite")
     forwarder = Forwarder(settings_for(layout, grace=5, schedd=SCHEDD), JsonLinesStoreExporter(tmp_path / "store"),
                           ledger, reconcile=store_span_ids(tmp_path / "store"), table=TableSink(tmp_path / "table", ledger))
-    assert forwarder.run_once().table_rows == 1
+    stats = forwarder.run_once()
+    assert stats.table_rows == 1
+    assert stats.problems.get("implausible_values", 0) == reader.read_rows(tmp_path / "table", "glideins")[0] \
+        .column("implausible_values")[0].as_py()      # the pass names what the row refused
     (row,) = reader.read_rows(tmp_path / "table", "glideins")[0].to_pylist()
     (job,) = reader.read_rows(tmp_path / "table", "jobs")[0].to_pylist()
     return row, job

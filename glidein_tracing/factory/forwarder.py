@@ -221,7 +221,9 @@ class Forwarder:
         if self.failure_attribution is not None:
             spans = self.failure_attribution.apply(spans)
         kept = keep_glidein(spans, self.sampling_ratio)
-        self.table.add(gkey, spans, kept)   # every glidein gets its row, sampled out or not
+        refused = self.table.add(gkey, spans, kept)   # every glidein gets its row, sampled out or not
+        if refused:     # forged or broken node reports: NULL in the table, named in the pass's summary
+            stats.problem("implausible_values", refused)
         if not kept:
             stats.spans_sampled_out += len(spans)
             return [], "sampled out"

@@ -31,15 +31,17 @@ class TableSink:
         self._claimed: dict = {}   # trace id -> (glidein values, job values) claimed in this pass
         self.quarantined: list = []   # damaged files the last flush's compactions moved aside
 
-    def add(self, gkey, spans, kept: bool):
+    def add(self, gkey, spans, kept: bool) -> int:
         """Rows of a glidein the forwarder converted (kept: its trace goes to the backend),
         kept as value tuples in the schema's column order: what the ledger holds and the
-        writer takes, with no column names repeated per row."""
+        writer takes, with no column names repeated per row. Returns the node's values the
+        rows refused as implausible (the pass reports them)."""
         try:
             row, jobs = glidein_values(spans, trace_kept=kept)
         except NoGlideinRoot:
-            return
+            return 0
         self._rows[gkey] = (row[_TRACE_ID], layout.day_of(row[_ENDED_AT]), row, jobs)
+        return row[_IMPLAUSIBLE] or 0
 
     def claim(self, gkeys):
         """In the ledger transaction that marks ``gkeys`` done: their rows are now owed."""
@@ -99,6 +101,7 @@ class TableSink:
 
 
 _TRACE_ID, _ENDED_AT = GLIDEIN_COLUMNS.index("trace_id"), GLIDEIN_COLUMNS.index("ended_at")
+_IMPLAUSIBLE = GLIDEIN_COLUMNS.index("implausible_values")
 _encode = msgspec.json.Encoder().encode
 
 
@@ -106,8 +109,8 @@ class NoTable:
     """A forwarder configured without a table."""
     quarantined: list = []
 
-    def add(self, gkey, spans, kept: bool):
-        pass
+    def add(self, gkey, spans, kept: bool) -> int:
+        return 0
 
     def claim(self, gkeys):
         pass
