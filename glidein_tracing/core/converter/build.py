@@ -25,7 +25,8 @@ _STATUS = {"OK": Status(StatusCode.OK), "UNSET": Status(StatusCode.UNSET)}   # i
 
 
 def build(draft: Draft, resource_defaults: dict) -> list[ReadableSpan]:
-    """Every span of the trace, in the draft's order, then the user's view of its jobs."""
+    """Every span of the trace, the root first and the others in the draft's order, then the
+    user's view of its jobs."""
     resource = _resource(draft, resource_defaults)
     trace_int = int(draft.trace_id, 16)
     span_ids = {key: ids.span_id_int(draft.trace_id, key) for key in draft.spans}
@@ -55,7 +56,10 @@ def build(draft: Draft, resource_defaults: dict) -> list[ReadableSpan]:
     phase_spans = phases.spans(built, resource, draft.scrub, draft.limits.max_events)
     if ROOT in built:
         built[ROOT] = _root_peak(built[ROOT], list(built.values()) + phase_spans)
-    return list(built.values()) + phase_spans + user_trace_spans(draft, built, resource)
+    # the root first, whatever order the journal's lines made the others in: callers decide
+    # on the glidein by it (sampling.keep_glidein)
+    ordered = ([built[ROOT]] if ROOT in built else []) + [s for k, s in built.items() if k != ROOT]
+    return ordered + phase_spans + user_trace_spans(draft, built, resource)
 
 
 def _root_peak(root: ReadableSpan, spans) -> ReadableSpan:
