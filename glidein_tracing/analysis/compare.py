@@ -7,8 +7,8 @@ and the lift (selection share / rest share); the values that differ most come fi
 
 from __future__ import annotations
 
-# dimension -> SQL expression over the dataset's glidein counts (glidein_counts.py; a dimension whose column
-# the table lacks is left out); the hour of day is the hour's, in UTC as the timestamps are
+# dimension -> SQL expression over the dataset's glidein counts (glidein_counts.py); the hour of
+# day is the hour's, in UTC as the timestamps are
 DIMENSIONS = {
     "entry": "entry", "site": "site", "cpu_model": "cpu_model", "os": "os_description",
     "hour_of_day": "CAST(((b % 24) + 24) % 24 AS VARCHAR)", "glidein_version": "glidein_version",
@@ -31,11 +31,10 @@ def selections(overall: dict) -> dict:
 
 def _counts(data, conditions: dict) -> dict:
     """Per dimension and value, the glideins in each selection and in all (from the counts)."""
-    con, columns = data.con, data.columns("glideins")
+    con = data.con
     data.declare_selections(conditions)
     table = data.glidein_counts()
-    dims = {name: expr for name, expr in DIMENSIONS.items()
-            if name not in ("glidein_version", "cpu_model", "os") or expr in columns}
+    dims = DIMENSIONS
     values = ", ".join(f"COALESCE(CAST({expr} AS VARCHAR), '(unknown)') AS {name}" for name, expr in dims.items())
     selected = ", ".join(f"sel_{name}" for name in conditions)
     sums = ", ".join(f"SUM(sel_{name})" for name in conditions)

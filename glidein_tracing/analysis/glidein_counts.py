@@ -1,5 +1,5 @@
 """The glideins counted once: per entry, site, hour of meeting the site and host (CPU model, OS,
-glidein version where the table has them), how many there were, how many failed, and how many
+glidein version), how many there were, how many failed, and how many
 fell in each of compare's selections. Only traced glideins are counted: an untraced one (its
 entry does not trace) has no failure, no node facts and no services to count.
 
@@ -24,10 +24,9 @@ TRACED = "COALESCE(traced, true)"     # untraced glideins (no journal) are no pa
 
 def count(con, selections: dict) -> str:
     """Count the connection's traced glideins into the counts table (made again if it exists):
-    columns entry, site, b (the hour), those of HOST_COLUMNS the table has, n, failed, and
+    columns entry, site, b (the hour), HOST_COLUMNS, n, failed, and
     ``sel_<name>`` per selection (name -> SQL condition over a glidein row)."""
-    present = {r[0] for r in con.execute("DESCRIBE glideins").fetchall()}
-    keys = ["entry", "site", f"{HOUR} AS b", *(c for c in HOST_COLUMNS if c in present)]
+    keys = ["entry", "site", f"{HOUR} AS b", *HOST_COLUMNS]
     sums = [f"COUNT(*) FILTER (WHERE {cond}) AS sel_{name}" for name, cond in selections.items()]
     con.execute(f"CREATE OR REPLACE TEMP TABLE {TABLE} AS SELECT {', '.join(keys)}, COUNT(*) AS n, "
                 f"COUNT(*) FILTER (WHERE failure_domain IS NOT NULL) AS failed{''.join(', ' + s for s in sums)} "

@@ -76,7 +76,7 @@ def analyze(data, *, current: dict | None = None, whatif: bool = False, max_idle
            "failures": timed("failures", lambda: {**failures_section(data), **services_section(data)}),
            "compare": timed("compare", lambda: compare_section(data, overall))}
     if compare:
-        a, b = builtin(compare[0], con, columns) if len(compare) == 1 else compare
+        a, b = builtin(compare[0], con) if len(compare) == 1 else compare
         doc["populations"] = compare_populations(con, columns, a, b)
     doc["trend"] = timed("trend", lambda: daily_trend(con, "date" in columns) if "gwms_lasted_s" in columns else [])
     if windows and "gwms_lasted_s" in columns:
