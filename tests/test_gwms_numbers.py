@@ -123,24 +123,19 @@ def test_the_glidein_version_is_the_startup_scripts_checksum_and_versions_compar
     """Each recorded glidein ran its own build of glidein_startup.sh: its row's glidein_version
     is the md5 that script printed of itself, and ``--compare versions`` sets one against the
     other; a table of one version is refused with one line."""
-    tables = {}
+    tables, versions = {}, []
     for run in ("success", "fail"):
         row, text = forward_recorded(tmp_path / run, run)
         assert row["glidein_version"] == re.search(r"script_checksum += '([0-9a-f]{32}) ", text).group(1)
         tables[run] = tmp_path / run / "table"
+        versions.append(f"glidein_version={row['glidein_version']}")
     out = tmp_path / "c.json"
     assert main(["analyze", *map(str, tables.values()), "--quiet", "--compare", "versions", "--json", str(out)]) == 0
     p = json.loads(out.read_text())["populations"]
-    assert sorted(s["given"] for s in p["selections"].values()) == sorted(f"glidein_version={read_rows(t)['glidein_version']}"
-                                                      for t in tables.values())
+    assert sorted(s["given"] for s in p["selections"].values()) == sorted(versions)
     assert [p["populations"][k]["glideins"] for k in "ab"] == [1, 1]
     assert main(["analyze", str(tables["success"]), "--compare", "versions"]) == 2
     assert "fewer than two glidein versions" in capsys.readouterr().err
-
-
-def read_rows(table) -> dict:
-    (row,) = reader.read_rows(table, "glideins")[0].to_pylist()
-    return row
 
 
 def _condor_record_start(run) -> float:

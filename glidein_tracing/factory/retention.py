@@ -48,9 +48,11 @@ def gone(path) -> bool:
     return not os.path.lexists(path)
 
 
-def output_gone(entry_dir: str, cluster, proc) -> bool:
+def files_gone(entry_dir: str, cluster, proc, activity_log) -> bool:
+    """Nothing on disk names the glidein any more: its ``job.C.P.err``/``.out`` and the
+    activity log it was read from (None: known by its output alone) are gone."""
     base = os.path.join(entry_dir, f"job.{cluster}.{proc}")
-    return gone(base + ".err") and gone(base + ".out")
+    return gone(base + ".err") and gone(base + ".out") and (activity_log is None or gone(activity_log))
 
 
 class Forgetting:
@@ -76,13 +78,12 @@ class Forgetting:
         for gkey, entry_dir, cluster, proc, activity_log in self.ledger.finished_before(cutoff):
             if entry_dir not in present:
                 continue
-            if output_gone(entry_dir, cluster, proc) and (activity_log is None or gone(activity_log)):
+            if files_gone(entry_dir, cluster, proc, activity_log):
                 forget.append(gkey)
             else:
                 kept += 1
         orphans = [gkey for gkey, entry_dir, cluster, proc, activity_log in self.ledger.open_before(cutoff)
-                   if entry_dir in present and output_gone(entry_dir, cluster, proc)
-                   and (activity_log is None or gone(activity_log))]
+                   if entry_dir in present and files_gone(entry_dir, cluster, proc, activity_log)]
         logs = [path for path in self.ledger.log_paths()
                 if str(Path(path).parent) in present and gone(path)]
         with self.ledger.transaction():
