@@ -37,8 +37,8 @@ MAX_TOTAL_LINES = 64          # lines of the StarterLog summary read (it has 6 p
 
 # GlideinWMS's patterns, each with the literal it begins with: a pattern runs only on the rest
 # of a line from its literal, so a hostile stdout (millions of banner starts on one line, a
-# block never closed, millions of empty lines) costs one pass and no copy of its lines
-# glidein_startup.sh's second line: the md5 of the glidein_startup.sh that ran (one value per
+# block never closed, millions of empty lines) costs one pass and no copy of its lines.
+# The checksum: glidein_startup.sh's second line, the md5 of the glidein_startup.sh that ran (one value per
 # release of the Factory's scripts: the glidein's version)
 _CHECKSUM = (b"script_checksum", re.compile(rb"script_checksum *= *'([0-9a-f]{32}) "))
 _VALIDATION = (b"=== Last script starting ", re.compile(rb"=== Last script starting .* after validating for ([0-9]+) ==="))

@@ -33,7 +33,6 @@ class ForwardStats:
                 f"{self.table_rows} glideins written to the table")
         if self.glideins_forgotten:
             text += f", {self.glideins_forgotten} glideins gone from the Factory's logs forgotten"
-
         if self.table_quarantined:
             text += (f"; {len(self.table_quarantined)} damaged table files moved to "
                      f"{', '.join(sorted({str(p.parent.parent.parent) for p in self.table_quarantined}))}")

@@ -38,9 +38,9 @@ __all__ = ["ConversionError", "convert", "parse_iso"]
 def convert(events, report: JournalReport | None = None, *, resource_defaults: dict | None = None,
             redact=(), trace_id: str | None = None,
             span_ceiling: int = MAX_SPANS_CEILING) -> list[ReadableSpan]:
-    """Turn one glidein's journal events into its spans, the root first. ``trace_id`` (the Factory's) wins
-    over what the events say; ``span_ceiling`` bounds the spans a journal may ask for (its
-    ``@max_spans``). Raises ConversionError when the events hold no glidein trace."""
+    """Turn one glidein's journal events into its spans, the root first. ``trace_id`` (the
+    Factory's) wins over what the events say; ``span_ceiling`` bounds the spans a journal may
+    ask for (its ``@max_spans``). Raises ConversionError when the events hold no glidein trace."""
     draft = collect(events, report, redact, span_ceiling)
     settle_root(draft, trace_id)
     glideinwms.records_to_spans(draft)
