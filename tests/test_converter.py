@@ -264,7 +264,7 @@ def _user_job_journal(qdate, job_start=1012.0, first_job_start=None):
                                                                         "@parent": "condor"}),
                   format_line(first_job_start + 1, "end", "job/a#1.0#1", {})]
     lines += [format_line(job_start, "start", "job/a#2.0#1", {
-                  "@stage": "job", "@name": "job", "@parent": "condor", "job.global_id": "a#2.0#1",
+                  "@stage": "job", "@name": "job", "@parent": "condor", "job.global_id": "a#2.0#1", "job.owner": "alice",
                   "job.qdate:i": str(int(qdate)), "job.num_job_starts:i": "1"}, links=[user]),
               format_line(job_start + 5, "end", "job/a#2.0#1", {}),
               format_line(1030, "end", "condor", {}),
@@ -283,6 +283,8 @@ def test_the_users_trace_gets_why_the_job_waited():
     assert attrs["glidein.stage"] == "job.wait" and attrs["job.wait_s"] == 112.0
     assert attrs["job.wait.glidein"] == "new"          # the glidein was submitted after the job
     assert attrs["job.num_job_starts"] == 1 and attrs["glidein.entry"]
+    # the user's name, so the documented `job.owner` search finds their own traces too
+    assert attrs["job.owner"] == job_on.attributes["job.owner"] == "alice"
     assert "glidein.queue_wait_s" in attrs and "job.wait.glidein_idle_s" not in attrs
     assert wait.links[0].context.trace_id != wait.context.trace_id   # linked to the glidein's trace
 

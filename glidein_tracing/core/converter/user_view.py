@@ -81,7 +81,7 @@ def _job_on_glidein(draft: Draft, key_span: SpanDraft, job: ReadableSpan, where:
     """Where and when the job ran, in its user's trace."""
     attrs = dict(where)
     attrs.update({c.STAGE: c.STAGE_JOB, c.GLIDEIN_USER_VIEW: True, c.GLIDEIN_TRACE_ID: draft.trace_id})
-    for name in (c.JOB_GLOBAL_ID, c.JOB_EXIT_CODE, c.JOB_EXIT_SIGNAL, c.JOB_SLOT) + JOB_VERDICT:
+    for name in (c.JOB_GLOBAL_ID, c.JOB_OWNER, c.JOB_EXIT_CODE, c.JOB_EXIT_SIGNAL, c.JOB_SLOT) + JOB_VERDICT:
         if name in job.attributes:
             attrs[name] = job.attributes[name]
     user_trace = ids.trace_hex(parent.trace_id)
@@ -133,7 +133,7 @@ def _job_wait(draft: Draft, key_span: SpanDraft, job: ReadableSpan, where: dict,
     attrs.update({c.STAGE: c.STAGE_JOB_WAIT, c.GLIDEIN_USER_VIEW: True, c.GLIDEIN_TRACE_ID: draft.trace_id,
                   c.JOB_WAIT_GLIDEIN: "new" if new_glidein else "idle",
                   c.JOB_WAIT_S: round(job.start_time / 1e9 - qdate, 3)})
-    for name in (c.JOB_GLOBAL_ID, c.JOB_NUM_JOB_STARTS):
+    for name in (c.JOB_GLOBAL_ID, c.JOB_OWNER, c.JOB_NUM_JOB_STARTS):
         if name in key_span.attrs:
             attrs[name] = key_span.attrs[name]
     attrs.update(facts["attrs"])
