@@ -29,6 +29,7 @@ FRONTEND_ACTION = "frontend.action"        # run, removeIdle, ... (glideinFronte
 CYCLE_NUMBER = "frontend.cycle.number"     # 1, 2, ... per group, kept in the group's history file
 CYCLE_ENTRIES = "frontend.cycle.requests"  # frontend.request spans opened in the cycle
 CYCLE_WAITING_SPANS = "frontend.cycle.waiting_spans"  # job.waiting spans sent (docs/why-waiting.md)
+CYCLE_MATCH_ERRORS = "frontend.cycle.match_errors"  # match evaluations that raised (job kind x entry): reason unknown
 
 # frontend.request: identity of the entry (the glidefactory ad attributes)
 ENTRY = _shared.GLIDEIN_ENTRY              # EntryName     == GLIDEIN_Entry_Name on the glidein

@@ -74,7 +74,7 @@ def test_every_reason_is_told_in_the_users_own_trace(exporter, tmp_path):
     expected = {ww.trace_of(site): reason for site, (reason, _) in ww.SITES.items()}
     expected[ww.trace_of("NOWHERE")] = "no_matching_entry"
     assert {t: s.attributes[gc.JOB_WAITING_REASON] for t, s in spans.items()} == expected
-    assert set(expected.values()) == {r.value for r in waiting_reasons.REASONS} - {"not_requested"}
+    assert set(expected.values()) == {r.value for r in waiting_reasons.REASONS} - {"not_requested", "unknown"}
     for site in list(ww.SITES) + ["NOWHERE"]:
         span = spans[ww.trace_of(site)]
         # a child of the user's submission span, in their trace

@@ -225,6 +225,13 @@ JOB_WAITING_REQUEST_CPUS = "job.waiting.request_cpus"          # the job's Reque
 JOB_WAITING_REQUEST_MEMORY = "job.waiting.request_memory"      # RequestMemory (MB)
 JOB_WAITING_REQUEST_DISK = "job.waiting.request_disk"          # RequestDisk (KiB)
 JOB_WAITING_LAST_TODAY = "job.waiting.last_today"      # the day's span budget is spent after this one
+JOB_WAITING_PART_GLIDEIN_MIN_MEMORY = "job.waiting.part_glidein_min_memory"  # the group's PartGlideinMinMemory (MB)
+# the evidence of no_matching_entry and unknown (the submission's owner is JOB_OWNER)
+JOB_WAITING_MATCH_EXPR = "job.waiting.match_expr"      # the group's match expression, as GlideinWMS joined it
+JOB_WAITING_MATCH_ERROR = "job.waiting.match_error"    # unknown: why it could not be evaluated (ExcType: message)
+JOB_WAITING_JOB_VALUES = "job.waiting.job_values"      # the job's values the match reads, "Attr=value"
+JOB_WAITING_GROUP_ENTRIES = "job.waiting.group_entries"  # the entries it was tried on, "name: Attr=value, ..."
+JOB_WAITING_GROUP_ENTRY_COUNT = "job.waiting.group_entry_count"  # how many (group_entries lists at most 10)
 
 # -- The Factory's view (the Condor-G activity log) ------------------------------------------
 FACTORY_SUBMIT_HOST = "factory.submit_host"

@@ -23,6 +23,7 @@ WAITING_SITE_QUEUE = "waiting for a glidein to leave the site queue"
 WAITING_VALIDATION = "waiting for a glidein to pass validation"
 DOES_NOT_FIT = "glideins are there but the job does not fit"
 WAITING_NEGOTIATOR = "a glidein fits: waiting for HTCondor to start the job"
+NOT_KNOWN = "the Frontend could not tell whether a glidein could run the job"
 
 # Most hopeful first: a submission matching several entries gets the reason of the entry
 # closest to giving it a glidein.
@@ -59,6 +60,11 @@ REASONS = (
            "the Frontend requested nothing at the matching entries this cycle (e.g. it is "
            "removing glideins)",
            "wait a few Frontend cycles; if it lasts, ask the operators"),
+    Reason("unknown", NOT_KNOWN,
+           "the group's match expression could not be evaluated on the jobs (job.waiting."
+           "match_error says why), so whether an entry matches them is not known; the Frontend "
+           "counts such jobs for no entry",
+           "nothing to change in the job yet; tell the operators, quoting job.waiting.match_error"),
     Reason("no_matching_entry", NO_GLIDEIN_COULD_EXIST,
            "no entry of the Frontend group matches the jobs: no glidein that could run them "
            "will be requested",
