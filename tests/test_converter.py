@@ -124,17 +124,25 @@ def test_jobs_links_idle_gaps_and_job_resources():
     assert (view.start_time, view.end_time) == (linked[0].start_time, linked[0].end_time)
 
 
-def test_frontend_request_context_links_root_and_submit():
+def test_frontend_request_context_links_submit_and_never_the_root():
+    """The request's context is a link on factory.submit (setup without it); the root keeps
+    it as attributes and carries no link: Jaeger's UI takes a span's first reference for its
+    parent, and a root referencing another trace gets no critical path."""
     request = "00-11111111111111111111111111111111-2222222222222222-01"
-    lines = root_lines(1000.0, IDENTITY.trace_id, **{"glidein.request_traceparent": request}) + [
-        format_line(990, "start", "factory.submit", {"@stage": "factory.submit", "@name": "factory.submit"}),
-        format_line(995, "end", "factory.submit", {}),
-        format_line(1005, "end", "glidein", {}),
-    ]
-    _, spans = spans_of(lines)
-    for stage in ("glidein", "factory.submit"):
-        (span,) = by_stage(spans, stage)
-        (link,) = [l for l in span.links if l.attributes["glidein.link.kind"] == "frontend_request"]
+    submit = [format_line(990, "start", "factory.submit", {"@stage": "factory.submit", "@name": "factory.submit"}),
+              format_line(995, "end", "factory.submit", {})]
+    for factory_lines, carrier in ((submit, "factory.submit"), ([], "setup")):
+        lines = root_lines(1000.0, IDENTITY.trace_id, **{"glidein.request_traceparent": request}) + factory_lines + [
+            format_line(1005, "end", "glidein", {}),
+        ]
+        _, spans = spans_of(lines)
+        (root,) = by_stage(spans, "glidein")
+        assert not root.links
+        assert root.attributes["glidein.request_trace_id"] == "11111111111111111111111111111111"
+        linked = [s for s in spans if s.links]
+        assert [s.attributes["glidein.stage"] for s in linked] == [carrier]
+        (link,) = linked[0].links
+        assert link.attributes["glidein.link.kind"] == "frontend_request"
         assert format(link.context.span_id, "016x") == "2222222222222222"
 
 
@@ -300,7 +308,7 @@ def test_a_job_that_took_an_idle_glidein_says_how_long_the_glidein_idled():
 
 def test_each_link_says_its_kind():
     """The Frontend request's context on the root is that request, and a link any other
-    journal line gives a stage (the root too) is ``related``."""
+    journal line gives a stage is ``related``; the root's go on setup (no factory.submit)."""
     start = 1700000000.0
     cycle = "00-11111111111111111111111111111111-2222222222222222-01"
     request = "00-33333333333333333333333333333333-4444444444444444-01"
@@ -313,11 +321,11 @@ def test_each_link_says_its_kind():
     _, spans = spans_of(lines)
     (root,) = by_stage(spans, "glidein")
     (setup,) = by_stage(spans, "setup")
-    kinds = {link.attributes["traceparent"]: link.attributes["glidein.link.kind"] for link in root.links}
-    assert kinds == {cycle: "related", request: "frontend_request"}
-    assert [(link.attributes["traceparent"], link.attributes["glidein.link.kind"]) for link in setup.links] \
-        == [(other, "related")]
-    assert not setup.links[0].context.trace_flags.sampled   # the link keeps its context's flags
+    assert not root.links
+    kinds = {link.attributes["traceparent"]: link.attributes["glidein.link.kind"] for link in setup.links}
+    assert kinds == {cycle: "related", request: "frontend_request", other: "related"}
+    (own,) = [link for link in setup.links if link.attributes["traceparent"] == other]
+    assert not own.context.trace_flags.sampled   # the link keeps its context's flags
 
 
 def _sigterm_journal(job_end_after_condor_s: float, root_end_after_condor_s: float):

@@ -3,7 +3,7 @@
 The trace id is the Factory's when it gives one, else the journal's (``@trace_id`` on the
 root's start line), else the one ids.py derives from the glidein's identity; without any
 the journal holds no glidein trace. A Frontend request's context on the root becomes a link
-on the root and on ``factory.submit``.
+on ``factory.submit``: the root carries no link (``links_off_the_root``).
 """
 
 from __future__ import annotations
@@ -31,8 +31,29 @@ def settle_root(draft: Draft, factory_trace_id: str | None) -> None:
     if parsed:
         root.attrs[c.GLIDEIN_REQUEST_TRACE_ID] = parsed[0]   # Jaeger shows no incoming links: search by it
         root.links.append(request)
-        if c.STAGE_FACTORY_SUBMIT in draft.spans:
-            draft.spans[c.STAGE_FACTORY_SUBMIT].links.append(request)
+    links_off_the_root(draft)
+
+
+# the stages that carry the root's links, the first present: the Factory's first, else the node's
+# (their journal keys are their stage names)
+LINK_CARRIERS = (c.STAGE_FACTORY_SUBMIT, c.STAGE_SETUP)
+
+
+def links_off_the_root(draft: Draft) -> None:
+    """The root's links (the Frontend request's, any a journal line gave it) go on
+    ``factory.submit``, else ``setup``: Jaeger's UI (jaeger-ui v1.76, its critical path's
+    ``getChildOfSpans`` and ``sanitizeOverFlowingChildren``) takes a span's first reference
+    for its parent, and the root's first reference would be a link into another trace, so
+    the UI draws no critical path at all. A root alone keeps them (nothing else can)."""
+    root = draft.root
+    carrier = next((draft.spans[key] for key in LINK_CARRIERS if key in draft.spans), None)
+    if carrier is None or not root.links:
+        return
+    moving = [link for link in root.links if link not in carrier.links]
+    room = max(draft.limits.max_links - len(carrier.links), 0)
+    carrier.links.extend(moving[:room])
+    draft.dropped["links"] += len(moving[room:])
+    root.links = []
 
 
 def name_root(draft: Draft) -> None:
