@@ -1,7 +1,8 @@
 """Benchmark: what job.waiting adds to a Frontend group cycle (docs/frontend.md).
 
 A group with 100,000 idle jobs in 5,000 submissions (20 jobs each, one TraceParent each) over
-50 entries, run through the element stand-in's real code paths (tests/support/
+50 entries, its configuration the one GlideinWMS wrote in ../shared/fixtures/gwms-frontend
+(the multicore policy's clause in its match expression), run through the element stand-in's real code paths (tests/support/
 frontend_standin*.py: the schedd query's result parsed with classad2 from a ``condor_q -l``
 file, countMatch with the group's match expression, the per-entry loop), each cycle a fresh
 element as in GlideinWMS's process per cycle, its spans through a BatchSpanProcessor whose
@@ -47,6 +48,7 @@ from tests.support import frontend_standin as standin
 from tests.support import frontend_standin_interface as interface
 from tests.support import frontend_standin_lib as lib
 from tests.support import waiting_world as ww
+from tests.support.fixtures import GWMS_FRONTEND
 
 
 class EncodingExporter(SpanExporter):
@@ -84,7 +86,7 @@ def build_world(tmp: Path, submissions: int, jobs: int, entries: int, seed: int 
             slots.append(ww.slot(f"slot{n}@{site}", site, rng.choice([1500, 2500, 8000]),
                                  state="Unclaimed" if n < 2 else "Claimed"))
     return {"entries": world_entries, "schedds": {ww.SCHEDD: str(tmp / "jobs.ads")}, "slots": slots,
-            "match_expr": ww.MATCH_EXPR, "match_attrs": [["DESIRED_Sites", "s"], ["RequestCpus", "i"]]}
+            "config": str(GWMS_FRONTEND)}
 
 
 def one_cycle(work: Path, world: dict, mode: str, fresh_history: bool) -> tuple:
@@ -135,7 +137,7 @@ def query_cost(world: dict) -> tuple:
     """(bytes without, bytes with, pickle+unpickle seconds without, with) of the job query's
     result with the group's format list and with job.waiting's attributes added."""
     lib.JOB_AD_FILES.update(world["schedds"])
-    base = [tuple(a) for a in world["match_attrs"]] + [("x509userproxy", "s")]
+    base = standin.ElementMergedDescript(world["config"], "main").merged_data["JobMatchAttrs"] + [("x509userproxy", "s")]
     out = []
     for format_list in (base, waiting.add_attributes(base, waiting.JOB_ATTRIBUTES)):
         result = {s: q.fetchStored() for s, q in lib.getCondorQ([ww.SCHEDD], "True", format_list).items()}
@@ -153,6 +155,8 @@ def main(argv=None):
     parser.add_argument("--entries", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
+    if not GWMS_FRONTEND.exists():
+        parser.error(f"needs the Frontend configuration GlideinWMS wrote: {GWMS_FRONTEND} is absent")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         world = build_world(tmp, args.submissions, args.jobs, args.entries)

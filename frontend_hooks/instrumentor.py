@@ -44,7 +44,7 @@ from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from frontend_hooks import calls
+from frontend_hooks import gwms
 from frontend_hooks import conventions as c
 from frontend_hooks import export_failures
 from frontend_hooks import waiting
@@ -209,7 +209,7 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
     def _with_attributes(args, kwargs, wanted, only_if=None):
         # getCondorQ(schedd_names, constraint=None, format_list=None, ...) and
         # getCondorStatus(collector_names, constraint=None, format_list=None, ...)
-        format_list = calls.arg(args, kwargs, 2, "format_list")
+        format_list = gwms.arg(args, kwargs, 2, "format_list")
         names = {item[0] for item in format_list or () if isinstance(item, (list, tuple)) and item}
         if format_list is None or (only_if is not None and only_if not in names):
             return args, kwargs
@@ -300,7 +300,7 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
         if history is not None:
             try:
                 previous = history.get(c.HISTORY_CYCLE_KEY)
-                number = (previous if calls.number(previous) and previous > 0 else 0) + 1
+                number = (previous if gwms.number(previous) and previous > 0 else 0) + 1
                 history[c.HISTORY_CYCLE_KEY] = number
                 return number
             except Exception:
@@ -351,10 +351,12 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
             otel_context.detach(token)
 
     def _report_waiting(self, cycle: _Cycle) -> None:
-        sent = waiting.Reporter(self._waiting_tracer, cycle.element, cycle.facts,
-                                cycle.span.get_span_context()).run()
+        reporter = waiting.Reporter(self._waiting_tracer, cycle.element, cycle.facts,
+                                    cycle.span.get_span_context())
+        sent = reporter.run()
         if sent is not None:
             cycle.span.set_attribute(c.CYCLE_WAITING_SPANS, sent)
+            cycle.span.set_attribute(c.CYCLE_MATCH_ERRORS, reporter.match_errors)
 
     # --- frontend.request ----------------------------------------------------------------
     def _request(self, cycle: _Cycle, name: str | None) -> _Request:
@@ -426,7 +428,7 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
         cycle = _CURRENT.get()
         if cycle is None or cycle.element is not instance:
             return None
-        request = self._request(cycle, calls.name_in_call(cycle, method, args, kwargs))
+        request = self._request(cycle, gwms.name_in_call(cycle, method, args, kwargs))
         token = otel_context.attach(trace.set_span_in_context(request.span, cycle.context))
         return cycle, request, token
 
@@ -438,7 +440,7 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
                     request.failed = True
                     _mark_error(request.span, exc)
                 else:
-                    calls.AFTER[method](request, args, kwargs, result)
+                    gwms.AFTER[method](request, args, kwargs, result)
             finally:
                 otel_context.detach(token)
         finally:
@@ -463,10 +465,10 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
         cycle = _CURRENT.get()
         if cycle is None:
             return None
-        request = self._request(cycle, calls.arg(args, kwargs, 1, "request_name"))
+        request = self._request(cycle, gwms.arg(args, kwargs, 1, "request_name"))
         request.span.set_attribute(c.ADVERTISED, True)
         value = traceparent_of(request.span)
-        params = calls.arg(args, kwargs, 6, "glidein_params", _MISSING)
+        params = gwms.arg(args, kwargs, 6, "glidein_params", _MISSING)
         if value is None or not (params is _MISSING or isinstance(params, Mapping)):
             return args, kwargs, request
         # A new dict: never mutate the caller's (nor add()'s shared {} default).

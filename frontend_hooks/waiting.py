@@ -2,24 +2,28 @@
 told in the user's own trace as ``job.waiting`` spans (docs/why-waiting.md, issue 35).
 
 At the end of each group cycle the instrumentor hands over what the cycle computed, read from
-the element by GlideinWMS's own names: the idle jobs of its schedd query
-(``condorq_dict_types["Idle"]["dict"]``, to which the instrumentor added ``TraceParent`` and the
-resource requests, see ``JOB_ATTRIBUTES``), the entries (``glidein_dict``) and the match
-expression the Frontend evaluates on them (``countMatch``'s ``eval(match_obj)`` with ``job``,
-``glidein`` and ``attr_dict``), the Factory's per-client monitoring (``factoryclients_dict``:
-``StatusIdle`` glideins in the site queue, ``StatusRunning`` running there), the group's idle
-glideins (``status_dict_types["Idle"]["dict"]``) and, per entry, its ``frontend.request``
-span's facts (downtime, limits, glideins requested).
+the element by frontend_hooks/gwms.py: the idle jobs of its schedd query (to which the
+instrumentor added ``TraceParent``, ``Owner`` and the resource requests, see
+``JOB_ATTRIBUTES``), the entries and the group's match, evaluated as ``countMatch`` evaluates
+it (in glideinFrontendLib's namespace, with its policies), the Factory's per-client monitoring
+(glideins in the site queue, running there), the group's idle glideins and, per entry, its
+``frontend.request`` span's facts (downtime, limits, glideins requested).
 
-A submission is the jobs sharing one ``TraceParent`` (jobsub_lite puts the same one in each
-job of a submission). Its reason is the most hopeful of its matching entries' (ordered in
-glidein_tracing.core.waiting_reasons). The Frontend runs each group cycle as a new process, so
+A submission is the jobs of one ``Owner`` sharing one ``TraceParent`` (jobsub_lite puts the same
+one in each job of a submission): anyone can read a job's TraceParent, so another user's jobs
+carrying a copy form a submission of their own and never change this one's reason. Its reason
+is the most hopeful of its matching entries' (ordered in glidein_tracing.core.waiting_reasons);
+``unknown`` when no entry matched and the expression raised on some (logged once per cycle,
+counted on the cycle span), ``no_matching_entry`` only when it evaluated on every entry and
+none matched, with that evidence on the span. The Frontend runs each group cycle as a new process, so
 a span cannot stay open across cycles: each reason period gets a ``current`` span when it
 begins (start = end = that cycle) and an ``ended`` one spanning the whole period when it ends
 (the reason changed, or no idle job is left: the jobs started, ``job.wait`` takes over). The
 periods are kept in the group's history file (``history_obj``), as GlideinWMS keeps its own
-state between cycles; span ids are derived from the submission, the period's start and the
-reason, so a cycle run again after a crash sends the same spans, not new ones.
+state between cycles. A period's span ids derive from the period, not from the cycle's time:
+the first from the submission and its first job's entry into the idle state, each later one
+from the period before it and its reason; so a cycle run again after a crash (the history not
+saved) sends the same span ids again, never a second ``current`` span with another id.
 
 Bounds: ``MAX_SPANS_PER_SUBMISSION_DAY`` spans per submission a (UTC) day,
 ``MAX_SUBMISSIONS_PER_CYCLE`` submissions whose reason is updated per cycle (the others keep
@@ -30,6 +34,7 @@ submissions idle now.
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -44,6 +49,9 @@ from glidein_tracing.core import waiting_reasons as wr
 from glidein_tracing.core.ids import parse_traceparent
 
 from frontend_hooks import conventions as c
+from frontend_hooks import gwms
+
+_logger = logging.getLogger("frontend_hooks")
 
 MAX_SPANS_PER_SUBMISSION_DAY = 24
 MAX_SUBMISSIONS_PER_CYCLE = 200
@@ -51,11 +59,11 @@ MAX_LISTED = 10            # entries, job ids, links on one span
 HISTORY_KEY = "glidein_tracing_waiting"
 
 # Job attributes the reasons need, added to the Frontend's schedd query when its format list
-# lacks them: TraceParent (the submission) and RequestMemory (whether an idle glidein has the
+# lacks them: TraceParent and Owner (the submission) and RequestMemory (whether an idle glidein has the
 # memory: #554's usual case). RequestCpus is always there (GlideinWMS adds it to every group's
 # match attributes); RequestDisk and JOB_EXPECTED_MAX_LIFETIME are used when the group's match
 # attributes have them. Each added attribute costs every job of every cycle (bench/README.md).
-JOB_ATTRIBUTES = (("TraceParent", "s"), ("RequestMemory", "i"))
+JOB_ATTRIBUTES = (("TraceParent", "s"), ("Owner", "s"), ("RequestMemory", "i"))
 # Glidein (startd) attributes added to the group's collector query: retiring, time left, disk.
 SLOT_ATTRIBUTES = (("GLIDEIN_ToRetire", "i"), ("GLIDEIN_ToDie", "i"), ("Disk", "i"))
 
@@ -97,6 +105,7 @@ class Entry:
 @dataclass
 class Submission:
     traceparent: tuple             # (trace id, span id, flags)
+    owner: str
     schedd: str
     jobs: list = field(default_factory=list)   # (cluster, proc) of its idle jobs
     first: object = None           # its first job's attributes
@@ -132,16 +141,21 @@ def _number(value, default=0.0):
 
 
 # --- reading the cycle -------------------------------------------------------------------
-def _stored(query) -> Mapping:
-    """condorMonitor's query objects hand their data by fetchStored()."""
-    data = query.fetchStored() if callable(getattr(query, "fetchStored", None)) else query
-    return data if isinstance(data, Mapping) else {}
+def state_key(trace_id: str, span_id: str, owner: str) -> str:
+    """A submission's key in the state: its TraceParent's ids and its Owner."""
+    return f"{trace_id}-{span_id}-{owner}"
+
+
+def _split_key(skey: str) -> tuple:
+    # a key of a history written before the owner was part of it has none
+    trace_id, span_id, owner = (skey.split("-", 2) + [""])[:3]
+    return trace_id, span_id, owner
 
 
 class IdleJobs:
-    """The cycle's idle jobs by submission (the jobs sharing one TraceParent), keyed by the
-    state key "trace id-span id". Every submission's first job (what its reason is decided on)
-    is found for all of them; the Submission itself (idle count, job ids, flags) is built only
+    """The cycle's idle jobs by submission (the jobs of one Owner sharing one TraceParent),
+    keyed by ``state_key``. Every submission's first job (what its reason is decided on) is
+    found for all of them; the Submission itself (idle count, job ids, flags) is built only
     for the ones whose spans are sent: objects kept for every one of 5,000 submissions set off
     the cyclic GC over the Frontend's whole heap, a third of the work in a steady cycle."""
 
@@ -150,11 +164,11 @@ class IdleJobs:
         self._schedds: list = []     # (schedd, stored, job ids, counts, value -> key, value -> first)
         self._by_key = None
         for schedd, query in (idle_dict or {}).items():
-            stored = _stored(query)
-            # the jobs of one TraceParent counted in C, each distinct value parsed once
-            values = [job.get("TraceParent") for job in stored.values()]
+            stored = gwms.stored(query)
+            # the jobs of one (TraceParent, Owner) counted in C, each distinct value parsed once
+            jobs = stored.values()
+            values = list(zip(map(_get_traceparent, jobs), map(_get_owner, jobs)))
             counts = Counter(values)
-            counts.pop(None, None)
             if not counts:
                 continue
             ids = list(stored)
@@ -164,10 +178,11 @@ class IdleJobs:
                 # Counter keeps its values in the order they first occur: each value's first
                 # job is found by list.index from the previous one's, one pass over the jobs
                 first = values.index(value, first + 1)
-                parsed = parse_traceparent(value) if isinstance(value, str) else None
-                if parsed is None:
+                traceparent, owner = value
+                parsed = parse_traceparent(traceparent) if isinstance(traceparent, str) else None
+                if parsed is None or not isinstance(owner, str):
                     continue
-                key = keys[value] = f"{parsed[0]}-{parsed[1]}"
+                key = keys[value] = state_key(parsed[0], parsed[1], owner)
                 firsts[value] = first
                 if key not in self.first_jobs:
                     self.first_jobs[key] = stored[ids[first]]
@@ -184,45 +199,44 @@ class IdleJobs:
         for (schedd, stored, ids, counts, _keys, firsts), value in self._by_key[key]:
             jid = ids[firsts[value]]
             if sub is None:
-                sub = Submission(parse_traceparent(value), str(schedd), first=stored[jid])
+                sub = Submission(parse_traceparent(value[0]), value[1], str(schedd), first=stored[jid])
             sub.idle += counts[value]
             if len(sub.jobs) < MAX_LISTED:
                 sub.jobs.append((jid, schedd))
         return sub
 
 
-def idle_slots(status_idle_dict, now: float) -> dict:
+def _get_traceparent(job):
+    return job.get("TraceParent")
+
+
+def _get_owner(job):
+    return job.get("Owner")
+
+
+def idle_slots(element, now: float) -> dict:
     """request name -> [Slot] of the group's idle glideins (the ones the Frontend counts)."""
     out: dict = {}
-    for query in (status_idle_dict or {}).values():
-        for slot in _stored(query).values():
-            name = "{}@{}@{}".format(slot.get("GLIDEIN_Entry_Name"), slot.get("GLIDEIN_Name"),
-                                     slot.get("GLIDEIN_Factory"))
-            to_retire, to_die = slot.get("GLIDEIN_ToRetire"), slot.get("GLIDEIN_ToDie")
-            out.setdefault(name, []).append(Slot(
-                _number(slot.get("Memory"), float("inf")), _number(slot.get("Cpus"), float("inf")),
-                _number(slot.get("Disk"), float("inf")),
-                _number(to_retire, float("inf")) <= now,
-                _number(to_die) - now if _number(to_die, None) is not None else None))
+    for slot in gwms.idle_glidein_ads(element):
+        to_retire, to_die = slot.get("GLIDEIN_ToRetire"), slot.get("GLIDEIN_ToDie")
+        out.setdefault(gwms.glidein_request_name(slot), []).append(Slot(
+            _number(slot.get("Memory"), float("inf")), _number(slot.get("Cpus"), float("inf")),
+            _number(slot.get("Disk"), float("inf")),
+            _number(to_retire, float("inf")) <= now,
+            _number(to_die) - now if _number(to_die, None) is not None else None))
     return out
 
 
 def entries(element, request_facts: Mapping, now: float) -> dict:
     """glideid -> Entry, for the entries of the cycle."""
-    glidein_dict = getattr(element, "glidein_dict", None) or {}
-    clients = getattr(element, "factoryclients_dict", None) or {}
-    types = getattr(element, "status_dict_types", None) or {}
-    slots = idle_slots((types.get("Idle") or {}).get("dict"), now)
+    slots = idle_slots(element, now)
     # a "run" cycle that skipped compute_glidein_min_idle at an entry not in downtime: the
     # Frontend itself is in downtime (its downtime file)
-    runs = getattr(element, "action", "run") == "run"
+    runs = gwms.element_names(element)["action"] in ("run", None)
     out = {}
-    for glideid, glidein_el in glidein_dict.items():
-        if not (isinstance(glideid, tuple) and len(glideid) >= 2):
-            continue
-        name = glideid[1]
+    for glideid, name, glidein_el in gwms.entries(element):
         facts = request_facts.get(name, {})
-        monitor = (clients.get(glideid) or {}).get("monitor") or {}
+        monitor = gwms.factory_monitor(element, glideid)
         entry = Entry(name, glidein_el)
         entry.in_downtime = bool(facts.get(c.IN_DOWNTIME)) or (
             runs and bool(facts) and c.EFFECTIVE_IDLE_MC not in facts)
@@ -287,43 +301,39 @@ def entry_reason(entry: Entry, job) -> tuple:
 
 
 class Matcher:
-    """The Frontend's match (``eval(match_obj)`` on job and glidein, then its policies),
-    memoised per job kind: jobs equal on the group's match attributes match alike (the
-    Frontend's own ``hashJob`` clustering), so a cycle evaluates kinds x entries, not jobs."""
+    """The group's own match (frontend_hooks/gwms.py, ``MatchSetup``), memoised per job kind:
+    jobs equal on the group's match attributes match alike (the Frontend's own ``hashJob``
+    clustering), so a cycle evaluates kinds x entries, not jobs. An evaluation that raises is
+    kept with its exception (the Frontend counts that job for no entry there)."""
 
     def __init__(self, element):
-        merged = getattr(getattr(element, "elementDescript", None), "merged_data", None) or {}
-        self.match_obj = merged.get("MatchExprCompiledObj")
-        self.policies = merged.get("MatchPolicyModules") or []
-        self.attr_dict = getattr(element, "attr_dict", None) or {}
-        self.match_list = getattr(element, "condorq_match_list", None)
+        self.setup = gwms.MatchSetup(element)
+        self.match_list = self.setup.match_list
         self.cache: dict = {}
+        self.errors = 0                 # evaluations that raised this cycle
+        self.first_error = None         # (exception text, job, entry name) of the first one
 
     def kind(self, job) -> tuple:
         keys = self.match_list if self.match_list is not None else sorted(job)
         return tuple((key, job.get(key)) for key in keys if key in job)
 
-    def matching(self, job, all_entries: dict) -> list:
+    def matching(self, job, all_entries: dict) -> tuple:
+        """(matching glideids, {glideid: exception text} of the entries it raised on)."""
         kind = self.kind(job)
         found = self.cache.get(kind)
         if found is None:
-            found = self.cache[kind] = [glideid for glideid, entry in all_entries.items()
-                                        if self._matches(job, entry.glidein)]
+            matched, failed = [], {}
+            for glideid, entry in all_entries.items():
+                try:
+                    if self.setup.matches(job, entry.glidein):
+                        matched.append(glideid)
+                except Exception as exc:  # noqa: BLE001 - any exception of the group's expression
+                    failed[glideid] = f"{type(exc).__name__}: {exc}"
+                    self.errors += 1
+                    if self.first_error is None:
+                        self.first_error = (failed[glideid], job, entry.name)
+            found = self.cache[kind] = (matched, failed)
         return found
-
-    def _matches(self, job, glidein) -> bool:
-        if self.match_obj is None:
-            return False
-        try:
-            match = eval(self.match_obj, {}, {"job": job, "glidein": glidein,  # noqa: S307
-                                              "attr_dict": self.attr_dict})
-            for policy in self.policies:
-                if match is not True:
-                    break
-                match = policy.pyObject.match(job, glidein)
-        except Exception:
-            return False
-        return match is True
 
 
 _MISSING = object()
@@ -338,6 +348,7 @@ class Decider:
     def __init__(self, element, all_entries: dict):
         self.matcher = Matcher(element)
         self.entries = all_entries
+        self.part_min_memory = gwms.part_glidein_min_memory(element)
         self.cache: dict = {}
         # the attributes a decision depends on, read in C (a missing one is told apart from
         # one whose value is None, as the match expression tells them apart)
@@ -351,23 +362,29 @@ class Decider:
         return tuple(map(job.get, self.key_names, self.missing))
 
     def reason(self, job) -> tuple:
-        """(reason, matched glideids, {glideid: (entry reason, unfit counts)})."""
+        """(reason, matched glideids, {glideid: (entry reason, unfit counts)}, {glideid:
+        exception text})."""
         key = self._key(job)
         found = self.cache.get(key)
         if found is None:
-            matched = self.matcher.matching(job, self.entries)
+            matched, failed = self.matcher.matching(job, self.entries) if self.matcher.setup.compiled \
+                else ([], {None: "the group has no compiled match expression"})
+            if not self.entries:
+                failed = {None: "the group saw no entry this cycle"}
             per_entry = {glideid: entry_reason(self.entries[glideid], job) for glideid in matched}
-            best = min((r for r, _ in per_entry.values()), key=lambda r: wr.RANK[r]) \
-                if matched else "no_matching_entry"
-            found = self.cache[key] = (best, matched, per_entry)
+            if matched:
+                best = min((r for r, _ in per_entry.values()), key=lambda r: wr.RANK[r])
+            else:
+                best = "unknown" if failed else "no_matching_entry"
+            found = self.cache[key] = (best, matched, per_entry, failed)
         return found
 
     def verdict(self, sub: Submission) -> Verdict:
         """The reason with the span attributes that show it (only for the spans sent)."""
         job = sub.first
-        best, matched, per_entry = self.reason(job)
+        best, matched, per_entry, failed = self.reason(job)
         all_entries = self.entries
-        attributes = {gc.JOB_WAITING_IDLE_JOBS: sub.idle,
+        attributes = {gc.JOB_OWNER: sub.owner, gc.JOB_WAITING_IDLE_JOBS: sub.idle,
                       gc.JOB_WAITING_JOBS: [f"{cluster}.{proc}@{schedd}"
                                             for (cluster, proc), schedd in sub.jobs]}
         for key, attr in ((gc.JOB_WAITING_REQUEST_CPUS, "RequestCpus"),
@@ -376,6 +393,7 @@ class Decider:
             if isinstance(job.get(attr), (int, float)) and not isinstance(job.get(attr), bool):
                 attributes[key] = job[attr]
         if not matched:
+            attributes.update(self._evidence(job, failed))
             return Verdict(best, attributes, [])
         giving = [glideid for glideid in matched if per_entry[glideid][0] == best]
         attributes[gc.JOB_WAITING_ENTRIES] = sorted(all_entries[g].name for g in matched)[:MAX_LISTED]
@@ -404,9 +422,37 @@ class Decider:
                 finite = [v for v in values if v != float("inf")]
                 if finite:
                     attributes[key] = max(finite)
+            if self.part_min_memory is not None:
+                attributes[gc.JOB_WAITING_PART_GLIDEIN_MIN_MEMORY] = self.part_min_memory
         links = [Link(all_entries[g].request_span) for g in giving[:MAX_LISTED]
                  if isinstance(all_entries[g].request_span, SpanContext)]
         return Verdict(best, attributes, links)
+
+    def _evidence(self, job, failed: Mapping) -> dict:
+        """What no_matching_entry and unknown rest on: the expression, the job's values it
+        reads, the entries it was tried on (with their match attributes) and, for unknown,
+        the exception."""
+        setup = self.matcher.setup
+        evidence = {gc.JOB_WAITING_GROUP_ENTRY_COUNT: len(self.entries)}
+        if setup.expression:
+            evidence[gc.JOB_WAITING_MATCH_EXPR] = setup.expression
+        evidence[gc.JOB_WAITING_JOB_VALUES] = [
+            f"{name}={job[name]}" if name in job else f"{name} undefined"
+            for name in setup.job_attributes][:MAX_LISTED]
+        listed = sorted(self.entries.values(), key=lambda entry: entry.name)[:MAX_LISTED]
+        evidence[gc.JOB_WAITING_GROUP_ENTRIES] = [
+            _entry_values(entry, setup.entry_attributes) for entry in listed]
+        if failed:
+            evidence[gc.JOB_WAITING_MATCH_ERROR] = sorted(set(failed.values()))[0]
+        return evidence
+
+
+def _entry_values(entry: Entry, names) -> str:
+    """An entry and its values of the group's FactoryMatchAttrs: "name: Attr=value, ..."."""
+    attrs = entry.glidein.get("attrs") if isinstance(entry.glidein, Mapping) else None
+    attrs = attrs if isinstance(attrs, Mapping) else {}
+    values = ", ".join(f"{name}={attrs[name]}" for name in names if name in attrs)
+    return f"{entry.name}: {values}" if values else entry.name
 
 
 def detail(reason: str, attributes: Mapping) -> str:
@@ -420,17 +466,36 @@ def detail(reason: str, attributes: Mapping) -> str:
     if reason == "unusable_idle_glideins":
         causes = ", ".join(f"{key.rsplit('.', 1)[1]} {value}" for key, value in attributes.items()
                            if key.startswith("job.waiting.unusable."))
+        floor = attributes.get(gc.JOB_WAITING_PART_GLIDEIN_MIN_MEMORY)
+        floor_text = f"; the group counts a partitionable glidein with over {floor} MB free" \
+            if floor is not None else ""
         return (f"{attributes.get(gc.JOB_WAITING_IDLE_GLIDEINS, 0)} idle glideins at "
-                f"{entries_text} counted as capacity but unusable ({causes})")
+                f"{entries_text} counted as capacity but unusable ({causes}){floor_text}")
     if reason == "no_matching_entry":
-        return "no entry of the group matches the jobs"
+        return (f"none of the group's {attributes.get(gc.JOB_WAITING_GROUP_ENTRY_COUNT, 0)} "
+                "entries matches the jobs")
+    if reason == "unknown":
+        return f"the group's match expression failed on the jobs ({attributes.get(gc.JOB_WAITING_MATCH_ERROR)})"
     return f"{wr.BY_VALUE[reason].category} ({entries_text})"
 
 
 # --- the spans ---------------------------------------------------------------------------
-def _span_id(sub_key: tuple, since: float, reason: str, kind: str) -> int:
-    text = f"{sub_key[0]}\n{sub_key[1]}\n{since:.6f}\n{reason}\n{kind}\n"
+def _span_id(period_id: str, kind: str) -> int:
+    text = f"{period_id}\n{kind}\n"
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") or 1
+
+
+def _period_id(skey: str, previous: Mapping | None, reason: str, sub: Submission) -> str:
+    """A period's identity, from the period alone: the first one's from the submission and
+    its first idle job (schedd, id and EnteredCurrentStatus, the schedd's own time of its
+    becoming idle), each later one's from the period before it and the new reason. Never the
+    cycle's time, so a cycle run again on the same history names the same period."""
+    if previous is not None and previous.get("id"):
+        origin = previous["id"]
+    else:
+        (cluster, proc), schedd = sub.jobs[0]
+        origin = f"{skey}\n{schedd}#{cluster}.{proc}\n{sub.first.get('EnteredCurrentStatus', '')}"
+    return hashlib.sha256(f"{origin}\n{reason}\n".encode()).hexdigest()[:16]
 
 
 class Reporter:
@@ -443,24 +508,25 @@ class Reporter:
         self.cycle_link = cycle_context
         self.now = time.time() if now is None else now
         self.day = int(self.now // 86400)
-        self.base = {c.FRONTEND_NAME: getattr(element, "frontend_name", None),
-                     c.FRONTEND_GROUP: getattr(element, "group_name", None)}
+        names = gwms.element_names(element)
+        self.base = {c.FRONTEND_NAME: names["frontend_name"], c.FRONTEND_GROUP: names["group_name"]}
         self.sent = 0
+        self.match_errors = 0
 
     def run(self) -> int | None:
         """Update every traced submission of the cycle; return the spans sent (None: the
         cycle has no job data, e.g. it ended before its queries)."""
         element = self.element
-        history = getattr(element, "history_obj", None)
-        types = getattr(element, "condorq_dict_types", None)
-        if history is None or not isinstance(types, Mapping) or "Idle" not in types:
+        history = gwms.history(element)
+        idle_dict = gwms.idle_job_queries(element)
+        if history is None or idle_dict is None:
             return None
         state = history.get(HISTORY_KEY) if hasattr(history, "get") else None
         state = dict(state) if isinstance(state, Mapping) else {}
-        idle = IdleJobs(types["Idle"].get("dict"))
+        idle = IdleJobs(idle_dict)
         # the schedds whose idle jobs were counted (a schedd that did not answer, or that the
         # Frontend left out as bad, ends no period)
-        answered = {str(s) for s in (types["Idle"].get("dict") or {})}
+        answered = {str(s) for s in idle_dict}
         decider = Decider(element, entries(element, self.request_facts, self.now))
         changes = []
         for skey, job in idle.first_jobs.items():
@@ -468,6 +534,7 @@ class Reporter:
             previous = state.get(skey)
             if previous is None or previous.get("reason") != reason:
                 changes.append((previous.get("since", 0.0) if previous else 0.0, skey))
+        self._log_match_errors(decider.matcher)
         gone = [(entry.get("since", 0.0), skey) for skey, entry in state.items()
                 if skey not in idle.first_jobs and entry.get("schedd") in answered]
         budget = MAX_SUBMISSIONS_PER_CYCLE
@@ -482,6 +549,7 @@ class Reporter:
             if previous is not None:
                 self._end(key, previous, "reason_changed")
             period = {"reason": verdict.reason, "since": self.now, "schedd": sub.schedd,
+                      "id": _period_id(skey, previous, verdict.reason, sub),
                       "flags": sub.traceparent[2],
                       "day": previous.get("day") if previous else self.day,
                       "spans": previous.get("spans", 0) if previous else 0,
@@ -492,6 +560,18 @@ class Reporter:
             state[skey] = period
         history[HISTORY_KEY] = state
         return self.sent
+
+    def _log_match_errors(self, matcher: Matcher) -> None:
+        """Once per cycle: how often the group's expression raised, and the first exception."""
+        self.match_errors = matcher.errors
+        if matcher.first_error is not None:
+            error, job, entry = matcher.first_error
+            _logger.warning(
+                "frontend_hooks: the group's match expression raised %d time(s) this cycle "
+                "(job kinds x entries); first: %s, on entry %s for jobs with %s; where it "
+                "raised on every entry a job could match, the job is told reason 'unknown'",
+                matcher.errors, error, entry,
+                ", ".join(f"{key}={value}" for key, value in matcher.kind(job)) or "no match attributes")
 
     def _budget_allows(self, period: dict) -> bool:
         if period.get("day") != self.day:
@@ -511,7 +591,7 @@ class Reporter:
         parent = SpanContext(int(key[0], 16), int(key[1], 16), is_remote=True,
                              trace_flags=TraceFlags(period.get("flags", 1) & 0xFF))
         attributes = {gc.STAGE: gc.STAGE_JOB_WAITING, gc.JOB_WAITING_REASON: reason,
-                      gc.JOB_WAITING_STATE: state,
+                      gc.JOB_WAITING_STATE: state, gc.JOB_OWNER: key[2],
                       **{k: v for k, v in self.base.items() if isinstance(v, str)},
                       **period.get("attributes", {})}
         attributes[gc.JOB_WAITING_DETAIL] = detail(reason, attributes)
@@ -525,7 +605,8 @@ class Reporter:
             links.append(Link(self.cycle_link))
         ids = getattr(self.tracer, "id_generator", None)
         if isinstance(ids, _ChosenIds):
-            ids.next_span_id = _span_id(key, period["since"], reason, state)
+            # a period stored before its id was kept (an older history) is named by its start
+            ids.next_span_id = _span_id(period.get("id") or f"{key}\n{period['since']:.6f}\n{reason}", state)
         span = self.tracer.start_span(
             gc.STAGE_JOB_WAITING, context=trace.set_span_in_context(NonRecordingSpan(parent)),
             kind=SpanKind.INTERNAL, attributes=attributes, links=links,
@@ -536,8 +617,3 @@ class Reporter:
 
 _KEPT = {gc.JOB_WAITING_IDLE_JOBS, gc.JOB_WAITING_REASON_ENTRIES, gc.JOB_WAITING_LIMITS,
          gc.JOB_WAITING_QUEUED_GLIDEINS}
-
-
-def _split_key(skey: str) -> tuple:
-    trace_id, _, span_id = skey.partition("-")
-    return trace_id, span_id

@@ -27,7 +27,7 @@ import frontend_hooks.instrumentor as instrumentor_module
 from tests.support import frontend_standin as standin
 from tests.support import frontend_standin_interface as interface
 from frontend_hooks import REQUEST_TRACEPARENT_PARAM, GlideinFrontendInstrumentor
-from frontend_hooks import calls
+from frontend_hooks import gwms
 from frontend_hooks import conventions as c
 from glidein_tracing.core.ids import parse_traceparent
 
@@ -250,8 +250,8 @@ def test_failures_of_our_code_do_not_change_the_frontend(exporter, tmp_path, mon
         raise ValueError("bug in frontend_hooks")
 
     monkeypatch.setattr(instrumentor_module, "traceparent_of", broken)
-    monkeypatch.setitem(calls.AFTER, "build_resource_classad", broken)
-    monkeypatch.setitem(calls.AFTER, "decide_removal_type", broken)
+    monkeypatch.setitem(gwms.AFTER, "build_resource_classad", broken)
+    monkeypatch.setitem(gwms.AFTER, "decide_removal_type", broken)
     caplog.set_level(logging.WARNING, logger="frontend_hooks")
     for _ in range(2):
         element = run_cycle(tmp_path / "traced")

@@ -28,6 +28,7 @@ from glidein_tracing.core import waiting_reasons
 from tests.support import frontend_standin as standin
 from tests.support import frontend_standin_interface as interface
 from tests.support import frontend_standin_lib as lib
+from tests.support import fixtures
 from tests.support import waiting_world as ww
 
 
@@ -220,3 +221,133 @@ def test_the_reasons_do_not_need_the_frontends_own_spans_recorded(tmp_path):
     reasons = {format(s.context.trace_id, "032x"): s.attributes[gc.JOB_WAITING_REASON] for s in finished}
     assert reasons[ww.trace_of("QUEUE")] == "site_queue" and reasons[ww.trace_of("LIMIT")] == "limit"
     assert reasons[ww.trace_of("DOWN")] == "downtime"
+
+
+# --- matching as the group matches (its configuration as GlideinWMS wrote it) ---------------
+def _sites_world(tmp_path, sites, jobs):
+    """A world of the given entries (site -> entry extras) and job ads only."""
+    world = ww.world(tmp_path, jobs=jobs, slots=[])
+    world["entries"] = [ww.entry(site, **extra) for site, extra in sites.items()]
+    return world
+
+
+def test_the_group_matches_with_the_multicore_clause_glideinwms_adds(exporter, tmp_path):
+    """GlideinWMS's multicore policy adds getGlideinCpusNum(glidein) >= RequestCpus to every
+    Frontend's expression: an 8-core job matches the entry of 8-core glideins, not the 4-core
+    one, as the Frontend's own countMatch counts it in the same cycle."""
+    sites = {"MC4": {"attrs": {"GLIDEIN_CPUS": "4"}},
+             "MC8": {"attrs": {"GLIDEIN_CPUS": "auto", "GLIDEIN_ESTIMATED_CPUS": "8"}}}
+    for site, extra in sites.items():
+        extra["attrs"].update(ww.entry(site)["attrs"])
+    both, four = ww.traceparent("BOTH"), ww.traceparent("FOUR")
+    jobs = [ww.job_ad(200, proc, "MC4,MC8", both, RequestCpus=8) for proc in range(3)]
+    jobs += [ww.job_ad(201, 0, "MC4", four, RequestCpus=8)]
+    cycle(tmp_path, _sites_world(tmp_path, sites, jobs))
+    finished = exporter.get_finished_spans()
+    requests = {s.attributes[fc.REQUEST_NAME]: s.attributes for s in finished if s.name == fc.REQUEST_SPAN}
+    assert requests[ww.request_name("MC8")][fc.MATCHING_IDLE_JOBS] == 3
+    assert requests[ww.request_name("MC4")][fc.MATCHING_IDLE_JOBS] == 0
+    spans = by_trace(waiting_spans(exporter))
+    matched = spans[ww.trace_of("BOTH")].attributes
+    assert matched[gc.JOB_WAITING_REASON] == "requested"
+    assert list(matched[gc.JOB_WAITING_ENTRIES]) == [ww.request_name("MC8")]
+    # no entry can run it: said with the evidence, the expression as GlideinWMS joined it
+    lonely = spans[ww.trace_of("FOUR")].attributes
+    assert lonely[gc.JOB_WAITING_REASON] == "no_matching_entry"
+    descript = (fixtures.GWMS_FRONTEND / "frontend.descript").read_text()
+    frontend_expr = [line.split(None, 1)[1] for line in descript.splitlines() if line.startswith("MatchExpr")][0]
+    assert "getGlideinCpusNum(glidein)" in frontend_expr
+    assert lonely[gc.JOB_WAITING_MATCH_EXPR].startswith(f"({frontend_expr}) and (")
+    assert set(lonely[gc.JOB_WAITING_JOB_VALUES]) == {"RequestCpus=8", "DESIRED_Sites=MC4"}
+    assert list(lonely[gc.JOB_WAITING_GROUP_ENTRIES]) == [
+        f"{ww.request_name('MC4')}: GLIDEIN_CPUS=4, GLIDEIN_Site=MC4",
+        f"{ww.request_name('MC8')}: GLIDEIN_CPUS=auto, GLIDEIN_ESTIMATED_CPUS=8, GLIDEIN_Site=MC8"]
+    assert lonely[gc.JOB_WAITING_GROUP_ENTRY_COUNT] == 2
+    assert gc.JOB_WAITING_MATCH_ERROR not in lonely
+
+
+def test_an_expression_that_cannot_be_evaluated_gives_unknown(tmp_path, caplog):
+    """An entry whose GLIDEIN_ESTIMATED_CPUS is no number makes getGlideinCpusNum raise for
+    every job: the Frontend counts those jobs for no entry there. A job that could run only
+    there is told unknown, never no_matching_entry; one that matches elsewhere keeps that
+    entry's reason; the failures are logged once and counted on the cycle span."""
+    instrumentor, exporter = _instrument()
+    broken = {"attrs": dict(ww.entry("ODD")["attrs"], GLIDEIN_CPUS="auto", GLIDEIN_ESTIMATED_CPUS="several")}
+    sites = {"ODD": broken, "QUEUE": {"factory_monitor": {"StatusIdle": 5, "StatusRunning": 0}}}
+    only, also = ww.traceparent("ONLY"), ww.traceparent("ALSO")
+    jobs = [ww.job_ad(300, 0, "ODD", only), ww.job_ad(301, 0, "ODD,QUEUE", also), ww.job_ad(302, 0, "QUEUE")]
+    try:
+        with caplog.at_level("WARNING", logger="frontend_hooks"):
+            cycle(tmp_path, _sites_world(tmp_path, sites, jobs))
+    finally:
+        instrumentor.uninstrument()
+    finished = exporter.get_finished_spans()
+    spans = by_trace([s for s in finished if s.name == gc.STAGE_JOB_WAITING])
+    unknown = spans[ww.trace_of("ONLY")].attributes
+    assert unknown[gc.JOB_WAITING_REASON] == "unknown"
+    assert unknown[gc.JOB_WAITING_MATCH_ERROR].startswith("ValueError: ")
+    assert "several" in unknown[gc.JOB_WAITING_MATCH_ERROR]
+    assert unknown[gc.JOB_WAITING_MATCH_EXPR] and unknown[gc.JOB_WAITING_JOB_VALUES]
+    assert spans[ww.trace_of("ALSO")].attributes[gc.JOB_WAITING_REASON] == "site_queue"
+    (cycle_span,) = [s for s in finished if s.name == fc.CYCLE_SPAN]
+    # the traced job kinds (ODD; ODD,QUEUE) x the broken entry
+    assert cycle_span.attributes[fc.CYCLE_MATCH_ERRORS] == 2
+    logged = [r for r in caplog.records if "match expression raised" in r.getMessage()]
+    assert len(logged) == 1 and "ValueError" in logged[0].getMessage()
+    assert not instrumentor_module.FAILURES                       # our own code did not fail
+
+
+def test_unusable_idle_glideins_quote_the_groups_part_glidein_min_memory(exporter, tmp_path):
+    cycle(tmp_path, ww.world(tmp_path))
+    small = by_trace(waiting_spans(exporter))[ww.trace_of("SMALL")].attributes
+    descript = (fixtures.GWMS_FRONTEND / "group_main" / "group.descript").read_text()
+    floor = int([line.split()[1] for line in descript.splitlines() if line.startswith("PartGlideinMinMemory")][0])
+    assert small[gc.JOB_WAITING_PART_GLIDEIN_MIN_MEMORY] == floor
+    assert f"over {floor} MB free" in small[gc.JOB_WAITING_DETAIL]
+
+
+# --- no user decides another's answer; a crash sends nothing twice -----------------------------
+def test_another_owners_copied_traceparent_never_changes_the_reason(exporter, tmp_path):
+    """50 jobs of mallory matching nothing, carrying alice's TraceParent and lower cluster ids,
+    are a submission of their own: alice's stays site_queue with her 2 jobs."""
+    victim = ww.traceparent("QUEUE")
+    copies = [ww.job_ad(10 + n // 10, n % 10, "NOWHERE", victim, owner="mallory") for n in range(50)]
+    alice = [ww.job_ad(100, proc, "QUEUE", victim) for proc in (0, 1)]
+    cycle(tmp_path, ww.world(tmp_path, jobs=copies + alice))
+    spans = {s.attributes[gc.JOB_OWNER]: s.attributes for s in waiting_spans(exporter)}
+    assert spans["alice"][gc.JOB_WAITING_REASON] == "site_queue"
+    assert spans["alice"][gc.JOB_WAITING_IDLE_JOBS] == 2
+    assert spans["mallory"][gc.JOB_WAITING_REASON] == "no_matching_entry"
+    assert spans["mallory"][gc.JOB_WAITING_IDLE_JOBS] == 50
+    # the copies go away: alice's period goes on, untouched
+    cycle(tmp_path, ww.world(tmp_path, jobs=alice))
+    assert [(s.attributes[gc.JOB_OWNER], s.attributes[gc.JOB_WAITING_STATE]) for s in waiting_spans(exporter)] \
+        == [("mallory", "ended")]
+
+
+def test_a_cycle_run_again_after_a_crash_sends_no_new_span_id(exporter, tmp_path):
+    cycle(tmp_path, ww.world(tmp_path))
+    first = waiting_spans(exporter)
+    saved = tmp_path / "history.before"
+    shutil.copy(tmp_path / "group_main" / "history.pk", saved)
+    world = ww.world(tmp_path, slots=ww.world(tmp_path)["slots"] + [ww.slot("slot1@q1", "QUEUE", 8000)])
+    cycle(tmp_path, world)
+    changed = waiting_spans(exporter)
+    # the Frontend crashed before saving its history; the cycle runs again, a moment later
+    shutil.copy(saved, tmp_path / "group_main" / "history.pk")
+    cycle(tmp_path, world)
+    again = waiting_spans(exporter)
+    assert len(changed) == 2 and {s.context.span_id for s in again} == {s.context.span_id for s in changed}
+    current = {s.context.span_id for s in first + changed + again
+               if s.attributes[gc.JOB_WAITING_STATE] == "current"
+               and format(s.context.trace_id, "032x") == ww.trace_of("QUEUE")}
+    assert len(current) == 2                     # site_queue's and glidein_idle's, each once
+
+
+@pytest.mark.parametrize("mangle", [str.upper, lambda value: value + "  "],
+                         ids=["upper-case hex", "trailing spaces"])
+def test_a_traceparent_not_written_as_w3c_writes_it_gets_no_span(exporter, tmp_path, mangle):
+    bad = mangle(ww.traceparent("QUEUE"))
+    jobs = [ww.job_ad(100, 0, "QUEUE", bad), ww.job_ad(101, 0, "NEW", ww.traceparent("NEW"))]
+    cycle(tmp_path, ww.world(tmp_path, jobs=jobs))
+    assert [format(s.context.trace_id, "032x") for s in waiting_spans(exporter)] == [ww.trace_of("NEW")]

@@ -37,12 +37,17 @@ def test_span_ids_are_stable_distinct_and_valid():
 def test_traceparent_parsing_rejects_invalid_values():
     good = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     assert ids.parse_traceparent(good) == ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", 1)
-    assert ids.parse_traceparent(good.upper()) is not None
-    for bad in ("", "garbage", "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+    # a later version may carry more fields; its first four are read
+    assert ids.parse_traceparent("01-" + good[3:] + "-more") == ids.parse_traceparent(good)
+    for bad in ("", "garbage", None, "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
                 "00-00000000000000000000000000000000-b7ad6b7169203331-01",
                 "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01",
-                "00-0af7651916cd43dd8448eb211c80319c-b7ad6b716920333-01"):
-        assert ids.parse_traceparent(bad) is None
+                "00-0af7651916cd43dd8448eb211c80319c-b7ad6b716920333-01",
+                good.upper(), good.replace("0af7", "0AF7"), "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-0A",
+                good + " ", " " + good, good + "\n", good + "\t",
+                good + "-more",                      # version 00 has exactly four fields
+                "01-" + good[3:] + "more"):          # more fields follow a "-"
+        assert ids.parse_traceparent(bad) is None, bad
 
 
 def test_integer_span_ids_equal_the_hex_ones():

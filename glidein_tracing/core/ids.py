@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass
 
 ID_SCHEME = "gt1"
-TRACEPARENT_RE = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+# version-trace_id-span_id-flags, then, in versions after 00 only, "-" and more fields
+TRACEPARENT_RE = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-[\x21-\x7e]*)?")
 _ZERO_TRACE, _ZERO_SPAN = "0" * 32, "0" * 16   # the invalid all-zero ids
 
 
@@ -64,11 +65,16 @@ def span_id_int(trace_id: str, span_key: str) -> int:
 
 
 def parse_traceparent(value: str):
-    """Return (trace_id, span_id, flags) of a W3C traceparent, or None when it is not valid."""
-    match = TRACEPARENT_RE.match((value or "").strip().lower())
-    if not match or match.group(1) == "ff":
+    """Return (trace_id, span_id, flags) of a W3C traceparent, or None when it is not valid as
+    W3C Trace Context writes it: lower-case hex only, nothing around it (no spaces, no line
+    end), version ``ff`` invalid, version ``00`` exactly four fields, a later version possibly
+    more after a ``-`` (its first four are read), all-zero ids invalid."""
+    match = TRACEPARENT_RE.fullmatch(value) if isinstance(value, str) else None
+    if not match:
         return None
-    _, trace, span, flags = match.groups()
+    version, trace, span, flags, rest = match.groups()
+    if version == "ff" or (version == "00" and rest is not None):
+        return None
     if trace == _ZERO_TRACE or span == _ZERO_SPAN:
         return None
     return trace, span, int(flags, 16)

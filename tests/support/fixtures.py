@@ -12,6 +12,7 @@ SHARED = Path(os.environ.get("GLIDEIN_TRACING_SHARED",
 FIXTURES = SHARED / "fixtures"
 GLIDEIN_RUN = FIXTURES / "glidein-run"
 HTCONDOR = FIXTURES / "htcondor"
+GWMS_FRONTEND = FIXTURES / "gwms-frontend"   # a Frontend configuration GlideinWMS wrote
 
 
 def fixture_path(*parts) -> Path:

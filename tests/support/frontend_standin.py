@@ -24,18 +24,23 @@ Instead of querying schedds and collectors, the element reads the entries of its
 "in_downtime": false, "has_key": true}``.
 
 With ``world={"entries": [...], "schedds": {schedd: condor_q -l file}, "slots": [...],
-"match_expr": "..."}`` the element queries like the real one (tests/support/frontend_standin_lib.py
+"config": DIR}`` the element reads its configuration as GlideinWMS wrote it (DIR holds
+frontend.descript and group_<GROUP>/group.descript, e.g. ../shared/fixtures/gwms-frontend) and
+queries like the real one (tests/support/frontend_standin_lib.py
 stands in for glideinFrontendLib): the schedds' jobs with the group's ``JobMatchAttrs`` as
 format list, the group's glideins with ``get_condor_status``'s format list, ``countMatch`` for
 each entry's idle jobs; it then holds ``condorq_dict``, ``condorq_dict_types``,
 ``glidein_dict``, ``factoryclients_dict`` (an entry's ``"factory_monitor"``),
-``status_dict_types`` and ``condorq_match_list`` as the real one does; an entry without
+``status_dict_types`` and ``condorq_match_list`` as the real one does (the Factory's monitoring
+of an entry, its ``"factory_monitor"``, keyed by the client ad's name as
+``query_factoryclients`` keys it); an entry without
 ``"status"`` counts its glideins from the slots.
 
 Run as a script it behaves like the real one: ``python glideinFrontendElement.py PPID WORK_DIR
 GROUP [ACTION]``.
 """
 
+import ast
 import copy
 import json
 import os
@@ -52,14 +57,43 @@ except ImportError:
     from . import frontend_standin_lib as glideinFrontendLib
 
 
-class ElementDescript:
-    def __init__(self, match_attrs, match_expr):
-        self.merged_data = {"JobMatchAttrs": match_attrs, "JobQueryExpr": "True",
-                            "MatchExprCompiledObj": compile(match_expr, "<string>", "eval"),
-                            "MatchPolicyModules": []}
-
-
 # ---- glideinFrontendConfig -------------------------------------------------------------
+def _descript(path):
+    """ConfigFile.load: NAME VALUE lines, '#' comment lines; the value is the rest of the line."""
+    data = {}
+    with open(path) as handle:
+        for line in handle.read().splitlines():
+            if not line.strip() or line[0] == "#":
+                continue
+            parts = line.split(None, 1)
+            data[parts[0]] = parts[1] if len(parts) > 1 else ""
+    return data
+
+
+class ElementMergedDescript:
+    """The group's configuration as GlideinWMS's reconfig wrote it: frontend.descript and
+    group_<name>/group.descript under the configuration directory, merged as
+    ``ElementMergedDescript._merge`` merges them (the match expressions joined by ``and`` and
+    compiled, the match attribute lists concatenated without repeats)."""
+
+    def __init__(self, config_dir, group_name):
+        self.frontend_data = _descript(os.path.join(config_dir, "frontend.descript"))
+        self.element_data = _descript(os.path.join(config_dir, "group_" + group_name, "group.descript"))
+        merged = self.merged_data = {}
+        for key in ("JobQueryExpr",):
+            merged[key] = f"({self.frontend_data[key]}) && ({self.element_data[key]})"
+        for key in ("JobMatchAttrs", "FactoryMatchAttrs"):
+            names, attributes = set(), []
+            for item in ast.literal_eval(self.frontend_data[key]) + ast.literal_eval(self.element_data[key]):
+                if item[0] not in names:
+                    names.add(item[0])
+                    attributes.append(item)
+            merged[key] = attributes
+        merged["MatchExpr"] = f"({self.frontend_data['MatchExpr']}) and ({self.element_data['MatchExpr']})"
+        merged["MatchExprCompiledObj"] = compile(merged["MatchExpr"], "<string>", "eval")
+        merged["MatchPolicyModules"] = []
+
+
 class HistoryFile:
     def __init__(self, base_dir, group_name, load_on_init=True, default_factory=None):
         self.fname = os.path.join(base_dir, "group_" + group_name, "history.pk")
@@ -107,9 +141,9 @@ class glideinFrontendElement:
         self.queries = world if isinstance(world, dict) else None
         self.world = world["entries"] if isinstance(world, dict) else world
         if self.queries is not None:
-            self.elementDescript = ElementDescript(
-                [tuple(a) for a in world.get("match_attrs", [["DESIRED_Sites", "s"]])],
-                world.get("match_expr", "True"))
+            self.elementDescript = ElementMergedDescript(world["config"], group_name)
+            self.frontend_name = self.elementDescript.frontend_data["FrontendName"]
+            self.p_glidein_min_memory = int(self.elementDescript.element_data["PartGlideinMinMemory"])
             self.attr_dict = {}
             self.ignore_down_entries = False
         self.const_params = {"USE_MATCH_AUTH": "True"}
@@ -168,11 +202,16 @@ class glideinFrontendElement:
             format_list=[("GLIDEIN_CredentialIdentifier", "s"), ("TotalSlots", "i"), ("Cpus", "i"),
                          ("Memory", "i"), ("PartitionableSlot", "s"), ("SlotType", "s"),
                          ("TotalSlotCpus", "i")])
-        self.status_dict_types = {"Idle": {"dict": glideinFrontendLib.getIdleCondorStatus(self.status_dict)}}
+        self.status_dict_types = {"Idle": {"dict": glideinFrontendLib.getIdleCondorStatus(
+            self.status_dict, self.p_glidein_min_memory)}}
         self.glidein_dict = {tuple(e["glideid"]): {"attrs": dict(e.get("attrs", {})), "monitor": {}}
                              for e in self.world}
-        self.factoryclients_dict = {tuple(e["glideid"]): {"monitor": dict(e["factory_monitor"])}
-                                    for e in self.world if "factory_monitor" in e}
+        # query_factoryclients: the Factory's per-client ads, named
+        # "<entry>@<glidein>@<factory>@<client name>", keyed (pool, Name, my identity)
+        self.factoryclients_dict = {
+            (e["glideid"][0], f"{e['glideid'][1]}@{self.published_frontend_name}", e["glideid"][2]):
+            {"attrs": {}, "monitor": dict(e["factory_monitor"])}
+            for e in self.world if "factory_monitor" in e}
         self.condorq_match_list = [f[0] for f in self.elementDescript.merged_data["JobMatchAttrs"]]
         for dt, el in self.condorq_dict_types.items():   # do_match's subprocess_count_dt
             el["count"], el["prop"], el["hereonly"], el["prop_mc"] = glideinFrontendLib.countMatch(

@@ -8,10 +8,13 @@ job_status_filter=(1, 2))`` -> {schedd: query} whose ``fetchStored()`` is {(Clus
 EnteredCurrentStatus, ServerTime, RemoteHost); ``getIdleCondorQ``, ``getRunningCondorQ``, ``getOldCondorQ``, ``getIdleVomsCondorQ``;
 ``getCondorStatus(
 collector_names, constraint=None, format_list=None, want_format_completion=True)`` and
-``getIdleCondorStatus``; ``hashJob``; ``countMatch(match_obj, condorq_dict, glidein_dict,
+``getIdleCondorStatus`` (with the PartGlideinMinMemory floor for partitionable slots);
+``hashJob``; ``getGlideinCpusNum``, which the multicore policy's match clause calls;
+``countMatch(match_obj, condorq_dict, glidein_dict,
 attr_dict, ignore_down_entries, condorq_match_list=None, match_policies=[])`` -> four dicts of
 matching job counts per glideid, ``(None, None, None)`` for the unmatched, evaluating
-``match_obj`` with ``job``, ``glidein`` and ``attr_dict`` once per job kind.
+``match_obj`` in this module's namespace with ``job``, ``glidein`` and ``attr_dict`` once per
+job kind and entry (an evaluation that raises is no match, as the real one counts it).
 
 Instead of schedds, the job ads are read from files in the format ``condor_q -l`` writes
 (``JOB_AD_FILES``: schedd -> path), parsed with HTCondor's classad2; instead of a collector,
@@ -110,9 +113,14 @@ def getCondorStatus(collector_names, constraint=None, format_list=None, want_for
 
 
 def getIdleCondorStatus(status_dict, min_memory=2500):
-    return {collector: StoredQuery(query.fetchStored(
-        lambda el: el.get("State") == "Unclaimed" and el.get("Activity") == "Idle"))
-        for collector, query in status_dict.items()}
+    """Unclaimed idle slots; a partitionable one only when not yet partitioned or with free
+    cores and more than ``min_memory`` MB free (the group's PartGlideinMinMemory)."""
+    def idle(el):
+        return (el.get("State") == "Unclaimed" and el.get("Activity") == "Idle"
+                and (not el.get("PartitionableSlot") or el.get("TotalSlots") == 1
+                     or (el.get("Cpus", 0) > 0 and el.get("Memory", 2501) > min_memory
+                         and (el.get("TotalGpus", 0) == 0 or el.get("Gpus", 0) > 0))))
+    return {collector: StoredQuery(query.fetchStored(idle)) for collector, query in status_dict.items()}
 
 
 def hashJob(condorq_el, condorq_match_list=None):
@@ -120,6 +128,27 @@ def hashJob(condorq_el, condorq_match_list=None):
     if condorq_match_list is not None:
         keys = [k for k in keys if k in condorq_match_list]
     return tuple((k, condorq_el[k]) for k in keys)
+
+
+def getGlideinCpusNum(glidein, estimate_cpus=True):
+    """An entry's cores per glidein: GLIDEIN_CPUS (1 when unset); with estimate_cpus, a
+    keyword (auto, slot, node) or a value <= 0 means GLIDEIN_ESTIMATED_CPUS (1 when unset).
+    The multicore policy's clause in every match expression calls it."""
+    cpus = str(glidein["attrs"].get("GLIDEIN_CPUS", 1))
+    try:
+        number = int(cpus)
+    except ValueError:
+        number = None
+    if number is not None and (number > 0 or not estimate_cpus):
+        return number
+    if estimate_cpus:
+        return int(str(glidein["attrs"].get("GLIDEIN_ESTIMATED_CPUS", 1)))
+    keyword = cpus.upper()
+    if keyword in ("AUTO", "SLOT"):
+        return -1
+    if keyword == "NODE":
+        return 0
+    raise ValueError(cpus)
 
 
 def countMatch(match_obj, condorq_dict, glidein_dict, attr_dict, ignore_down_entries,
@@ -137,7 +166,15 @@ def countMatch(match_obj, condorq_dict, glidein_dict, attr_dict, ignore_down_ent
             down = str(glidein["attrs"].get("GLIDEIN_In_Downtime", False)) == "True"
             if ignore_down_entries and down:
                 continue
-            if eval(match_obj, {}, {"job": job, "glidein": glidein, "attr_dict": attr_dict}) is True:
+            try:   # evaluated in this module's namespace, where getGlideinCpusNum is
+                match = eval(match_obj, globals(), {"job": job, "glidein": glidein, "attr_dict": attr_dict})
+                for policy in match_policies:
+                    if match is not True:
+                        break
+                    match = policy.pyObject.match(job, glidein)
+            except Exception:   # the real one logs these at debug level: no match
+                match = False
+            if match == True:  # noqa: E712 - countMatch's own test
                 counts[glideid] += number
                 matched = True
         if not matched:

@@ -1,15 +1,18 @@
 """A Frontend group's world in which every job.waiting reason happens once, for the
 frontend_hooks and ``why`` tests: job ads in the format ``condor_q -l`` writes, entries,
-glidein slots and the Factory's per-client monitoring (tests/support/frontend_standin.py)."""
+glidein slots and the Factory's per-client monitoring (tests/support/frontend_standin.py),
+for the group ``main`` of the Frontend configuration GlideinWMS wrote in
+../shared/fixtures/gwms-frontend (its match expression: the multicore policy's clause and the
+group's DESIRED_Sites one; tests skip when it is absent)."""
 
 import time
 
 from glidein_tracing.core.ids import format_traceparent
+from tests.support.fixtures import fixture_path
 
 POOL = "gfactory.example.org"
 SCHEDD = "schedd.example.org"
 IDENTITY = "vofe@gfactory.example.org"
-MATCH_EXPR = 'glidein["attrs"].get("GLIDEIN_Site") in job.get("DESIRED_Sites", "").split(",")'
 
 # site -> (the reason its submission gets, entry extras)
 SITES = {
@@ -52,15 +55,16 @@ def slot(name, site, memory, cpus=1, disk=10_000_000, state="Unclaimed", to_reti
     return {"Name": name, "State": state, "Activity": "Idle" if state == "Unclaimed" else "Busy",
             "Memory": memory, "Cpus": cpus, "Disk": disk, "GLIDEIN_Entry_Name": entry_name,
             "GLIDEIN_Name": glidein_name, "GLIDEIN_Factory": factory,
-            "GLIDECLIENT_Name": "vofe.main", "GLIDEIN_CredentialIdentifier": "cred1",
+            "GLIDECLIENT_Name": "FE_H6.main", "GLIDEIN_CredentialIdentifier": "cred1",
             "GLIDEIN_ToRetire": now + 3600 if to_retire is None else to_retire,
             "GLIDEIN_ToDie": now + 86400 if to_die is None else to_die}
 
 
-def job_ad(cluster, proc, sites, trace=None, status=1, memory=2000, **extra):
-    attrs = {"ClusterId": cluster, "ProcId": proc, "JobStatus": status, "Owner": '"alice"',
+def job_ad(cluster, proc, sites, trace=None, status=1, memory=2000, owner="alice", **extra):
+    attrs = {"ClusterId": cluster, "ProcId": proc, "JobStatus": status, "Owner": f'"{owner}"',
              "DESIRED_Sites": f'"{sites}"', "RequestCpus": 1, "RequestMemory": memory,
              "RequestDisk": 1_000_000, "QDate": int(time.time()) - 600,
+             "EnteredCurrentStatus": int(time.time()) - 600,
              "GlobalJobId": f'"{SCHEDD}#{cluster}.{proc}#1700000000"'}
     if trace:
         attrs["TraceParent"] = f'"{trace}"'
@@ -89,6 +93,4 @@ def world(tmp_path, jobs=None, sites=SITES, slots=None):
                  slot("slot1@free1", "FREE", 8000)]
     return {"entries": [entry(site, **extra) for site, (_reason, extra) in sites.items()],
             "schedds": {SCHEDD: write_jobs(tmp_path / "jobs.ads", jobs)},
-            "slots": slots, "match_expr": MATCH_EXPR,
-            # GlideinWMS's creation adds RequestCpus to every group's match attributes
-            "match_attrs": [["DESIRED_Sites", "s"], ["RequestCpus", "i"], ["RequestDisk", "i"]]}
+            "slots": slots, "config": str(fixture_path("gwms-frontend"))}
