@@ -108,3 +108,42 @@ def test_an_untouched_phase_command_is_checked_and_given(tmp_path):
     spans, _, result = forwarded(tmp_path, Scenario(jobs=[job, job]))
     assert [s["name"] for s in spans if s["attributes"]["glidein.stage"] == "job.phase"] == ["p", "p"]
     assert result.job_env(1)["GLIDEIN_TRACING_PHASE"].endswith("/.glidein_tracing/phase")
+
+
+# a job that appends a per-script record dated 2000-01-01 (the line and the record's times)
+OLD_RECORD = (f"printf 'gtj1\\t946684800\\trecord\\tmain/forged.sh\\t@status=OK\\t"
+              f"@tstart=2000-01-01T00:00:00+00:00\\t@tend=2000-01-01T00:00:01+00:00\\n' >> {JOURNAL}\nexit 0\n")
+# the same record dated now, a second into the job (a record's time is a whole second)
+NOW_RECORD = ('sleep 1; now=$(date +%s); iso=$(date -u +%Y-%m-%dT%H:%M:%S+00:00)\n'
+              f"printf 'gtj1\\t%s\\trecord\\tmain/forged.sh\\t@status=ERROR\\t@failure=WN_Resource\\t"
+              f"@tstart=%s\\t@tend=%s\\n' \"$now\" \"$iso\" \"$iso\" >> {JOURNAL}\nexit 0\n")
+
+
+def test_a_line_dated_27_years_back_cannot_move_the_glideins_clock(tmp_path):
+    """Issue 42: one record line dated 2000-01-01 shifted every node stage by 849,812,757 s and
+    dated the root in 2053. It lies outside the glidein's life as the Factory measured it (its
+    execute and terminate events, widened by its lifetime): counted, ignored, nothing moves."""
+    spans, stats, result = forwarded(tmp_path, Scenario(jobs=[Job(script=OLD_RECORD)]))
+    assert b"main/forged.sh" in result.journal_from_stderr()          # the job did append
+    root = root_of(spans)
+    assert root["glidein_tracing.input.outside_life"] == 1 and stats.problems["lines_outside_life"] == 1
+    assert root.get("glidein.clock.shift_s", 0) < 600
+    starts = [s["start_ns"] for s in spans]
+    ends = [s["end_ns"] for s in spans]
+    assert max(ends) - min(starts) < 3600 * 10**9                     # one glidein's hour, not 27 years
+    assert not [s for s in spans if s["name"] == "main/forged.sh"]
+    assert root.get("glidein.outcome") == "ok"
+
+
+def test_a_record_line_a_job_writes_is_the_jobs_not_a_validation_span(tmp_path):
+    """A per-script record of a script that started while a job ran (GlideinWMS runs its
+    scripts before any job) is a note on that job, not a failed validation script."""
+    spans, stats, result = forwarded(tmp_path, Scenario(jobs=[Job(script=NOW_RECORD)]))
+    assert b"main/forged.sh" in result.journal_from_stderr()
+    assert not [s for s in spans if s["name"] == "main/forged.sh"]
+    root = root_of(spans)
+    assert root.get("glidein.outcome") == "ok" and "glidein.failure.domain" not in root
+    assert [s for s in spans if s["attributes"]["glidein.stage"] == "validation"]   # the glidein's own stay
+    (job,) = [s for s in spans if s["attributes"]["glidein.stage"] == "job" and not s["attributes"].get("glidein.user_view")]
+    notes = [e["attributes"]["message"] for e in job["events"] if e["name"] == "glidein_tracing.note"]
+    assert any("record main/forged.sh" in n for n in notes) and stats.problems["lines_of_a_job"] == 1

@@ -51,6 +51,8 @@ IDENTITY = (GLIDEIN_FACTORY, GLIDEIN_NAME, GLIDEIN_ENTRY, GLIDEIN_CLIENT, GLIDEI
             GLIDEIN_UUID)
 #: journal claims on the root's identity the Factory left out (they contradicted its own)
 INPUT_IDENTITY_IGNORED = "glidein_tracing.input.identity_ignored"
+#: journal lines dated outside the glidein's life as the Factory measured it, left out
+INPUT_OUTSIDE_LIFE = "glidein_tracing.input.outside_life"
 SERVICE_NAME = "service.name"                   # resource; knob GLIDEIN_TRACING_SERVICE_NAME
 DEFAULT_SERVICE_NAME = "glidein"
 

@@ -36,13 +36,15 @@ class SpanMaker:
     entry_sites: dict = field(default_factory=dict)
 
     def glidein(self, identity: ids.GlideinIdentity, activity, journal, cut: dict, ended_at,
-                stdout_facts=None, *, untraced: bool = False, identity_ignored: int = 0) -> list:
+                stdout_facts=None, *, untraced: bool = False, identity_ignored: int = 0,
+                outside_life: int = 0) -> list:
         """Every span of an ended glidein (ConversionError when there is no trace to make);
         ``stdout_facts``: GlideinWMS's reading of its returned stdout (glidein_stdout.py), on
         the root over anything the journal says of the same names; ``untraced``: its output
         came back with no journal and it was not asked to trace; ``identity_ignored``: the
-        journal's claims on the root's identity left out (returned.held_identity), counted
-        on the root."""
+        journal's claims on the root's identity left out (returned.held_identity), and
+        ``outside_life``: its lines dated outside the glidein's life (clocks.within_life),
+        each counted on the root."""
         events = list(activity) + list(journal)
         when = min((e.time for e in events), default=ended_at or time.time())
         if stdout_facts:
@@ -54,9 +56,9 @@ class SpanMaker:
         if any(cut.values()):
             events.append(Event(time=when, op="attr", key="glidein", fields={
                 f"glidein_tracing.input.cut_{kind}:i": str(count) for kind, count in cut.items()}))
-        if identity_ignored:
-            events.append(Event(time=when, op="attr", key="glidein", fields={
-                typed(c.INPUT_IDENTITY_IGNORED, INT): str(identity_ignored)}))
+        for name, count in ((c.INPUT_IDENTITY_IGNORED, identity_ignored), (c.INPUT_OUTSIDE_LIFE, outside_life)):
+            if count:
+                events.append(Event(time=when, op="attr", key="glidein", fields={typed(name, INT): str(count)}))
         if untraced and not journal:
             events.append(Event(time=when, op="attr", key="glidein", fields={c.GLIDEIN_TRACED + ":b": "false"}))
         elif not journal:

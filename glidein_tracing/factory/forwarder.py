@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from ..core.converter import ConversionError
+from ..core.converter.clocks import life_bounds, within_life
 from ..core.ids import span_id
 from ..core.sampling import keep_glidein
 from ..core.sections import DEFAULT_MAX_BYTES
@@ -200,10 +201,15 @@ class Forwarder:
         if not glidein.schedd:
             stats.problem("unknown_schedd")
         journal, ignored = held_identity(glidein, self.spans.entry_sites.get(row["entry"]), journal)
+        factory_events = self.ledger.factory_events(gkey)
+        journal, outside = within_life(journal, life_bounds(factory_events, row["ended_at"]))
+        if outside:
+            log.warning("%s: %d journal lines dated outside the glidein's life; ignored", stderr_path(row), outside)
+            stats.problem("lines_outside_life", outside)
         journal, moved = attributed_to_jobs(journal)
         if moved:
-            log.warning("%s: %d journal lines on validation scripts no hook writes; given to the job that ran "
-                        "then", stderr_path(row), moved)
+            log.warning("%s: %d journal lines no hook writes then (on validation scripts, records while a job "
+                        "ran); given to the job that ran then", stderr_path(row), moved)
             stats.problem("lines_of_a_job", moved)
         if ignored:
             log.warning("%s: journal lines claim another %s for the glidein; ignored", stderr_path(row),
@@ -213,9 +219,9 @@ class Forwarder:
         # its output came back with no journal section and it was not asked to trace
         untraced = stdout.output and not returned.sections and not stdout.asked_to_trace
         try:
-            spans = self.spans.glidein(glidein, self.ledger.factory_events(gkey), journal, returned.cut,
+            spans = self.spans.glidein(glidein, factory_events, journal, returned.cut,
                                        row["ended_at"], stdout.facts, untraced=untraced,
-                                       identity_ignored=len(ignored))
+                                       identity_ignored=len(ignored), outside_life=outside)
         except ConversionError as exc:
             return None, str(exc)
         if self.failure_attribution is not None:

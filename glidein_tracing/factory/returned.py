@@ -14,6 +14,7 @@ what was cut is returned, to be counted on the root.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import logging
 import os
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core import ids
+from ..core.converter.fields import parse_iso
 from ..core.journal import INT, parse_lines, typed
 from ..core.sections import DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES, journal_sections
 from .stats import ForwardStats
@@ -144,7 +146,10 @@ def attributed_to_jobs(events) -> tuple[list, int]:
     (a start, end or attr on a validation script's key) written while a job ran turned into a
     note on that job's span (the job that started last among those not ended), and such a line
     written while none ran left out; and how many there were. A job runs as the glidein's user:
-    a failed validation script it appends must not fail the glidein."""
+    a failed validation script it appends must not fail the glidein. Likewise a per-script
+    ``record`` whose script started while a job ran (GlideinWMS runs its scripts, and
+    condor_startup.sh, before any job) is a note on that job, not a validation span."""
+    ran_then = _jobs_running_at(events)
     out, running, moved = [], [], 0
     for event in events:
         key, op = event.key, event.op
@@ -153,14 +158,40 @@ def attributed_to_jobs(events) -> tuple[list, int]:
         elif key.startswith(JOB_PREFIX) and op == "end" and key in running:
             running.remove(key)
         if key.startswith(VALIDATION_PREFIX) and op in FORGEABLE_OPS:
-            moved += 1
-            if running:
-                out.append(dataclasses.replace(event, op="note", key=running[-1], links=[], fields={
-                    "@msg": f"a journal line written while this job ran ({op} {key[:200]}) is this job's, "
-                            "not the glidein's: ignored"}))
+            owner = running[-1] if running else None
+        elif op == "record" and ran_then(parse_iso(event.fields.get("@tstart", "")) or event.time):
+            owner = ran_then(parse_iso(event.fields.get("@tstart", "")) or event.time)
+        else:
+            out.append(event)
             continue
-        out.append(event)
+        moved += 1
+        if owner is not None:
+            out.append(dataclasses.replace(event, op="note", key=owner, links=[], fields={
+                "@msg": f"a journal line written while this job ran ({op} {key[:200]}) is this job's, "
+                        "not the glidein's: ignored"}))
     return out, moved
+
+
+def _jobs_running_at(events):
+    """A function: time -> the key of a job that ran then (started before, ended at or after,
+    by its journal lines), or None."""
+    starts, ends = {}, {}
+    for event in events:
+        if event.key.startswith(JOB_PREFIX) and event.op in ("start", "end"):
+            (starts if event.op == "start" else ends).setdefault(event.key, event.time)
+    runs = sorted((starts[k], ends[k], k) for k in starts if k in ends)
+    begun = [start for start, _, _ in runs]
+    latest, best = [], None          # latest[i]: the run among the first i+1 that ends last
+    for run in runs:
+        best = run if best is None or run[1] > best[1] else best
+        latest.append(best)
+
+    def ran_then(when: float):
+        at = bisect.bisect_left(begun, when) - 1     # runs that started strictly before
+        if at < 0 or latest[at][1] < when:
+            return None
+        return latest[at][2]
+    return ran_then
 
 
 def stderr_path(row) -> Path:

@@ -15,12 +15,24 @@ a moved copy would be a second content under the same span ids. Then only
 
 The readings of the resource timeline and the notes keep the node's clock (build.py reads
 them with the shift); the user jobs' phases move with their jobs.
+
+The node cannot move the Factory's clock: at the Factory, ``within_life`` first leaves out
+every node line claiming a time (its own, or a record's ``@tstart``/``@tend``) outside the
+glidein's life as the Factory measured it (its first execute event to its terminate event),
+widened by the disagreement two clocks may have: the glidein's lifetime, at least
+``CLOCK_MARGIN_S``. So no shift exceeds that, and one forged line cannot date a glidein 27
+years away.
 """
 
 from __future__ import annotations
 
+import time
+
 from .. import conventions as c
 from .draft import ROOT, Draft
+from .fields import parse_iso
+
+CLOCK_MARGIN_S = 600.0   # the least disagreement tolerated: a grid manager polls the site for minutes
 
 _FACTORY_ONLY = (c.FACTORY_STAGE_PREFIX, c.STAGE_POST_FAILURE_SLEEP)
 
@@ -28,6 +40,37 @@ _FACTORY_ONLY = (c.FACTORY_STAGE_PREFIX, c.STAGE_POST_FAILURE_SLEEP)
 def is_node_span(key: str, stage: str) -> bool:
     """Whether a span is dated by the node's clock (moved with the node's stages)."""
     return key != ROOT and not stage.startswith(_FACTORY_ONLY) and not key.startswith(_FACTORY_ONLY)
+
+
+def life_bounds(factory_events, ended_at: float | None, now: float | None = None) -> tuple[float, float]:
+    """The node times the Factory accepts for a glidein: from its first execute event (else its
+    submission) to its terminate event (else now), each widened by the glidein's lifetime, at
+    least ``CLOCK_MARGIN_S``. Only what the Factory measured goes in."""
+    now = time.time() if now is None else now
+    executes = [e.time for e in factory_events if e.op == "end" and e.key.startswith(c.STAGE_FACTORY_QUEUE)]
+    first = min(executes) if executes else min((e.time for e in factory_events), default=None)
+    last = min(ended_at, now) if ended_at else now
+    if first is None or first > last:
+        first = last
+    margin = max(CLOCK_MARGIN_S, last - first)
+    return first - margin, last + margin
+
+
+def within_life(events, bounds: tuple[float, float]) -> tuple[list, int]:
+    """The node's events whose claimed times lie within ``bounds`` (life_bounds), and how many
+    were left out: a line's own time, and a record's ``@tstart`` and ``@tend``."""
+    low, high = bounds
+    kept, outside = [], 0
+    for event in events:
+        times = [event.time]
+        if event.op == "record":
+            times += [t for t in (parse_iso(event.fields.get("@tstart", "")),
+                                  parse_iso(event.fields.get("@tend", ""))) if t is not None]
+        if all(low <= t <= high for t in times):
+            kept.append(event)
+        else:
+            outside += 1
+    return kept, outside
 
 
 def reconcile(draft: Draft) -> None:

@@ -14,6 +14,7 @@ import base64
 from .. import conventions as c
 from ..classads import parse_old_ad
 from ..journal import Event
+from .clocks import CLOCK_MARGIN_S
 from .draft import ROOT, Draft, SpanDraft
 from .fields import number, parse_iso
 from .record_times import place_records
@@ -136,7 +137,8 @@ def _setup_span(draft: Draft):
 
 
 def history_to_job_ends(draft: Draft) -> None:
-    """A job the exit hook missed ends as its StartdHistoryLog record says."""
+    """A job the exit hook missed ends as its StartdHistoryLog record says, when that end lies
+    between the job's start and the record's line (widened by clocks.CLOCK_MARGIN_S)."""
     for event in draft.histories:
         ad = _parse_history_ad(event.fields.get("@ad", ""))
         if ad is None:
@@ -146,7 +148,10 @@ def history_to_job_ends(draft: Draft) -> None:
         if span is None or span.end is not None:
             continue
         completion = number(ad.get("CompletionDate")) or number(ad.get("EnteredCurrentStatus"))
-        if completion:
+        started = span.start if span.start is not None else event.time
+        if completion and not started - CLOCK_MARGIN_S <= completion <= event.time + CLOCK_MARGIN_S:
+            draft.report.skip("history record dated outside its job's life", event.line_no)
+        elif completion:
             _end_job_from_ad(span, float(completion), ad)
 
 
