@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from bench.calibration import calibrate
+from bench import quick
 
 CACHE = Path(os.path.expanduser("~/.cache/glidein_tracing/bench"))
 
@@ -105,7 +106,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--build", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = quick.parse_args(parser, argv, glideins=2000, days=2)
     if args.child:
         print(json.dumps(child(*args.child)))
         return 0

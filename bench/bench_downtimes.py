@@ -18,13 +18,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import quick
+
 from glidein_tracing.failure_rules.downtimes import read_downtimes
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
-    args = parser.parse_args(argv)
+    args = quick.parse_args(parser, argv, rows=1000)
     with tempfile.TemporaryDirectory() as tmp:
         feed = Path(tmp) / "downtimes.csv"
         with open(feed, "w") as out:

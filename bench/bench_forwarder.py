@@ -35,6 +35,7 @@ from glidein_tracing.core.sections import JOURNAL_SECTION, encode_section  # noq
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout  # noqa: E402
 
 from bench.calibration import calibrate  # noqa: E402
+from bench import quick  # noqa: E402
 
 FACTORY, SCHEDD = "bench_factory", "schedd@bench"
 
@@ -222,7 +223,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3,
                         help="repeat every path; the best round (least CPU) is the figure, as timeit "
                              "does: on a shared VM the others measure the neighbours")
-    args = parser.parse_args()
+    args = quick.parse_args(parser, glideins=10, jobs=2, rounds=1)
     counter, endpoint, sink = start_sink()
     rounds = []
     calibration_before = calibrate()

@@ -39,6 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import quick
+
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
@@ -154,7 +156,7 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=20, help="idle jobs per submission")
     parser.add_argument("--entries", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args(argv)
+    args = quick.parse_args(parser, argv, submissions=20, jobs=2, entries=3, repeat=1)
     if not GWMS_FRONTEND.exists():
         parser.error(f"needs the Frontend configuration GlideinWMS wrote: {GWMS_FRONTEND} is absent")
     with tempfile.TemporaryDirectory() as tmp:

@@ -17,7 +17,7 @@ stdouts (unclosed "Stats of" blocks, long and many lines of summary and banner w
 newlines) against a 16 MiB well-formed one (ordinary log lines around the real banners): the
 time of each and its ratio.
 
-    python -m bench.bench_hostile [--good 20]
+    python -m bench.bench_hostile [--good 20] [--scale 1]
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ import time
 import zlib
 from collections import Counter
 from pathlib import Path
+
+from bench import quick
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -56,21 +58,24 @@ def gzip_section(chunks) -> str:
     return f"{JOURNAL_SECTION}\n{MARKER}\n{BEGIN}\n{base64.encodebytes(packed).decode()}{END}\n"
 
 
-def hostile_outputs(layout):
-    """{proc: stderr text} of the hostile glideins (cluster 2)."""
+def hostile_outputs(layout, scale: float = 1.0):
+    """{proc: stderr text} of the hostile glideins (cluster 2), each ``scale`` times its size."""
+
+    def sized(count: int) -> int:
+        return max(1, int(count * scale))
     note = format_line(T0 + 1, "note", "-", {"@msg": "n" * 40}).encode()
     chain = [format_line(T0 + 2, "start", f"c/{i}", {"@name": "c", "@stage": "setup",
                                                      "@parent": f"c/{i - 1}" if i else "setup"})
-             for i in range(300_000)]
+             for i in range(sized(300_000))]
     attrs = [format_line(T0 + 1, "attr", "glidein", {f"custom.k{i}_{j}": "v" for j in range(200)})
-             for i in range(10_000)]
+             for i in range(sized(10_000))]
     zeros = b"\0" * (1 << 20)
-    bomb = "".join(gzip_section([b"gtj1\n"] + [zeros] * 180) for _ in range(8))
+    bomb = "".join(gzip_section([b"gtj1\n"] + [zeros] * sized(180)) for _ in range(8))
     record = (format_line(T0 + 21, "export", "-", {"@state": "sent", "@spans": " ".join(
-        f"{n * 60 + i:016x}" for i in range(60))}).encode() for n in range(100_000))   # never held whole
+        f"{n * 60 + i:016x}" for i in range(60))}).encode() for n in range(sized(100_000)))   # never held whole
     return {
-        5: gzip_section([journal_text(layout, 2, 5, T0, extra=redaction_traps()).encode()]),
-        0: gzip_section([journal_text(layout, 2, 0, T0).encode()] + [note * 1000] * 1000),
+        5: gzip_section([journal_text(layout, 2, 5, T0, extra=redaction_traps(sized(300))).encode()]),
+        0: gzip_section([journal_text(layout, 2, 0, T0).encode()] + [note * 1000] * sized(1000)),
         1: gzip_section([journal_text(layout, 2, 1, T0, extra=chain).replace(
             "\tstart\tglidein\t", "\tstart\tglidein\t@max_spans=100000000\t", 1).encode()]),
         2: gzip_section([journal_text(layout, 2, 2, T0, extra=attrs).encode()]),
@@ -100,13 +105,13 @@ def redaction_traps(spans: int = 300) -> list:
     return lines
 
 
-def build(root: Path, good: int, hostile: bool) -> FactoryLayout:
+def build(root: Path, good: int, hostile: bool, scale: float) -> FactoryLayout:
     layout = FactoryLayout(logs=root / "logs")
     log = CondorGLog(layout)
     for proc in range(good):
         run_glidein(log, layout, 1, proc, T0 + proc, returned_stderr(journal_text(layout, 1, proc, T0 + proc)))
     if hostile:
-        for proc, text in hostile_outputs(layout).items():
+        for proc, text in hostile_outputs(layout, scale).items():
             run_glidein(log, layout, 2, proc, T0, text)
     return layout
 
@@ -128,7 +133,8 @@ def forward(layout, root: Path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--good", type=int, default=20, help="well-formed glideins in each run")
-    args = parser.parse_args()
+    parser.add_argument("--scale", type=float, default=1.0, help="the hostile outputs' size, times the above")
+    args = quick.parse_args(parser, good=2, scale=0.02)
     work = Path(tempfile.mkdtemp(prefix="bench_hostile_"))
     try:
         results = {}
@@ -136,7 +142,7 @@ def main():
             root = work / name
             # built in a process of its own: a child's peak RSS starts from its parent's peak at
             # exec, and the hostile outputs take hundreds of MB to make
-            builder = multiprocessing.get_context("fork").Process(target=build, args=(root, args.good, hostile))
+            builder = multiprocessing.get_context("fork").Process(target=build, args=(root, args.good, hostile, args.scale))
             builder.start()
             builder.join()
             layout = FactoryLayout(logs=root / "logs")

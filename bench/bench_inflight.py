@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import quick
+
 REPO = Path(__file__).resolve().parents[1]
 
 from tests.support import jaeger_harness  # noqa: E402
@@ -33,7 +35,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--interval", type=float, default=10.0, help="the forwarder's --interval, seconds")
     parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
+    args = quick.parse_args(parser, interval=1.0, runs=1)
     with tempfile.TemporaryDirectory(prefix="gt-bench-inflight-") as tmp:
         tmp = Path(tmp)
         jaeger = jaeger_harness.JaegerProcess(jaeger_harness.ensure_jaeger(), log_dir=tmp / "jaeger").start()

@@ -5,11 +5,12 @@ directory of links to `sh`, `env` and `uname`), and times `pip install SPEC` of 
 for the core (`.`) and for what the demo needs (`.[factory,frontend]`); then says whether the
 core pulled any of the heavy libraries.
 
-    python -m bench.bench_install
+    python -m bench.bench_install [--quick]   # --quick: the core only
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -19,11 +20,16 @@ import time
 import venv
 from pathlib import Path
 
+from bench import quick
+
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("numpy", "matplotlib", "htcondor", "duckdb")
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--specs", nargs="+", default=[".", ".[factory,frontend]"], help="what to install")
+    args = quick.parse_args(parser, specs=["."])
     with tempfile.TemporaryDirectory(prefix="gt-bench-install-") as tmp:
         tools = Path(tmp) / "bin"
         tools.mkdir()
@@ -31,8 +37,8 @@ def main() -> int:
             (tools / tool).symlink_to(shutil.which(tool))
         env = dict(os.environ, PATH=str(tools))
         assert not any(shutil.which(cc, path=env["PATH"]) for cc in ("cc", "gcc", "clang"))
-        for name, spec in (("core", "."), ("demo", ".[factory,frontend]")):
-            target = Path(tmp) / name
+        for number, spec in enumerate(args.specs):
+            target = Path(tmp) / f"venv{number}"
             venv.create(target, with_pip=True)
             started = time.perf_counter()
             done = subprocess.run([str(target / "bin" / "python"), "-m", "pip", "install", "-q", spec],

@@ -24,6 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench import quick
+
 from glidein_tracing.core.journal import read_journal
 from glidein_tracing.core.sections import JOURNAL_SECTION
 from glidein_tracing.simulator import Job, Scenario, simulate_glidein
@@ -151,7 +153,7 @@ def main(argv=None) -> int:
     parser.add_argument("--hours", type=float, default=48.0)
     parser.add_argument("--jobs", type=int, default=100)
     parser.add_argument("--period", type=float, default=30.0, help="GLIDEIN_TRACING_SAMPLE_PERIOD")
-    args = parser.parse_args(argv)
+    args = quick.parse_args(parser, argv, hours=1.0, jobs=2)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         _, events, lines = real_glidein(root / "real")

@@ -17,6 +17,8 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from bench import quick
+
 
 from tests.support.live_export_support import (closed_port_endpoint, glidein_for_live_export,  # noqa: E402
                                  hung_endpoint, path_without_timeout, run_cleanup,
@@ -54,7 +56,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bound", type=int, default=5, help="GLIDEIN_TRACING_EXPORT_TIMEOUT, s")
     parser.add_argument("--runs", type=int, default=3, help="runs per case (median printed)")
-    args = parser.parse_args()
+    args = quick.parse_args(parser, bound=1, runs=1)
     with tempfile.TemporaryDirectory(prefix="gt-bench-live-") as tmp:
         tmp = Path(tmp)
         no_timeout = path_without_timeout(tmp / "bin")

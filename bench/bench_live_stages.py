@@ -13,7 +13,7 @@
    simulated glidein exporting live to it, against the same glidein without live export
    (the baseline), in the same run: the jobs run back to back as without tracing.
 
-    .venv/bin/python -m bench.bench_live_stages [--runs 10] [--bound 5]
+    .venv/bin/python -m bench.bench_live_stages [--runs 10] [--bound 5] [--job-scale 1]
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench import quick
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -164,8 +166,8 @@ def job_exit_path(tmp: Path, runs: int):
           f"| on (leaves live.pending, wakes the sampler) | {out['live']:.1f} | {out['live'] / out['off']:.2f}x |")
 
 
-def job_end_to_collector(tmp: Path, bound: int, endpoint: str):
-    jobs = [Job(duration_s=3.0) for _ in range(4)]
+def job_end_to_collector(tmp: Path, bound: int, endpoint: str, job_s: float = 3.0):
+    jobs = [Job(duration_s=job_s) for _ in range(4)]
     result = simulate_glidein(tmp / "sim", Scenario(jobs=jobs, knobs={
         "GLIDEIN_TRACING_EXPORT_MODE": "live", "GLIDEIN_TRACING_ENDPOINT": endpoint,
         "GLIDEIN_TRACING_EXPORT_TIMEOUT": str(bound), "GLIDEIN_TRACING_PYTHON": sys.executable,
@@ -173,7 +175,7 @@ def job_end_to_collector(tmp: Path, bound: int, endpoint: str):
     events, _ = parse_lines(result.journal_from_stderr())
     trace = events[0].fields["@trace_id"]
     ended = max(e.time for e in events if e.op == "end" and e.key == "glidein")   # then cleanup exports
-    print("\n3. a simulated glidein, 4 jobs of 3 s: from a job's end (journal) to its span at the receiver")
+    print(f"\n3. a simulated glidein, 4 jobs of {job_s:g} s: from a job's end (journal) to its span at the receiver")
     print("| job | latency s | sent |\n|---|---|---|")
     for n, (when, key) in enumerate(sorted((e.time, e.key) for e in events if e.op == "end" and e.key.startswith("job/"))):
         arrived = CountingCollector.arrived.get((trace, ids.span_id(trace, key)))
@@ -182,7 +184,7 @@ def job_end_to_collector(tmp: Path, bound: int, endpoint: str):
         print(f"| {n + 1} | {latency} | {how} |")
 
 
-def job_gaps_hung_collector(tmp: Path, bound: int):
+def job_gaps_hung_collector(tmp: Path, bound: int, job_s: float = 4.0):
     """Gaps between jobs (next start - previous end, from the journal) with live export to a
     collector that never answers, and without live export."""
     gaps = {}
@@ -192,14 +194,14 @@ def job_gaps_hung_collector(tmp: Path, bound: int):
                                 "GLIDEIN_TRACING_EXPORT_MODE": "live", "GLIDEIN_TRACING_ENDPOINT": hung,
                                 "GLIDEIN_TRACING_EXPORT_TIMEOUT": str(bound), "GLIDEIN_TRACING_PYTHON": sys.executable})):
             result = simulate_glidein(tmp / f"gaps_{len(gaps)}", Scenario(
-                jobs=[Job(duration_s=4.0, idle_before_s=0.2) for _ in range(5)],
+                jobs=[Job(duration_s=job_s, idle_before_s=0.2) for _ in range(5)],
                 knobs={**knobs, "GLIDEIN_TRACING_SAMPLE_PERIOD": "1"}))
             events, _ = parse_lines(result.journal_from_stderr())
             starts = sorted(e.time for e in events if e.op == "start" and e.key.startswith("job/"))
             ends = sorted(e.time for e in events if e.op == "end" and e.key.startswith("job/"))
             gaps[mode] = [start - end for end, start in zip(ends, starts[1:])]
     base = statistics.median(gaps["no live export (baseline)"])
-    print(f"\n4. gaps between 5 jobs of 4 s (0.2 s idle between them), export bound {bound} s")
+    print(f"\n4. gaps between 5 jobs of {job_s:g} s (0.2 s idle between them), export bound {bound} s")
     print("| glidein | median gap s | max gap s | median vs baseline |\n|---|---|---|---|")
     for mode, values in gaps.items():
         print(f"| {mode} | {statistics.median(values):.2f} | {max(values):.2f} | "
@@ -210,14 +212,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--bound", type=int, default=5, help="GLIDEIN_TRACING_EXPORT_TIMEOUT, s")
-    args = parser.parse_args()
+    parser.add_argument("--job-scale", type=float, default=1.0,
+                        help="the simulated jobs' length in parts 3 and 4 (3 s and 4 s), times this")
+    args = quick.parse_args(parser, runs=1, bound=1, job_scale=0.25)
     with tempfile.TemporaryDirectory(prefix="gt-bench-stages-") as tmp:
         with counting_collector() as endpoint:
             per_export(Path(tmp), args.runs, args.bound, endpoint)
         job_exit_path(Path(tmp), args.runs * 5)
         with counting_collector() as endpoint:
-            job_end_to_collector(Path(tmp), args.bound, endpoint)
-        job_gaps_hung_collector(Path(tmp), args.bound)
+            job_end_to_collector(Path(tmp), args.bound, endpoint, 3.0 * args.job_scale)
+        job_gaps_hung_collector(Path(tmp), args.bound, 4.0 * args.job_scale)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import quick
+
 REPO = Path(__file__).resolve().parents[1]
 
 from glidein_tracing.simulator import Scenario, simulate_glidein  # noqa: E402
@@ -74,7 +76,7 @@ def measure(work: Path, runs: int) -> dict:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=40)
-    args = parser.parse_args(argv)
+    args = quick.parse_args(parser, argv, runs=1)
     with tempfile.TemporaryDirectory(prefix="bench-log-tail-") as tmp:
         work = failed_glidein(Path(tmp) / "glidein")
         logs = list((work / "logs").glob("*/*.err"))

@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import quick
+
 REPO = Path(__file__).resolve().parents[1]
 
 from glidein_tracing.simulator import Job, Scenario, simulate_glidein  # noqa: E402
@@ -175,7 +177,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="loops of each kind (default 5)")
     parser.add_argument("--runs", type=int, default=20, help="exit-hook runs of each kind (default 20)")
     parser.add_argument("--redaction-only", action="store_true", help="only part 3 (the node's redaction)")
-    args = parser.parse_args(argv)
+    args = quick.parse_args(parser, argv, phases=5, rounds=1, runs=1)
     if args.redaction_only:
         return print_redaction(args.runs)
     print("| shell | bare ms/command | through a script that only execs it | with phase ms/command | added ms/phase |")

@@ -32,6 +32,7 @@ from glidein_tracing.factory.settings import ForwarderSettings
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
 from bench.calibration import calibrate
+from bench import quick
 
 FACTORY = "bench_factory"
 
@@ -83,7 +84,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 20000, 200000])
     parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
+    args = quick.parse_args(parser, sizes=[20, 40], repeat=1)
     print(f"calibration: {calibrate():.1f} ms")
     print(f"{'outputs':>8} {'quiet pass ms':>14} {'first pass ms':>14} {'naive ms':>10} {'one new file ms':>16}")
     rows = []

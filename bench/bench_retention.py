@@ -35,6 +35,7 @@ from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
 from bench.bench_forwarder import FACTORY, returned_glidein
 from bench.calibration import calibrate
+from bench import quick
 
 DAY = 86400.0
 XML = """<glidein factory_name="{f}" glidein_name="bench" schedd_name="schedd@bench">
@@ -141,7 +142,7 @@ def main():
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--every", type=int, default=5, help="print every Nth day (and the last)")
     parser.add_argument("--no-retention", action="store_true", help="also the same days without retention")
-    args = parser.parse_args()
+    args = quick.parse_args(parser, days=4, per_day=5, keep_days=2.0, every=1)
     print(f"calibration: {calibrate():.1f} ms; {args.per_day} glideins a day, {args.jobs} jobs each, "
           f"retention {args.keep_days:g} days")
     runs = [("retention", True)] + ([("no retention", False)] if args.no_retention else [])

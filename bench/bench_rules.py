@@ -22,6 +22,8 @@ import random
 import time
 from pathlib import Path
 
+from bench import quick
+
 REPO = Path(__file__).resolve().parents[1]
 
 from glidein_tracing.core import failure  # noqa: E402
@@ -90,7 +92,7 @@ def main():
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--tail-fraction", type=float, default=0.2)
     parser.add_argument("--hold-fraction", type=float, default=0.1)
-    args = parser.parse_args()
+    args = quick.parse_args(parser, jobs=1000)
     rules = rules_200()
     ruleset = RuleSet(rules)
     facts = jobs(args.jobs, args.tail_fraction, args.hold_fraction)

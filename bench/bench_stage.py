@@ -46,6 +46,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from bench import quick
+
 REPO = Path(__file__).resolve().parents[1]
 LIB = REPO / "glidein_tracing" / "node" / "hooks" / "gconditional_TRACING_lib.sh"
 OTEL_CLI_VERSION = "v0.4.5"
@@ -195,7 +197,7 @@ def main():
     ap.add_argument("--lib", type=Path, default=LIB, help="the shell library to measure")
     ap.add_argument("--config-lines", type=int, default=95,
                     help="glidein_config size for the fresh hook (95: the recorded glidein's)")
-    args = ap.parse_args()
+    args = quick.parse_args(ap, stages=20, cli_stages=5, runs=1, fresh=3, py_fresh=1)
     py, bash, cli = sys.executable, shutil.which("bash"), otel_cli()
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Sink)

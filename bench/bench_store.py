@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import quick
+
 REPO = Path(__file__).resolve().parents[1]
 
 from glidein_tracing.testing import synth  # noqa: E402
@@ -60,7 +62,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--glideins", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+    args = quick.parse_args(parser, glideins=2000, rounds=1)
     big = CACHE / f"store-{args.glideins}-s7-g{synth.GENERATOR_VERSION}"   # the generator's rows and spans
     if not (big / "index.sqlite").exists():
         shutil.rmtree(big, ignore_errors=True)

@@ -35,6 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 from bench.bench_forwarder import build_tree, forwarder_settings, measure, start_sink  # noqa: E402
 from bench.calibration import calibrate  # noqa: E402
+from bench import quick  # noqa: E402
 
 from glidein_tracing.testing import synth  # noqa: E402
 from glidein_tracing.exporters.otlp import make_otlp_exporter  # noqa: E402
@@ -45,13 +46,16 @@ from glidein_tracing.factory.sink import TableSink  # noqa: E402
 
 
 class _Timed:
-    """A table sink whose add, claim and flush add their CPU time to ``spent``."""
+    """A table sink whose methods (add, claim, flush) add their CPU time to ``spent``; its
+    other attributes (``quarantined``) are the sink's own."""
 
     def __init__(self, sink, spent: dict):
         self.sink, self.spent = sink, spent
 
     def __getattr__(self, name):
         method = getattr(self.sink, name)
+        if not callable(method):
+            return method
 
         def timed(*args):
             start = time.process_time()
@@ -227,7 +231,7 @@ def main():
     parser.add_argument("--day-passes", type=int, default=729, help="0: no day of passes")
     parser.add_argument("--day-glideins", type=int, default=400, help="glideins per pass of that day")
     parser.add_argument("--ledger-passes", type=int, default=6, help="0: no ledger growth run")
-    args = parser.parse_args()
+    args = quick.parse_args(parser, glideins=10, jobs=2, rounds=1, store_glideins=100, day_passes=2, day_glideins=10, ledger_passes=2)
     _, endpoint, sink = start_sink()
     before = calibrate()
     try:
