@@ -103,7 +103,8 @@ def test_by_job_id_without_traceparent(tmp_path, capsys, monkeypatch):
     from glidein_tracing.core.classads import parse_old_ads
     from glidein_tracing.why import sources
     monkeypatch.setattr(sources, "ad_from_schedd",
-                        lambda cluster, proc, schedd: parse_old_ads(ww.job_ad(cluster, proc, "QUEUE"))[0])
+                        lambda cluster, proc, schedd: (parse_old_ads(ww.job_ad(cluster, proc, "QUEUE"))[0], None,
+                                                       "the schedd has no user record of alice"))
     code, out, _ = why(capsys, f"91.0@{ww.SCHEDD}", "--store", tmp_path / "none")
     assert code == 0 and f"91.0@{ww.SCHEDD}: idle -- {d.NO_RECORD}" in out
 

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..core.waiting_reasons import ACTOR_NOBODY, ACTOR_OPERATORS, ACTOR_YOU, HELPS_NO, HELPS_YES
+
 
 class HoldCode(NamedTuple):
     name: str
     meaning: str
     action: str
+    helps: str = HELPS_NO    # does waiting help (a held job stays held until released)
+    actor: str = ACTOR_YOU   # who can act
 
 
 _RELEASE = "fix the cause, then condor_release the job"
@@ -47,8 +51,10 @@ HOLD_CODES = {
     14: HoldCode("IwdError", "the job's initial working directory cannot be accessed", _FILES),
     15: HoldCode("SubmittedOnHold", "the job was submitted on hold (hold = true)",
                  "condor_release it when it should run"),
-    16: HoldCode("SpoolingInput", "its input files are being spooled", "wait: it is released when spooling ends"),
-    17: HoldCode("JobShadowMismatch", "job and shadow versions do not fit", "ask the operators"),
+    16: HoldCode("SpoolingInput", "its input files are being spooled", "wait: it is released when spooling ends",
+                 HELPS_YES, ACTOR_NOBODY),
+    17: HoldCode("JobShadowMismatch", "job and shadow versions do not fit", "ask the operators",
+                 actor=ACTOR_OPERATORS),
     18: HoldCode("InvalidTransferGoAhead", "an internal HTCondor error while transferring files", _SITE),
     19: HoldCode("HookPrepareJobFailure", "the machine's prepare-job hook failed", _SITE),
     20: HoldCode("MissedDeferredExecutionTime", "the job's deferral time passed before it could start",
@@ -58,7 +64,8 @@ HOLD_CODES = {
     22: HoldCode("UnableToInitUserLog", "the job's log file could not be opened or written",
                  "check the log path is writable; then condor_release"),
     23: HoldCode("FailedToAccessUserAccount", "the user's account could not be used on the machine", _SITE),
-    24: HoldCode("NoCompatibleShadow", "no shadow can run this job", "ask the operators"),
+    24: HoldCode("NoCompatibleShadow", "no shadow can run this job", "ask the operators",
+                 actor=ACTOR_OPERATORS),
     25: HoldCode("InvalidCronSettings", "the job's cron_* settings are invalid",
                  "fix them; condor_rm and resubmit"),
     26: HoldCode("SystemPolicy", "the pool's SYSTEM_PERIODIC_HOLD policy held it (often: too much "
