@@ -37,7 +37,10 @@ def _entries(facts: dict) -> str:
 
 
 def _ago(facts: dict) -> str:
-    return f" {duration(facts['for_s'])} ago" if isinstance(facts.get("for_s"), (int, float)) else ""
+    seconds = facts.get("for_s")
+    if not isinstance(seconds, (int, float)):
+        return ""
+    return " just now" if seconds < 60 else f" {duration(seconds)} ago"
 
 
 def _for(facts: dict) -> str:
