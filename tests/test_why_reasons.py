@@ -159,10 +159,23 @@ def test_every_answer_says_whether_waiting_helps_and_who_can_act(tmp_path, capsy
         assert ("nothing to do." in job["text"]) == (job["actor"] == "nobody")
     assert main(["why", str(tmp_path / "jobs.ads"), "--store", str(tmp_path / "store")]) == 0
     out = capsys.readouterr().out
-    # facts in words: no Python dict, list or repr anywhere in the text
-    assert not re.search(r"[{}\[\]]|'[a-z_]+':|None|True|False", out.split("JOBS  CATEGORY")[0].replace(
-        "(trace ", "").replace("Evidence: ", ""))
-    assert "Glideins for it were requested at QUEUE_CE" in out and "5 are still in the site's batch queue" in out
+    # facts in words: no Python dict, list or repr anywhere in the text (but in the group's
+    # match expression, quoted as GlideinWMS wrote it)
+    for job in jobs:
+        assert job["text"] in out
+        text = job["text"].replace(job["facts"].get("match_expr", ""), "")
+        assert not re.search(r"[{}\[\]]|'[a-z_]+':|None|True|False", text), text
+    by_job = {job["job"]: job["text"] for job in jobs}
+    assert ("Glideins for it were requested at QUEUE_CE just now; 5 are still in the site's batch queue."
+            in by_job[f"100.0@{ww.SCHEDD}"])
+    # unusable idle glideins: the group's PartGlideinMinMemory quoted
+    assert ("it asks for 4,000 MB of memory, the largest idle glidein has 1,500 MB; the group's "
+            "PartGlideinMinMemory is 2,500 MB." in by_job[f"103.0@{ww.SCHEDD}"])
+    # no entry matches: the evidence (the expression, the job's values, the entries tried)
+    nowhere = by_job[f"90.0@{ww.SCHEDD}"]
+    assert "The job's values: RequestCpus=1 and DESIRED_Sites=NOWHERE." in nowhere
+    assert "The entries tried: BROKEN_CE@gfactory_instance@OSG: GLIDEIN_Site=BROKEN;" in nowhere
+    assert "getGlideinCpusNum(glidein)" in nowhere
 
 
 def test_downtime_requested_and_not_requested_each_have_their_sentence():
@@ -242,3 +255,44 @@ def test_jaegers_array_attributes_are_decoded():
     decoded = sources._decoded_arrays(span)["attributes"]
     assert decoded["job.waiting.reason_entries"] == ["A_CE@g@f", "B_CE@g@f"] and decoded["job.waiting.limits"] == []
     assert decoded["job.waiting.detail"] == "[not a list"
+
+
+def test_unknown_says_the_match_could_not_be_evaluated():
+    span = {"name": "job.waiting", "start_ns": int((NOW - 120) * 1e9), "trace_id": "a" * 32, "span_id": "b" * 16,
+            "attributes": {"job.waiting.reason": "unknown", "job.waiting.state": "current",
+                           "job.waiting.match_error": "NameError: name 'getGlideinCpusNum' is not defined",
+                           "job.waiting.job_values": ["RequestCpus=8"]}}
+    item = d.from_waiting_span("1.0@s", "idle", span, now=NOW)
+    assert item.reason == "unknown" and item.helps == wr.HELPS_UNKNOWN and item.actor == wr.ACTOR_OPERATORS
+    text = words.sentences(item)
+    assert ("could not evaluate its group's match expression on the job (NameError: name 'getGlideinCpusNum' is "
+            "not defined), so whether any entry can run it is not known") in text
+    assert "The job's values: RequestCpus=8." in text and "condor_rm" not in text
+
+
+def test_another_owners_jobs_with_a_copied_traceparent_do_not_change_the_answer(tmp_path, capsys):
+    """Anyone can read a TraceParent with condor_q -l: 50 jobs of another owner that match
+    nothing, carrying the victim's TraceParent and lower cluster ids, leave the victim's answer
+    as it is, even when their span is the trace's latest."""
+    victim = ww.traceparent("QUEUE")
+    jobs = [ww.job_ad(10 + n, 0, "NOWHERE", victim, Owner='"mallory"') for n in range(50)]
+    jobs += [ww.job_ad(500, 0, "QUEUE", victim)]
+    instrumentor, exporter = _instrument()
+    try:
+        cycle(tmp_path, ww.world(tmp_path, jobs=jobs))
+    finally:
+        instrumentor.uninstrument()
+    Store(tmp_path / "store").append(exporter.get_finished_spans())
+    spans = Store(tmp_path / "store", read_only=True).trace(ww.trace_of("QUEUE"))
+    waiting = [s for s in spans if s["name"] == "job.waiting"]
+    assert {s["attributes"]["job.owner"] for s in waiting} == {"alice", "mallory"}
+    for span in waiting:                      # mallory's span the latest
+        if span["attributes"]["job.owner"] == "mallory":
+            span["start_ns"] += 10**9
+            span["end_ns"] += 10**9
+    mine = d.diagnose(parse_old_ads(jobs[-1])[0], spans, now=NOW)
+    assert mine.reason == "site_queue" and mine.facts["idle_jobs"] == 1
+    # asked by the trace alone: the asker's own jobs; someone else asking is told to give a job
+    assert d.diagnose(None, spans, job="t", asker="alice", now=NOW).reason == "site_queue"
+    other = d.diagnose(None, spans, job="t", asker="eve", now=NOW)
+    assert other.category == d.NO_RECORD and "several owners (alice, mallory)" in other.meaning

@@ -3,6 +3,7 @@ service shows, from one function (``answer``), so both say the same."""
 
 from __future__ import annotations
 
+import getpass
 import os
 import time
 
@@ -44,7 +45,7 @@ def diagnoses(job: str, *, jaeger: str | None = None, store: str | None = None, 
     else:
         trace_id = d.check_trace_id(job)
         spans, looked = spans_of(trace_id)
-        out = [d.diagnose(None, spans, job=trace_id, looked=looked, now=now)]
+        out = [d.diagnose(None, spans, job=trace_id, looked=looked, asker=getpass.getuser(), now=now)]
     if table:
         from .estimate import Estimator
         outcomes = sources.entry_outcomes(table, now=now)

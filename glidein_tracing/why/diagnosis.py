@@ -85,9 +85,12 @@ def _number(value):
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def waiting_spans(spans) -> list:
-    """The job.waiting spans of a trace, oldest first."""
-    return sorted((s for s in spans if s.get("name") == c.STAGE_JOB_WAITING),
+def waiting_spans(spans, owner=None) -> list:
+    """The job.waiting spans of a trace, oldest first; with ``owner`` (the job ad's Owner), only
+    that owner's: anyone can copy another's TraceParent, and the Frontend keys a submission by
+    its owner too (``job.owner``), so another owner's spans in the trace say nothing of this job."""
+    return sorted((s for s in spans if s.get("name") == c.STAGE_JOB_WAITING
+                   and (owner is None or (s.get("attributes") or {}).get(c.JOB_OWNER) in (None, owner))),
                   key=lambda s: (s.get("end_ns", 0), s.get("attributes", {}).get(c.JOB_WAITING_STATE) == "current"))
 
 
@@ -199,13 +202,24 @@ def _evicted(name: str, status: str, ad: dict, now_waiting: Diagnosis | None) ->
 
 
 def diagnose(ad: dict | None, spans=(), job: str | None = None, *, user: dict | None = None,
-             unchecked: str = "", looked: str = "", now: float | None = None) -> Diagnosis:
+             unchecked: str = "", looked: str = "", asker: str | None = None, now: float | None = None) -> Diagnosis:
     """One job's diagnosis from its ad (None: only its trace is known), its trace's spans (None:
     they could not be read, ``looked`` says where and why; otherwise where they were read) and
-    its owner's user record at the schedd (None: ``unchecked`` says why there is none)."""
+    its owner's user record at the schedd (None: ``unchecked`` says why there is none). Only the
+    spans of the job's Owner count; asked by trace alone, those of ``asker`` (the user running
+    ``why``) when several owners' jobs carry the TraceParent."""
     now = time.time() if now is None else now
     name = job or (job_name(ad) if ad else "?")
-    latest = waiting_spans(spans or ())
+    if ad is not None:
+        owner = ad.get("Owner") if isinstance(ad.get("Owner"), str) else None
+    else:
+        owners = sorted({(s.get("attributes") or {}).get(c.JOB_OWNER) for s in waiting_spans(spans or ())} - {None})
+        owner = asker if asker in owners else (owners[0] if len(owners) == 1 else None)
+        if len(owners) > 1 and owner is None:
+            return Diagnosis(name, "unknown", NO_RECORD, f"jobs of several owners ({', '.join(owners)}) carry this "
+                             "TraceParent, and none is you", "give your job id or job ad instead",
+                             "", wr.HELPS_UNKNOWN, wr.ACTOR_YOU)
+    latest = waiting_spans(spans or (), owner)
     if latest and (latest[-1].get("attributes") or {}).get(c.JOB_WAITING_END) == "no_idle_jobs":
         last = latest[-1]
         latest = []            # the Frontend saw no idle job of the submission since

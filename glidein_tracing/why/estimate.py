@@ -37,6 +37,7 @@ MAX_FAILURES = 30             # a longer run of failures is cut (p(failure) ** 3
 _FROM_GLIDEINS = {"site_queue", "requested", "validation"}
 _NONE = {
     "no_matching_entry": "no entry matches the job, so no glidein will come",
+    "unknown": "the Frontend could not tell which entries can run the job",
     "downtime": "the entries are in downtime, and the table does not say when it ends",
     "limit": "no glidein is requested for it while the limit holds, and the table cannot say when it lifts",
     "not_requested": "no glidein is requested for it now, and the table cannot say when one will be",

@@ -66,6 +66,22 @@ def _fit(facts: dict) -> str:
     return "; ".join(words)
 
 
+def _match_evidence(facts: dict) -> str:
+    """The evidence of no_matching_entry and unknown: the expression, the job's values, the
+    entries it was tried on."""
+    out = ""
+    if facts.get("match_expr"):
+        out += f" The group's match expression: {facts['match_expr']}."
+    if facts.get("job_values"):
+        out += f" The job's values: {listing(facts['job_values'])}."
+    tried = facts.get("group_entries") or ()
+    count = facts.get("group_entry_count")
+    if tried:
+        more = f" (of {count:,})" if isinstance(count, int) and count > len(tried) else ""
+        out += f" The entries tried{more}: {'; '.join(map(str, tried))}."
+    return out
+
+
 def reason_sentence(item: d.Diagnosis) -> str:
     """The reason with its numbers, in one or two sentences."""
     f, reason = item.facts, item.reason
@@ -122,7 +138,12 @@ def reason_sentence(item: d.Diagnosis) -> str:
                 "a negotiation cycle or two.")
     if reason == "no_matching_entry":
         return ("No entry of the Frontend group matches the job: no glidein that could run it will ever be "
-                "requested.")
+                "requested." + _match_evidence(f))
+    if reason == "unknown":
+        error = f" ({f['match_error']})" if f.get("match_error") else ""
+        return ("The Frontend could not evaluate its group's match expression on the job" + error
+                + ", so whether any entry can run it is not known, and no glidein is requested for it."
+                + _match_evidence(f))
     return item.meaning[0].upper() + item.meaning[1:] + "."
 
 
