@@ -35,10 +35,9 @@ def ads_from_file(path) -> tuple:
     return ads, len(parsed) - len(ads)
 
 
-def _schedd(name: str | None):
+def _schedd(htcondor2, name: str | None):
     """The schedd named ``name`` (found through the pool's collector), or the local one when
     no name is given, as condor_q asks it."""
-    import htcondor2  # without the bindings, the verb names its extra (not "cannot ask schedd")
     if name is None:
         return htcondor2.Schedd()
     return htcondor2.Schedd(htcondor2.Collector().locate(htcondor2.DaemonType.Schedd, name))
@@ -49,9 +48,10 @@ def ad_from_schedd(cluster: int, proc: int, schedd: str | None) -> tuple:
     schedd (``schedd`` None: the local one). The user record holds the per-user running cap
     (MaxJobsRunning, HTCondor 25): a schedd that has none for the user, or cannot give it,
     leaves the cap unchecked, said so."""
+    import htcondor2  # without the bindings, the verb names its extra (not "cannot ask schedd")
     where = f"schedd {schedd}" if schedd else "the local schedd"
     try:
-        handle = _schedd(schedd)
+        handle = _schedd(htcondor2, schedd)
         ads = handle.query(constraint=f"ClusterId == {cluster} && ProcId == {proc}")
     except Exception as exc:   # the bindings raise several types for an unreachable daemon
         raise UserError(f"cannot ask {where} for job {cluster}.{proc}: {exc}; "
