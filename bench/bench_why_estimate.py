@@ -16,7 +16,7 @@ go to bench/README.md).
    (``waited``); and the planted queue-wait medians beside the estimated ones.
 
 Usage: python -m bench.bench_why_estimate [--glideins 60000] [--days 14] [--held-out 4] [--seed 3]
-       [--quick]   (a small table: a smoke run, its coverage is noisy)
+       [--quick]   (8,000 glideins over 10 days, 1 held-out day: the test suite's smoke run)
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from bench.quick import parse_args
 from glidein_tracing.analysis.dataset import open_dataset
 from glidein_tracing.testing.synth import SynthConfig, entry_profiles
 from glidein_tracing.testing.synth_table import write_table
@@ -71,10 +72,7 @@ def main(argv=None) -> int:
     parser.add_argument("--days", type=float, default=14.0)
     parser.add_argument("--held-out", type=int, default=4)
     parser.add_argument("--seed", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="8,000 glideins over 10 days, 1 held-out day")
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.glideins, args.days, args.held_out = 8000, 10.0, 1
+    args = parse_args(parser, argv, glideins=8000, days=10.0, held_out=1)
     cfg = SynthConfig(glideins=args.glideins, seed=args.seed, period_s=args.days * DAY)
     planted = {p.name: p.queue_median_s for p in entry_profiles(cfg)}
     with tempfile.TemporaryDirectory() as table:

@@ -102,9 +102,3 @@ def test_why_with_the_table_says_when(tmp_path, capsys):
     assert job["estimate"]["delivered"] == 40 and job["estimate"]["low_s"] < job["estimate"]["high_s"]
     assert "It will likely start" in job["text"]
 
-
-def test_the_backtest_runs_and_prints_its_calibration(capsys):
-    from bench import bench_why_estimate
-    assert bench_why_estimate.main(["--quick"]) == 0
-    out = capsys.readouterr().out
-    assert "coverage of the 80 % interval:" in out and "planted queue-wait median" in out
