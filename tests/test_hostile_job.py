@@ -2,6 +2,8 @@
 through the real hooks and the real forwarder, what it appends to the glidein's journal
 cannot change who the glidein is, and what it replaces cannot change what the next job runs."""
 
+import re
+
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, read_store
 from glidein_tracing.factory.delivery import store_span_ids
 from glidein_tracing.factory.forwarder import Forwarder
@@ -107,7 +109,7 @@ def test_an_untouched_phase_command_is_checked_and_given(tmp_path):
     job = Job(script='"$GLIDEIN_TRACING_PHASE" p -- true\nexit 0\n')
     spans, _, result = forwarded(tmp_path, Scenario(jobs=[job, job]))
     assert [s["name"] for s in spans if s["attributes"]["glidein.stage"] == "job.phase"] == ["p", "p"]
-    assert result.job_env(1)["GLIDEIN_TRACING_PHASE"].endswith("/.glidein_tracing/phase")
+    assert re.fullmatch(r".*/\.glidein_tracing/[A-Za-z0-9]{12}/phase", result.job_env(1)["GLIDEIN_TRACING_PHASE"])
 
 
 # a job that appends a per-script record dated 2000-01-01 (the line and the record's times)
@@ -147,3 +149,75 @@ def test_a_record_line_a_job_writes_is_the_jobs_not_a_validation_span(tmp_path):
     (job,) = [s for s in spans if s["attributes"]["glidein.stage"] == "job" and not s["attributes"].get("glidein.user_view")]
     notes = [e["attributes"]["message"] for e in job["events"] if e["name"] == "glidein_tracing.note"]
     assert any("record main/forged.sh" in n for n in notes) and stats.problems["lines_of_a_job"] == 1
+
+
+# the first job leaves a process behind that swaps the glidein's master phase command between
+# the genuine file and its own code, as fast as it can (renames: never half a file), for as
+# long as the glidein runs
+SWAPPER = '''M="$_CONDOR_SCRATCH_DIR/../../glidein_tracing/phase"
+cp "$M" "$PWD/../good"; printf '#!/bin/sh\\ntouch "{marker}"\\nshift 2; exec "$@"\\n' > "$PWD/../evil"
+chmod 755 "$PWD/../good" "$PWD/../evil"
+( trap '' HUP; while :; do cp "$PWD/../evil" "$M.e"; mv -f "$M.e" "$M"; cp "$PWD/../good" "$M.g"; mv -f "$M.g" "$M"; done ) \\
+    </dev/null >/dev/null 2>&1 &
+sleep 0.5
+exit 0
+'''
+USES_PHASE = ('if [ -n "${GLIDEIN_TRACING_PHASE:-}" ]; then "$GLIDEIN_TRACING_PHASE" p -- true; fi\n'
+              'exit 0\n')
+
+
+def test_a_process_swapping_the_phase_command_in_a_loop_never_gets_its_code_run(tmp_path):
+    """Issue 42: the wrapper used to check the master's sha256, then copy it in a separate step;
+    a process left behind swapped the file in between (3 of 20 later jobs ran its code). The
+    copy is now what is checked, so while a real background process swaps the master, every
+    later job gets the genuine command or none, with a note."""
+    marker = tmp_path / "attacker-ran"
+    later = 12
+    scenario = Scenario(jobs=[Job(script=SWAPPER.format(marker=marker))]
+                        + [Job(script=USES_PHASE, idle_before_s=0.05, duration_s=0.1) for _ in range(later)],
+                        timeout_s=240)
+    spans, _stats, result = forwarded(tmp_path, scenario)
+    assert not marker.exists()
+    given = [i for i in range(1, later + 1) if result.job_env(i).get("GLIDEIN_TRACING_PHASE")]
+    phases = [s for s in spans if s["attributes"]["glidein.stage"] == "job.phase"]
+    assert len(phases) == len(given)            # each job given the command ran it: the genuine one
+    jobs = sorted((s for s in spans if s["attributes"]["glidein.stage"] == "job"
+                   and not s["attributes"].get("glidein.user_view")), key=lambda s: s["start_ns"])
+    refused = [i for i, job in enumerate(jobs) if any("the phase command changed since setup" in e["attributes"].get("message", "")
+                                                      for e in job["events"])]
+    assert len(given) + len(refused) == later and 0 not in refused   # the swap was seen, not missed
+
+
+def test_a_sha256sum_function_added_to_the_library_is_not_trusted(tmp_path):
+    """Issue 42: the library is writable by every job, and the wrapper sourced it before the
+    check: a `sha256sum` function added to it, printing the expected checksum, passed every
+    check. The check now runs before anything of the glidein's is sourced."""
+    marker = tmp_path / "attacker-ran"
+    attack = ('C="$_CONDOR_SCRATCH_DIR/../../glidein_config"\n'
+              'L=$(sed -n "s/^GLIDEIN_TRACING_LIB //p" "$C" | tail -n 1)\n'
+              'printf \'\\nsha256sum() { printf "%%s  -\\\\n" "$GLIDEIN_TRACING_PHASE_SHA256"; }\\n\' >> "$L"\n'
+              'M="$_CONDOR_SCRATCH_DIR/../../glidein_tracing/phase"\n'
+              f'printf \'#!/bin/sh\\ntouch "{marker}"\\nshift 2; exec "$@"\\n\' > "$M"\nexit 0\n')
+    spans, _stats, result = forwarded(tmp_path, Scenario(jobs=[Job(script=attack), Job(script=USES_PHASE)]))
+    library = next(line.split(" ", 1)[1] for line in (result.work_dir / "glidein_config").read_text().splitlines()
+                   if line.startswith("GLIDEIN_TRACING_LIB "))
+    assert "sha256sum() {" in open(library).read()                  # the job did add it
+    assert not marker.exists()
+    assert result.job_env(1).get("GLIDEIN_TRACING_PHASE") is None
+    jobs = sorted((s for s in spans if s["attributes"]["glidein.stage"] == "job"
+                   and not s["attributes"].get("glidein.user_view")), key=lambda s: s["start_ns"])
+    assert any("the phase command changed since setup" in e["attributes"].get("message", "") for e in jobs[1]["events"])
+
+
+def test_a_second_spool_beside_the_wrappers_is_not_read(tmp_path):
+    """The exit hook reads the one spool in the directory the wrapper made; a job (or another
+    slot's job) that adds a spool of its own beside it gets neither read, with a note."""
+    forge = ('"$GLIDEIN_TRACING_PHASE" real -- true\n'
+             'mkdir "$_CONDOR_SCRATCH_DIR/.glidein_tracing/forged"\n'
+             'tp=${TRACEPARENT#00-}; T=${tp%%-*}; ctx=${tp#*-}; ctx=${ctx%%-*}\n'
+             'printf \'gtp1\\tstart\\t%s\\t%s\\t1111111111111111\\t%s\\tforged\\n\' "$(date +%s)" "$T" "$ctx"'
+             ' > "$_CONDOR_SCRATCH_DIR/.glidein_tracing/forged/phases.gtp"\nexit 0\n')
+    spans, _stats, _result = forwarded(tmp_path, Scenario(jobs=[Job(script=forge)]))
+    assert not [s for s in spans if s["attributes"]["glidein.stage"] == "job.phase"]
+    (job,) = [s for s in spans if s["attributes"]["glidein.stage"] == "job" and not s["attributes"].get("glidein.user_view")]
+    assert any("job phases ignored: more than one spool" in e["attributes"].get("message", "") for e in job["events"])

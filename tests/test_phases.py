@@ -4,6 +4,7 @@ and failing phases, marks, the user's own OpenTelemetry program inside a phase, 
 the glidein's and the user's trace, live export taking phases with their job."""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -216,8 +217,8 @@ def shell(request):
 @pytest.fixture
 def job_copy(tmp_path):
     """The phase command as the wrapper leaves it in a job's scratch dir."""
-    d = tmp_path / ".glidein_tracing"
-    d.mkdir()
+    d = tmp_path / ".glidein_tracing" / "Zq3xT0pL8vKa"
+    d.mkdir(parents=True)
     shutil.copy(PHASE, d / "phase")
     (d / "phase").chmod(0o755)
     return d / "phase"
@@ -301,7 +302,8 @@ def test_each_job_gets_its_own_copy_of_the_command_in_its_scratch_dir(phased_gli
     for index in range(3):
         env = result.job_env(index)
         path = env["GLIDEIN_TRACING_PHASE"]
-        assert path == env["_CONDOR_SCRATCH_DIR"] + "/.glidein_tracing/phase"
+        # in a directory of the wrapper's own, its name random
+        assert re.fullmatch(re.escape(env["_CONDOR_SCRATCH_DIR"]) + r"/\.glidein_tracing/[A-Za-z0-9]{12}/phase", path)
         copies.add(path)
     assert len(copies) == 3
     # the glidein's own copy is what condor_vars published (startd ad and job environment)

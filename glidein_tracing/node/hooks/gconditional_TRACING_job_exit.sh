@@ -104,15 +104,21 @@ END {
 }'
 
 # gt_phases KEY: the job's phases into the journal, or a note saying why they were ignored.
-# A job that never ran the phase command has no spool: nothing is done.
+# The spool is beside the job's copy of the phase command, in the one directory the wrapper
+# made under .glidein_tracing (a random name). A job that never ran the phase command has no
+# spool: nothing is done.
 gt_phases() {
-    local dir="${_CONDOR_SCRATCH_DIR:-$PWD}/.glidein_tracing" why=""
-    local spool="$dir/phases.gtp"
+    local dir="${_CONDOR_SCRATCH_DIR:-$PWD}/.glidein_tracing" why="" spool spools
+    [ -e "$dir" ] || [ -L "$dir" ] || return 0
+    spools=("$dir"/*/phases.gtp)
+    spool=${spools[0]}
     [ -e "$spool" ] || [ -L "$spool" ] || [ -L "$dir" ] || return 0
     if [ -L "$dir" ] || [ ! -d "$dir" ]; then why="its directory is not a directory"
+    elif [ ${#spools[@]} -gt 1 ]; then why="more than one spool (the wrapper makes one)"
     elif [ -L "$spool" ]; then why="the spool is a symbolic link"
+    elif [ -L "${spool%/*}" ]; then why="the spool's directory is a symbolic link"
     elif [ ! -f "$spool" ]; then why="the spool is not a regular file"
-    elif [ ! -O "$spool" ] || [ ! -O "$dir" ]; then why="the spool belongs to another user"
+    elif [ ! -O "$spool" ] || [ ! -O "$dir" ] || [ ! -O "${spool%/*}" ]; then why="the spool belongs to another user"
     elif [ ! -r "$spool" ]; then why="the spool is not readable"
     fi
     if [ -n "$why" ]; then

@@ -242,7 +242,7 @@ gt_install_phase() {
     sum=$(sha256sum < "$dst" 2>/dev/null) && sum=${sum%% *} && [ ${#sum} -eq 64 ] \
         && gt_config_add GLIDEIN_TRACING_PHASE_SHA256 "$sum" \
         && gt_condor_var GLIDEIN_TRACING_PHASE_SHA256 S - + N N + \
-        || gt_note - "no checksum of the phase command: jobs get it unchecked"
+        || gt_note - "no checksum of the phase command: jobs get no phase command"
 }
 
 # gt_publish_trace: the trace id and the root span's traceparent in the startd ad and in every

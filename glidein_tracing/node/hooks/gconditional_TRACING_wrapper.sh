@@ -3,35 +3,45 @@
 # Starts the `job` span, gives the job a TRACEPARENT when it has none of its own, and
 # copies the phase command into the job's scratch dir (GLIDEIN_TRACING_PHASE, in the job's
 # container too: GlideinWMS binds the scratch dir into it).
-# All the work runs in a command substitution (a subshell): nothing it defines, no
+# All the work runs in command substitutions (subshells): nothing they define, no
 # exit, no error can reach the job. Only TRACEPARENT and GLIDEIN_TRACING_PHASE may be set
 # here, and the names below are unset again. The job runs unchanged whatever happens.
 
-# gt_wrapper_phase: copy the glidein's phase command to <scratch>/.glidein_tracing/phase
-# (a directory of our own: not an existing file or link of the job); print its path. The
-# copy is made only when the command is still what the setup hook installed: its sha256,
-# GLIDEIN_TRACING_PHASE_SHA256, comes from the startd's environment, which a job cannot
-# change for the jobs after it (an earlier job, running as the glidein's user, may have
-# replaced the file). Else print "-" (the job gets no phase command) and note it.
+# gt_wrapper_phase: copy the glidein's phase command (GLIDEIN_TRACING_PHASE in the environment
+# the startd gives every job) to <scratch>/.glidein_tracing/<random>/phase, a directory of our
+# own (not an existing file or link of the job) with a name no other process can predict
+# (mktemp -d), check the copy's sha256 against GLIDEIN_TRACING_PHASE_SHA256 and print its path.
+# What is checked is the file the job runs: a process left behind by an earlier job (running as
+# the glidein's user) may replace the master at any time, even between a check and a copy.
+# Both variables come from the startd's environment, which a job cannot change for the jobs
+# after it. This runs before anything of the glidein's is sourced (the library is writable by
+# every job: a `sha256sum` function added to it would pass any check), with the shell's own
+# names unset. A copy that fails the check prints "-", no checksum "-nosum" (the job gets no
+# phase command; the caller notes why).
 gt_wrapper_phase() {
-    gt_w_src="$GT_DIR/phase"
+    unset -f sha256sum cp mkdir mktemp rm 2>/dev/null
+    gt_w_src=${GLIDEIN_TRACING_PHASE:-}
     gt_w_sd=${_CONDOR_SCRATCH_DIR:-$PWD}/.glidein_tracing
-    [ -f "$gt_w_src" ] && [ -x "$gt_w_src" ] || return 0
+    case $gt_w_src in /*) [ -f "$gt_w_src" ] || return 0 ;; *) return 0 ;; esac
     [ ! -e "$gt_w_sd" ] && [ ! -L "$gt_w_sd" ] || return 0
-    if [ -n "${GLIDEIN_TRACING_PHASE_SHA256:-}" ]; then
-        gt_w_sum=$(sha256sum < "$gt_w_src" 2>/dev/null) || gt_w_sum=
-        if [ "${gt_w_sum%% *}" != "$GLIDEIN_TRACING_PHASE_SHA256" ]; then
-            gt_note "$gt_w_key" "the phase command changed since setup (its sha256 differs): not given to this job"
-            printf '%s' -
-            return 0
-        fi
+    case ${GLIDEIN_TRACING_PHASE_SHA256:-} in
+        *[!0-9a-f]*|'') printf '%s' -nosum; return 0 ;;
+    esac
+    mkdir -m 0700 "$gt_w_sd" 2>/dev/null || return 0
+    gt_w_pd=$(mktemp -d "$gt_w_sd/XXXXXXXXXXXX" 2>/dev/null) || return 0
+    cp "$gt_w_src" "$gt_w_pd/phase" 2>/dev/null || return 0
+    gt_w_sum=$(sha256sum < "$gt_w_pd/phase" 2>/dev/null) || gt_w_sum=
+    if [ "${gt_w_sum%% *}" != "$GLIDEIN_TRACING_PHASE_SHA256" ] || [ -L "$gt_w_pd/phase" ] \
+            || [ ! -x "$gt_w_pd/phase" ]; then
+        rm -f "$gt_w_pd/phase" 2>/dev/null
+        printf '%s' -
+        return 0
     fi
-    mkdir "$gt_w_sd" 2>/dev/null && cp "$gt_w_src" "$gt_w_sd/phase" 2>/dev/null || return 0
-    printf '%s' "$gt_w_sd/phase"
+    printf '%s' "$gt_w_pd/phase"
 }
 
-# gt_wrapper_run WRAPPER_PATH: record the job start; print the TRACEPARENT for the job and,
-# on a second line, the phase command's path.
+# gt_wrapper_run WRAPPER_PATH PHASE: record the job start (with a note when PHASE, what
+# gt_wrapper_phase printed, says the job gets no phase command); print the job's TRACEPARENT.
 gt_wrapper_run() {
     # glidein_config is beside condor_job_wrapper.sh, in the glidein's work dir
     gt_w_cfg="${1%/*}/glidein_config"
@@ -103,25 +113,22 @@ EOF
         "job.qdate:i=$gt_w_qdate" "job.num_job_starts:i=$gt_w_starts" \
         || return 0
     [ -z "$gt_w_note" ] || gt_note "$gt_w_key" "$gt_w_note"
+    case $2 in
+        -) gt_note "$gt_w_key" "the phase command changed since setup (its sha256 differs): not given to this job" ;;
+        -nosum) gt_note "$gt_w_key" "no checksum of the phase command in the job's environment: not given to this job" ;;
+    esac
     gt_span_id "$GT_TRACE_ID" "$gt_w_key" || return 0
     printf '00-%s-%s-01\n' "$GT_TRACE_ID" "$GT_SPAN_ID"
-    gt_wrapper_phase
 }
 
-gt_wrapper_tp=$(gt_wrapper_run "$0" </dev/null 2>/dev/null) || gt_wrapper_tp=
-gt_wrapper_ph=
-case $gt_wrapper_tp in
-    *'
-'*) gt_wrapper_ph=${gt_wrapper_tp#*'
-'}; gt_wrapper_tp=${gt_wrapper_tp%%'
-'*} ;;
-esac
+gt_wrapper_ph=$(gt_wrapper_phase </dev/null 2>/dev/null) || gt_wrapper_ph=
+gt_wrapper_tp=$(gt_wrapper_run "$0" "$gt_wrapper_ph" </dev/null 2>/dev/null) || gt_wrapper_tp=
 case $gt_wrapper_tp in
     00-*) [ -n "${TRACEPARENT:-}" ] || { TRACEPARENT=$gt_wrapper_tp; export TRACEPARENT; } ;;
 esac
 case $gt_wrapper_ph in
-    /*/.glidein_tracing/phase) GLIDEIN_TRACING_PHASE=$gt_wrapper_ph; export GLIDEIN_TRACING_PHASE ;;
-    -) unset GLIDEIN_TRACING_PHASE ;;
+    /*/.glidein_tracing/*/phase) GLIDEIN_TRACING_PHASE=$gt_wrapper_ph; export GLIDEIN_TRACING_PHASE ;;
+    *) unset GLIDEIN_TRACING_PHASE ;;
 esac
 unset gt_wrapper_tp gt_wrapper_ph
 unset -f gt_wrapper_run gt_wrapper_phase
