@@ -26,9 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 from glidein_tracing.core.converter import convert  # noqa: E402
-from glidein_tracing.exporters.otlp import make_otlp_exporter  # noqa: E402
-from glidein_tracing.factory.forwarder import Forwarder  # noqa: E402
-from glidein_tracing.factory.ledger import Ledger  # noqa: E402
+from glidein_tracing.factory.build import build_forwarder  # noqa: E402
 from glidein_tracing.factory.settings import ForwarderSettings  # noqa: E402
 from glidein_tracing.core.journal import format_line, parse_lines  # noqa: E402
 from glidein_tracing.core.sections import JOURNAL_SECTION, encode_section  # noqa: E402
@@ -40,9 +38,11 @@ from bench import quick  # noqa: E402
 FACTORY, SCHEDD = "bench_factory", "schedd@bench"
 
 
-def forwarder_settings(layout) -> ForwarderSettings:
-    """The benchmarked forwarder's settings: the default batches, a short grace."""
-    return ForwarderSettings(logs=(str(layout.logs),), factory=FACTORY, grace=1, batch_spans=2000)
+def forwarder_settings(layout, endpoint: str, work: Path, table: str = "none") -> ForwarderSettings:
+    """The benchmarked forwarder's settings: the default batches, a short grace, spans to
+    ``endpoint``, its ledger in ``work``."""
+    return ForwarderSettings(logs=(str(layout.logs),), factory=FACTORY, grace=1, batch_spans=2000, endpoint=endpoint,
+                             timeout=30, state=str(work / "ledger.sqlite"), table=table)
 SCRIPTS = ["main/setup_script.sh", "main/cat_consts.sh", "main/condor_platform_select.sh",
            "main/singularity_wrapper.sh", "main/collector_setup.sh", "main/setup_x509.sh",
            "main/gconditional_TRACING_setup.sh", "entry/cat_consts.sh", "main/cvmfs_setup.sh",
@@ -200,7 +200,7 @@ def naive_send(groups, endpoint):
 def one_round(work: Path, glideins: int, jobs: int, counter, endpoint: str) -> dict:
     """Each path once over a fresh Factory tree: {path: (spans, wall, cpu, received)}."""
     layout = build_tree(work, glideins, jobs)
-    forwarder = Forwarder(forwarder_settings(layout), make_otlp_exporter(endpoint, 30), Ledger(work / "ledger.sqlite"))
+    forwarder = build_forwarder(forwarder_settings(layout, endpoint, work))
     counter.value = 0
     stats, wall, cpu = measure(forwarder.run_once)
     out = {"forwarder": (stats.spans_sent, wall, cpu, wait_for(counter, stats.spans_sent))}

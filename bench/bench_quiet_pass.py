@@ -25,7 +25,7 @@ from pathlib import Path
 
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.build import build_forwarder
 from glidein_tracing.factory.ledger import Ledger, glidein_key
 from glidein_tracing.factory.outputs import find_entry_dirs
 from glidein_tracing.factory.settings import ForwarderSettings
@@ -61,9 +61,9 @@ def build(root: Path, outputs: int):
     return layout, ledger
 
 
-def forwarder(layout, ledger) -> Forwarder:
-    settings = ForwarderSettings(logs=(str(layout.logs),), factory=FACTORY, grace=1)
-    return Forwarder(settings, InMemorySpanExporter(), ledger, table=None)
+def forwarder(layout, ledger):
+    settings = ForwarderSettings(logs=(str(layout.logs),), factory=FACTORY, grace=1, table="none")
+    return build_forwarder(settings, exporter=InMemorySpanExporter(), ledger=ledger)
 
 
 def cpu(fn) -> float:

@@ -26,9 +26,8 @@ import time
 from pathlib import Path
 
 from glidein_tracing.exporters import store as store_mod
-from glidein_tracing.exporters.store import JsonLinesStoreExporter, store_files
-from glidein_tracing.factory.delivery import store_span_ids
-from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.exporters.store import store_files
+from glidein_tracing.factory.build import build_forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.factory.settings import ForwarderSettings
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
@@ -111,14 +110,13 @@ def run(root: Path, days: int, per_day: int, keep_days: float, jobs: int, retent
     xml = root / "glideinWMS.xml"
     xml.write_text(XML.format(f=FACTORY, days=keep_days if retention else 100000))
     settings = ForwarderSettings(logs=(str(layout.logs),), factory=FACTORY, grace=600,
-                                 factory_config=str(xml), store=str(root / "store"))
+                                 factory_config=str(xml), store=str(root / "store"), state=str(root / "ledger.sqlite"),
+                                 store_max_days=keep_days if retention else None, table="none")
     first = time.time() - (days + 1) * DAY
     first -= first % DAY
     out = []
     with SimulatedClock(first) as clock:
-        exporter = JsonLinesStoreExporter(root / "store", max_days=keep_days if retention else None)
-        ledger = Ledger(root / "ledger.sqlite")
-        forwarder = Forwarder(settings, exporter, ledger, reconcile=store_span_ids(root / "store"))
+        forwarder = build_forwarder(settings)
         for day in range(1, days + 1):
             start = first + (day - 1) * DAY
             one_day(layout, day, start, per_day, jobs)
@@ -128,9 +126,9 @@ def run(root: Path, days: int, per_day: int, keep_days: float, jobs: int, retent
             cpu = time.process_time()
             stats = forwarder.run_once()
             cpu = time.process_time() - cpu
-            ledger_bytes, rows, store_bytes = sizes(root, ledger)
+            ledger_bytes, rows, store_bytes = sizes(root, forwarder.ledger)
             out.append((day, stats.glideins_done, stats.glideins_forgotten, rows, ledger_bytes, store_bytes, cpu))
-        ledger.close()
+        forwarder.ledger.close()
     return out
 
 

@@ -38,11 +38,9 @@ from bench.calibration import calibrate  # noqa: E402
 from bench import quick  # noqa: E402
 
 from glidein_tracing.testing import synth  # noqa: E402
-from glidein_tracing.exporters.otlp import make_otlp_exporter  # noqa: E402
-from glidein_tracing.factory.forwarder import Forwarder  # noqa: E402
+from glidein_tracing.factory.build import build_forwarder  # noqa: E402
 from glidein_tracing.factory.ledger import Ledger  # noqa: E402
 from glidein_tracing.table import backfill  # noqa: E402
-from glidein_tracing.factory.sink import TableSink  # noqa: E402
 
 
 class _Timed:
@@ -69,9 +67,9 @@ class _Timed:
 def forwarder_pass(work: Path, glideins: int, jobs: int, endpoint: str, with_table: bool, spent: dict):
     """(stats, wall, cpu) of one pass over a fresh tree; the table's own CPU in ``spent``."""
     layout = build_tree(work, glideins, jobs)
-    ledger = Ledger(work / "ledger.sqlite")
-    table = _Timed(TableSink(work / "table", ledger), spent) if with_table else None
-    forwarder = Forwarder(forwarder_settings(layout), make_otlp_exporter(endpoint, 30), ledger, table=table)
+    forwarder = build_forwarder(forwarder_settings(layout, endpoint, work, str(work / "table") if with_table else "none"))
+    if with_table:    # the pass's two users of the sink, timed
+        forwarder.table = forwarder.sender.table = _Timed(forwarder.table, spent)
     return measure(forwarder.run_once)
 
 
@@ -140,9 +138,7 @@ def _pass_tables(args, endpoint):
     work = Path(tempfile.mkdtemp(prefix="gt-bench-day-"))
     try:
         layout = build_tree(work, args.day_glideins, args.jobs)
-        ledger = Ledger(work / "ledger.sqlite")
-        Forwarder(forwarder_settings(layout), make_otlp_exporter(endpoint, 30), ledger,
-                  table=TableSink(work / "table", ledger)).run_once()
+        build_forwarder(forwarder_settings(layout, endpoint, work, str(work / "table"))).run_once()
         from glidein_tracing.table.writer import arrow_schema
         return tuple(reader.read_rows(work / "table", dataset)[0].select(arrow_schema(dataset).names)
                      .cast(arrow_schema(dataset)) for dataset in ("glideins", "jobs"))
@@ -203,8 +199,7 @@ def ledger_growth(args, endpoint) -> None:
         ledger, sizes = Ledger(work / "ledger.sqlite"), []
         for k in range(args.ledger_passes):
             layout = build_tree(work / f"tree{k}", args.glideins, args.jobs, entry=f"BENCH_ENTRY_{k}")
-            Forwarder(forwarder_settings(layout), make_otlp_exporter(endpoint, 30), ledger,
-                  table=TableSink(work / "table", ledger)).run_once()
+            build_forwarder(forwarder_settings(layout, endpoint, work, str(work / "table")), ledger=ledger).run_once()
             ledger.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             sizes.append((work / "ledger.sqlite").stat().st_size)
         glideins = (args.ledger_passes - 1) * args.glideins

@@ -7,11 +7,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, read_store
-from glidein_tracing.factory.delivery import store_span_ids
-from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.build import build_forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
-from glidein_tracing.factory.sink import TableSink
 
 from tests.support.factory_builders import (
     SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein, settings_for)
@@ -29,9 +27,9 @@ def test_the_factory_names_the_site_a_journal_does_not(tmp_path, journal_site, e
     factory_xml.write_text("<glidein><attrs><attr name='GLIDEIN_Site' value='Global_Site'/></attrs><entries>"
                            "<entry name='TEST_ENTRY'><attrs><attr name='GLIDEIN_Site' value='Factory_Site'/></attrs>"
                            "</entry><entry name='OTHER'/></entries></glidein>")
-    conf = settings_for(layout, schedd=SCHEDD, grace=1, factory_config=str(factory_xml))
-    forwarder = Forwarder(conf, JsonLinesStoreExporter(store), ledger, reconcile=store_span_ids(store),
-                          table=TableSink(tmp_path / "table", ledger))
+    conf = settings_for(layout, schedd=SCHEDD, grace=1, factory_config=str(factory_xml), table=str(tmp_path / "table"))
+    forwarder = build_forwarder(conf,
+                                exporter=JsonLinesStoreExporter(store), ledger=ledger)
     assert forwarder.run_once().glideins_done == 1
     spans = read_store(store)[identity(layout, 300, 0).trace_id]
     (glidein,) = [s for s in spans if s["attributes"]["glidein.stage"] == "glidein"]

@@ -447,7 +447,7 @@ def test_the_forwarder_configured_with_rules_and_a_downtime_feed_decides_a_held_
     """The settings' failure_rules and downtimes, through the forwarder, on a real Condor-G
     activity log: a glidein held at the CE for an expired proxy and removed is credentials,
     not grid, and its entry's declared downtime is named."""
-    from glidein_tracing.cli import forward
+    from glidein_tracing.factory import build
     from glidein_tracing.factory.settings import ForwarderSettings
     from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
     from glidein_tracing.exporters.store import read_store
@@ -475,7 +475,7 @@ def test_the_forwarder_configured_with_rules_and_a_downtime_feed_decides_a_held_
                     "DEMO_ENTRY,2026-07-21 10:00,2026-07-21 11:00,no zone,\n")
     conf = ForwarderSettings(failure_rules=str(rules), downtimes=(str(feed),), state=str(tmp_path / "ledger.sqlite"))
     with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
-        attribution = forward.failure_attribution_of(conf)
+        attribution = build.failure_attribution_of(conf)
     assert any(f"{feed}:3: no time zone" in r.getMessage() for r in caplog.records)
     forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite",
                                entry_schedds={layout.entry: SCHEDD}, failure_attribution=attribution)
@@ -485,7 +485,7 @@ def test_the_forwarder_configured_with_rules_and_a_downtime_feed_decides_a_held_
     assert root["attributes"]["glidein.failure.domain"] == "credentials"
     assert root["attributes"]["glidein.failure.rule"] == "ce-proxy-expired"
     assert root["attributes"]["glidein.failure.downtime"] == f"{feed}:2 (scheduled): CE upgrade"
-    assert forward.failure_attribution_of(ForwarderSettings()) is None
+    assert build.failure_attribution_of(ForwarderSettings()) is None
 
 
 def test_a_directory_is_one_rule_book_in_file_order_with_names_unique_across_files(tmp_path, capsys, caplog):

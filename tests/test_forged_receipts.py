@@ -15,8 +15,7 @@ from opentelemetry.trace import SpanContext, TraceFlags
 from glidein_tracing.core import ids
 from glidein_tracing.exporters.otlp import make_otlp_exporter
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, read_store
-from glidein_tracing.factory.delivery import jaeger_span_ids, store_span_ids
-from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.build import build_forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.core.journal import format_line
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
@@ -73,8 +72,8 @@ def test_forged_spans_under_a_victims_ids_do_not_stop_a_cut_live_exports_spans(t
     # under those ids and under the Factory's own stages
     layout, trace = victim(tmp_path, 900, [export_record("sending", trace_of(900), "setup", "teardown")])
     post_forgeries(collector, trace, KEYS)
-    forwarder = Forwarder(settings_for(layout, schedd=SCHEDD, grace=5), make_otlp_exporter(collector, 5),
-                          Ledger(tmp_path / "l.sqlite"), reconcile=jaeger_span_ids(collector))
+    forwarder = build_forwarder(settings_for(layout, schedd=SCHEDD, grace=5, endpoint=collector, timeout=5,
+                                             query=collector), ledger=Ledger(tmp_path / "l.sqlite"))
     stats = forwarder.run_once()
     assert stats.glideins_done == 1 and stats.spans_already_live == 0
     assert_real_copies_last(trace, KEYS)
@@ -110,8 +109,8 @@ def test_a_forged_sent_record_drops_nothing_the_backend_does_not_hold(tmp_path):
     layout, _ = victim(tmp_path, 902, [export_record("sent", trace, "glidein", "setup", "teardown",
                                                      "factory.queue")])
     store = tmp_path / "store"
-    stats = Forwarder(settings_for(layout, schedd=SCHEDD, grace=5), JsonLinesStoreExporter(store),
-                      Ledger(tmp_path / "l.sqlite"), reconcile=store_span_ids(store)).run_once()
+    stats = build_forwarder(settings_for(layout, schedd=SCHEDD, grace=5), exporter=JsonLinesStoreExporter(store),
+                            ledger=Ledger(tmp_path / "l.sqlite")).run_once()
     assert sorted(s["attributes"]["glidein.stage"] for s in read_store(store)[trace]) == sorted(STAGES.values())
     assert stats.spans_already_live == 0
 
@@ -122,8 +121,8 @@ def test_without_a_backend_a_sent_record_cannot_drop_the_root(tmp_path):
     trace = trace_of(903)
     layout, _ = victim(tmp_path, 903, [export_record("sent", trace, "glidein", "setup", "teardown")])
     store = tmp_path / "store"
-    stats = Forwarder(settings_for(layout, schedd=SCHEDD, grace=5), JsonLinesStoreExporter(store),
-                      Ledger(tmp_path / "l.sqlite")).run_once()
+    stats = build_forwarder(settings_for(layout, schedd=SCHEDD, grace=5), exporter=JsonLinesStoreExporter(store),
+                            ledger=Ledger(tmp_path / "l.sqlite"), reconcile=None).run_once()
     stages = sorted(s["attributes"]["glidein.stage"] for s in read_store(store)[trace])
     assert stages == ["factory.queue", "factory.submit", "glidein"]
     assert stats.spans_already_live == 2 and stats.problems == {"resent_without_reconcile": 1}

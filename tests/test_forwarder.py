@@ -9,8 +9,7 @@ import pytest
 
 from glidein_tracing.core import ids
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, iter_store, read_store
-from glidein_tracing.factory.delivery import store_span_ids
-from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.build import build_forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.core.converter import convert
 from glidein_tracing.core.journal import format_line, parse_lines
@@ -30,9 +29,8 @@ def factory(tmp_path):
 
 
 def make_forwarder(layout, store_dir, ledger_path, **kwargs):
-    exporter = JsonLinesStoreExporter(store_dir)
     conf, others = forwarder_arguments(layout, kwargs, grace=5)
-    return Forwarder(conf, exporter, Ledger(ledger_path), reconcile=store_span_ids(store_dir), **others)
+    return build_forwarder(conf, exporter=JsonLinesStoreExporter(store_dir), ledger=Ledger(ledger_path), **others)
 
 
 def by_stage(spans, stage):
@@ -140,8 +138,8 @@ def test_node_export_record_without_a_backend_to_ask_resends(factory, tmp_path):
     journal = journal_text(layout, 302, 0, T0, extra=[
         _export_record(T0 + 20, "sending", setup, teardown), _export_record(T0 + 20.1, "sent", setup)])
     run_glidein(log, layout, 302, 0, T0, returned_stderr(journal))
-    forwarder = Forwarder(settings_for(layout, grace=5), JsonLinesStoreExporter(tmp_path / "store"),
-                          Ledger(tmp_path / "ledger.sqlite"))
+    forwarder = build_forwarder(settings_for(layout, grace=5), exporter=JsonLinesStoreExporter(tmp_path / "store"),
+                                ledger=Ledger(tmp_path / "ledger.sqlite"), reconcile=None)
     stats = forwarder.run_once()
     stages = sorted(s["attributes"]["glidein.stage"] for s in read_store(tmp_path / "store")[trace])
     assert stages == ["factory.queue", "factory.submit", "glidein", "teardown"]
@@ -255,7 +253,8 @@ def test_the_forwarder_works_with_any_sdk_exporter(tmp_path):
     layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_demo_instance", entry="DEMO_ENTRY")
     run_glidein(CondorGLog(layout), layout, 100, 0, T0, returned_stderr(journal_text(layout, 100, 0, T0)))
     exporter = InMemorySpanExporter()
-    stats = Forwarder(settings_for(layout, schedd=SCHEDD, grace=5), exporter, Ledger(tmp_path / "l.sqlite")).run_once()
+    stats = build_forwarder(settings_for(layout, schedd=SCHEDD, grace=5), exporter=exporter,
+                            ledger=Ledger(tmp_path / "l.sqlite")).run_once()
     spans = exporter.get_finished_spans()
     assert stats.glideins_done == 1 and stats.spans_sent == len(spans) > 3
     assert {format(s.context.trace_id, "032x") for s in spans} == {identity(layout, 100, 0).trace_id}
@@ -265,8 +264,6 @@ def test_the_forwarder_works_with_any_sdk_exporter(tmp_path):
 
 def test_factory_stages_of_a_running_glidein_go_out_before_it_ends_and_only_once(factory, tmp_path, collector):
     """Issue 14: a glidein waiting at a site is in the backend meanwhile; nothing twice later."""
-    from glidein_tracing.factory.delivery import jaeger_span_ids
-    from glidein_tracing.exporters.otlp import make_otlp_exporter
     layout, log = factory
     log.submit(700, 0, when=T0 - 7200)
     log.grid_submit(700, 0, when=T0 - 7190)          # factory.submit ends; waiting at the site
@@ -276,8 +273,8 @@ def test_factory_stages_of_a_running_glidein_go_out_before_it_ends_and_only_once
     trace0, trace1 = (identity(layout, 700, p).trace_id for p in (0, 1))
 
     def forwarder():
-        return Forwarder(settings_for(layout, schedd=SCHEDD, grace=5), make_otlp_exporter(collector, 5),
-                         Ledger(tmp_path / "ledger.sqlite"), reconcile=jaeger_span_ids(collector))
+        return build_forwarder(settings_for(layout, schedd=SCHEDD, grace=5, endpoint=collector, timeout=5,
+                                            query=collector), ledger=Ledger(tmp_path / "ledger.sqlite"))
 
     stats = forwarder().run_once()
     got = {(t, s) for t, s in CountingCollector.received}
@@ -332,8 +329,8 @@ def test_early_exports_come_in_batches_of_at_most_batch_spans(factory, tmp_path,
         log.submit(720, proc, when=T0 - 600)
         log.grid_submit(720, proc, when=T0 - 590)
         log.execute(720, proc, when=T0)                      # 2 ended Factory stages each
-    stats = Forwarder(settings_for(layout, schedd=SCHEDD, grace=5, batch_spans=3), make_otlp_exporter(collector, 5),
-                      Ledger(tmp_path / "l.sqlite")).run_once()
+    stats = build_forwarder(settings_for(layout, schedd=SCHEDD, grace=5, batch_spans=3),
+                            exporter=make_otlp_exporter(collector, 5), ledger=Ledger(tmp_path / "l.sqlite")).run_once()
     assert stats.early_spans_sent == 8 == len(set(CountingCollector.received)) == len(CountingCollector.received)
     # whole glideins, sent once at least batch_spans are pending: two requests of 4, not one of 8
     assert len(CountingCollector.headers_seen) == 2

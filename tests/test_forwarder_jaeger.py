@@ -74,7 +74,7 @@ def test_a_running_glideins_queue_span_is_in_jaeger_before_it_ends(tmp_path, jae
 
     from glidein_tracing.core import ids
     from glidein_tracing.exporters.otlp import make_otlp_exporter
-    from glidein_tracing.factory.forwarder import Forwarder
+    from glidein_tracing.factory.build import build_forwarder
     from glidein_tracing.factory.ledger import Ledger
     from tests.support.factory_builders import SCHEDD
 
@@ -84,8 +84,8 @@ def test_a_running_glideins_queue_span_is_in_jaeger_before_it_ends(tmp_path, jae
     log.submit(920, 0, when=now - 7200)
     log.grid_submit(920, 0, when=now - 7190)
     log.execute(920, 0, when=now - 60)                    # running; it has not ended
-    stats = Forwarder(settings_for(layout, schedd=SCHEDD), make_otlp_exporter(jaeger.otlp_endpoint, 10),
-                      Ledger(tmp_path / "l.sqlite")).run_once()
+    stats = build_forwarder(settings_for(layout, schedd=SCHEDD), exporter=make_otlp_exporter(jaeger.otlp_endpoint,
+                            10), ledger=Ledger(tmp_path / "l.sqlite")).run_once()
     assert stats.early_spans_sent == 2 and stats.glideins_done == 0
     trace_id = subprocess.run(
         [sys.executable, "-m", "glidein_tracing", "trace-id", "--factory", FACTORY, "--name", layout.instance,

@@ -22,12 +22,10 @@ from glidein_tracing.cli.main import main
 from glidein_tracing.core.journal import format_line
 from glidein_tracing.core.sections import JOURNAL_SECTION, encode_section
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, read_store
-from glidein_tracing.factory.delivery import store_span_ids
-from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.build import build_forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 from glidein_tracing.table import gwms, reader
-from glidein_tracing.factory.sink import TableSink
 
 from tests.support.factory_builders import settings_for
 from tests.support.hook_support import config_get, fixture_dir, glidein_at_cleanup
@@ -94,9 +92,9 @@ def forward_recorded(tmp_path, run, *, stdout=None, extra=None, returned_stdout=
     log.terminated(cluster, proc, 0, when=end + 4)
     ledger, store = Ledger(tmp_path / "ledger.sqlite"), tmp_path / "store"
     conf = settings_for(layout, factory=config_get(config, "GLIDEIN_Factory"),
-                        schedd=config_get(config, "CONDORG_SCHEDD"), grace=5)
-    forwarder = Forwarder(conf, JsonLinesStoreExporter(store), ledger, reconcile=store_span_ids(store),
-                          table=TableSink(tmp_path / "table", ledger))
+                        schedd=config_get(config, "CONDORG_SCHEDD"), grace=5, table=str(tmp_path / "table"))
+    forwarder = build_forwarder(conf,
+                                exporter=JsonLinesStoreExporter(store), ledger=ledger)
     stats = forwarder.run_once()
     assert stats.glideins_done == 1 and not stats.problems, stats.problems
     (row,) = reader.read_rows(tmp_path / "table", "glideins")[0].to_pylist()
@@ -223,9 +221,9 @@ def test_a_sigterm_during_validation_leaves_the_factorys_view_alone(tmp_path):
     log.terminated(cluster, 0, 0, when=start + 47)
     ledger, store = Ledger(tmp_path / "ledger.sqlite"), tmp_path / "store"
     conf = settings_for(layout, factory=config_get(config, "GLIDEIN_Factory"),
-                        schedd=config_get(config, "CONDORG_SCHEDD"), grace=5)
-    forwarder = Forwarder(conf, JsonLinesStoreExporter(store), ledger, reconcile=store_span_ids(store),
-                          table=TableSink(tmp_path / "table", ledger))
+                        schedd=config_get(config, "CONDORG_SCHEDD"), grace=5, table=str(tmp_path / "table"))
+    forwarder = build_forwarder(conf,
+                                exporter=JsonLinesStoreExporter(store), ledger=ledger)
     assert forwarder.run_once().glideins_done == 1
     (spans,) = read_store(store).values()
     assert sorted(s["attributes"]["glidein.stage"] for s in spans) == ["factory.queue", "factory.submit", "glidein"]
@@ -260,9 +258,8 @@ def test_a_simulated_glidein_with_jobs_has_the_factorys_numbers_with_its_starter
                         params={"GLIDEIN_CPUS": "2"}, max_tail_s=1.0)
     layout, result = run_through_factory(tmp_path, scenario)
     ledger, store = Ledger(tmp_path / "l.sqlite"), tmp_path / "store"
-    forwarder = Forwarder(settings_for(layout, factory=scenario.factory, grace=0), JsonLinesStoreExporter(store),
-                          ledger, reconcile=store_span_ids(store), table=TableSink(tmp_path / "table", ledger),
-                          settle_s=0)
+    forwarder = build_forwarder(settings_for(layout, factory=scenario.factory, grace=0,
+                                table=str(tmp_path / "table")), exporter=JsonLinesStoreExporter(store), ledger=ledger, settle_s=0)
     assert forwarder.run_once().glideins_done == 1
     (row,) = reader.read_rows(tmp_path / "table", "glideins")[0].to_pylist()
     expected = gwms.quantities(factory_view(result.stdout()))

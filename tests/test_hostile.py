@@ -15,8 +15,8 @@ from glidein_tracing.core import ids
 from glidein_tracing.exporters.otlp import make_otlp_exporter
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, iter_store, read_store
 from glidein_tracing.factory import ledger as ledger_mod
-from glidein_tracing.factory.delivery import MAX_ATTEMPTS, jaeger_span_ids, store_span_ids
-from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.delivery import MAX_ATTEMPTS
+from glidein_tracing.factory.build import build_forwarder
 from glidein_tracing.factory.stats import ForwardStats
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.core.journal import format_line
@@ -40,8 +40,7 @@ def factory(tmp_path):
 def store_forwarder(layout, tmp_path, roots=None):
     store = tmp_path / "store"
     conf = settings_for(layout, logs=tuple(map(str, roots or [layout.logs])), grace=5, schedd=SCHEDD)
-    return Forwarder(conf, JsonLinesStoreExporter(store), Ledger(tmp_path / "ledger.sqlite"),
-                     reconcile=store_span_ids(store))
+    return build_forwarder(conf, exporter=JsonLinesStoreExporter(store), ledger=Ledger(tmp_path / "ledger.sqlite"))
 
 
 def good_glideins(layout, log, cluster, count):
@@ -84,9 +83,9 @@ def test_oversized_requests_are_split_and_a_glidein_failing_alone_is_quarantined
            for i in range(30)]
     run_glidein(log, layout, 1100, 4, T0, returned_stderr(journal_text(layout, 1100, 4, T0, extra=fat)))
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    forwarder = Forwarder(settings_for(layout, grace=5, schedd=SCHEDD, batch_spans=2000),
-                          make_otlp_exporter(jaeger.otlp_endpoint, 10, max_request_bytes=64 * 1024), ledger,
-                          reconcile=jaeger_span_ids(jaeger.query_url))
+    forwarder = build_forwarder(settings_for(layout, grace=5, schedd=SCHEDD, batch_spans=2000,
+                                             endpoint=jaeger.otlp_endpoint, timeout=10, max_request_bytes=64 * 1024,
+                                             query=jaeger.query_url), ledger=ledger)
     first = forwarder.run_once()
     assert first.glideins_done == 4 and first.quarantined == 0   # everyone else flowed at once
     hostile = identity(layout, 1100, 4).trace_id
@@ -115,8 +114,8 @@ def test_a_collector_refusing_everything_blames_no_glidein(factory, tmp_path, co
     layout, log = factory
     good = good_glideins(layout, log, 1150, 4)
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    forwarder = Forwarder(settings_for(layout, grace=5, schedd=SCHEDD, batch_spans=5), make_otlp_exporter(collector, 3),
-                          ledger, reconcile=jaeger_span_ids(collector))
+    forwarder = build_forwarder(settings_for(layout, grace=5, schedd=SCHEDD, batch_spans=5, endpoint=collector,
+                                             timeout=3, query=collector), ledger=ledger)
     CountingCollector.up = False
     for _ in range(2):
         stats = forwarder.run_once()
@@ -231,7 +230,8 @@ def test_without_a_configured_schedd_one_journal_does_not_set_its_siblings_trace
     log.submit(1600, 1, when=T0 - 120)          # a sibling that never ran
     log.aborted(1600, 1, when=T0 - 10)
     store = tmp_path / "store"
-    forwarder = Forwarder(settings_for(layout, grace=5), JsonLinesStoreExporter(store), Ledger(tmp_path / "l.sqlite"))
+    forwarder = build_forwarder(settings_for(layout, grace=5), exporter=JsonLinesStoreExporter(store),
+                                ledger=Ledger(tmp_path / "l.sqlite"))
     stats = forwarder.run_once()
     assert stats.glideins_done == 2 and stats.problems["unknown_schedd"] == 1
     traces = read_store(store)
@@ -291,8 +291,8 @@ def test_a_timed_out_export_is_reconciled_before_any_resend_and_its_thread_ends(
     good = good_glideins(layout, log, 1800, 3)
     ledger = Ledger(tmp_path / "ledger.sqlite")
     hung = make_otlp_exporter(hung_collector, 1.0)
-    forwarder = Forwarder(settings_for(layout, grace=5, schedd=SCHEDD), hung, ledger,
-                          reconcile=jaeger_span_ids(collector))
+    forwarder = build_forwarder(settings_for(layout, grace=5, schedd=SCHEDD, query=collector), exporter=hung,
+                                ledger=ledger)
     stats = forwarder.run_once()
     assert hung.timed_out and stats.problems["export_timed_out"] == 1 and stats.glideins_done == 0
     assert len(ledger.with_status(ledger_mod.SENDING)) == 3     # maybe sent: not back to "ended"
@@ -302,8 +302,8 @@ def test_a_timed_out_export_is_reconciled_before_any_resend_and_its_thread_ends(
     assert not export_threads(), "the export thread outlived its timeout"
     arrived = len(CountingCollector.received)
     assert arrived == 3 * GOOD_SPANS                      # the hung collector did get them
-    forwarder = Forwarder(settings_for(layout, grace=5, schedd=SCHEDD), make_otlp_exporter(collector, 5.0), ledger,
-                          reconcile=jaeger_span_ids(collector))
+    forwarder = build_forwarder(settings_for(layout, grace=5, schedd=SCHEDD, endpoint=collector, timeout=5.0,
+                                             query=collector), ledger=ledger)
     again = forwarder.run_once()
     assert "resent_without_reconcile" not in again.problems
     assert again.glideins_done == 3 and again.spans_sent == 0

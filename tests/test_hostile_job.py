@@ -5,8 +5,7 @@ cannot change who the glidein is, and what it replaces cannot change what the ne
 import re
 
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, read_store
-from glidein_tracing.factory.delivery import store_span_ids
-from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.build import build_forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.core.ids import GlideinIdentity
 from glidein_tracing.simulator import Job, Scenario
@@ -31,9 +30,8 @@ def forwarded(tmp_path, scenario, **settings):
     simulator (real hooks) and returned to a Factory."""
     layout, result = run_through_factory(tmp_path, scenario)
     store = tmp_path / "store"
-    forwarder = Forwarder(settings_for(layout, factory=scenario.factory, schedd=scenario.schedd, grace=0, **settings),
-                          JsonLinesStoreExporter(store), Ledger(tmp_path / "l.sqlite"),
-                          reconcile=store_span_ids(store), settle_s=0)
+    forwarder = build_forwarder(settings_for(layout, factory=scenario.factory, schedd=scenario.schedd, grace=0,
+                                **settings), exporter=JsonLinesStoreExporter(store), ledger=Ledger(tmp_path / "l.sqlite"), settle_s=0)
     stats = forwarder.run_once()
     trace = GlideinIdentity(scenario.factory, scenario.name, scenario.entry, scenario.schedd,
                             str(scenario.cluster), str(scenario.proc)).trace_id

@@ -14,7 +14,7 @@ import pytest
 from glidein_tracing.core.sections import JOURNAL_SECTION
 from glidein_tracing.core import ids
 from glidein_tracing.core.converter import convert
-from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.build import build_forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.exporters.otlp import make_otlp_exporter
 from glidein_tracing.core.ids import GlideinIdentity
@@ -42,8 +42,9 @@ def run_through_factory(tmp_path, scenario):
 
 def forward_once(tmp_path, layout, scenario, collector, **kwargs):
     """One pass of the Factory forwarder over the returned outputs, into ``collector``."""
-    forwarder = Forwarder(settings_for(layout, factory=scenario.factory, grace=0), make_otlp_exporter(collector, 5),
-                          Ledger(tmp_path / "l.sqlite"), settle_s=0, **kwargs)
+    forwarder = build_forwarder(settings_for(layout, factory=scenario.factory, grace=0),
+                                exporter=make_otlp_exporter(collector, 5), ledger=Ledger(tmp_path / "l.sqlite"),
+                                settle_s=0, **kwargs)
     return forwarder.run_once()
 
 

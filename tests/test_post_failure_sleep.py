@@ -11,11 +11,9 @@ import pytest
 
 from glidein_tracing.cli.main import main
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, read_store
-from glidein_tracing.factory.delivery import store_span_ids
-from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.build import build_forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
-from glidein_tracing.factory.sink import TableSink
 
 from tests.support.factory_builders import identity, journal_text, returned_stderr, settings_for
 from tests.support.fixtures import fixture_path
@@ -39,8 +37,8 @@ def forwarded(tmp_path, run, ends_after_s):
     os.utime(layout.output(400, 0, "err"), (old, old))
     log.terminated(400, 0, 1, when=T0 + ends_after_s)
     ledger, store = Ledger(tmp_path / "ledger.sqlite"), tmp_path / "store"
-    forwarder = Forwarder(settings_for(layout, grace=5), JsonLinesStoreExporter(store), ledger,
-                          reconcile=store_span_ids(store), table=TableSink(tmp_path / "table", ledger))
+    forwarder = build_forwarder(settings_for(layout, grace=5, table=str(tmp_path / "table")),
+                                exporter=JsonLinesStoreExporter(store), ledger=ledger)
     assert forwarder.run_once().glideins_done == 1
     spans = read_store(tmp_path / "store")[identity(layout, 400, 0).trace_id]
     return {s["attributes"]["glidein.stage"]: s for s in spans}, spans, T0

@@ -8,9 +8,8 @@ import sqlite3
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from glidein_tracing.factory import config
-from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.build import build_forwarder
 from glidein_tracing.factory.ledger import Ledger
-from glidein_tracing.factory.sink import TableSink
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 from glidein_tracing.table import reader
 
@@ -36,8 +35,8 @@ def setup(tmp_path, days="1.0"):
     xml.write_text(GLIDEINWMS_XML.format(days=days))
     exporter = InMemorySpanExporter()
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    forwarder = Forwarder(settings_for(layout, factory_config=str(xml), grace=5), exporter, ledger,
-                          table=TableSink(tmp_path / "table", ledger))
+    forwarder = build_forwarder(settings_for(layout, factory_config=str(xml), grace=5, table=str(tmp_path / "table")),
+                                exporter=exporter, ledger=ledger)
     forwarder.forgetting.every_s = 0          # a sweep every pass, not hourly
     return layout, forwarder, exporter
 
@@ -113,7 +112,7 @@ def test_a_glidein_forgotten_while_its_output_is_on_disk_would_be_sent_again(tmp
     gkey = f"{layout.entry_dir.resolve()}|300.0"
     with forwarder.ledger.transaction():
         forwarder.ledger.forget([gkey], T0)           # too early: its output is still there
-    fresh = Forwarder(forwarder.settings, exporter, forwarder.ledger)   # a restarted forwarder
+    fresh = build_forwarder(forwarder.settings, exporter=exporter, ledger=forwarder.ledger)   # a restarted forwarder
     fresh.run_once()
     assert len(roots_sent(exporter, layout)) == 2
 

@@ -6,7 +6,7 @@ import time
 
 from glidein_tracing.cli.main import main as cli
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, read_store
-from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.build import build_forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.core.sampling import threshold
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
@@ -44,8 +44,8 @@ def factory_with_glideins(tmp_path, glideins, ratio, failed_every=7):
 
 def forwarded(tmp_path, layout, **kwargs):
     store = tmp_path / "factory_store"
-    stats = Forwarder(settings_for(layout, schedd=SCHEDD, grace=5, **kwargs), JsonLinesStoreExporter(store),
-                      Ledger(tmp_path / "l.sqlite")).run_once()
+    stats = build_forwarder(settings_for(layout, schedd=SCHEDD, grace=5, **kwargs),
+                            exporter=JsonLinesStoreExporter(store), ledger=Ledger(tmp_path / "l.sqlite")).run_once()
     return stats, set(read_store(store))
 
 

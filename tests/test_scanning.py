@@ -6,7 +6,7 @@ import time
 
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.build import build_forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
@@ -28,7 +28,7 @@ def make(tmp_path):
 
 
 def forwarder_on(layout, ledger, exporter):
-    return Forwarder(settings_for(layout, grace=5), exporter, ledger)
+    return build_forwarder(settings_for(layout, grace=5), exporter=exporter, ledger=ledger)
 
 
 class CountingLedger(Ledger):

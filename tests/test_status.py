@@ -7,7 +7,7 @@ import sys
 import time
 
 from glidein_tracing.exporters.store import JsonLinesStoreExporter
-from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.build import build_forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 
@@ -31,8 +31,8 @@ def factory_now(tmp_path):
     log.execute(300, 4, when=now - 0.9 * HOUR)
     log.terminated(300, 4, when=now - 600)
     ledger = tmp_path / "ledger.sqlite"
-    Forwarder(settings_for(layout, schedd=SCHEDD, grace=3 * HOUR), JsonLinesStoreExporter(tmp_path / "store"),
-              Ledger(ledger)).run_once()
+    build_forwarder(settings_for(layout, schedd=SCHEDD, grace=3 * HOUR),
+                    exporter=JsonLinesStoreExporter(tmp_path / "store"), ledger=Ledger(ledger)).run_once()
     return layout, ledger
 
 

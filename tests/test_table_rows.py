@@ -265,12 +265,10 @@ def _forwarded_row(tmp_path, condor_fields, job_fields, stdout=None):
     holding a condor phase and one job ending with ``condor_fields`` and ``job_fields``, its
     returned stdout ``stdout`` (None: none came back)."""
     from glidein_tracing.exporters.store import JsonLinesStoreExporter
-    from glidein_tracing.factory.delivery import store_span_ids
-    from glidein_tracing.factory.forwarder import Forwarder
+    from glidein_tracing.factory.build import build_forwarder
     from glidein_tracing.factory.ledger import Ledger
     from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
     from glidein_tracing.table import reader
-    from glidein_tracing.factory.sink import TableSink
     from tests.support.factory_builders import SCHEDD, T0, journal_text, returned_stderr, run_glidein, settings_for
 
     layout = FactoryLayout(logs=tmp_path / "logs", instance="gwms_demo_instance", entry="DEMO_ENTRY")
@@ -288,8 +286,8 @@ def _forwarded_row(tmp_path, condor_fields, job_fields, stdout=None):
         out.write_text(stdout)
         os.utime(out, (stat.st_atime, stat.st_mtime))
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    forwarder = Forwarder(settings_for(layout, grace=5, schedd=SCHEDD), JsonLinesStoreExporter(tmp_path / "store"),
-                          ledger, reconcile=store_span_ids(tmp_path / "store"), table=TableSink(tmp_path / "table", ledger))
+    forwarder = build_forwarder(settings_for(layout, grace=5, schedd=SCHEDD, table=str(tmp_path / "table")),
+                                exporter=JsonLinesStoreExporter(tmp_path / "store"), ledger=ledger)
     stats = forwarder.run_once()
     assert stats.table_rows == 1
     assert stats.problems.get("implausible_values", 0) == reader.read_rows(tmp_path / "table", "glideins")[0] \

@@ -14,13 +14,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from glidein_tracing.exporters.store import JsonLinesStoreExporter
-from glidein_tracing.factory.delivery import store_span_ids
-from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.build import build_forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 from glidein_tracing.table import layout as table_layout
 from glidein_tracing.table import reader, writer
-from glidein_tracing.factory.sink import TableSink
 
 from tests.support.factory_builders import (
     FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein, settings_for)
@@ -112,8 +110,8 @@ def test_files_per_day_stay_bounded_by_compaction(factory, tmp_path):
     layout, log = factory
     ledger = Ledger(tmp_path / "ledger.sqlite")
     store = tmp_path / "store"
-    forwarder = Forwarder(settings_for(layout, grace=5), JsonLinesStoreExporter(store), ledger,
-                          reconcile=store_span_ids(store), table=TableSink(tmp_path / "table", ledger))
+    forwarder = build_forwarder(settings_for(layout, grace=5, table=str(tmp_path / "table")),
+                                exporter=JsonLinesStoreExporter(store), ledger=ledger)
     passes = 3 * writer.MAX_FILES_PER_DAY
     for cluster in range(400, 400 + passes):   # one file per pass
         glideins(layout, log, cluster, 2, start=T0 + (cluster - 400) * 10)
@@ -268,8 +266,8 @@ def test_the_ledger_does_not_grow_by_what_it_waited_for(factory, tmp_path):
     layout, log = factory
     ledger = Ledger(tmp_path / "ledger.sqlite")
     store = tmp_path / "store"
-    forwarder = Forwarder(settings_for(layout, grace=5), JsonLinesStoreExporter(store), ledger,
-                          reconcile=store_span_ids(store), table=TableSink(tmp_path / "table", ledger))
+    forwarder = build_forwarder(settings_for(layout, grace=5, table=str(tmp_path / "table")),
+                                exporter=JsonLinesStoreExporter(store), ledger=ledger)
     passes, per_pass = 12, 10
     for cluster in range(500, 500 + passes):
         glideins(layout, log, cluster, per_pass, start=T0 + (cluster - 500) * 30)
@@ -315,8 +313,8 @@ def test_a_damaged_file_met_by_compaction_is_quarantined_once_and_the_day_finish
     layout, log = factory
     ledger = Ledger(tmp_path / "ledger.sqlite")
     store, table = tmp_path / "store", tmp_path / "table"
-    forwarder = Forwarder(settings_for(layout, grace=5), JsonLinesStoreExporter(store), ledger,
-                          reconcile=store_span_ids(store), table=TableSink(table, ledger))
+    forwarder = build_forwarder(settings_for(layout, grace=5, table=str(table)),
+                                exporter=JsonLinesStoreExporter(store), ledger=ledger)
     for cluster in range(500, 500 + writer.MAX_FILES_PER_DAY):    # a day of as many files as it keeps
         glideins(layout, log, cluster, 2, start=T0 + (cluster - 500) * 10)
         assert forwarder.run_once().table_rows == 2

@@ -13,11 +13,9 @@ from glidein_tracing.analysis.dataset import open_dataset
 from glidein_tracing.analysis.html import render_html
 from glidein_tracing.analysis.report import analyze, summary_text
 from glidein_tracing.exporters.store import JsonLinesStoreExporter, read_store
-from glidein_tracing.factory.delivery import store_span_ids
-from glidein_tracing.factory.forwarder import Forwarder
+from glidein_tracing.factory.build import build_forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.factory.settings import ForwarderSettings
-from glidein_tracing.factory.sink import TableSink
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 from glidein_tracing.table import gwms, reader
 
@@ -59,9 +57,10 @@ def untraced_glidein(layout, log, cluster, proc, run, asked_to_trace=False):
 def forward(logs, tmp_path, **settings):
     ledger = Ledger(tmp_path / "ledger.sqlite")
     store = tmp_path / "store"
-    conf = ForwarderSettings(logs=(str(logs),), factory=FACTORY, schedd=SCHEDD, grace=5, **settings)
-    forwarder = Forwarder(conf, JsonLinesStoreExporter(store), ledger, reconcile=store_span_ids(store),
-                          table=TableSink(tmp_path / "table", ledger))
+    conf = ForwarderSettings(logs=(str(logs),), factory=FACTORY, schedd=SCHEDD, grace=5, table=str(tmp_path / "table"),
+                             **settings)
+    forwarder = build_forwarder(conf,
+                                exporter=JsonLinesStoreExporter(store), ledger=ledger)
     stats = forwarder.run_once()
     assert stats.export_failures == 0
     rows, scan = reader.read_rows(tmp_path / "table", "glideins")

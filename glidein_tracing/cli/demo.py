@@ -209,15 +209,13 @@ def run(args):
     from ..exporters.otlp import make_otlp_exporter
     from ..exporters.store import JsonLinesStoreExporter, read_store
     from ..failure_rules.attribution import FailureAttribution
+    from ..factory.build import build_forwarder
     from ..factory.delivery import store_span_ids
-    from ..factory.forwarder import Forwarder
-    from ..factory.ledger import Ledger
     from ..factory.settings import ForwarderSettings
     from ..core.ids import GlideinIdentity
     from ..failure_rules.files import RuleBook
     from ..simulator.condor_g import CondorGLog, FactoryLayout
     from ..viewers.tree import render
-    from ..factory.sink import TableSink
 
     if args.glideins < 1:
         raise UserError("--glideins must be at least 1")
@@ -225,10 +223,9 @@ def run(args):
     root.mkdir(parents=True, exist_ok=True)
     if args.endpoint:
         exporter, where = make_otlp_exporter(args.endpoint, 10.0), args.endpoint
-        reconcile = None
     else:
         exporter = JsonLinesStoreExporter(args.store)
-        where, reconcile = str(exporter.directory), store_span_ids(exporter.directory)
+        where = str(exporter.directory)
     demo = DemoSpans(exporter)
     request = demo.frontend_request(args.glideins)
     # each run is a new submission (new cluster ids, so new traces): the store keeps every
@@ -252,17 +249,18 @@ def run(args):
     for label, scenario, result in results:
         echo(f"  glidein {scenario.cluster}.{scenario.proc}: {label} (exit code {result.exit_code})",
               file=sys.stderr)
-    ledger = Ledger(root / "factory" / "forwarder.sqlite")
     summary = FailureSummary(exporter)
-    table = TableSink(root / "factory" / "glidein-table", ledger)
     factory_xml = root / "factory" / "glideinWMS.xml"     # the Factory's configuration: the entry's site
     factory_xml.write_text(f'<glidein><entries><entry name="{ENTRY}"><attrs><attr name="GLIDEIN_Site" '
                            f'value="{SITE}"/></attrs></entry></entries></glidein>\n')
+    # spans go through the summary to where the demo sends them; the ledger and the glidein
+    # table (glidein-table beside it) in the simulated Factory
     conf = ForwarderSettings(logs=(str(layout.logs),), factory=FACTORY, schedd=SCHEDD,
-                             factory_config=str(factory_xml), grace=0.0)
-    forwarder = Forwarder(conf, summary, ledger, reconcile=reconcile, table=table, settle_s=0.0,
-                          failure_attribution=FailureAttribution(RuleBook(RULES, classifiers=False)),
-                          progress=on_terminal())
+                             factory_config=str(factory_xml), grace=0.0, endpoint=args.endpoint,
+                             store=None if args.endpoint else where, state=str(root / "factory" / "forwarder.sqlite"))
+    forwarder = build_forwarder(conf, exporter=summary, settle_s=0.0, progress=on_terminal(),
+                                reconcile=None if args.endpoint else store_span_ids(exporter.directory),
+                                failure_attribution=FailureAttribution(RuleBook(RULES, classifiers=False)))
     stats = forwarder.run_once()
     demo.shutdown()
     exporter.shutdown()
@@ -288,6 +286,6 @@ def run(args):
         echo()
         echo(render(traces.get(failed, [])))
     echo(f"\nshow any of them: glidein-tracing show TRACE_ID --store {exporter.directory}")
-    echo(f"their rows (docs/glidein-table.md): {table.directory}/glideins/*/*.parquet")
-    echo(f"analyze them (docs/analysis.md): glidein-tracing analyze {table.directory}")
+    echo(f"their rows (docs/glidein-table.md): {forwarder.table.directory}/glideins/*/*.parquet")
+    echo(f"analyze them (docs/analysis.md): glidein-tracing analyze {forwarder.table.directory}")
     return 1 if stats.export_failures else 0

@@ -11,7 +11,6 @@ standard OTEL_EXPORTER_OTLP_* variables, in that order. `--follow` keeps running
 
 from __future__ import annotations
 
-import logging
 import signal
 import sys
 
@@ -42,30 +41,9 @@ def settings_of(args) -> tuple:
     return path, conf
 
 
-def failure_attribution_of(conf):
-    """The failure rules and declared downtimes the settings name (None when neither): a
-    downtime file's bad entries are logged, the rest used."""
-    if not conf.failure_rules and not conf.downtimes:
-        return None
-    from ..failure_rules.downtimes import read_downtimes
-    from ..failure_rules.attribution import FailureAttribution
-    from ..failure_rules.files import RuleBook
-    cache = preflight.downtime_cache_of(conf) if conf.downtimes else None
-    downtimes, problems = read_downtimes(conf.downtimes, cache)
-    for problem in problems:
-        logging.getLogger("glidein_tracing.failure_rules.downtimes").warning("downtime %s", problem)
-    rules = RuleBook(conf.failure_rules) if conf.failure_rules else None
-    return FailureAttribution(rules, downtimes)
-
-
 def run(args):
-    from ..exporters.otlp import make_otlp_exporter
-    from ..exporters.store import JsonLinesStoreExporter
-    from ..factory.delivery import jaeger_span_ids, store_span_ids
-    from ..factory.forwarder import Forwarder
     from ..factory import ledger_lock
-    from ..factory.ledger import Ledger
-    from ..factory.sink import table_sink
+    from ..factory.build import build_forwarder
 
     config_file, conf = settings_of(args)
     if args.check_config:
@@ -74,24 +52,12 @@ def run(args):
         return 0
     preflight.refuse(conf)         # what --check-config finds, but the dry run's own checks
     log_to_stderr("%(asctime)s glidein-tracing forward: %(message)s")
-    if conf.sends_to_collector():
-        exporter = make_otlp_exporter(conf.endpoint, conf.timeout, conf.max_request_bytes, headers=conf.headers,
-                                      certificate=conf.certificate, compression=conf.compression)
-        reconcile = jaeger_span_ids(conf.query) if conf.query else None
-    else:
-        exporter = JsonLinesStoreExporter(conf.store, max_days=conf.store_max_days,
-                                          max_bytes=None if conf.store_max_gb is None else int(conf.store_max_gb * 1e9))
-        reconcile = store_span_ids(exporter.directory)
     ledger_lock.hold(conf.ledger_path())      # for this process's life: one forwarder per ledger
-    ledger = Ledger(conf.ledger_path())
-    table = table_sink(conf.table, conf.ledger_path(), ledger)
+    forwarder = build_forwarder(conf, progress=not args.no_progress and sys.stderr.isatty())
     if args.retry_quarantined:
-        with ledger.transaction():
-            released = ledger.release_quarantined()
+        with forwarder.ledger.transaction():
+            released = forwarder.ledger.release_quarantined()
         echo(f"glidein-tracing forward: {released} quarantined glideins released", file=sys.stderr)
-    forwarder = Forwarder(conf, exporter, ledger, reconcile=reconcile, table=table,
-                          failure_attribution=failure_attribution_of(conf),
-                          progress=not args.no_progress and sys.stderr.isatty())
     if conf.follow:
         stopping = []
         signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))

@@ -87,6 +87,12 @@ def day_dirs(table: Path, dataset: str) -> list[Path]:
     return sorted(p for p in (Path(table) / dataset).glob(f"{PARTITION_COLUMN}=*") if p.is_dir())
 
 
+def day_of_file(path: Path) -> str:
+    """The day partition (``YYYY-MM-DD``) a data file of the table is in: the one reader of
+    the ``date=`` folder names ``day_dir`` writes."""
+    return Path(path).parent.name.partition("=")[2]
+
+
 @contextmanager
 def locked(table: Path):
     """The table's write lock (flock: released when the holder dies, so a killed writer never

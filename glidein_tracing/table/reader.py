@@ -101,7 +101,7 @@ def read_rows(table_dir, dataset: str, columns=None):
             continue
         arrays = [part.column(name).cast(schema.field(name).type) if name in part.column_names
                   else pa.nulls(part.num_rows, schema.field(name).type) for name in wanted]
-        day = path.parent.name.split("=", 1)[1]
+        day = layout.day_of_file(path)
         arrays.append(pa.array([day] * part.num_rows, pa.string()))
         parts.append(pa.Table.from_arrays(arrays, names=wanted + [PARTITION_COLUMN]))
     if not parts:
@@ -115,7 +115,7 @@ def trace_ids(table_dir, days=None) -> set:
     import pyarrow.parquet as pq
     out = set()
     for path in usable_files(table_dir, "glideins").files:
-        if days is None or path.parent.name.split("=", 1)[1] in days:
+        if days is None or layout.day_of_file(path) in days:
             try:
                 out.update(pq.read_table(path, columns=["trace_id"]).column(0).to_pylist())
             except (OSError, ValueError):

@@ -139,12 +139,13 @@ def entry_outcomes(table_dir, days: int = TABLE_DAYS, now: float | None = None) 
     (only those days' files are read: the cost does not grow with the table)."""
     import pyarrow.parquet as pq
 
+    from ..table.layout import day_of_file
     from ..table.reader import usable_files
     now = time.time() if now is None else now
     wanted = {time.strftime("%Y-%m-%d", time.gmtime(now - 86400 * back)) for back in range(days)}
     out: dict = {}
     for path in usable_files(table_dir, "glideins").files:
-        if path.parent.name.split("=", 1)[-1] not in wanted:
+        if day_of_file(path) not in wanted:
             continue
         try:
             columns = pq.read_table(path, columns=["entry", "outcome"]).to_pydict()

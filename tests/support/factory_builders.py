@@ -59,15 +59,15 @@ def run_glidein(log, layout, cluster, proc, start, stderr_text, outcome="termina
 
 
 def settings_for(layout, **values):
-    """The settings of a forwarder reading ``layout``'s client logs as Factory FACTORY (``values``
-    over these)."""
+    """The settings of a forwarder reading ``layout``'s client logs as Factory FACTORY, writing
+    no glidein table unless ``table`` is given (``values`` over these)."""
     from glidein_tracing.factory.settings import ForwarderSettings
-    return ForwarderSettings(**{"logs": (str(layout.logs),), "factory": FACTORY, **values})
+    return ForwarderSettings(**{"logs": (str(layout.logs),), "factory": FACTORY, "table": "none", **values})
 
 
 def forwarder_arguments(layout, kwargs: dict, **values) -> tuple:
-    """(settings, the other keyword arguments of Forwarder): ``kwargs`` split between the
-    settings (over ``values``) and what is not one (reconcile, table, ...)."""
+    """(settings, the other keyword arguments of build_forwarder): ``kwargs`` split between the
+    settings (over ``values``) and what is not one (reconcile, failure_attribution, ...)."""
     from glidein_tracing.factory.settings import SETTINGS
     values.update({k: v for k, v in kwargs.items() if k in SETTINGS})
     return settings_for(layout, **values), {k: v for k, v in kwargs.items() if k not in SETTINGS}
