@@ -4,9 +4,11 @@ and a VO's classifier package is found by its entry point."""
 
 import base64
 import logging
+import os
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -246,6 +248,31 @@ CLASSIFIER = textwrap.dedent('''\
             return Unreadable()
         if "die" in text:
             os._exit(1)
+        if "slow" in text:
+            time.sleep(0.5)
+            return None
+        if "escape" in text:             # a screen clear on its stdout and stderr, an ESC in its answer
+            print("\\x1b[2J\\x1b]0;owned\\x07", flush=True)
+            os.write(1, b"\\x1b[2J"); os.write(2, b"\\x1b[2J")
+            return {"domain": "service", "service": "sam\\x1b[31mweb", "label": "bad\\x1b[2J\\rlabel\\x9b1m",
+                    "rule": "esc"}
+        if "fork" in text:               # a child that outlives the answer
+            if os.fork() == 0:
+                os.execvp("sleep", ["sleep", "300", facts.message])
+            return None
+        if "signal" in text:             # its parent, and the pid it was told is the forwarder's
+            tried = []
+            for pid in (int(facts.message), os.getppid()):
+                try:
+                    os.kill(pid, 9)
+                    tried.append(f"{pid} signalled")
+                except OSError as exc:
+                    tried.append(f"{pid} {type(exc).__name__}")
+            return {"domain": "service", "service": "x", "label": ", ".join(tried), "rule": "signal"}
+        if "garbled" in text:            # its own bytes on the worker's pipe: 50,000 nested lists
+            from multiprocessing.connection import Connection
+            Connection(int(sys.argv[1])).send_bytes(b"[" * 50000)
+            return None
         return None
     ''')
 
@@ -288,7 +315,8 @@ def test_a_vo_classifier_package_is_found_by_its_entry_point(installed_classifie
 @pytest.mark.parametrize("tail, why", [
     ("liar", "answered badly (domain: one of"), ("boom", "raised RuntimeError: the VO's bug"),
     ("exit", "raised SystemExit: 3"), ("hang", "gave no answer within 1 s"),
-    ("unreadable", "raised ValueError: an answer that raises when read"), ("die", "ended its process")])
+    ("unreadable", "raised ValueError: an answer that raises when read"), ("die", "ended its process"),
+    ("garbled", "answered something that is not an answer")])
 def test_a_failing_or_slow_classifier_is_disabled_for_the_pass_with_one_message(installed_classifier, caplog,
                                                                                 tail, why):
     """Each way a VO's classifier fails: the answer is none, the classifier is off until the
@@ -512,3 +540,85 @@ def test_a_directory_is_one_rule_book_in_file_order_with_names_unique_across_fil
     out = capsys.readouterr().out
     assert "cms-exit-8020\tsite\tCMS file open error\t" in out and "generic\tgrid\t" in out
     assert "the same name again" not in out                              # not tried: not listed
+
+
+def _fenced():
+    from glidein_tracing.failure_rules.classifiers import fence
+    if not fence():
+        pytest.skip("no unprivileged user namespaces here: classifiers are not fenced (docs/operators.md)")
+
+
+def _asked(text, message="", **kw):
+    """A classifier asked about one job failure, then the pass ended; its messages."""
+    classifiers = Classifiers(["examplevo"], **kw)
+    ruleset = RuleSet((), classifiers)
+    classifiers.new_pass()
+    try:
+        decision = ruleset.classify(job(text, message=message))
+    finally:
+        classifiers.close()
+    return decision, classifiers
+
+
+def test_a_classifier_under_its_answer_limit_spends_its_pass_budget_then_is_disabled(installed_classifier, caplog):
+    """Issue 42: one just under its 2 s answer limit made a pass 10x slower. Each answer is
+    within the limit; together they spend the classifier's budget for the pass, and then it
+    is asked no more until the next pass."""
+    classifiers = Classifiers(["examplevo"], time_limit_s=5.0, pass_budget_s=1.2)
+    ruleset = RuleSet((), classifiers)
+    try:
+        classifiers.new_pass()
+        with caplog.at_level(logging.WARNING, logger="glidein_tracing"):
+            for _ in range(10):
+                assert ruleset.classify(job("slow")) is None
+        messages = [r.getMessage() for r in caplog.records if "examplevo" in r.getMessage()]
+        assert len(messages) == 1 and "spent its 1.2 s for this pass" in messages[0]
+        assert classifiers.disabled == 1 and classifiers.spent["examplevo"] <= 5.0 + 1.2
+        classifiers.new_pass()
+        assert ruleset.classify(job("SAM project x is not running")).rule == "examplevo:sam-down"
+    finally:
+        classifiers.close()
+
+
+def test_a_classifiers_output_never_reaches_the_forwarders_and_its_answer_is_cleaned(installed_classifier, capfd):
+    decision, _ = _asked("escape")
+    out, err = capfd.readouterr()
+    assert "\x1b" not in out and "\x1b" not in err                  # its stdout and stderr are closed
+    assert (decision.label, decision.service) == ("bad[2Jlabel1m", "sam[31mweb")   # no control byte left
+
+
+def test_a_classifiers_children_are_killed_at_the_end_of_the_pass(installed_classifier, tmp_path):
+    _fenced()
+    marker = f"gt-classifier-child-{tmp_path.name}"
+    _asked("fork", marker)
+
+    def alive():
+        found = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                found.append(marker.encode() in cmdline.read_bytes())
+            except OSError:
+                pass
+        return any(found)
+    deadline = time.monotonic() + 10
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive()
+
+
+@pytest.mark.parametrize("fenced", [True, False], ids=["namespaces", "no_namespaces"])
+def test_a_classifier_cannot_signal_the_forwarder(installed_classifier, monkeypatch, fenced):
+    """Issue 42: ``os.kill(os.getppid(), SIGKILL)`` killed the forwarder on every pass. In its
+    own PID namespace its parent is 0 (its own process group, in a session of its own) and no
+    pid outside can be named: the forwarder (this test's process, whose pid the classifier is
+    told) lives. Without namespaces its parent is a shell: killing that harms nobody, but a
+    pid it learns it can signal (docs/operators.md), so that attack is not tried here."""
+    from glidein_tracing.failure_rules import classifiers as module
+    if fenced:
+        _fenced()
+    else:
+        monkeypatch.setattr(module, "fence", lambda: module.GRANDCHILD)
+    target = os.getpid() if fenced else 2 ** 22 + 1     # without namespaces: a pid that cannot exist
+    decision, _ = _asked("signal", str(target))
+    assert decision.label.startswith(f"{target} ProcessLookupError, ")
+    assert decision.label.endswith(", 0 signalled" if fenced else " signalled")   # its parent: 0, or the shell

@@ -80,8 +80,10 @@ class Forwarder:
                 self.forgetting.sweep([entry.path for entry in self.scanner.entries], stats)
         stats.table_rows = self.table.flush()
         stats.table_quarantined = list(self.table.quarantined)
-        if self.failure_attribution is not None and self.failure_attribution.classifiers_disabled():
-            stats.problem("classifier_disabled", self.failure_attribution.classifiers_disabled())
+        if self.failure_attribution is not None:
+            self.failure_attribution.end_pass()
+            if self.failure_attribution.classifiers_disabled():
+                stats.problem("classifier_disabled", self.failure_attribution.classifiers_disabled())
         for kind, count in stats.problems.items():
             self.ledger.bump(kind, count)
         return stats

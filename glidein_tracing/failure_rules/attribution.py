@@ -47,6 +47,12 @@ class FailureAttribution:
         if classifiers:
             classifiers.new_pass()
 
+    def end_pass(self):
+        """A forwarder pass ends: the classifiers' worker and all it started are killed."""
+        classifiers = getattr(self.rules, "classifiers", None)
+        if classifiers:
+            classifiers.close()
+
     def classifiers_disabled(self) -> int:
         """How many classifiers this pass disabled (failed, slow, or answered badly)."""
         classifiers = getattr(self.rules, "classifiers", None)
