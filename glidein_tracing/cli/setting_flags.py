@@ -3,10 +3,11 @@ its help and its check come from the setting's one declaration (factory/settings
 
 from __future__ import annotations
 
+from ..core import kinds
 from ..core.errors import ConfigError
 from ..factory import settings
 
-_TYPES = {"str": str, "url": str, "float": float, "int": int}
+_TYPES = {kinds.STRING: str, kinds.URL: str, kinds.ENUM: str, kinds.FLOAT: float, kinds.INT: int}
 
 
 def add_setting_flags(parser, keys=None):
@@ -17,14 +18,14 @@ def add_setting_flags(parser, keys=None):
         if setting.flag is None or (keys is not None and key not in keys):
             continue
         described = setting.help
-        if setting.kind in ("int", "float") and setting.default is not None:
-            default = f"{setting.default:g}" if setting.kind == "float" else str(setting.default)
+        if setting.kind in kinds.NUMBERS and setting.default is not None:
+            default = f"{setting.default:g}" if setting.kind == kinds.FLOAT else str(setting.default)
             described += f" (default {default})"
-        if setting.kind == "bool":
+        if setting.kind == kinds.SWITCH:
             parser.add_argument(setting.flag, dest=key, action="store_true", help=described)
         elif not setting.flag.startswith("-"):
             parser.add_argument(key, nargs="*", help=f"{described}; config key `{key}`")
-        elif setting.kind in ("list", "map"):
+        elif setting.kind in (kinds.LIST, kinds.MAP):
             parser.add_argument(setting.flag, dest=key, action="append", metavar=setting.metavar, help=described)
         else:
             parser.add_argument(setting.flag, dest=key, type=_TYPES[setting.kind], metavar=setting.metavar,
@@ -40,7 +41,7 @@ def settings_of(args) -> tuple:
         if setting.flag is None or not hasattr(args, key):
             continue
         value = getattr(args, key)
-        if setting.kind == "map":
+        if setting.kind == kinds.MAP:
             value = settings.pairs_of(setting, value or [])
         problem = settings.check(key, value)
         if problem:

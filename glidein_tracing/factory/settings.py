@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from ..core import kinds
 from ..core.errors import ConfigError
 from ..core.inputs import read_input
 from ..core.numbers import is_finite_number
@@ -28,7 +29,7 @@ MAX_CONFIG_BYTES = 1024 * 1024   # a settings file is a few KiB; this bounds rea
 class Setting:
     """How one setting is written, checked and explained. Its YAML key is its field's name in
     ``ForwarderSettings``; ``flag`` is its command-line flag (None: the file only)."""
-    kind: str              # str, url, float, int, bool, list (of str), map (str -> str)
+    kind: str              # one of kinds.SETTING_KINDS
     default: object
     help: str
     minimum: float | None = None
@@ -40,8 +41,10 @@ class Setting:
 
 def _setting(kind: str, default, help: str, **more):
     """A field of ``ForwarderSettings`` carrying its ``Setting``."""
+    if kind not in kinds.SETTING_KINDS:
+        raise ValueError(f"kind {kind!r} is not one of {', '.join(kinds.SETTING_KINDS)}")
     described = Setting(kind, default, help, **more)
-    if kind == "map":
+    if kind == kinds.MAP:
         return field(default_factory=dict, metadata={"setting": described})
     return field(default=default, metadata={"setting": described})
 
@@ -50,50 +53,50 @@ def _setting(kind: str, default, help: str, **more):
 class ForwarderSettings:
     """Every setting of the forwarder, resolved (flags over the file over the defaults). Each is
     declared once, here: its key, default, check, help text and flag (``SETTINGS``)."""
-    logs: tuple = _setting("list", (), "Factory client log directories (or entry dirs)", flag="logs")
-    factory: str | None = _setting("str", None, "the Factory's name (GLIDEIN_Factory)", flag="--factory")
-    schedd: str | None = _setting("str", None, "the schedd of every entry not named otherwise (part of trace "
+    logs: tuple = _setting(kinds.LIST, (), "Factory client log directories (or entry dirs)", flag="logs")
+    factory: str | None = _setting(kinds.STRING, None, "the Factory's name (GLIDEIN_Factory)", flag="--factory")
+    schedd: str | None = _setting(kinds.STRING, None, "the schedd of every entry not named otherwise (part of trace "
                                   "ids; journals claiming another are rejected)", flag="--schedd")
-    factory_config: str | None = _setting("str", None, "the Factory's glideinWMS.xml: each entry's schedd_name "
+    factory_config: str | None = _setting(kinds.STRING, None, "the Factory's glideinWMS.xml: each entry's schedd_name "
                                           "and GLIDEIN_Site", flag="--factory-config", metavar="GLIDEINWMS_XML")
-    entry_schedds: dict = _setting("map", {}, "schedd of each named entry: {ENTRY: SCHEDD} (the flag is "
+    entry_schedds: dict = _setting(kinds.MAP, {}, "schedd of each named entry: {ENTRY: SCHEDD} (the flag is "
                                    "repeatable)", flag="--entry-schedd", metavar="ENTRY=SCHEDD")
-    endpoint: str | None = _setting("url", None, "OTLP/HTTP base URL (else OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, "
+    endpoint: str | None = _setting(kinds.URL, None, "OTLP/HTTP base URL (else OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, "
                                     "else the store)", flag="--endpoint")
-    headers: dict = _setting("map", {}, "OTLP/HTTP request headers, over OTEL_EXPORTER_OTLP_(TRACES_)HEADERS "
+    headers: dict = _setting(kinds.MAP, {}, "OTLP/HTTP request headers, over OTEL_EXPORTER_OTLP_(TRACES_)HEADERS "
                              "(the SDK adds the variables' other headers)")
-    certificate: str | None = _setting("str", None, "CA file for TLS (else OTEL_EXPORTER_OTLP_(TRACES_)CERTIFICATE)")
-    compression: str | None = _setting("str", None, "gzip, deflate or none (else "
+    certificate: str | None = _setting(kinds.STRING, None, "CA file for TLS (else OTEL_EXPORTER_OTLP_(TRACES_)CERTIFICATE)")
+    compression: str | None = _setting(kinds.ENUM, None, "gzip, deflate or none (else "
                                        "OTEL_EXPORTER_OTLP_(TRACES_)COMPRESSION)", choices=COMPRESSIONS)
-    timeout: float | None = _setting("float", None, "export timeout, seconds (else "
+    timeout: float | None = _setting(kinds.FLOAT, None, "export timeout, seconds (else "
                                      "OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT, else 10)", minimum=0.1, flag="--timeout")
-    max_request_bytes: int = _setting("int", 4 * 1024 * 1024, "OTLP requests are split to stay under this size",
+    max_request_bytes: int = _setting(kinds.INT, 4 * 1024 * 1024, "OTLP requests are split to stay under this size",
                                       minimum=0, flag="--max-request-bytes")
-    query: str | None = _setting("url", None, "Jaeger query API base URL, to reconcile after a crash",
+    query: str | None = _setting(kinds.URL, None, "Jaeger query API base URL, to reconcile after a crash",
                                  flag="--query")
-    store: str | None = _setting("str", None, "store directory (when spans go to no endpoint)", flag="--store")
-    store_max_days: float | None = _setting("float", 30.0, "days the store keeps: older days are dropped whole "
+    store: str | None = _setting(kinds.STRING, None, "store directory (when spans go to no endpoint)", flag="--store")
+    store_max_days: float | None = _setting(kinds.FLOAT, 30.0, "days the store keeps: older days are dropped whole "
                                             "(null: all)", minimum=1)
-    store_max_gb: float | None = _setting("float", None, "gigabytes the store keeps at most: the oldest days are "
+    store_max_gb: float | None = _setting(kinds.FLOAT, None, "gigabytes the store keeps at most: the oldest days are "
                                           "dropped whole beyond it, never the newest (null: no bound)", minimum=0.001)
-    state: str | None = _setting("str", None, "ledger file (default: <store or user data dir>/forwarder.sqlite)",
+    state: str | None = _setting(kinds.STRING, None, "ledger file (default: <store or user data dir>/forwarder.sqlite)",
                                  flag="--state")
-    table: str | None = _setting("str", None, "glidein table directory (default: glidein-table beside the "
+    table: str | None = _setting(kinds.STRING, None, "glidein table directory (default: glidein-table beside the "
                                  "ledger; 'none': write no table)", flag="--table")
-    grace: float = _setting("float", 600.0, "seconds to wait for a glidein's output after it ended", minimum=0,
+    grace: float = _setting(kinds.FLOAT, 600.0, "seconds to wait for a glidein's output after it ended", minimum=0,
                             flag="--grace")
-    sampling_ratio: float | None = _setting("float", None, "override the sampling ratio each glidein ran with "
+    sampling_ratio: float | None = _setting(kinds.FLOAT, None, "override the sampling ratio each glidein ran with "
                                             "(its journal's GLIDEIN_TRACING_SAMPLING_RATIO); failed glideins are "
                                             "always kept", minimum=0.0, maximum=1.0, flag="--sampling-ratio")
-    redact: tuple = _setting("list", (), "attribute names to redact")
-    batch_spans: int = _setting("int", 2000, "spans per export", minimum=1)
-    service_name: str | None = _setting("str", None, "override service.name of glidein spans")
-    failure_rules: str | None = _setting("str", None, "failure rules: a YAML file or a directory of them "
+    redact: tuple = _setting(kinds.LIST, (), "attribute names to redact")
+    batch_spans: int = _setting(kinds.INT, 2000, "spans per export", minimum=1)
+    service_name: str | None = _setting(kinds.STRING, None, "override service.name of glidein spans")
+    failure_rules: str | None = _setting(kinds.STRING, None, "failure rules: a YAML file or a directory of them "
                                          "(docs/failures.md)")
-    downtimes: tuple = _setting("list", (), "declared downtime files: OSG Topology XML, CSV or JSON "
+    downtimes: tuple = _setting(kinds.LIST, (), "declared downtime files: OSG Topology XML, CSV or JSON "
                                 "(docs/failures.md)")
-    follow: bool = _setting("bool", False, "keep running (a service)", flag="--follow")
-    interval: float = _setting("float", 60.0, "seconds between passes when following", minimum=1,
+    follow: bool = _setting(kinds.SWITCH, False, "keep running (a service)", flag="--follow")
+    interval: float = _setting(kinds.FLOAT, 60.0, "seconds between passes when following", minimum=1,
                                flag="--interval")
 
     def factory_name(self) -> str:
@@ -162,7 +165,7 @@ def resolve(file_values: dict, flags: dict) -> ForwarderSettings:
     for key, value in flags.items():
         if value is None or value is False or (isinstance(value, (list, dict)) and not value):
             continue      # not given
-        values[key] = {**values.get(key, {}), **value} if SETTINGS[key].kind == "map" else value
+        values[key] = {**values.get(key, {}), **value} if SETTINGS[key].kind == kinds.MAP else value
     return ForwarderSettings(**{key: tuple(v) if isinstance(v, list) else v for key, v in values.items()})
 
 
@@ -228,24 +231,24 @@ def check(key: str, value) -> str | None:
     if value is None:
         return None
     kind = setting.kind
-    if kind in ("str", "url") and not isinstance(value, str):
+    if kind in (kinds.STRING, kinds.URL, kinds.ENUM) and not isinstance(value, str):
         return f"must be a string, not {_type_name(value)}"
-    if kind == "url":
+    if kind == kinds.URL:
         return _url_problem(value)
-    if kind == "bool" and not isinstance(value, bool):
+    if kind == kinds.SWITCH and not isinstance(value, bool):
         return f"must be true or false, not {_type_name(value)}"
-    if kind in ("int", "float"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind == "int" and isinstance(value, float)):
-            return f"must be {'an integer' if kind == 'int' else 'a number'}, not {_type_name(value)}"
+    if kind in kinds.NUMBERS:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind == kinds.INT and isinstance(value, float)):
+            return f"must be {'an integer' if kind == kinds.INT else 'a number'}, not {_type_name(value)}"
         if not is_finite_number(value):
             return f"must be a finite number, not {value}"
         if setting.minimum is not None and value < setting.minimum:
             return f"must be at least {setting.minimum}, not {value}"
         if setting.maximum is not None and value > setting.maximum:
             return f"must be at most {setting.maximum}, not {value}"
-    if kind == "list" and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+    if kind == kinds.LIST and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
         return "must be a list of strings"
-    if kind == "map" and (not isinstance(value, dict)
+    if kind == kinds.MAP and (not isinstance(value, dict)
                           or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())):
         return "must be a mapping of strings to strings"
     if setting.choices and value not in setting.choices:
