@@ -95,7 +95,7 @@ def minimal(root: Path, extra: str = "", logs: Path | None = None) -> Path:
 
 
 @pytest.mark.parametrize("case", ["missing logs", "no entry directories", "table is a file",
-                                  "glideinWMS.xml is a FIFO", "a retention that is no number",
+                                  "glideinWMS.xml is a FIFO", "a retention that is no number", "a retention of 1e300 days",
                                   "certificate missing"])
 def test_check_config_and_the_forwarder_refuse_the_same_mistake_with_one_line(tmp_path, case):
     if case == "missing logs":
@@ -120,6 +120,11 @@ def test_check_config_and_the_forwarder_refuse_the_same_mistake_with_one_line(tm
         xml.write_text('<glidein><log_retention><job_logs max_days="7 days"/></log_retention><entries/></glidein>')
         config = minimal(tmp_path, f"factory_config: {xml}\n")
         expected = f"factory_config: {xml}: <log_retention><job_logs max_days='7 days'> is not a number of days"
+    elif case == "a retention of 1e300 days":
+        xml = tmp_path / "glideinWMS.xml"
+        xml.write_text('<glidein><log_retention><job_logs max_days="1e300"/></log_retention><entries/></glidein>')
+        config = minimal(tmp_path, f"factory_config: {xml}\n")
+        expected = f"factory_config: {xml}: <log_retention><job_logs max_days='1e300'> is more than 36525 days (a century)"
     else:
         config = minimal(tmp_path, f"certificate: {tmp_path / 'ca.pem'}\n")
         expected = f"certificate: {tmp_path / 'ca.pem'}: no such file"

@@ -237,6 +237,7 @@ LOG_RETENTION_DEFAULTS = {
     "job_logs": {"min_days": 2.0, "max_days": 7.0, "max_mbytes": 100.0},      # job.C.P.out/.err
     "condor_logs": {"min_days": 3.0, "max_days": 14.0, "max_mbytes": 100.0},  # condor_activity_*.log
 }
+MAX_RETENTION_DAYS = 36525.0     # a century: more is a typo (1e300 days overflowed every pass's dates)
 
 
 def log_retention(path=None) -> dict:
@@ -263,5 +264,8 @@ def log_retention(path=None) -> dict:
             if not (value >= 0 and value != float("inf")):
                 raise ValueError(f"{path}: <log_retention><{kind} {name}={text!r}> is not a number of "
                                  f"{'megabytes' if name == 'max_mbytes' else 'days'}")
+            if name != "max_mbytes" and value > MAX_RETENTION_DAYS:
+                raise ValueError(f"{path}: <log_retention><{kind} {name}={text!r}> is more than "
+                                 f"{MAX_RETENTION_DAYS:g} days (a century)")
             values[name] = value
     return out
