@@ -311,6 +311,41 @@ def test_a_timed_out_export_is_reconciled_before_any_resend_and_its_thread_ends(
     assert set(counts.values()) == {1} and {t for t, _ in counts} == set(good)
 
 
+@pytest.mark.parametrize("answer", [(500, b"internal error"), (200, b"[" * 200_000)], ids=["http_500", "nested"])
+def test_a_batch_that_may_have_arrived_waits_while_the_query_endpoint_cannot_tell(factory, tmp_path, collector,
+                                                                               hung_collector, answer):
+    """Issue 42: with the query endpoint down (HTTP 500), all 920 spans of a crashed batch were
+    sent again; an answer nested 200,000 deep crashed every pass with a RecursionError. The
+    batch waits, counted, and goes once the endpoint answers again: every span once."""
+    layout, log = factory
+    good = good_glideins(layout, log, 1850, 3)
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    hung = make_otlp_exporter(hung_collector, 1.0)
+    build_forwarder(settings_for(layout, grace=5, schedd=SCHEDD, query=collector), exporter=hung,
+                    ledger=ledger).run_once()
+    assert len(ledger.with_status(ledger_mod.SENDING)) == 3 and len(CountingCollector.received) == 3 * GOOD_SPANS
+    forwarder = build_forwarder(settings_for(layout, grace=5, schedd=SCHEDD, endpoint=collector, timeout=5.0,
+                                             query=collector), ledger=ledger)
+    CountingCollector.query_answer = answer
+    waiting = forwarder.run_once()
+    assert waiting.problems["reconcile_unavailable"] == 3 and "resent_without_reconcile" not in waiting.problems
+    assert waiting.spans_sent == 0 and len(ledger.with_status(ledger_mod.SENDING)) == 3
+    assert len(CountingCollector.received) == 3 * GOOD_SPANS        # nothing sent again
+    CountingCollector.query_answer = None
+    again = forwarder.run_once()
+    assert again.glideins_done == 3 and again.spans_sent == 0
+    counts = Counter(CountingCollector.received)
+    assert set(counts.values()) == {1} and {t for t, _ in counts} == set(good)
+
+
+def test_a_jaeger_answer_too_large_is_refused_not_read_whole(collector):
+    from glidein_tracing.exporters import jaeger_query
+    CountingCollector.query_answer = (200, b'{"data": [' + b" " * 2048 + b"]}")
+    assert jaeger_query.trace_spans(collector, "ab" * 16) == []
+    with pytest.raises(ValueError, match="larger than 1024 bytes"):
+        jaeger_query.get_json(f"{collector}/api/traces/{'ab' * 16}", 5.0, max_bytes=1024)
+
+
 # -- 5. killed glideins say so -------------------------------------------------------------
 def test_killed_and_removed_glideins_get_an_error_root_with_the_reason(factory, tmp_path):
     layout, log = factory

@@ -16,11 +16,21 @@ import urllib.request
 from ..core import conventions as c
 
 
-def get_json(url: str, timeout: float):
-    """The JSON document at ``url``."""
+MAX_ANSWER_BYTES = 256 * 1024 * 1024   # one answer: Jaeger's, or whatever answers at its address
+
+
+def get_json(url: str, timeout: float, max_bytes: int = MAX_ANSWER_BYTES):
+    """The JSON document at ``url``; ValueError when the answer is larger than ``max_bytes``,
+    not JSON, or nested deeper than the interpreter can read (an answer is not trusted)."""
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
     with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (operator's URL)
-        return json.loads(response.read())
+        data = response.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"answer larger than {max_bytes} bytes")
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("answer nested too deeply") from None
 
 
 def search_url(base_url: str, service: str, start_s: float, end_s: float, limit: int) -> str:

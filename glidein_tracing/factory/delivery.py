@@ -51,20 +51,28 @@ class Backend:
     def __init__(self, receipts=None):
         self.receipts = receipts
 
-    def held(self, trace_id: str | None, spans, stats: ForwardStats, unasked: set = frozenset()) -> set:
+    def held(self, trace_id: str | None, spans, stats: ForwardStats, unasked: set = frozenset(),
+             wait: bool = False) -> set:
         """Ids (hex) of ``spans`` (of one trace) the backend holds as we would send them: the
         same id is not enough, a span forged under it does not count (receipts.py). When it
         cannot tell, those of ``unasked`` (ids the caller may take as held without a backend)
-        and the rest is sent again (``resent_without_reconcile``)."""
+        and the rest is sent again (``resent_without_reconcile``); with ``wait``, a backend
+        that can be asked but did not answer raises BackendUnsure instead."""
         if not spans:
             return set()
         present = self.receipts(trace_id) if (self.receipts and trace_id) else None
         if present is not None:
             return delivered(spans, present)
+        if wait and self.receipts and trace_id:
+            raise BackendUnsure(trace_id)
         wanted = {span_id_of(s) for s in spans}
         if wanted - set(unasked):
             stats.problem("resent_without_reconcile")
         return wanted & set(unasked)
+
+
+class BackendUnsure(Exception):
+    """The backend can be asked what it holds but did not answer (down, an HTTP 500)."""
 
 
 def jaeger_span_ids(query_url: str, timeout_s: float = 10.0):
@@ -105,16 +113,16 @@ class Sender:
         self.table = table   # the glidein table (factory/sink.py): its rows claimed with "done"
 
     # -- what the backend has already ------------------------------------------------------
-    def not_held(self, spans, stats: ForwardStats) -> list:
+    def not_held(self, spans, stats: ForwardStats, wait: bool = False) -> list:
         """``spans`` less those the backend holds as we would send them, each asked of in its
         own trace: a glidein's spans are in its trace and in its users' (``job on glidein``,
-        ``job.wait``, phases), and each trace is asked once."""
+        ``job.wait``, phases), and each trace is asked once. ``wait``: see Backend.held."""
         by_trace: dict = {}
         for span in spans:
             by_trace.setdefault(span.context.trace_id, []).append(span)
         held = set()
         for trace_id, group in by_trace.items():
-            held |= self.backend.held(ids.trace_hex(trace_id), group, stats)
+            held |= self.backend.held(ids.trace_hex(trace_id), group, stats, wait=wait)
         return [s for s in spans if span_id_of(s) not in held]
 
     def early_sent(self, gkey, trace_id: str, spans, stats: ForwardStats) -> set:
@@ -213,10 +221,18 @@ class Sender:
 
     def resume(self, gkey, spans, note: str, stats: ForwardStats) -> bool:
         """A glidein left ``sending`` (a killed forwarder, a timed-out or partly accepted
-        export): send what the backend lacks of the spans marked. False: still hung."""
+        export): send what the backend lacks of the spans marked. When the backend can be
+        asked but does not answer, it waits for a later pass (``reconcile_unavailable``):
+        the spans may have arrived. False: still hung."""
         wanted = set(self.ledger.pending_spans(gkey))
         spans = [s for s in spans if not wanted or span_id_of(s) in wanted]
-        spans = self.not_held(spans, stats)
+        try:
+            spans = self.not_held(spans, stats, wait=True)
+        except BackendUnsure:
+            stats.problem("reconcile_unavailable")
+            log.warning("%s: the backend did not say what it holds of a batch that may have arrived; "
+                        "it waits for the next pass", gkey)
+            return True
         return self._send([(gkey, spans, note)], stats)[0] != MAYBE_SENT
 
     def _send(self, batch_keys, stats: ForwardStats):

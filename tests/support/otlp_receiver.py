@@ -1,6 +1,8 @@
 """A loopback OTLP/HTTP receiver for tests: counts every span id it receives (and keeps each
 span with when it arrived), and answers a Jaeger-like /api/traces/{id} so the forwarder can
 reconcile. ``up`` switches it between answering and refusing (503), to play a collector outage;
+``query_answer`` (status, body) replaces every query's answer, to play a query endpoint down
+or hostile;
 ``answer_after_s`` keeps it from answering an export it took for so long, to play an export
 that timed out after the spans arrived."""
 
@@ -22,6 +24,7 @@ class CountingCollector(BaseHTTPRequestHandler):
     headers_seen: list = []
     up = True
     answer_after_s = 0.0
+    query_answer = None     # (HTTP status, body bytes) for every query, or None: the spans held
 
     def do_POST(self):
         CountingCollector.headers_seen.append({k.lower(): v for k, v in self.headers.items()})
@@ -44,6 +47,12 @@ class CountingCollector(BaseHTTPRequestHandler):
 
     def do_GET(self):
         """Jaeger's /api/traces/{id}: the trace's spans (the last copy of each) in its v1 JSON."""
+        if CountingCollector.query_answer is not None:
+            status, body = CountingCollector.query_answer
+            self.send_response(status)
+            self.end_headers()
+            self.wfile.write(body)
+            return
         trace = self.path.rsplit("/", 1)[-1]
         spans = [jaeger_span(t, s, otlp) for (t, s), (_, otlp) in list(CountingCollector.arrived.items())
                  if t == trace]
@@ -82,6 +91,7 @@ def counting_collector():
     CountingCollector.headers_seen = []
     CountingCollector.up = True
     CountingCollector.answer_after_s = 0.0
+    CountingCollector.query_answer = None
     server = ThreadingHTTPServer(("127.0.0.1", 0), CountingCollector)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
