@@ -171,6 +171,25 @@ def resolve(file_values: dict, flags: dict) -> ForwarderSettings:
 
 def load(path) -> dict:
     """The settings a YAML file sets ({key: value}), every value checked; ConfigError else."""
+    values, problems = {}, []
+    for key, line, value_line, value in yaml_mapping(path, "the forwarder's YAML settings file", SETTINGS,
+                                                     problems):
+        problem = check(key, value)
+        if problem:
+            problems.append(f"{path}:{value_line}: {key}: {problem}")
+        else:
+            values[key] = value
+    if problems:
+        raise ConfigError(problems)
+    return values
+
+
+def yaml_mapping(path, what: str, known, problems: list) -> list:
+    """The top-level keys of a YAML settings file: [(key, its line, its value's line, value)],
+    each key in ``known`` and set once; every other key, and a value YAML cannot build, is a
+    line of ``problems`` (file:line: ...). A file that is no such mapping (unreadable, too
+    large, binary, not YAML) is a ConfigError. ``what``: the file's kind, for the message.
+    Shared by every verb that takes a settings file (``forward``, ``serve``)."""
     import yaml
 
     path = Path(path)
@@ -185,8 +204,7 @@ def load(path) -> dict:
             raise UnicodeError
         text = data.decode("utf-8")
     except UnicodeError:
-        raise ConfigError([f"{path}: not a text file (binary data): give the forwarder's YAML settings "
-                           "file"]) from None
+        raise ConfigError([f"{path}: not a text file (binary data): give {what}"]) from None
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -196,33 +214,30 @@ def load(path) -> dict:
     except RecursionError:        # PyYAML builds nodes by recursion; settings nest two deep
         raise ConfigError([f"{path}: nested hundreds of levels deep, not a settings file"]) from None
     if root is None:
-        return {}
+        return []
     if not isinstance(root, yaml.MappingNode):
         raise ConfigError([f"{path}:{root.start_mark.line + 1}: the file must be a mapping of settings"])
-    values, problems = {}, []
+    out, seen = [], set()
     for key_node, value_node in root.value:
         line = key_node.start_mark.line + 1
         key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-        if key not in SETTINGS:
-            known = ", ".join(sorted(SETTINGS))
-            problems.append(f"{path}:{line}: unknown key {key!r} (known: {known})")
+        if key not in known:
+            problems.append(f"{path}:{line}: unknown key {key!r} (known: {', '.join(sorted(known))})")
             continue
-        if key in values:
+        if key in seen:
             problems.append(f"{path}:{line}: {key}: set twice")
             continue
+        seen.add(key)
         try:
             value = yaml.SafeLoader("").construct_object(value_node, deep=True)
         except yaml.YAMLError as exc:
             problems.append(f"{path}:{line}: {key}: {exc}")
             continue
-        problem = check(key, value)
-        if problem:
-            problems.append(f"{path}:{value_node.start_mark.line + 1}: {key}: {problem}")
-        else:
-            values[key] = value
-    if problems:
-        raise ConfigError(problems)
-    return values
+        except RecursionError:
+            problems.append(f"{path}:{line}: {key}: nested hundreds of levels deep")
+            continue
+        out.append((key, line, value_node.start_mark.line + 1, value))
+    return out
 
 
 def check(key: str, value) -> str | None:
