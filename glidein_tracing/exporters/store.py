@@ -10,7 +10,9 @@ is only an index, rebuilt from the files whenever it is missing, stale or damage
 - ``lines``: per trace id, the file, offset and length of every line holding its spans
   (``show`` reads those lines only);
 - ``files``: how far each file is indexed, so lines appended by a writer that died before
-  indexing them are indexed by the next one to open the store.
+  indexing them are indexed by the next one to open the store;
+- ``owners``: per HTCondor job Owner (``job.owner``), the traces holding spans of their jobs,
+  with when those spans began and ended (``serve``'s "my jobs": an index range per user).
 
 Writers and readers take the directory's lock (``.lock``) to bring the index up to date, so
 every lookup costs the same in a store of a million glideins as in an empty one. A line cut
@@ -43,7 +45,7 @@ FILE_PREFIX = "traces-"
 FILE_SUFFIX = ".jsonl"
 INDEX_FILE = "index.sqlite"
 ROTATE_BYTES = 64 * 1024 * 1024
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DAY_FILES = 10000     # a file's number is YYYYMMDD * DAY_FILES + its rank that day: a file holds one day
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS traces (trace_id BLOB PRIMARY KEY, span_ids BLOB NOT NULL,
@@ -54,6 +56,9 @@ CREATE TABLE IF NOT EXISTS lines (trace_id BLOB NOT NULL, file INTEGER NOT NULL,
 CREATE INDEX IF NOT EXISTS lines_file ON lines(file);
 CREATE TABLE IF NOT EXISTS files (file INTEGER PRIMARY KEY, indexed_bytes INTEGER NOT NULL,
     bad_lines INTEGER NOT NULL, cut_bytes INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS owners (owner TEXT NOT NULL, trace_id BLOB NOT NULL, first_ns INTEGER NOT NULL,
+    last_ns INTEGER NOT NULL, PRIMARY KEY (owner, trace_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS owners_last ON owners(owner, last_ns);
 """
 
 
@@ -348,6 +353,10 @@ class Store:
                 db.execute("UPDATE traces SET root_name = ?, start_ns = ?, outcome = ? WHERE trace_id = ?",
                            (root["name"], root["start_ns"], str(root["attributes"].get(c.GLIDEIN_OUTCOME, "")),
                             trace))
+            for owner, first, last in _owned(s for _, s in spans):
+                db.execute("INSERT INTO owners VALUES (?, ?, ?, ?) ON CONFLICT (owner, trace_id) DO UPDATE SET "
+                           "first_ns = min(first_ns, excluded.first_ns), last_ns = max(last_ns, excluded.last_ns)",
+                           (owner, trace, first, last))
             db.execute("INSERT OR IGNORE INTO lines VALUES (?, ?, ?, ?)", (trace, number, offset, length))
 
     # -- writing ---------------------------------------------------------------------------
@@ -371,7 +380,7 @@ class Store:
             if fresh:
                 line = json.dumps(encode_request(fresh), separators=(",", ":")).encode() + b"\n"
                 keys = [(ids.trace_hex(s.context.trace_id), ids.span_hex(s.context.span_id),
-                         _root_summary(s)) for s in fresh]
+                         _index_summary(s)) for s in fresh]
                 self._write_lines(db, [(line, keys)])
             return len(fresh), len(spans) - len(fresh)
 
@@ -477,8 +486,9 @@ class Store:
                     traces = [row[0] for row in db.execute(
                         f"SELECT DISTINCT trace_id FROM lines WHERE file IN ({marks})", numbers)]
                     db.execute(f"DELETE FROM lines WHERE file IN ({marks})", numbers)
-                    db.executemany("DELETE FROM traces WHERE trace_id = ? AND NOT EXISTS "
-                                   "(SELECT 1 FROM lines WHERE trace_id = ?)", [(t, t) for t in traces])
+                    for table in ("traces", "owners"):
+                        db.executemany(f"DELETE FROM {table} WHERE trace_id = ? AND NOT EXISTS "
+                                       "(SELECT 1 FROM lines WHERE trace_id = ?)", [(t, t) for t in traces])
                     db.execute(f"DELETE FROM files WHERE file IN ({marks})", numbers)
                 for path in paths:     # a file left by a crash here is indexed again, and dropped next time
                     with contextlib.suppress(FileNotFoundError):
@@ -538,6 +548,16 @@ class Store:
                                   "WHERE start_ns >= ? ORDER BY start_ns LIMIT ?", (since_ns, limit)).fetchall()
         return [(trace.hex(), spans, name, start, outcome) for trace, spans, name, start, outcome in rows]
 
+    def owned(self, owner: str, before_ns: int | None = None, limit: int = 20) -> list:
+        """(trace id, first ns, last ns) of the traces holding ``owner``'s jobs, the latest
+        activity first, those active before ``before_ns`` when given (the next page): an
+        index range, whatever the store holds."""
+        with self._locked() as db:
+            rows = db.execute("SELECT trace_id, first_ns, last_ns FROM owners WHERE owner = ? AND last_ns < ? "
+                              "ORDER BY last_ns DESC LIMIT ?",
+                              (owner, (1 << 63) - 1 if before_ns is None else before_ns, limit)).fetchall()
+        return [(trace.hex(), first, last) for trace, first, last in rows]
+
     def summaries(self):
         """(trace id, spans, root name, start ns, outcome) of every trace, in trace id order."""
         with self._locked() as db:
@@ -567,13 +587,29 @@ def _file_path(directory: Path, number: int) -> Path:
     return Path(directory) / f"{FILE_PREFIX}{number:06d}{FILE_SUFFIX}"
 
 
-def _root_summary(span) -> dict | None:
-    """What the index keeps of a glidein's root span (``show --list``), or None."""
+def _index_summary(span) -> dict | None:
+    """What the index keeps of an SDK span: a glidein's root (``show --list``) or a span of
+    a user's job (its owner, ``serve``), else None."""
     attrs = span.attributes or {}
-    if attrs.get(c.STAGE) != c.STAGE_GLIDEIN:
+    owner = attrs.get(c.JOB_OWNER)
+    if attrs.get(c.STAGE) != c.STAGE_GLIDEIN and not owner:
         return None
-    return {"name": span.name, "start_ns": span.start_time, "attributes": {c.STAGE: c.STAGE_GLIDEIN,
-            c.GLIDEIN_OUTCOME: attrs.get(c.GLIDEIN_OUTCOME, "")}}
+    kept = {c.STAGE: attrs.get(c.STAGE), c.GLIDEIN_OUTCOME: attrs.get(c.GLIDEIN_OUTCOME, ""), c.JOB_OWNER: owner}
+    return {"name": span.name, "start_ns": span.start_time, "end_ns": span.end_time, "attributes": kept}
+
+
+def _owned(spans) -> list:
+    """(owner, first start ns, last end ns) of the spans (dicts or None) carrying a job's
+    Owner; an owner that is not a short string is not indexed."""
+    times: dict = {}
+    for span in spans:
+        owner = span["attributes"].get(c.JOB_OWNER) if span else None
+        if not isinstance(owner, str) or not owner or len(owner) > 256:
+            continue
+        start, end = span.get("start_ns") or 0, span.get("end_ns") or span.get("start_ns") or 0
+        first, last = times.get(owner, (start, end))
+        times[owner] = (min(first, start), max(last, end))
+    return [(owner, first, last) for owner, (first, last) in times.items()]
 
 
 @contextlib.contextmanager
