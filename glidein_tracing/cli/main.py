@@ -28,12 +28,14 @@ VERBS = {
     "rules": "rules",
     "table": "table",
     "why": "why",
+    "serve": "serve",
 }
 # a module missing at run time -> the extra that installs it (setup.cfg)
 EXTRA_OF_MODULE = {"htcondor2": "factory", "classad2": "factory", "htcondor": "factory", "tqdm": "factory",
                    "yaml": "factory", "re2": "factory", "numpy": "analysis", "matplotlib": "analysis", "msgspec": "factory",
                    "pyarrow": "analysis", "duckdb": "analysis", "pyspark": "spark",
-                   "wrapt": "frontend", "opentelemetry.instrumentation": "frontend"}
+                   "wrapt": "frontend", "opentelemetry.instrumentation": "frontend",
+                   "waitress": "serve", "jwt": "serve", "cryptography": "serve"}
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -33,11 +33,25 @@ def get_json(url: str, timeout: float, max_bytes: int = MAX_ANSWER_BYTES):
         raise ValueError("answer nested too deeply") from None
 
 
-def search_url(base_url: str, service: str, start_s: float, end_s: float, limit: int) -> str:
-    """The search for ``service``'s traces that started between two times (epoch seconds)."""
-    query = urllib.parse.urlencode({"service": service, "start": int(start_s * 1e6),
-                                    "end": int(end_s * 1e6), "limit": limit})
-    return f"{base_url.rstrip('/')}/api/traces?{query}"
+def search_url(base_url: str, service: str, start_s: float, end_s: float, limit: int,
+               tags: dict | None = None) -> str:
+    """The search for ``service``'s traces that started between two times (epoch seconds),
+    with a span carrying each of ``tags`` (attribute -> value) when given."""
+    params = {"service": service, "start": int(start_s * 1e6), "end": int(end_s * 1e6), "limit": limit}
+    if tags:
+        params["tags"] = json.dumps(tags, separators=(",", ":"))
+    return f"{base_url.rstrip('/')}/api/traces?{urllib.parse.urlencode(params)}"
+
+
+def search_traces(base_url: str, service: str, start_s: float, end_s: float, limit: int,
+                  tags: dict | None = None, timeout: float = 10.0) -> list | None:
+    """One search (``search_url``) as lists of flat span dicts, one per trace; None when
+    Jaeger cannot tell (unreachable, an answer that is not its JSON)."""
+    try:
+        data = get_json(search_url(base_url, service, start_s, end_s, limit, tags), timeout)
+        return [flatten_trace(trace) for trace in data.get("data") or []]
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return None
 
 
 def trace_spans(base_url: str, trace_id: str, timeout: float = 10.0) -> list | None:

@@ -155,6 +155,15 @@ def render_html(spans: list[dict], *, title: str = "", jaeger_ui: str | None = N
                 report: str | None = None) -> str:
     """The waterfall page of one trace's spans (flat span dicts, otlp_json.flatten_request);
     ``jaeger_ui``: the Jaeger UI's base URL, ``report``: the (relative) URL of the report."""
+    style, heading, body = waterfall(spans, title=title, jaeger_ui=jaeger_ui, report=report)
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{heading}</title><style>{style}</style></head>"
+            f"<body><h1>{heading}</h1>{body}</body></html>")
+
+
+def waterfall(spans: list[dict], *, title: str = "", jaeger_ui: str | None = None,
+              report: str | None = None) -> tuple:
+    """(its CSS, its heading, its HTML) of one trace's waterfall, for a page of its own
+    (render_html) or under another's heading (the service's tracking statement)."""
     rows = ordered(spans)
     trace_id = spans[0]["trace_id"] if spans else ""
     roots = [s for s, depth in rows if depth == 0 and s["attributes"].get(c.STAGE) == c.STAGE_GLIDEIN]
@@ -184,11 +193,10 @@ def render_html(spans: list[dict], *, title: str = "", jaeger_ui: str | None = N
     axis = "".join(f"<span class='tick' style='left:{pos:.3f}%'>{label}</span>" for pos, label in ticks)
     style = STYLE + (f"td.bar{{background-image:repeating-linear-gradient(to right,#e8e8e8 0,#e8e8e8 1px,"
                      f"transparent 1px,transparent {grid:.4f}%)}}")
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{heading}</title><style>{style}</style></head>"
-            f"<body><h1>{heading}</h1><p class='sub'>trace {_escape(trace_id)}</p>"
+    return style, heading, (
+            f"<p class='sub'>trace {_escape(trace_id)}</p>"
             f"{_links_html(trace_id, jaeger_ui, report)}{_summary_html(roots[0] if roots else None)}"
             f"<p>{len(spans)} spans, starting {when}, lasting {_duration(t1 - t0) if starts else '-'}.</p>"
             f"{_failed_html(rows)}"
             f"<table id='waterfall'><tr><th>span</th><th>stage</th><th>duration</th><th>status</th>"
-            f"<th class='axis' title='time since the trace began'>{axis}</th></tr>{''.join(body)}</table>"
-            f"</body></html>")
+            f"<th class='axis' title='time since the trace began'>{axis}</th></tr>{''.join(body)}</table>")

@@ -1,0 +1,420 @@
+"""`glidein-tracing serve`: a real server (waitress) on 127.0.0.1, real tokens signed with keys
+made here (cryptography; no private key is ever written to the repository), a real store and
+glidein table. Users see their own jobs only, everything else is the 404 of a trace that does
+not exist; each known attack on the token check is refused; hostile requests are bounded."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import http.client
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+jwt = pytest.importorskip("jwt")
+pytest.importorskip("waitress")
+
+from cryptography.hazmat.primitives import serialization  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric import ec, rsa  # noqa: E402
+
+from glidein_tracing.core import conventions as c  # noqa: E402
+from glidein_tracing.exporters.store import Store  # noqa: E402
+from glidein_tracing.testing import synth, synth_table  # noqa: E402
+from tests.support.analysis_helpers import simple_glidein, span  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+ISSUER = "https://cilogon.example.org/fermilab"
+AUDIENCE = "https://tracing.example.org"
+OPERATORS = "/fermilab/operations"
+HOUR = 3600
+
+
+def _trace(n: int) -> str:
+    return hashlib.sha256(f"serve-test-{n}".encode()).hexdigest()[:32]
+
+
+ALICE_WAITING, ALICE_FAILED, BOB_WAITING, SHARED_GLIDEIN = (_trace(n) for n in range(4))
+NOWHERE = _trace(99)
+HOSTILE_TAIL = "step 3 failed\n<script>document.title='owned'</script>\n<img src=x onerror=alert(1)>"
+
+
+def _at(seconds_ago: float) -> float:
+    """A test span time (analysis_helpers.span's seconds from BASE) that is ``seconds_ago`` before now."""
+    from tests.support.analysis_helpers import BASE
+    return time.time() - seconds_ago - BASE
+
+
+def _waiting(trace, owner, key, *, state="current", end=None, reason="site_queue", ago=2 * HOUR):
+    attrs = {c.JOB_OWNER: owner, c.JOB_WAITING_REASON: reason, c.JOB_WAITING_STATE: state,
+             c.JOB_WAITING_DETAIL: f"4 glideins for it wait in SITE_B's batch queue ({owner})",
+             c.JOB_WAITING_REASON_ENTRIES: ["ENTRY_B"]}
+    if end:
+        attrs[c.JOB_WAITING_END] = end
+    return span(trace, key, c.STAGE_JOB_WAITING, _at(ago), _at(ago - 600), name=c.STAGE_JOB_WAITING, parent=None,
+                attrs=attrs)
+
+
+def _stores(directory: Path) -> None:
+    """Four traces: alice waits in one and failed in another, bob waits, and a glidein ran a job
+    of each (bob's with a phase under it)."""
+    alice_failed = [_waiting(ALICE_FAILED, "alice", "w", state="ended", end="no_idle_jobs", ago=5 * HOUR)]
+    job = span(ALICE_FAILED, "job", c.STAGE_JOB, _at(4 * HOUR), _at(3 * HOUR), name=c.SPAN_JOB_ON_GLIDEIN,
+               parent=None, status=2, attrs={c.JOB_OWNER: "alice", c.GLIDEIN_SITE: "SITE_T", c.GLIDEIN_ENTRY: "ENTRY_T",
+                                             c.GLIDEIN_USER_VIEW: True, c.JOB_GLOBAL_ID: "schedd#12.0#1",
+                                             c.JOB_FAILURE_DOMAIN: "user_code", c.JOB_EXIT_CODE: 3})
+    job["events"] = [{"name": c.JOB_LOG_TAIL, "time_ns": job["end_ns"],
+                      "attributes": {c.LOG_SOURCE: "job stderr", c.LOG_LINES: HOSTILE_TAIL}}]
+    alice_failed.append(job)
+    glidein = simple_glidein(SHARED_GLIDEIN, jobs=((100, 500, 0), (600, 900, 0)))
+    for s in glidein:
+        if s["attributes"][c.STAGE] == c.STAGE_JOB:
+            s["attributes"][c.JOB_OWNER] = "alice" if s["start_ns"] < glidein[0]["start_ns"] + 500e9 else "bob"
+    bobs = next(s for s in glidein if s["attributes"].get(c.JOB_OWNER) == "bob")
+    glidein.append(span(SHARED_GLIDEIN, "bobs-phase", c.STAGE_JOB_PHASE, 650, 700, name="bobs secret phase",
+                        parent="job/1"))
+    assert glidein[-1]["parent_span_id"] == bobs["span_id"]
+    Store(directory).append_span_dicts([[_waiting(ALICE_WAITING, "alice", "w")], alice_failed,
+                                        [_waiting(BOB_WAITING, "bob", "w")], glidein])
+
+
+@pytest.fixture(scope="module")
+def keys():
+    return {"rsa": rsa.generate_private_key(public_exponent=65537, key_size=2048),
+            "ec": ec.generate_private_key(ec.SECP256R1()),
+            "stranger": rsa.generate_private_key(public_exponent=65537, key_size=2048)}
+
+
+def _jwks(keys) -> dict:
+    out = []
+    for kid, algorithm in (("rsa", jwt.algorithms.RSAAlgorithm), ("ec", jwt.algorithms.ECAlgorithm)):
+        jwk = algorithm.to_jwk(keys[kid].public_key(), as_dict=True)
+        out.append({**jwk, "kid": kid, "use": "sig"})
+    return {"keys": out}
+
+
+def token(keys, user="alice", *, kid="rsa", key=None, groups=(), **claims) -> str:
+    now = int(time.time())
+    body = {"iss": ISSUER, "aud": AUDIENCE, "sub": user, "iat": now, "nbf": now - 60, "exp": now + HOUR,
+            "wlcg.groups": list(groups), "scope": "compute.read", **claims}
+    algorithm = "RS256" if kid in ("rsa", "stranger") else "ES256"
+    return jwt.encode(body, key or keys[kid], algorithm=algorithm, headers={"kid": "rsa" if kid == "stranger" else kid})
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unsigned(header: dict, claims: dict, sign=None) -> str:
+    head = _b64(json.dumps(header).encode()) + "." + _b64(json.dumps(claims).encode())
+    return head + "." + (_b64(sign(head.encode())) if sign else "")
+
+
+def write_config(tmp: Path, keys, **more) -> Path:
+    jwks = tmp / "issuer.jwks"
+    jwks.write_text(json.dumps(_jwks(keys)))
+    lines = [f"listen: 127.0.0.1:0", f"store: {tmp / 'store'}", f"table: {tmp / 'table'}",
+             "issuers:", f"  - issuer: {ISSUER}", f"    jwks_file: {jwks}", f"    audience: {AUDIENCE}",
+             "    user_claim: sub", "operators:", f"  groups: [{OPERATORS}]", "secure_cookies: false",
+             "jaeger_ui: https://jaeger.example.org"] + [f"{k}: {v}" for k, v in more.items()]
+    path = tmp / "serve.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+class Server:
+    """``glidein-tracing serve`` as a process, on the free port it picked; stopped on leaving."""
+
+    def __init__(self, config: Path):
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.proc = subprocess.Popen([sys.executable, "-m", "glidein_tracing", "serve", "--config", str(config)],
+                                     stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
+        self.log: list = []
+        deadline = time.time() + 60
+        self.port = None
+        while self.port is None:
+            line = self.proc.stderr.readline()
+            assert line and time.time() < deadline, "".join(self.log)
+            self.log.append(line)
+            if "listening on http://" in line:
+                self.port = int(line.rsplit(":", 1)[1].strip("/\n"))
+        threading.Thread(target=lambda: self.log.extend(iter(self.proc.stderr.readline, "")), daemon=True).start()
+
+    def request(self, path, token=None, method="GET", headers=None, body=None):
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        sent = dict(headers or {})
+        if token is not None:
+            sent["Authorization"] = f"Bearer {token}"
+        connection.request(method, path, body=body, headers=sent)
+        response = connection.getresponse()
+        data = response.read()
+        connection.close()
+        return response.status, response.headers, data
+
+    def json(self, path, token=None):
+        status, _, data = self.request(path, token)
+        return status, json.loads(data) if data else None
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, keys):
+    tmp = tmp_path_factory.mktemp("serve")
+    _stores(tmp / "store")
+    synth_table.write_table(synth.SynthConfig(glideins=400, seed=5, start=time.time() - 86400, period_s=80000,
+                                              validation_failure_rate=0.2), tmp / "table")
+    server = Server(write_config(tmp, keys))
+    yield tmp, server
+    server.stop()
+
+
+@pytest.fixture
+def server(world):
+    return world[1]
+
+
+def test_a_user_sees_their_submissions_with_their_state_and_nobody_elses(server, keys):
+    status, data = server.json("/api/v1/jobs", token(keys))
+    assert status == 200 and data["user"] == "alice"
+    states = {job["trace_id"]: job for job in data["jobs"]}
+    assert set(states) == {ALICE_WAITING, ALICE_FAILED, SHARED_GLIDEIN}
+    waiting = states[ALICE_WAITING]
+    assert waiting["state"] == "waiting" and waiting["reason"] == "site_queue"
+    assert "SITE_B's batch queue (alice)" in waiting["detail"] and waiting["since"]
+    failed = states[ALICE_FAILED]
+    assert failed["state"] == "failed" and failed["verdict"]["domain"] == "user_code"
+    assert failed["log_tail"]["lines"] == HOSTILE_TAIL and failed["where"] == "SITE_T / ENTRY_T"
+    # bob, with an EC-signed token, sees his own only
+    status, data = server.json("/api/v1/jobs", token(keys, "bob", kid="ec"))
+    assert status == 200 and {j["trace_id"] for j in data["jobs"]} == {BOB_WAITING, SHARED_GLIDEIN}
+
+
+def test_jobs_are_paged(server, keys):
+    status, first = server.json("/api/v1/jobs?limit=2", token(keys))
+    assert status == 200 and len(first["jobs"]) == 2 and first["next"]
+    status, second = server.json(f"/api/v1/jobs?limit=2&before={first['next']}", token(keys))
+    assert status == 200 and second["next"] is None
+    seen = [j["trace_id"] for j in first["jobs"] + second["jobs"]]
+    assert sorted(seen) == sorted({ALICE_WAITING, ALICE_FAILED, SHARED_GLIDEIN})
+    assert server.json("/api/v1/jobs?limit=5000", token(keys))[0] == 400
+
+
+def test_why_answers_as_why_json_does(world, keys):
+    tmp, server = world
+    status, data = server.json(f"/api/v1/jobs/{ALICE_WAITING}/why", token(keys))
+    assert status == 200
+    done = subprocess.run([sys.executable, "-m", "glidein_tracing", "why", ALICE_WAITING, "--store",
+                           str(tmp / "store"), "--table", str(tmp / "table"), "--json"],
+                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    expected = json.loads(done.stdout)
+    for answer in (data, expected):        # how long it has waited moves on between the two asks
+        for job in answer["jobs"]:
+            job["facts"].pop("for_s", None)
+    assert data == expected and data["jobs"][0]["reason"] == "site_queue"
+
+
+def test_another_users_trace_answers_as_one_that_does_not_exist(server, keys):
+    alice = token(keys)
+    missing = server.request(f"/api/v1/traces/{NOWHERE}", alice)
+    assert missing[0] == 404
+    for path in (f"/api/v1/traces/{BOB_WAITING}", f"/api/v1/jobs/{BOB_WAITING}", f"/api/v1/jobs/{BOB_WAITING}/why"):
+        status, headers, body = server.request(path, alice)
+        assert (status, body) == (404, missing[2]), path
+        assert headers["Content-Length"] == missing[1]["Content-Length"]
+    assert server.request(f"/jobs/{BOB_WAITING}", alice)[2] == server.request(f"/jobs/{NOWHERE}", alice)[2]
+    # the glidein that ran a job of each: alice sees it without bob's job and what ran under it
+    status, data = server.json(f"/api/v1/traces/{SHARED_GLIDEIN}", alice)
+    names = {s["name"] for s in data["spans"]}
+    owners = {s["attributes"].get(c.JOB_OWNER) for s in data["spans"]}
+    assert status == 200 and owners == {None, "alice"} and "bobs secret phase" not in names
+    # an operator sees all of it
+    status, data = server.json(f"/api/v1/traces/{SHARED_GLIDEIN}", token(keys, "olga", groups=[OPERATORS]))
+    assert status == 200 and "bobs secret phase" in {s["name"] for s in data["spans"]}
+    assert server.json(f"/api/v1/traces/{BOB_WAITING}", token(keys, "olga", groups=[OPERATORS]))[0] == 200
+
+
+def test_each_attack_on_the_token_is_refused(server, keys):
+    now = int(time.time())
+    claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": now + HOUR}
+    public_pem = keys["rsa"].public_key().public_bytes(serialization.Encoding.PEM,
+                                                       serialization.PublicFormat.SubjectPublicKeyInfo)
+    attacks = {
+        "alg none": _unsigned({"alg": "none", "typ": "JWT", "kid": "rsa"}, claims),
+        "HS256 keyed with the public key": _unsigned({"alg": "HS256", "typ": "JWT", "kid": "rsa"}, claims,
+                                                     lambda m: hmac.new(public_pem, m, hashlib.sha256).digest()),
+        "a key that is not the issuer's": token(keys, kid="stranger", key=keys["stranger"]),
+        "expired": token(keys, exp=now - 2 * HOUR, iat=now - 3 * HOUR, nbf=now - 3 * HOUR),
+        "not yet valid": token(keys, nbf=now + HOUR),
+        "no expiry": jwt.encode({k: v for k, v in claims.items() if k != "exp"}, keys["rsa"], algorithm="RS256",
+                                headers={"kid": "rsa"}),
+        "another audience": token(keys, aud="https://elsewhere.example.org"),
+        "another issuer": token(keys, iss="https://evil.example.org"),
+        "the RSA key's token claiming ES256": _unsigned({"alg": "ES256", "kid": "rsa"}, claims,
+                                                        lambda m: b"\0" * 64),
+        "a user name that is no user": token(keys, user="../../etc"),
+        "garbage": "not.a.token",
+    }
+    refused = server.request("/api/v1/jobs")
+    assert refused[0] == 401 and refused[1]["WWW-Authenticate"].startswith("Bearer")
+    for what, bad in attacks.items():
+        status, _, body = server.request("/api/v1/jobs", bad)
+        assert (status, body) == (401, refused[2]), what
+    assert server.request("/api/v1/jobs", headers={"Authorization": "Basic YWxpY2U6eA=="})[0] == 401
+    assert server.json("/api/v1/me", token(keys))[1] == {"user": "alice", "operator": False}
+
+
+def test_operators_see_entries_by_outcome_and_users_may_not(server, keys):
+    olga = token(keys, "olga", kid="ec", groups=["/fermilab", OPERATORS])
+    assert server.json("/api/v1/me", olga)[1] == {"user": "olga", "operator": True}
+    assert server.json("/api/v1/entries", token(keys))[0] == 403
+    status, data = server.json("/api/v1/entries?days=2", olga)
+    assert status == 200 and data["entries"]
+    entry = data["entries"][0]
+    assert sum(entry["outcomes"].values()) == entry["glideins"] > 0
+    status, page = server.json(f"/api/v1/entries/{entry['entry']}/glideins?limit=5", olga)
+    assert status == 200 and len(page["glideins"]) == min(5, entry["glideins"]) and page["total"] == entry["glideins"]
+    assert page["outcomes"] == entry["outcomes"]
+    assert server.json("/api/v1/entries?days=400", olga)[0] == 400
+    assert server.json("/api/v1/entries/NO_SUCH_ENTRY/glideins", olga)[0] == 404
+
+
+def test_hostile_requests_are_bounded(server, keys):
+    alice = token(keys)
+    for path in ("/api/v1/traces/..%2F..%2F..%2Fetc%2Fpasswd", "/../../../../etc/passwd",
+                 "/api/v1/traces/../../../etc/passwd", "/jobs/%2e%2e%2f%2e%2e%2fetc%2fpasswd"):
+        status, _, body = server.request(path, alice)
+        assert status == 404 and b"root:" not in body, path
+    status, _, _ = server.request("/api/v1/jobs", alice, headers={"X-Filler": "x" * 100_000})
+    assert status == 431
+    assert server.request("/api/v1/jobs?" + "a=b&" * 1000, alice)[0] == 414           # a long query
+    assert server.request("/api/v1/jobs?" + "a=b&" * 10000, alice)[0] == 431          # past the header bound
+    status, _, _ = server.request("/signin", method="POST", body=b"token=" + b"x" * 200_000,
+                                  headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 413
+    assert server.request("/api/v1/jobs", alice, method="DELETE")[0] == 404
+    assert server.json("/api/v1/jobs", alice)[0] == 200          # still answering
+
+
+def test_every_answer_forbids_scripts_and_the_api_is_described(server, keys):
+    for path in ("/signin", "/api/v1/openapi.json", f"/jobs/{ALICE_FAILED}", "/api/v1/jobs"):
+        headers = server.request(path, token(keys))[1]
+        assert "script-src 'none'" in headers["Content-Security-Policy"] and headers["X-Content-Type-Options"] == "nosniff"
+    status, doc = server.json("/api/v1/openapi.json")
+    assert status == 200 and doc["openapi"].startswith("3.")
+    assert {"/api/v1/traces/{trace_id}", "/api/v1/jobs", "/api/v1/jobs/{trace_id}/why", "/api/v1/entries",
+            "/api/v1/entries/{entry}/glideins"} <= set(doc["paths"])
+    page = server.request(f"/jobs/{ALICE_FAILED}", token(keys))[2].decode()
+    assert "<script>document" not in page and "&lt;script&gt;document.title" in page
+
+
+def test_the_pages_in_a_browser_show_the_reason_the_statement_and_the_entries(server, keys, tmp_path):
+    from tests.support.browser import DevToolsPage, browser
+    base = f"http://127.0.0.1:{server.port}"
+    with DevToolsPage(browser(), tmp_path) as tab:
+        tab.open(f"{base}/jobs")
+        assert tab.evaluate("document.querySelector('textarea') !== null")       # asked to sign in
+        tab.evaluate(f"document.querySelector('textarea').value = {json.dumps(token(keys))};"
+                     "document.forms[document.forms.length - 1].submit()")
+        tab.wait_for_load()
+        jobs = tab.evaluate("JSON.stringify({url: location.pathname, rows: Array.from("
+                            "document.querySelectorAll('#jobs tr.job')).map(r => r.innerText)})")
+        jobs = json.loads(jobs)
+        assert jobs["url"] == "/jobs" and len(jobs["rows"]) == 3, jobs
+        waiting = next(r for r in jobs["rows"] if r.startswith(ALICE_WAITING[:12]))
+        assert "waiting" in waiting and "SITE_B's batch queue (alice)" in waiting and "estimate" in waiting
+        failed = next(r for r in jobs["rows"] if r.startswith(ALICE_FAILED[:12]))
+        assert "failed" in failed and "user_code" in failed and "<script>document.title='owned'</script>" in failed
+        # one submission's tracking statement, its waterfall below; the hostile tail is text, never run
+        tab.open(f"{base}/jobs/{ALICE_FAILED}")
+        found = json.loads(tab.evaluate(
+            "JSON.stringify({title: document.title, scripts: document.scripts.length, images: document.images.length,"
+            " statement: Array.from(document.querySelectorAll('#statement tr')).slice(1).map(r => r.innerText),"
+            " bars: document.querySelectorAll('#waterfall div.bar').length})"))
+        assert found["title"] == f"Submission {ALICE_FAILED}" and found["scripts"] == 0 and found["images"] == 0
+        events = "\n".join(found["statement"])
+        assert "started schedd#12.0#1" in events and "failed: domain user_code" in events and found["bars"] == 2
+        assert tab.evaluate("document.body.innerText.includes(\"<img src=x onerror=alert(1)>\")")
+        # another user's submission: the page of a trace that does not exist
+        tab.open(f"{base}/jobs/{BOB_WAITING}")
+        assert tab.evaluate("document.title") == "404 Not Found"
+        tab.open(f"{base}/jobs")
+        tab.evaluate("document.querySelector('nav form').submit()")             # sign out
+        tab.wait_for_load()
+        tab.open(f"{base}/jobs")
+        assert tab.evaluate("document.querySelector('textarea') !== null")
+        # an operator: the entries, one entry's glideins by outcome, a glidein's waterfall linked to Jaeger
+        tab.evaluate(f"document.querySelector('textarea').value = {json.dumps(token(keys, 'olga', groups=[OPERATORS]))};"
+                     "document.forms[document.forms.length - 1].submit()")
+        tab.wait_for_load()
+        tab.open(f"{base}/entries")
+        entry_link = tab.evaluate("document.querySelector('#entries a').getAttribute('href')")
+        tab.open(base + entry_link)
+        entry = json.loads(tab.evaluate(
+            "JSON.stringify({outcomes: document.querySelector('#outcomes').innerText, rows: "
+            "document.querySelectorAll('#glideins tr').length - 1, first: document.querySelector('#glideins a')"
+            ".getAttribute('href')})"))
+        assert "glideins:" in entry["outcomes"] and "ok" in entry["outcomes"] and entry["rows"] > 0
+        tab.open(f"{base}/traces/{SHARED_GLIDEIN}")
+        links = tab.evaluate("document.querySelector('#jaeger').getAttribute('href')")
+        assert links == f"https://jaeger.example.org/trace/{SHARED_GLIDEIN}"
+        assert tab.evaluate("document.body.innerText.includes('bobs secret phase')")
+
+
+def test_tokens_are_never_logged(server, keys):
+    secret = token(keys)
+    assert server.request("/api/v1/jobs", secret)[0] == 200
+    assert server.request("/api/v1/jobs", secret[:-4] + "AAAA")[0] == 401
+    time.sleep(0.5)
+    log = "".join(server.log)
+    assert "GET /api/v1/jobs 200" in log and "refused: token refused: InvalidSignatureError" in log
+    assert secret.split(".")[2][:20] not in log and secret.split(".")[1][:20] not in log
+
+
+def test_a_caller_over_the_rate_limit_waits(tmp_path, keys):
+    _stores(tmp_path / "store")
+    (tmp_path / "table").mkdir()
+    server = Server(write_config(tmp_path, keys, rate_limit=5))
+    try:
+        answers = [server.request("/api/v1/me", token(keys))[0] for _ in range(5)]
+        status, headers, _ = server.request("/api/v1/me", token(keys))
+        assert answers == [200] * 5 and status == 429 and headers["Retry-After"] == "60"
+    finally:
+        server.stop()
+
+
+def test_check_config_names_each_problem_with_its_line(tmp_path, keys):
+    private = tmp_path / "private.jwks"
+    jwk = jwt.algorithms.RSAAlgorithm.to_jwk(keys["rsa"], as_dict=True)    # the private key: refused
+    private.write_text(json.dumps({"keys": [jwk]}))
+    config = tmp_path / "bad.yaml"
+    config.write_text(f"listen: somewhere\nstore: {tmp_path / 'nope'}\nissuers:\n  - issuer: x\n"
+                      f"    jwks_file: {private}\n    audience: a\nrate_limit: 0\ncolour: blue\n"
+                      "proxy: {header: Authorization, addresses: [127.0.0.1]}\n")
+    done = subprocess.run([sys.executable, "-m", "glidein_tracing", "serve", "--check-config", "--config", str(config)],
+                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()[1:]
+    assert len(lines) == 6, done.stderr
+    text = done.stderr
+    assert f"{config}:1: listen: must be host:port" in text and f"{config}:2: store:" in text
+    assert f"{config}:4: issuers: issuer 1 (x): {private}: key 1 holds a private key" in text
+    assert f"{config}:7: rate_limit:" in text and f"{config}:8: unknown key 'colour'" in text
+    assert f"{config}:9: proxy: header: not a header name" in text
+    good = write_config(tmp_path, keys)
+    (tmp_path / "store").mkdir()
+    _stores(tmp_path / "store")
+    (tmp_path / "table").mkdir()
+    done = subprocess.run([sys.executable, "-m", "glidein_tracing", "serve", "--check-config", "--config", str(good)],
+                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0 and "settings good" in done.stdout, done.stderr
