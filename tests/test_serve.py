@@ -418,3 +418,19 @@ def test_check_config_names_each_problem_with_its_line(tmp_path, keys):
     done = subprocess.run([sys.executable, "-m", "glidein_tracing", "serve", "--check-config", "--config", str(good)],
                           capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0 and "settings good" in done.stdout, done.stderr
+
+
+def test_the_shipped_config_checks_good_once_its_paths_exist(tmp_path, keys):
+    shipped = (ROOT / "factory_config" / "serve.yaml").read_text()
+    (tmp_path / "store").mkdir()
+    _stores(tmp_path / "store")
+    (tmp_path / "glidein-table").mkdir()
+    (tmp_path / "cilogon-fermilab.jwks").write_text(json.dumps(_jwks(keys)))
+    config = tmp_path / "serve.yaml"
+    config.write_text(shipped.replace("/var/lib/glidein-tracing", str(tmp_path)).replace("/etc/glidein-tracing",
+                                                                                         str(tmp_path)))
+    done = subprocess.run([sys.executable, "-m", "glidein_tracing", "serve", "--check-config", "--config", str(config)],
+                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0 and "settings good" in done.stdout, done.stderr
+    unit = (ROOT / "factory_config" / "glidein-tracing-serve.service").read_text()
+    assert "serve --config /etc/glidein-tracing/serve.yaml" in unit and "RestartPreventExitStatus=2" in unit

@@ -257,3 +257,33 @@ def test_the_forwarders_store_exporter_drops_days_past_its_retention_as_it_write
         JsonLinesStoreExporter(tmp_path, max_days=2).export(glidein_on(f"g{n}", 1000.0 + n * 86400))
     assert sorted({p.name[len("traces-"):][:8] for p in store_files(tmp_path)}) == ["20261102", "20261103"]
     assert len(list(Store(tmp_path).summaries())) == 2
+
+
+def _job_of(owner: str, trace: int, start_s: float):
+    """An SDK span of a user's job, as the forwarder stores it (its Owner as job.owner)."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.trace.status import Status, StatusCode
+
+    from glidein_tracing.core import conventions as c
+    from glidein_tracing.core.converter.readable_span import readable_span
+    return readable_span(name=c.SPAN_JOB_ON_GLIDEIN, resource=Resource({}), trace_id=trace, span_id=trace + 1,
+                         parent=None, status=Status(StatusCode.UNSET), start_ns=int(start_s * 1e9),
+                         end_ns=int((start_s + 60) * 1e9), attributes={c.STAGE: c.STAGE_JOB, c.JOB_OWNER: owner})
+
+
+def test_a_users_traces_are_found_by_their_owner_latest_first_paged_and_pruned(tmp_path, monkeypatch):
+    from glidein_tracing.exporters import store as store_mod
+    for n, day in enumerate((20261101, 20261102, 20261103)):
+        monkeypatch.setattr(store_mod, "_today", lambda day=day: day)
+        JsonLinesStoreExporter(tmp_path).export([_job_of("alice", 100 + 10 * n, 1000.0 + n * 86400),
+                                                 _job_of("bob", 500 + 10 * n, 1000.0 + n * 86400)])
+    alice = [format(100 + 10 * n, "032x") for n in range(3)]
+    store = Store(tmp_path)
+    assert [t for t, *_ in store.owned("alice")] == alice[::-1]           # the latest activity first
+    page = store.owned("alice", limit=2)
+    assert [t for t, *_ in store.owned("alice", before_ns=page[-1][2])] == [alice[0]]
+    assert store.owned("carol") == []
+    (tmp_path / "index.sqlite").unlink()                                  # rebuilt from the files: the same
+    assert [t for t, *_ in Store(tmp_path, read_only=True).owned("alice")] == alice[::-1]
+    store.prune(max_days=1, today=20261103)
+    assert [t for t, *_ in Store(tmp_path).owned("alice")] == [alice[2]]
