@@ -252,7 +252,7 @@ def test_a_job_id_without_schedd_asks_the_local_schedd(tmp_path, capsys, monkeyp
 def test_jaegers_array_attributes_are_decoded():
     span = {"attributes": {"job.waiting.reason_entries": '["A_CE@g@f","B_CE@g@f"]', "job.waiting.limits": "[]",
                            "job.waiting.detail": "[not a list"}}
-    decoded = sources._decoded_arrays(span)["attributes"]
+    decoded = sources.decoded_arrays(span)["attributes"]
     assert decoded["job.waiting.reason_entries"] == ["A_CE@g@f", "B_CE@g@f"] and decoded["job.waiting.limits"] == []
     assert decoded["job.waiting.detail"] == "[not a list"
 

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 from .. import __version__
 from ..core import conventions as c
@@ -35,26 +36,36 @@ def my_jobs(app, request) -> dict:
     before = request.param("before")
     if before is not None and not before.isdigit():
         raise HttpError(400, "before must be the `next` of the previous page")
-    rows = app.source.owned(request.caller.name, int(before) if before else None, limit)
-    out = []
-    for trace_id, _first, last in rows:
+    name = request.caller.name
+    rows = app.source.owned(name, int(before) if before else None, limit)
+    found = []
+    for trace_id, _first, _last in rows:
         spans = visible_spans(request.caller, app.source.trace(trace_id))
         if spans:
-            out.append(jobs.state(trace_id, spans))
-    return {"user": request.caller.name, "jobs": out,
+            found.append((trace_id, spans, diagnosis_of(app, request, trace_id, spans)))
+    from ..why.answer import with_table
+    with_table([item for _, _, item in found if item is not None], app.config.table, time.time())
+    out = [jobs.state(trace_id, spans, item, name) for trace_id, spans, item in found]
+    return {"user": name, "jobs": out,
             "next": str(rows[-1][2]) if len(rows) == limit else None}
 
 
+def diagnosis_of(app, request, trace_id: str, spans: list, table: str | None = None):
+    """``why``'s diagnosis of a waiting submission (its caller's jobs first), None when it
+    does not wait; with the table's evidence and estimate when ``table`` is given."""
+    from ..why.answer import of_trace
+    if not jobs.is_waiting(spans, request.caller.name if not request.caller.operator else None):
+        return None
+    return of_trace(trace_id, spans, looked=app.source.where, asker=request.caller.name, table=table)[0]
+
+
 def why_answer(app, request, trace_id: str) -> dict:
-    """``why --json``'s answer for the submission of ``trace_id``."""
-    from ..why import diagnosis as d
+    """``why --json``'s answer for the submission of ``trace_id``, from the spans the caller
+    may see, their own jobs first."""
+    from ..why import answer
     spans = trace_for(app, request, trace_id)
-    item = d.diagnose(None, spans, job=trace_id)
-    if app.config.table:
-        from ..why.sources import entry_outcomes
-        d.add_table_evidence(item, entry_outcomes(app.config.table))
-    return {"jobs": [item.as_dict()],
-            "summary": [{"jobs": n, "category": cat, "reason": reason} for n, cat, reason in d.summary([item])]}
+    return answer.as_data(answer.of_trace(trace_id, spans, looked=app.source.where, asker=request.caller.name,
+                                          table=app.config.table))
 
 
 def require_operator(app, request) -> None:
@@ -117,9 +128,18 @@ def _jobs(app, request):
     return json_response(200, my_jobs(app, request))
 
 
-def _job(app, request, trace_id):
+def submission(app, request, trace_id: str) -> dict:
+    """One submission's state and tracking statement."""
     spans = trace_for(app, request, trace_id)
-    return json_response(200, {**jobs.state(trace_id, spans), "statement": jobs.statement(spans)})
+    item = diagnosis_of(app, request, trace_id, spans, app.config.table)
+    return {**jobs.state(trace_id, spans, item, request.caller.name), "statement": jobs.statement(spans),
+            "spans": spans}
+
+
+def _job(app, request, trace_id):
+    answer = submission(app, request, trace_id)
+    answer.pop("spans")
+    return json_response(200, answer)
 
 
 def _why(app, request, trace_id):

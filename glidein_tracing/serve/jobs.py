@@ -10,6 +10,7 @@ import time
 
 from ..core import conventions as c
 from ..why import diagnosis as d
+from ..why import words
 
 WAITING, RUNNING, DONE, FAILED, UNKNOWN = "waiting", "running", "done", "failed", "unknown"
 MAX_TAIL_CHARS = 4000
@@ -56,24 +57,33 @@ def _verdict(span) -> dict:
     return out
 
 
-def state(trace_id: str, spans: list) -> dict:
-    """The submission's state now, as "my jobs" shows it and ``GET /api/v1/jobs`` answers."""
+def is_waiting(spans: list, owner: str | None = None) -> bool:
+    """Whether the Frontend's latest record says the submission (``owner``'s jobs in it)
+    waits now: then its state needs ``why``'s diagnosis."""
+    waiting = d.waiting_spans(spans, owner)
+    return bool(waiting) and waiting[-1]["attributes"].get(c.JOB_WAITING_STATE) == "current"
+
+
+def state(trace_id: str, spans: list, diagnosis: d.Diagnosis | None = None, owner: str | None = None) -> dict:
+    """The submission's state now, as "my jobs" shows it and ``GET /api/v1/jobs`` answers;
+    ``diagnosis``: ``why``'s answer for it (why/answer.py), when it waits (is_waiting)."""
     jobs = job_spans(spans)
     failed = [s for s in jobs if _failed(s)]
-    waiting = d.waiting_spans(spans)
+    waiting = d.waiting_spans(spans, owner)
     latest = waiting[-1]["attributes"] if waiting else {}
-    still_waiting = bool(waiting) and latest.get(c.JOB_WAITING_STATE) == "current"
+    still_waiting = diagnosis is not None and is_waiting(spans, owner)
     phases = sorted((s for s in spans if _stage(s) == c.STAGE_JOB_PHASE), key=lambda s: s["start_ns"])
     starts = [s["start_ns"] for s in spans if s["start_ns"]]
     ends = [max(s["end_ns"], s["start_ns"]) for s in spans if s["start_ns"]]
     out = {"trace_id": trace_id, "first": _when(min(starts, default=0)), "last": _when(max(ends, default=0)),
            "jobs_done": len(jobs) - len(failed), "jobs_failed": len(failed)}
     if still_waiting:
-        diagnosis = d.diagnose(None, spans, job=trace_id)
         out.update(state=WAITING, since=diagnosis.facts.get("since", _when(waiting[-1]["start_ns"])),
                    reason=diagnosis.reason, category=diagnosis.category, why=diagnosis.meaning,
                    action=diagnosis.action, detail=diagnosis.facts.get("detail", ""),
-                   estimate=diagnosis.facts.get("estimate"))
+                   text=words.sentences(diagnosis), estimate=diagnosis.estimate,
+                   estimate_text=words.estimate_sentence(diagnosis.estimate) or "No estimate of when it starts: "
+                   "this service reads no glidein table.")
     elif failed:
         last = failed[-1]
         out.update(state=FAILED, since=_when(last["end_ns"]), where=_place(last), verdict=_verdict(last),

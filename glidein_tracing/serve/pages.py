@@ -107,8 +107,7 @@ def _state_cell(job: dict) -> str:
         lines.append(f"<div class='why'>{_e(job.get('detail') or job.get('why'))}</div>")
         if job.get("detail") and job.get("why"):
             lines.append(f"<div class='sub'>{_e(job['why'])}</div>")
-        estimate = job.get("estimate")
-        lines.append(f"<div class='estimate'>{_e(_estimate_text(estimate))}</div>")
+        lines.append(f"<div class='estimate'>{_e(job['estimate_text'])}</div>")
         if job.get("action"):
             lines.append(f"<div class='sub'>what to do: {_e(job['action'])}</div>")
     elif state == jobs.RUNNING:
@@ -123,14 +122,6 @@ def _state_cell(job: dict) -> str:
     elif state == jobs.DONE and job.get("where"):
         lines.append(f"<div>ran at {_e(job['where'])}</div>")
     return "".join(lines)
-
-
-def _estimate_text(estimate) -> str:
-    if not estimate:
-        return "no start estimate"
-    if isinstance(estimate, dict) and estimate.get("text"):
-        return f"estimate: {estimate['text']}"
-    return f"estimate: {estimate}"
 
 
 def _my_jobs(app, request):
@@ -152,11 +143,10 @@ def _my_jobs(app, request):
 
 
 def _job(app, request, trace_id):
-    spans = api.trace_for(app, request, trace_id)
-    state = jobs.state(trace_id, spans)
-    statement = jobs.statement(spans)
+    state = api.submission(app, request, trace_id)
+    spans = state["spans"]
     rows = "".join(f"<tr class='{'failed' if line['failed'] else ''}'><td>{_e(line['time'])}</td>"
-                   f"<td>{_e(line['place'])}</td><td>{_e(line['event'])}</td></tr>" for line in statement)
+                   f"<td>{_e(line['place'])}</td><td>{_e(line['event'])}</td></tr>" for line in state["statement"])
     style, _heading, fall = waterfall(spans, jaeger_ui=app.config.jaeger_ui if request.caller.operator else None)
     body = (f"<table class='list' id='now'><tr><td>{_state_cell(state)}</td></tr></table>"
             f"<p><a href='/api/v1/jobs/{_e(trace_id)}/why'>why, as JSON</a></p>"

@@ -24,21 +24,24 @@ class Source:
 
     def __init__(self, config):
         self.jaeger = config.jaeger
+        self.where = f"Jaeger at {config.jaeger}" if config.jaeger else ""
         self.services = config.jaeger_services
         self.store = None
         if not self.jaeger:
             from ..exporters.store import Store, default_store_dir
             self.store = Store(Path(config.store) if config.store else default_store_dir(), read_only=True)
+            self.where = f"the store {self.store.directory}"      # as ``why`` names it (why/sources.py)
 
     def trace(self, trace_id: str) -> list:
         """The spans of one trace (32 hex digits, checked by the caller); [] when none."""
         if self.store is not None:
             return self._store_call(self.store.trace, trace_id)
         from ..exporters.jaeger_query import trace_spans
+        from ..why.sources import decoded_arrays
         spans = trace_spans(self.jaeger, trace_id)
         if spans is None:
             raise SourceError("Jaeger cannot be read")
-        return spans
+        return [decoded_arrays(span) for span in spans]
 
     def owned(self, owner: str, before_ns: int | None, limit: int) -> list:
         """(trace id, first ns, last ns) of the traces holding ``owner``'s jobs, latest
@@ -47,6 +50,7 @@ class Source:
         if self.store is not None:
             return self._store_call(self.store.owned, owner, before_ns, limit)
         from ..exporters.jaeger_query import search_traces
+        from ..why.sources import decoded_arrays
         end_s = time.time() if before_ns is None else before_ns / 1e9
         found: dict = {}
         for service in self.services:
@@ -55,6 +59,7 @@ class Source:
             if traces is None:
                 raise SourceError("Jaeger cannot be read")
             for spans in traces:
+                spans = [decoded_arrays(span) for span in spans]
                 mine = [s for s in spans if s["attributes"].get(c.JOB_OWNER) == owner]
                 if mine:
                     trace_id = mine[0]["trace_id"]

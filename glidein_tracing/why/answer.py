@@ -45,15 +45,30 @@ def diagnoses(job: str, *, jaeger: str | None = None, store: str | None = None, 
     else:
         trace_id = d.check_trace_id(job)
         spans, looked = spans_of(trace_id)
-        out = [d.diagnose(None, spans, job=trace_id, looked=looked, asker=getpass.getuser(), now=now)]
+        return of_trace(trace_id, spans, looked=looked, asker=getpass.getuser(), table=table, now=now)
+    return with_table(out, table, now)
+
+
+def of_trace(trace_id: str, spans, *, looked: str, asker: str | None, table: str | None = None,
+             now: float | None = None) -> list:
+    """The diagnosis of the submission of ``trace_id`` from its spans (read by the caller:
+    ``why`` itself, or the service, which reads what its caller may see), ``asker``'s jobs
+    first when several owners' jobs share it."""
+    now = time.time() if now is None else now
+    return with_table([d.diagnose(None, spans, job=trace_id, looked=looked, asker=asker, now=now)], table, now)
+
+
+def with_table(items: list, table: str | None, now: float) -> list:
+    """``items`` with the entries' recent outcomes and a start estimate, when ``table`` is
+    the glidein table."""
     if table:
         from .estimate import Estimator
         outcomes = sources.entry_outcomes(table, now=now)
         estimator = Estimator(table, now=now)
-        for item in out:
+        for item in items:
             d.add_table_evidence(item, outcomes)
             item.estimate = estimator.for_diagnosis(item)
-    return out
+    return items
 
 
 def as_data(items: list) -> dict:

@@ -108,7 +108,7 @@ class SpanSource:
             if spans is None:
                 self.error = f"Jaeger at {self.jaeger} did not answer"
                 return None
-            return [_decoded_arrays(span) for span in spans]
+            return [decoded_arrays(span) for span in spans]
         if not self.where:
             return None
         from ..exporters.store import Store, StoreError
@@ -118,7 +118,7 @@ class SpanSource:
             raise UserError(f"cannot read the store {self.directory}: {exc}") from exc
 
 
-def _decoded_arrays(span: dict) -> dict:
+def decoded_arrays(span: dict) -> dict:
     """Jaeger hands array attributes back as JSON strings: the job.waiting ones (declared
     arrays in core/conventions.py) are lists again; any other string stays as it is."""
     attributes = span.get("attributes") or {}
