@@ -28,10 +28,10 @@ from frontend_hooks import REQUEST_TRACEPARENT_PARAM  # noqa: F401  (the package
 from frontend_hooks import conventions as c
 from glidein_tracing.core.ids import parse_traceparent
 from glidein_tracing.failure_rules.classifiers import installed_entry_points
-from tests.support import install
+from tests.support import frontend_package, install
+from tests.support.otlp_receiver import CountingCollector, counting_collector
 
 ROOT = Path(__file__).resolve().parent.parent
-TESTS = ROOT / "tests" / "support"
 WORLD = [
     {"glideid": ["gfactory.example.org", f"E{i}@gfactory_instance@OSG", "vofe@gfactory.example.org"],
      "attrs": {"EntryName": f"E{i}", "GlideinName": "gfactory_instance", "FactoryName": "OSG"},
@@ -61,20 +61,12 @@ GlideinFrontendInstrumentor().instrument(tracer_provider=provider)
 
 
 def group_process(tmp_path):
-    """A work dir with world.json, and the stand-ins laid out as the real package:
-    glideinwms/frontend/glideinFrontendElement.py, glideinFrontendInterface.py and
-    glideinFrontendLib.py."""
+    """A work dir with world.json, and the stand-ins laid out as the real package."""
     work = tmp_path / "work"
     work.mkdir()
     (work / "world.json").write_text(json.dumps(WORLD))
-    package = tmp_path / "lib" / "glideinwms" / "frontend"
-    package.mkdir(parents=True)
-    (package.parent / "__init__.py").write_text("")
-    (package / "__init__.py").write_text("")
-    shutil.copy(TESTS / "frontend_standin_interface.py", package / "glideinFrontendInterface.py")
-    shutil.copy(TESTS / "frontend_standin_lib.py", package / "glideinFrontendLib.py")
-    shutil.copy(TESTS / "frontend_standin.py", package / "glideinFrontendElement.py")
-    return work, package / "glideinFrontendElement.py", tmp_path / "lib"
+    lib, script = frontend_package.lay_out(tmp_path / "lib")
+    return work, script, lib
 
 
 def check_spans(spans, cycle_number):
@@ -165,20 +157,31 @@ def test_opentelemetry_instrument_loads_the_entry_point(tmp_path):
 
 def test_the_docs_install_into_the_frontends_python_runs_the_instrumentor(built_wheel, tmp_path):
     """docs/frontend.md's steps 2 and 3 as written, a fresh virtualenv standing in for EL9's
-    /usr/bin/python3; then a group process under its opentelemetry-instrument, with nothing
-    of the checkout on the path: the instrumentor comes from the installed wheel."""
+    /usr/bin/python3; then a group process each way (the autoload directory step 3 prints;
+    opentelemetry-instrument), with nothing of the checkout on the path: the instrumentor
+    comes from the installed wheel."""
     python = install.fresh_python(tmp_path / "frontend-python")
     install_step, check_step = install.shell_blocks("frontend.md", "## Installing")
     install.run_block(install_step, built_wheel, {"/usr/bin/python3": install.quoted(python)})
-    install.run_block(check_step, tmp_path, {"sudo -u frontend /usr/bin/python3": install.quoted(python)})
+    checked = install.run_block(check_step, tmp_path, {"sudo -u frontend /usr/bin/python3": install.quoted(python)})
+    autoload = checked.stdout.strip()
     work, script, lib = group_process(tmp_path)
+    # way 1: the autoload directory it printed, from the installed wheel
+    with counting_collector() as url:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        env.update(OTEL_EXPORTER_OTLP_ENDPOINT=url, PYTHONPATH=os.pathsep.join([autoload, str(lib)]))
+        done = subprocess.run([str(python), str(script), "1", str(work), "main"], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        assert len(CountingCollector.received) == 3
+    # way 2: opentelemetry-instrument
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env.update(OTEL_SERVICE_NAME="gwms-frontend", OTEL_TRACES_EXPORTER="console", OTEL_METRICS_EXPORTER="none",
                OTEL_LOGS_EXPORTER="none", PYTHONPATH=str(lib))
     done = subprocess.run([str(python.parent / "opentelemetry-instrument"), str(python), str(script), "1",
                            str(work), "main"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    cycle, _ = check_spans(console_spans(done.stdout), 1)
+    cycle, _ = check_spans(console_spans(done.stdout), 2)   # the same group's second cycle
     assert cycle["resource"]["attributes"]["service.name"] == "gwms-frontend"
 
 
@@ -187,3 +190,53 @@ def test_the_parameter_name_survives_the_factory_escaping():
     # glidein_startup.sh, whose params_decode turns it back; the name itself needs no escaping.
     assert REQUEST_TRACEPARENT_PARAM.replace("_", "").isalnum()
     assert parse_traceparent("00-" + "1" * 32 + "-" + "2" * 16 + "-03") is not None
+
+
+AUTOLOAD = ROOT / "frontend_hooks" / "autoload"
+
+
+def test_autoload_traces_the_group_process_over_otlp_http(tmp_path):
+    """docs/frontend.md's first way: frontend_hooks/autoload on the Frontend's PYTHONPATH, the
+    OTLP variables in its environment; the group process's spans arrive at an OTLP/HTTP
+    receiver when it exits."""
+    work, script, lib = group_process(tmp_path)
+    with counting_collector() as url:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        env.update(OTEL_SERVICE_NAME="gwms-frontend", OTEL_EXPORTER_OTLP_ENDPOINT=url,
+                   PYTHONPATH=os.pathsep.join([str(AUTOLOAD), str(lib), str(ROOT)]))
+        done = subprocess.run([sys.executable, str(script), "1", str(work), "main"], env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == ""
+        spans = {span.name: span for _key, (_when, span) in CountingCollector.arrived.items()}
+        assert set(spans) == {c.CYCLE_SPAN, c.REQUEST_SPAN}
+        assert len(CountingCollector.received) == 3          # the cycle and its two requests
+        # switched off by the environment: nothing is sent
+        CountingCollector.received.clear()
+        done = subprocess.run([sys.executable, str(script), "1", str(work), "main"], timeout=60,
+                              env=dict(env, GLIDEIN_TRACING_FRONTEND="0"), capture_output=True, text=True)
+        assert done.returncode == 0 and CountingCollector.received == []
+
+
+def test_autoload_leaves_every_other_python_program_alone(tmp_path):
+    """The Frontend daemon and any other program its environment reaches import nothing of
+    tracing: only a script named glideinFrontendElement.py starts it."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(AUTOLOAD), str(ROOT)]))
+    probe = "import sys; print(sorted(m for m in sys.modules if m.startswith(('frontend_hooks', 'opentelemetry'))))"
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_autoload_with_an_unreachable_collector_logs_one_line_and_the_cycle_succeeds(tmp_path):
+    work, script, lib = group_process(tmp_path)
+    with counting_collector() as url:
+        pass                                   # a port that was just closed: nothing listens
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=url, OTEL_EXPORTER_OTLP_TIMEOUT="2",
+               PYTHONPATH=os.pathsep.join([str(AUTOLOAD), str(lib), str(ROOT)]))
+    done = subprocess.run([sys.executable, str(script), "1", str(work), "main"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "spans not sent to " + url in lines[0], done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,128 @@
+"""Benchmark: what tracing costs a Frontend group process, start-up included (docs/frontend.md).
+
+GlideinWMS starts every group, every cycle, as a fresh process (``frontend/glideinFrontend.py``,
+``spawn_group``: ``sys.executable glideinFrontendElement.py PPID WORK_DIR GROUP run``), so
+whatever the tracing set-up imports at start is paid every cycle by every group. Here the
+element stand-in (tests/support/frontend_standin*.py, laid out as GlideinWMS's package, its
+configuration the one GlideinWMS wrote in ../shared/fixtures/gwms-frontend) runs as such a
+process over 6,000 idle jobs (300 submissions of 20, each its own TraceParent) at 50 entries,
+its spans sent over OTLP/HTTP to a loopback receiver, in the same run, alternating:
+
+- plain: not instrumented;
+- each documented way of turning the instrumentor on (docs/frontend.md), in two cycles:
+  steady (the history holds every submission's reason: the cycle and request spans only) and
+  cap (no history: 200 job.waiting spans, the per-cycle cap, besides them).
+
+CPU time of the group process (user + system, from its rusage), median of ``--repeat``; the
+ratios are against plain in the same run. The stand-in's cycle does less than GlideinWMS's
+(no fork children, no advertising, none of GlideinWMS's own imports), so its plain CPU is
+smaller and the ratios overstate tracing's share of a real cycle.
+
+    python -m bench.bench_frontend_startup [--repeat 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.bench_frontend_waiting import build_world
+from tests.support import frontend_package
+from tests.support.fixtures import GWMS_FRONTEND
+from tests.support.otlp_receiver import CountingCollector, counting_collector
+
+ROOT = Path(__file__).resolve().parents[1]
+SUBMISSIONS, JOBS, ENTRIES = 300, 20, 50
+
+
+def _opentelemetry_instrument_path() -> str | None:
+    """The directory of opentelemetry-instrument's sitecustomize, which the tool puts on the
+    PYTHONPATH the Frontend daemon, and so every group process, inherits."""
+    try:
+        from opentelemetry.instrumentation import auto_instrumentation
+    except ImportError:
+        return None
+    return os.path.dirname(auto_instrumentation.__file__)
+
+
+def ways() -> dict:
+    """name -> (PYTHONPATH entries before the package's, extra environment) of each way."""
+    out = {"plain": ([], {}), "frontend_hooks/autoload": ([str(ROOT / "frontend_hooks" / "autoload")], {})}
+    otel = _opentelemetry_instrument_path()
+    if otel:
+        out["opentelemetry-instrument"] = ([otel], {"OTEL_TRACES_EXPORTER": "otlp"})
+    return out
+
+
+def run_cycle(script: Path, work: Path, env: dict) -> float:
+    """CPU seconds (user + system) of one group process run to its end."""
+    process = subprocess.Popen([sys.executable, str(script), "1", str(work), "main", "run"], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _pid, status, usage = os.wait4(process.pid, 0)
+    error = process.stderr.read().decode(errors="replace")
+    process.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0 or "Traceback" in error:
+        raise SystemExit(f"the group process failed:\n{error}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args(argv)
+    if not GWMS_FRONTEND.exists():
+        parser.error(f"needs the Frontend configuration GlideinWMS wrote: {GWMS_FRONTEND} is absent")
+    with tempfile.TemporaryDirectory() as tmp, counting_collector() as url:
+        tmp = Path(tmp)
+        lib, script = frontend_package.lay_out(tmp / "lib")
+        world = build_world(tmp, SUBMISSIONS, JOBS, ENTRIES)
+        base_env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PYTHONPATH"))}
+        base_env.update(OTEL_SERVICE_NAME="gwms-frontend", OTEL_EXPORTER_OTLP_ENDPOINT=url,
+                        OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf", OTEL_METRICS_EXPORTER="none",
+                        OTEL_LOGS_EXPORTER="none")
+        runs = []   # (name, cycle, work dir, env, history to start from or None)
+        for name, (paths, extra) in ways().items():
+            env = dict(base_env, PYTHONPATH=os.pathsep.join(paths + [str(lib), str(ROOT)]), **extra)
+            for cycle in (("steady", "cap") if name != "plain" else ("plain",)):
+                work = tmp / f"{name}-{cycle}".replace("/", "_")
+                work.mkdir()
+                (work / "world.json").write_text(json.dumps(world))
+                history = None
+                if cycle == "steady":   # two cycles give every submission its period (200 + 100)
+                    for _ in range(2):
+                        run_cycle(script, work, env)
+                    history = work.with_suffix(".pk")
+                    shutil.copy(work / "group_main" / "history.pk", history)
+                runs.append((name, cycle, work, env, history))
+        times: dict = {(name, cycle): [] for name, cycle, *_ in runs}
+        spans: dict = {}
+        for _ in range(args.repeat):
+            for name, cycle, work, env, history in runs:
+                if history is not None:
+                    shutil.copy(history, work / "group_main" / "history.pk")
+                else:
+                    shutil.rmtree(work / "group_main", ignore_errors=True)
+                before = len(CountingCollector.received)
+                times[(name, cycle)].append(run_cycle(script, work, env))
+                spans[(name, cycle)] = len(CountingCollector.received) - before
+    plain = statistics.median(times[("plain", "plain")])
+    print(f"{SUBMISSIONS * JOBS:,} idle jobs in {SUBMISSIONS} submissions over {ENTRIES} entries, "
+          f"a fresh {sys.implementation.name} {sys.version.split()[0]} process per cycle; CPU, "
+          f"median of {args.repeat}:")
+    print("| way | cycle | CPU s | added vs plain | spans sent |")
+    print("|---|---|---|---|---|")
+    for (name, cycle), values in times.items():
+        median = statistics.median(values)
+        added = "" if name == "plain" else f"{(median - plain) / plain * 100:+.1f} %"
+        print(f"| {name} | {cycle} | {median:.3f} | {added} | {spans[(name, cycle)]} |")
+
+
+if __name__ == "__main__":
+    main()
