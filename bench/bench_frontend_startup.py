@@ -18,7 +18,7 @@ ratios are against plain in the same run. The stand-in's cycle does less than Gl
 (no fork children, no advertising, none of GlideinWMS's own imports), so its plain CPU is
 smaller and the ratios overstate tracing's share of a real cycle.
 
-    python -m bench.bench_frontend_startup [--repeat 7]
+    python -m bench.bench_frontend_startup [--repeat 7 --submissions 300 --jobs 20 --entries 50]
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench import quick
 from bench.bench_frontend_waiting import build_world
 from tests.support import frontend_package
 from tests.support.fixtures import GWMS_FRONTEND
 from tests.support.otlp_receiver import CountingCollector, counting_collector
 
 ROOT = Path(__file__).resolve().parents[1]
-SUBMISSIONS, JOBS, ENTRIES = 300, 20, 50
 
 
 def _opentelemetry_instrument_path() -> str | None:
@@ -76,13 +76,16 @@ def run_cycle(script: Path, work: Path, env: dict) -> float:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
-    args = parser.parse_args(argv)
+    parser.add_argument("--submissions", type=int, default=300)
+    parser.add_argument("--jobs", type=int, default=20, help="idle jobs per submission")
+    parser.add_argument("--entries", type=int, default=50)
+    args = quick.parse_args(parser, argv, repeat=1, submissions=30, jobs=2, entries=5)
     if not GWMS_FRONTEND.exists():
         parser.error(f"needs the Frontend configuration GlideinWMS wrote: {GWMS_FRONTEND} is absent")
     with tempfile.TemporaryDirectory() as tmp, counting_collector() as url:
         tmp = Path(tmp)
         lib, script = frontend_package.lay_out(tmp / "lib")
-        world = build_world(tmp, SUBMISSIONS, JOBS, ENTRIES)
+        world = build_world(tmp, args.submissions, args.jobs, args.entries)
         base_env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PYTHONPATH"))}
         base_env.update(OTEL_SERVICE_NAME="gwms-frontend", OTEL_EXPORTER_OTLP_ENDPOINT=url,
                         OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf", OTEL_METRICS_EXPORTER="none",
@@ -113,7 +116,7 @@ def main(argv=None):
                 times[(name, cycle)].append(run_cycle(script, work, env))
                 spans[(name, cycle)] = len(CountingCollector.received) - before
     plain = statistics.median(times[("plain", "plain")])
-    print(f"{SUBMISSIONS * JOBS:,} idle jobs in {SUBMISSIONS} submissions over {ENTRIES} entries, "
+    print(f"{args.submissions * args.jobs:,} idle jobs in {args.submissions} submissions over {args.entries} entries, "
           f"a fresh {sys.implementation.name} {sys.version.split()[0]} process per cycle; CPU, "
           f"median of {args.repeat}:")
     print("| way | cycle | CPU s | added vs plain | spans sent |")
@@ -122,6 +125,7 @@ def main(argv=None):
         median = statistics.median(values)
         added = "" if name == "plain" else f"{(median - plain) / plain * 100:+.1f} %"
         print(f"| {name} | {cycle} | {median:.3f} | {added} | {spans[(name, cycle)]} |")
+    print("group process CPU measured: plain and each way")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ FIGURES = {
     "bench_analysis": "whole analysis",
     "bench_downtimes": "rows, ",
     "bench_forwarder": "ratio (forwarder / naive spans per CPU second)",
+    "bench_frontend_startup": "group process CPU measured",
     "bench_frontend_waiting": "job query result, pickled",
     "bench_hostile": "stdout reader, only newlines",
     "bench_inflight": "latency max",
@@ -95,8 +96,8 @@ def _go_or_cached_otel_cli() -> bool:
 def test_benchmark_runs(name, started):
     if name == "bench_stage" and not _go_or_cached_otel_cli():
         pytest.skip("bench_stage measures otel-cli, built with Go: no Go here and no cached build")
-    if name == "bench_frontend_waiting" and not GWMS_FRONTEND.exists():
-        pytest.skip(f"bench_frontend_waiting runs GlideinWMS's Frontend configuration: {GWMS_FRONTEND} is absent")
+    if name in ("bench_frontend_startup", "bench_frontend_waiting") and not GWMS_FRONTEND.exists():
+        pytest.skip(f"{name} runs GlideinWMS's Frontend configuration: {GWMS_FRONTEND} is absent")
     code, text = started[name].result()
     assert code == 0, f"{name} --quick exited {code}:\n{text[-3000:]}"
     assert FIGURES[name] in text, f"{name} --quick printed no figures:\n{text[-3000:]}"
