@@ -39,9 +39,48 @@ CORPUS = [
     ("pass\x01word=ctrlsecret1 split by a control byte", "ctrlsecret1"),
     (f"a token split: {GHP[:10]}\x02{GHP[10:]} there", GHP[14:]),
     ("-----BEGIN RSA PRIVATE KEY----- MIIEowIBAAKCAQEA7bq98sKkeySecretBody", "MIIEowIBAAKCAQEA7bq98sKkeySecretBody"),
+    # issue 42: the kinds that still left the node, then more of the families secret scanners know
+    ("maps key AIzaSyD3x8Qk2LmN5pR7tV9wY1zB4cE6gH8jK0m loaded", "SyD3x8Qk2LmN5pR7tV9wY1zB4cE6gH8jK0m"),
+    ("posting to https://hooks.slack.com/services/T01ABCDEF/B02GHIJKL/x9Y8z7W6v5U4t3S2r1Q0p9O8 done",
+     "x9Y8z7W6v5U4t3S2r1Q0p9O8"),
+    ("charge with sk_live_51HxYzAbCdEfGhIjKlMnOpQr ok", "51HxYzAbCdEfGhIjKlMnOpQr"),
+    ("SSHPASS=Tr0ub4dor3x sshpass -e ssh host", "Tr0ub4dor3x"),
+    ("GET https://bkt.s3.example.org/f.tar?AWSAccessKeyId=AKIAIOSFODNN7EXAMPL3&Expires=1795318567"
+     "&Signature=vjbyPxybdZaNmGa%2ByT272YEAiv4%3D 200", "vjbyPxybdZaNmGa"),
+    ("copy https://acct.blob.example.net/c/f?sv=2022-11-02&se=2026-12-31&sr=b&sp=r&sig=AbCd3fGh1jKlMn0p%2F123%3D ok",
+     "AbCd3fGh1jKlMn0p"),
+    ("password\tTabSecret99\tuser\tbob", "TabSecret99"),
+    ("fetch ?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=4f2a9c0d1e8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f end",
+     "4f2a9c0d1e8b7a6f5e4d3c2b1a0f"),
+    ("gs: GoogleAccessId=a@b&X-Goog-Signature=9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d&x=1", "9a8b7c6d5e4f3a2b1c0d"),
+    ("notify https://discord.example/x https://discord.com/api/webhooks/1234567890/AbCdEfGhIjKlMnOp-qrs",
+     "AbCdEfGhIjKlMnOp-qrs"),
+    ("publishing with npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8 now", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"),
+    ("upload pypi-AgEIcHlwaS5vcmcCJDU3OTk0MjQ5LWE3ZmQtNDFiYS05 done", "CJDU3OTk0MjQ5LWE3ZmQtNDFiYS05"),
+    ("mail SG.aBcDeFgHiJkLmNoPqRsTuV.wXyZ0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ012 sent", "wXyZ0123456789aBcDeF"),
+    ("hub hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567 login", "AbCdEfGhIjKlMnOpQrStUvWxYz01234567"),
+    ("doctl dop_v1_" + "0123456789abcdef" * 4 + " auth", "0123456789abcdef" * 3),
+    ("shop shpat_0123456789abcdef0123456789abcdef ok", "0123456789abcdef0123456789abcdef"),
+    ("vault hvs.CAESIJabcdefghijklmnopqrstuvwxyz0123 ok", "CAESIJabcdefghijklmnopqrstuvwxyz0123"),
+    ("key AGE-SECRET-KEY-1QQPZRY9X8GF2TVDW0S3JN54KHCE6MUA7LQPZRY9X8GF2TVDW0S3JN54KHC x",
+     "QQPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"),
+    ("cli dapi0123456789abcdef0123456789abcdef run", "0123456789abcdef0123456789abcdef"),
+    ("llm sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56 call", "Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56"),
+    ("llm sk-ant-api03-Zy98Xw76Vu54Ts32Rq10Po98 call", "api03-Zy98Xw76Vu54Ts32Rq10Po98"),
+    ("runner glrt-AbCdEfGhIjKlMnOpQrSt12 registered", "AbCdEfGhIjKlMnOpQrSt12"),
+    ("DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA==;EndpointSuffix=x",
+     "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA=="),
+    ("curl -H 'x-api-key: K3yV4lu3Xyz9' https://api.example.org", "K3yV4lu3Xyz9"),
+    ("collection PMAK-0123456789abcdef01234567-0123456789abcdef0123456789abcdef01 run", "0123456789abcdef01234567-"),
+    ("tracker lin_api_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 sync", "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    ("apm NRAK-ABCDEFGHIJKLMNOPQRSTUVWXYZ0 up", "ABCDEFGHIJKLMNOPQRSTUVWXYZ0"),
 ]
 PLAIN = ["http://host.example.org:8080/path", "exit code 1 after 20 s", "basically fine",
-         "token bucket refilled", "key=value", "--verbose --site=UCSD", "user@example.org said hi"]
+         "token bucket refilled", "key=value", "--verbose --site=UCSD", "user@example.org said hi",
+         # near misses of the rules above: words and short ids with their prefixes or names
+         "killed by signal 9", "design=final, assign=3", "sk-learn 1.5 installed", "npm_config_cache=/tmp/npm",
+         "hf_home=/scratch", "api v1_ ready", "shp file read", "dapi stain", "pypi-mirror up",
+         "password prompt shown", "sg.main started", "?sort=asc&page=2", "hooks.slack.com is reachable"]
 
 
 def node_redact(lines: list[str]) -> list[str]:

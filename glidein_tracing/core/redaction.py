@@ -6,12 +6,15 @@ attribute, status description and event attribute through ``scrub``/``redact_tex
 
 - by name: an attribute whose name holds a secret marker (``token``, ``passw``...) or that
   the operator listed (knob ``GLIDEIN_TRACING_REDACT``) is replaced whole;
-- in text: ``key=value`` / ``--key=value`` / ``--key value`` with a secret-looking key, the
-  same key quoted as JSON, YAML or a Python dict prints it (``"password": "..."``,
-  ``'access_token':'...'``), URL credentials (``scheme://user:pass@host``), cloud keys
-  (``AWS_SECRET_ACCESS_KEY=...``, ``AKIA...`` key ids), tokens of a known format anywhere,
-  in a URL too (GitHub ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``/``github_pat_``, GitLab
-  ``glpat-``, Slack ``xox[abposr]-``), bearer/basic credentials, JWTs, PEM blocks, and a PEM
+- in text: ``key=value`` / ``key<TAB>value`` / ``--key=value`` / ``--key value`` with a
+  secret-looking key (``SSHPASS``, ``AccountKey`` too), the same key quoted as JSON, YAML or a
+  Python dict prints it (``"password": "..."``, ``'access_token':'...'``), URL credentials
+  (``scheme://user:pass@host``), a URL's query signature (``Signature=``, ``X-Amz-Signature=``,
+  Azure SAS ``sig=``), webhook URLs (Slack, Discord), cloud keys (``AWS_SECRET_ACCESS_KEY=...``,
+  ``AKIA...`` key ids), tokens of a known format anywhere, in a URL too (GitHub
+  ``ghp_``/``github_pat_``..., GitLab ``glpat-``..., Slack ``xox[abposr]-``, Google ``AIza``,
+  Stripe ``sk_live_`` and the other prefixes secret scanners know), bearer/basic credentials,
+  JWTs, PEM blocks, and a PEM
   block's base64 body even without its BEGIN line (a log tail cut inside a key): only the
   secret part becomes ``REDACTED``, the rest of the text stays readable. Control bytes are
   dropped first, so a key split by them (``pass\x01word=``) is whole again.
@@ -28,7 +31,7 @@ import re
 
 REDACTED = "REDACTED"
 SECRET_MARKERS = ("token", "passw", "secret", "proxy_key", "private", "credential", "authorization",
-                  "apikey", "api_key", "access_key", "passwd")
+                  "apikey", "api_key", "api-key", "access_key", "accountkey", "sshpass")
 SECRET_NAME_RE = re.compile("|".join(re.escape(m) for m in SECRET_MARKERS), re.IGNORECASE)
 
 _KEY = r"[A-Za-z0-9_.-]*(?:" + "|".join(re.escape(m) for m in SECRET_MARKERS) + r")[A-Za-z0-9_.-]*"
@@ -62,16 +65,29 @@ SECRET_TEXT_RE = re.compile(
     # them): tried at every letter of a long run, each try running to the run's end, the search
     # took time quadratic in the run (8 KB of letters and a "://" in a log tail: 0.4 s)
     r"|(?P<url>(?<![A-Za-z0-9+.-])[A-Za-z0-9+.-]+://[^:/@\s]+:)(?P<url_secret>[^@/\s]+)(?=@)"
-    # key=value, --key=value, key: value with a secret-looking key
-    rf"|(?P<kv>(?<![A-Za-z0-9_.-]){_KEY}\s*(?:=|:\s)\s*)(?P<kv_secret>{_VALUE})"
+    # key=value, --key=value, key: value, key<TAB>value with a secret-looking key
+    rf"|(?P<kv>(?<![A-Za-z0-9_.-]){_KEY}[ \t]*(?:=|:\s|\t)\s*)(?P<kv_secret>{_VALUE})"
     # --key value (a command line's secret option)
     rf"|(?P<opt>(?<!\S)--?{_KEY}\s+)(?P<opt_secret>(?!-)[^\s]+)"
     # HTTP credentials, JWTs (SciTokens, IDTOKENs), AWS access key ids
     r"|(?P<auth>\b(?:Bearer|Basic)\s+)(?P<auth_secret>[A-Za-z0-9._~+/=-]{8,})"
     r"|(?P<jwt>eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?)"
-    # tokens of a known format, wherever they are (a URL's user part: https://ghp_...@github.com)
+    # a URL's query signature (S3 and GCS presigned URLs, Azure SAS) or session token
+    r"|(?P<qs>(?:^|(?<=[?&;,\s]))(?:sig|signature|x-amz-signature|x-goog-signature|x-goog-credential"
+    r"|x-amz-security-token)=)(?P<qs_secret>[^&#\s,;\"']+)"
+    # webhook URLs whose path is the secret (Slack, Discord)
+    r"|(?P<hook>(?:hooks\.slack\.com/(?:services|workflows|triggers)|discord(?:app)?\.com/api/webhooks)/)"
+    r"(?P<hook_secret>[A-Za-z0-9/_.-]+)"
+    # tokens of a known format, wherever they are (a URL's user part: https://ghp_...@github.com):
+    # the prefixes secret scanners know (GitHub, GitLab, Slack, Google, Stripe, npm, PyPI,
+    # SendGrid, Hugging Face, DigitalOcean, Shopify, Vault, age, Databricks, OpenAI, Anthropic,
+    # Postman, Linear, New Relic)
     r"|(?P<token>\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}"
-    r"|glpat-[A-Za-z0-9_-]{20,}))"
+    r"|gl(?:pat|ptt|dt|rt)-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,}|[sr]k_(?:live|test)_[0-9A-Za-z]{10,}"
+    r"|npm_[A-Za-z0-9]{30,}|pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{20,}|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"
+    r"|hf_[A-Za-z0-9]{30,}|do[opr]_v1_[a-f0-9]{40,}|shp(?:at|ss|ca|pa)_[a-f0-9]{32}|hv[sb]\.[A-Za-z0-9_-]{24,}"
+    r"|age-secret-key-1[A-Za-z0-9]{40,}|dapi[a-f0-9]{32}|sk-(?:proj|ant|svcacct)-[A-Za-z0-9_-]{20,}"
+    r"|pmak-[A-Za-z0-9-]{40,}|lin_api_[A-Za-z0-9]{30,}|nrak-[A-Za-z0-9]{20,}))"
     r"|(?P<akid>\b(?:AKIA|ASIA)[0-9A-Z]{16}\b)",
     re.IGNORECASE | re.DOTALL | re.MULTILINE)
 # a PEM body's base64 lines: no substring hint for those, so a search of its own (only texts
@@ -79,13 +95,16 @@ SECRET_TEXT_RE = re.compile(
 PEM_BODY_RE = re.compile(rf"(?:{_PEM_LINE}){{2}}", re.MULTILINE)
 # every SECRET_TEXT_RE match contains one of these (lower case): plain substring tests rule
 # out the common case far faster than the regex scanning every character
-HINTS = ("-----begin", "-----end", "://", "bearer", "basic", "eyj", "akia", "asia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "glpat-") + SECRET_MARKERS
+HINTS = ("-----begin", "-----end", "://", "bearer", "basic", "eyj", "akia", "asia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
+         "github_pat_", "xox", "glpat-", "glptt-", "gldt-", "glrt-", "sig=", "signature=",
+         "hooks.slack.com/", "/api/webhooks/", "aiza", "k_live_", "k_test_", "npm_", "pypi-", "sg.", "hf_", "_v1_",
+         "shp", "hvs.", "hvb.", "age-secret-key-", "dapi", "sk-", "pmak-", "lin_api_", "nrak-") + SECRET_MARKERS
 # control bytes but TAB, LF, CR: dropped before matching (they may split a key or a token)
 CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def _replacement(match: re.Match) -> str:
-    for keep in ("url", "kv", "opt", "auth", "quoted"):
+    for keep in ("url", "kv", "opt", "auth", "quoted", "qs", "hook"):
         if match.group(keep) is not None:
             return match.group(keep) + REDACTED
     if match.group("pem_body") is not None and match.group().endswith("\n"):
