@@ -1,8 +1,9 @@
 """Benchmark: the cost of recording one stage on the worker node, ours against two baselines.
 
 A stage is what our hooks write for one span: a `start` line (gt_emit with @name, @stage,
-@parent) and an `end` line with a reading of the process tree (gt_emit_snap: /proc/*/stat in
-one awk, load1, free disk), appended to a journal by the shell library. Measured in the same run:
+@parent) and an `end` line with a reading of the process tree (gt_emit_snap: the tree's
+/proc/PID/stat and status with builtins, load1, free disk), appended to a journal by the shell
+library. Measured in the same run:
 
   ours  bash, the library sourced once                                  journal file
   (a)   the OpenTelemetry Python SDK: TracerProvider, SimpleSpanProcessor,

@@ -461,44 +461,91 @@ gt_disk_free() {
     GT_DF_DIR=$1 GT_DF_AT=$gt_df_now GT_DF_VALUE=$GT_R_DF
 }
 
-# gt_tree_snap ROOT_PID: resources of ROOT_PID and all its live descendants, one awk:
-# GT_R_UT/GT_R_ST (utime+cutime, stime+cstime summed), GT_R_RSS (sum), GT_R_N (count),
-# GT_R_HWM (sum of the processes' own peaks, VmHWM of /proc/PID/status: the kernel keeps each
-# process's largest RSS, so a spike between two readings still shows), and GT_R_MPEAK, the
-# cgroup v2 memory.peak of the glidein's own cgroup when the setup hook found the glidein alone
-# in it (GT_MPEAK_FILE; read with `read`, no fork).
+# gt_tree_stats ROOT_PID: GT_V = the /proc/PID/stat files of ROOT_PID and its descendants,
+# found by walking down the lists of children the kernel keeps for each thread
+# (/proc/PID/task/TID/children, builtins only), so a reading opens the glidein's processes, not
+# every process of the machine; 64 generations below ROOT_PID at most, as gt_tree_snap counts.
+# Non-zero without those lists (a kernel built without them): read every /proc/PID/stat then.
+gt_tree_stats() {
+    [ -r "/proc/$1/task/$1/children" ] || return 1
+    GT_V='' gt_tt_level=$1 gt_tt_depth=0
+    while [ -n "$gt_tt_level" ] && [ $gt_tt_depth -le 64 ]; do
+        gt_tt_next=
+        for gt_tt_pid in $gt_tt_level; do
+            GT_V="$GT_V /proc/$gt_tt_pid/stat"
+            for gt_tt_file in /proc/"$gt_tt_pid"/task/*/children; do
+                gt_tt_kids=
+                [ -r "$gt_tt_file" ] && read -r gt_tt_kids < "$gt_tt_file"
+                gt_tt_next="$gt_tt_next $gt_tt_kids"
+            done
+        done
+        gt_tt_level=$gt_tt_next gt_tt_depth=$((gt_tt_depth + 1))
+    done
+}
+
+# gt_tree_snap ROOT_PID: resources of ROOT_PID and all its live descendants, with builtins
+# only (no fork): GT_R_UT/GT_R_ST (utime+cutime, stime+cstime summed, seconds), GT_R_RSS (sum),
+# GT_R_N (count), GT_R_HWM (sum of the processes' own peaks, VmHWM of /proc/PID/status: the
+# kernel keeps each process's largest RSS, so a spike between two readings still shows), and
+# GT_R_MPEAK, the cgroup v2 memory.peak of the glidein's own cgroup when the setup hook found
+# the glidein alone in it (GT_MPEAK_FILE). A process counts when walking up its parents, as
+# read, reaches ROOT_PID in at most 64 steps. Needs GT_HZ, GT_PAGE.
 gt_tree_snap() {
     GT_R_UT= GT_R_ST= GT_R_RSS= GT_R_N= GT_R_HWM= GT_R_MPEAK=
     [ -z "${GT_MPEAK_FILE:-}" ] || read -r GT_R_MPEAK < "$GT_MPEAK_FILE" 2>/dev/null || GT_R_MPEAK=
     case $GT_R_MPEAK in *[!0-9]*) GT_R_MPEAK= ;; esac
-    set -- "$1" /proc/[0-9]*/stat
-    gt_ts=$(exec awk -v root="$1" -v hz="${GT_HZ:-100}" -v page="${GT_PAGE:-4096}" 'BEGIN {
-        for (i = 2; i < ARGC; i++) {
-            if ((getline line < ARGV[i]) <= 0) continue
-            close(ARGV[i])
-            pid = line; sub(/ .*/, "", pid)
-            sub(/^.*\) /, "", line)          # comm may hold spaces
-            n = split(line, f, " ")
-            if (n < 22) continue
-            ppid[pid] = f[2]; cpu_u[pid] = f[12] + f[14]; cpu_s[pid] = f[13] + f[15]
-            rss[pid] = f[22] * page
-        }
-        # a process belongs to the tree when walking up its parents reaches root
-        for (p in ppid) {
-            q = p; hops = 0
-            while (q != root && q in ppid && hops < 64) { q = ppid[q]; hops++ }
-            if (q != root) continue
-            u += cpu_u[p]; s += cpu_s[p]; r += rss[p]; k++
-            st = "/proc/" p "/status"; peak = rss[p]
-            while ((getline line < st) > 0)
-                if (line ~ /^VmHWM:/) { split(line, w, " "); if (w[2] * 1024 > peak) peak = w[2] * 1024; break }
-            close(st); h += peak
-        }
-        if (k) printf "%.2f %.2f %d %d %d\n", u / hz, s / hz, r, k, h
-    }' "$@" 2>/dev/null)
-    [ -n "$gt_ts" ] || return 1
-    set -- $gt_ts
-    GT_R_UT=$1 GT_R_ST=$2 GT_R_RSS=$3 GT_R_N=$4 GT_R_HWM=$5
+    gt_ts_root=$1 gt_ts_pids='' gt_ts_vars=''
+    if gt_tree_stats "$1"; then
+        # shellcheck disable=SC2086   # GT_V: /proc paths, split on purpose
+        set -- $GT_V
+    else
+        set -- /proc/[0-9]*/stat
+    fi
+    for gt_ts_file; do
+        gt_ts_line=
+        { read -r gt_ts_line < "$gt_ts_file"; } 2>/dev/null
+        # comm (field 2) may hold spaces and parentheses: cut through the last ") "
+        # shellcheck disable=SC2086   # the fields of proc(5) stat, split on purpose
+        gt_tree_proc "${gt_ts_line%% *}" ${gt_ts_line##*) }
+    done
+    gt_ts_u=0 gt_ts_s=0 gt_ts_r=0 gt_ts_k=0 gt_ts_h=0
+    for gt_ts_pid in $gt_ts_pids; do
+        gt_ts_up=$gt_ts_pid gt_ts_hops=0
+        while [ "$gt_ts_up" != "$gt_ts_root" ] && [ $gt_ts_hops -lt 64 ]; do
+            eval "gt_ts_up=\${gt_pp_$gt_ts_up:-}"
+            [ -n "$gt_ts_up" ] || break
+            gt_ts_hops=$((gt_ts_hops + 1))
+        done
+        [ "$gt_ts_up" = "$gt_ts_root" ] || continue
+        eval "set -- \$gt_pv_$gt_ts_pid"
+        gt_ts_u=$((gt_ts_u + $1)) gt_ts_s=$((gt_ts_s + $2)) gt_ts_r=$((gt_ts_r + $3)) gt_ts_k=$((gt_ts_k + 1))
+        gt_ts_peak=$3
+        while read -r gt_ts_key gt_ts_kb _; do
+            case $gt_ts_key in
+                VmHWM:)
+                    case $gt_ts_kb in ''|*[!0-9]*) ;; *)
+                        [ $((gt_ts_kb * 1024)) -le "$gt_ts_peak" ] || gt_ts_peak=$((gt_ts_kb * 1024)) ;;
+                    esac
+                    break ;;
+            esac
+        done 2>/dev/null < "/proc/$gt_ts_pid/status"
+        gt_ts_h=$((gt_ts_h + gt_ts_peak))
+    done
+    [ -z "$gt_ts_vars" ] || unset $gt_ts_vars
+    [ $gt_ts_k -gt 0 ] || return 1
+    gt_ticks $gt_ts_u "${GT_HZ:-100}"; GT_R_UT=$GT_V
+    gt_ticks $gt_ts_s "${GT_HZ:-100}"; GT_R_ST=$GT_V
+    GT_R_RSS=$gt_ts_r GT_R_N=$gt_ts_k GT_R_HWM=$gt_ts_h
+}
+
+# gt_tree_proc PID STAT_FIELDS_3_ON...: helper of gt_tree_snap: keeps PID's parent (gt_pp_PID)
+# and its own figures (gt_pv_PID: CPU ticks own + reaped, user and system; RSS bytes).
+gt_tree_proc() {
+    [ $# -ge 23 ] || return 1
+    case $1 in ''|*[!0-9]*) return 1 ;; esac
+    case $3${13}${14}${15}${16}${23} in *[!0-9]*) return 1 ;; esac
+    eval "gt_pp_$1=$3 gt_pv_$1='$((${13} + ${15})) $((${14} + ${16})) $((${23} * ${GT_PAGE:-4096}))'"
+    gt_ts_pids="$gt_ts_pids $1" gt_ts_vars="$gt_ts_vars gt_pp_$1 gt_pv_$1"
 }
 
 # The glidein's resources are those of its process tree: glidein_startup.sh (GLIDEIN_STARTUP_PID)
