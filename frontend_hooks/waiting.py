@@ -544,6 +544,7 @@ class Reporter:
         for _since, skey in sorted(changes, key=lambda item: item[0])[:budget]:
             sub = idle.submission(skey)
             verdict = decider.verdict(sub)
+            verdict.attributes[gc.JOB_WAITING_DETAIL] = detail(verdict.reason, verdict.attributes)
             key = _split_key(skey)
             previous = state.get(skey)
             if previous is not None:
@@ -594,7 +595,8 @@ class Reporter:
                       gc.JOB_WAITING_STATE: state, gc.JOB_OWNER: key[2],
                       **{k: v for k, v in self.base.items() if isinstance(v, str)},
                       **period.get("attributes", {})}
-        attributes[gc.JOB_WAITING_DETAIL] = detail(reason, attributes)
+        if gc.JOB_WAITING_DETAIL not in attributes:   # the period's own, kept for its ended span
+            attributes[gc.JOB_WAITING_DETAIL] = detail(reason, attributes)
         if end:
             attributes[gc.JOB_WAITING_END] = end
         if period["spans"] >= MAX_SPANS_PER_SUBMISSION_DAY:
@@ -615,5 +617,5 @@ class Reporter:
         self.sent += 1
 
 
-_KEPT = {gc.JOB_WAITING_IDLE_JOBS, gc.JOB_WAITING_REASON_ENTRIES, gc.JOB_WAITING_LIMITS,
+_KEPT = {gc.JOB_WAITING_DETAIL, gc.JOB_WAITING_IDLE_JOBS, gc.JOB_WAITING_REASON_ENTRIES, gc.JOB_WAITING_LIMITS,
          gc.JOB_WAITING_QUEUED_GLIDEINS}

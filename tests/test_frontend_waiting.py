@@ -321,8 +321,11 @@ def test_another_owners_copied_traceparent_never_changes_the_reason(exporter, tm
     assert spans["mallory"][gc.JOB_WAITING_IDLE_JOBS] == 50
     # the copies go away: alice's period goes on, untouched
     cycle(tmp_path, ww.world(tmp_path, jobs=alice))
-    assert [(s.attributes[gc.JOB_OWNER], s.attributes[gc.JOB_WAITING_STATE]) for s in waiting_spans(exporter)] \
-        == [("mallory", "ended")]
+    (ended,) = waiting_spans(exporter)
+    assert (ended.attributes[gc.JOB_OWNER], ended.attributes[gc.JOB_WAITING_STATE]) == ("mallory", "ended")
+    # the period's own sentence, not one rebuilt without its evidence
+    assert ended.attributes[gc.JOB_WAITING_DETAIL] == spans["mallory"][gc.JOB_WAITING_DETAIL]
+    assert ended.attributes[gc.JOB_WAITING_DETAIL] == f"none of the group's {len(ww.SITES)} entries matches the jobs"
 
 
 def test_a_cycle_run_again_after_a_crash_sends_no_new_span_id(exporter, tmp_path):
