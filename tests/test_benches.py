@@ -39,6 +39,7 @@ FIGURES = {
     "bench_quiet_pass": "x2 outputs: quiet pass",
     "bench_retention": "pass CPU median",
     "bench_rules": "rules (RuleSet.classify)",
+    "bench_serve": "requests in",
     "bench_stage": "(b) otel-cli   fresh",
     "bench_store": "show --list, a page of 100",
     "bench_table": "backfill from the store, ",

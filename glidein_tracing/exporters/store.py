@@ -498,28 +498,37 @@ class Store:
     # -- reading ---------------------------------------------------------------------------
     def trace(self, trace_id: str) -> list[dict]:
         """The spans of one trace (plain dicts), read from its own lines only."""
+        return self.traces([trace_id])[trace_id]
+
+    def traces(self, trace_ids) -> dict:
+        """{trace id: its spans} of several traces, their lines found in one look at the index
+        (a page of a user's submissions: serve's /api/v1/jobs)."""
         with self._locked() as db:
-            where = db.execute("SELECT file, offset, length FROM lines WHERE trace_id = ? ORDER BY file, offset",
-                               (bytes.fromhex(trace_id),)).fetchall()
-        spans: dict = {}
+            where = {trace_id: db.execute("SELECT file, offset, length FROM lines WHERE trace_id = ? "
+                                          "ORDER BY file, offset", (bytes.fromhex(trace_id),)).fetchall()
+                     for trace_id in trace_ids}
+        out = {}
         handles: dict = {}
         try:
-            for number, offset, length in where:
-                if number not in handles:
-                    handles[number] = open(_file_path(self.directory, number), "rb")
-                handle = handles[number]
-                handle.seek(offset)
-                try:
-                    request = json.loads(handle.read(length))
-                except ValueError:
-                    continue
-                for span in flatten_request(request):
-                    if span["trace_id"] == trace_id:
-                        spans.setdefault(span["span_id"], span)
+            for trace_id, lines in where.items():
+                spans: dict = {}
+                for number, offset, length in lines:
+                    if number not in handles:
+                        handles[number] = open(_file_path(self.directory, number), "rb")
+                    handle = handles[number]
+                    handle.seek(offset)
+                    try:
+                        request = json.loads(handle.read(length))
+                    except ValueError:
+                        continue
+                    for span in flatten_request(request):
+                        if span["trace_id"] == trace_id:
+                            spans.setdefault(span["span_id"], span)
+                out[trace_id] = list(spans.values())
         finally:
             for handle in handles.values():
                 handle.close()
-        return list(spans.values())
+        return out
 
     def find(self, prefix: str, limit: int = 2) -> list[str]:
         """Trace ids (hex) starting with ``prefix``, at most ``limit``: an index range, not a scan."""

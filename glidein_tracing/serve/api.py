@@ -39,8 +39,9 @@ def my_jobs(app, request) -> dict:
     name = request.caller.name
     rows = app.source.owned(name, int(before) if before else None, limit)
     found = []
+    read = app.source.traces([trace_id for trace_id, _first, _last in rows])
     for trace_id, _first, _last in rows:
-        spans = visible_spans(request.caller, app.source.trace(trace_id))
+        spans = visible_spans(request.caller, read[trace_id])
         if spans:
             found.append((trace_id, spans, diagnosis_of(app, request, trace_id, spans)))
     from ..why.answer import with_table

@@ -43,6 +43,12 @@ class Source:
             raise SourceError("Jaeger cannot be read")
         return [decoded_arrays(span) for span in spans]
 
+    def traces(self, trace_ids: list) -> dict:
+        """{trace id: its spans} of several traces (a page of a user's submissions)."""
+        if self.store is not None:
+            return self._store_call(self.store.traces, trace_ids)
+        return {trace_id: self.trace(trace_id) for trace_id in trace_ids}
+
     def owned(self, owner: str, before_ns: int | None, limit: int) -> list:
         """(trace id, first ns, last ns) of the traces holding ``owner``'s jobs, latest
         activity first, active before ``before_ns`` (the next page) when given."""
