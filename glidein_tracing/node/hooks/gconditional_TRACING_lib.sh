@@ -441,15 +441,16 @@ gt_load1() {
 
 # gt_disk_free DIR: GT_R_DF = bytes free for us in DIR's file system (one fork: the
 # only one in recording a stage; bash has no statfs builtin).
-# The only fork of a stage record is stat(1) (no shell builtin can statfs), so one hook
-# process measures a directory at most once every GT_DF_MAX_AGE seconds (default 10) and
-# reuses the value: free disk does not move at stage resolution, and the sampler keeps the
-# timeline fresh. The reuse is keyed by directory.
+# The only fork of a stage record is stat(1) (no shell builtin can statfs), so a directory is
+# measured at most once every GT_DF_MAX_AGE seconds (default 10) and the value reused: free
+# disk does not move at stage resolution, and the sampler keeps the timeline fresh. The reuse
+# is keyed by directory, and shared by the glidein's hook processes: each measure is also left
+# in GT_DIR/disk_free ("EPOCH BYTES DIR", read with `read`), so a fresh hook process takes the
+# sampler's or another hook's when it is recent enough.
 gt_disk_free() {
     gt_df_now=${GT_NOW%.*}
-    if [ "${GT_DF_DIR:-}" = "$1" ] && [ -n "${GT_DF_AT:-}" ] && [ -n "$gt_df_now" ] \
-            && [ $(( gt_df_now - GT_DF_AT )) -lt "${GT_DF_MAX_AGE:-10}" ] \
-            && [ $(( gt_df_now - GT_DF_AT )) -ge 0 ]; then
+    if gt_df_fresh "$1" || { [ -n "${GT_DIR:-}" ] && [ -r "$GT_DIR/disk_free" ] \
+            && read -r GT_DF_AT GT_DF_VALUE GT_DF_DIR < "$GT_DIR/disk_free" && gt_df_fresh "$1"; }; then
         GT_R_DF=$GT_DF_VALUE
         return 0
     fi
@@ -459,6 +460,16 @@ gt_disk_free() {
         *' '*) GT_R_DF=$(( ${gt_df% *} * ${gt_df#* } )) ;;
     esac
     GT_DF_DIR=$1 GT_DF_AT=$gt_df_now GT_DF_VALUE=$GT_R_DF
+    [ -z "${GT_DIR:-}" ] || [ -z "$GT_R_DF" ] || [ -z "$gt_df_now" ] \
+        || printf '%s %s %s\n' "$gt_df_now" "$GT_R_DF" "$1" 2>/dev/null > "$GT_DIR/disk_free" || :
+}
+
+# gt_df_fresh DIR: whether GT_DF_* (gt_disk_free) hold a measure of DIR at most
+# GT_DF_MAX_AGE seconds old.
+gt_df_fresh() {
+    [ "${GT_DF_DIR:-}" = "$1" ] && [ -n "$gt_df_now" ] || return 1
+    case ${GT_DF_AT:-}:${GT_DF_VALUE:-} in *[!0-9:]*|:*) return 1 ;; esac   # a failed measure: empty
+    [ $(( gt_df_now - GT_DF_AT )) -lt "${GT_DF_MAX_AGE:-10}" ] && [ $(( gt_df_now - GT_DF_AT )) -ge 0 ]
 }
 
 # gt_tree_stats ROOT_PID: GT_V = the /proc/PID/stat files of ROOT_PID and its descendants,
