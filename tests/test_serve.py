@@ -163,6 +163,10 @@ class Server:
         status, _, data = self.request(path, token)
         return status, json.loads(data) if data else None
 
+    def json_with(self, path, headers):
+        status, _, data = self.request(path, headers=headers)
+        return status, json.loads(data) if data else None
+
     def stop(self):
         self.proc.terminate()
         self.proc.wait(timeout=30)
@@ -443,3 +447,54 @@ def test_the_shipped_config_checks_good_once_its_paths_exist(tmp_path, keys):
     assert done.returncode == 0 and "settings good" in done.stdout, done.stderr
     unit = (ROOT / "factory_config" / "glidein-tracing-serve.service").read_text()
     assert "serve --config /etc/glidein-tracing/serve.yaml" in unit and "RestartPreventExitStatus=2" in unit
+
+
+def test_a_trusted_proxys_user_header_is_believed_from_its_addresses_only(tmp_path, keys):
+    _stores(tmp_path / "store")
+    (tmp_path / "table").mkdir()
+    for addresses, expected in (("[127.0.0.1]", 200), ("[192.0.2.7]", 401)):
+        server = Server(write_config(tmp_path, keys, proxy=f"{{header: X-Remote-User, addresses: {addresses}}}"))
+        try:
+            status, data = server.json_with("/api/v1/jobs", {"X-Remote-User": "alice"})
+            assert status == expected, addresses
+            if status == 200:
+                assert {j["trace_id"] for j in data["jobs"]} == {ALICE_WAITING, ALICE_FAILED, SHARED_GLIDEIN}
+                assert server.json_with("/api/v1/jobs", {"X-Remote-User": "al ice;rm"})[0] == 401
+        finally:
+            server.stop()
+
+
+@pytest.mark.jaeger
+def test_the_service_reads_jaeger_through_its_query_api(tmp_path, keys, jaeger):
+    """The same users' answers with Jaeger as the source: spans sent over OTLP/HTTP, found
+    again by trace id and by job.owner through the query API."""
+    import urllib.request
+
+    from glidein_tracing.exporters.otlp_json import request_from_span_dicts
+    from glidein_tracing.exporters.store import read_store
+    _stores(tmp_path / "scratch")
+    traces = read_store(tmp_path / "scratch")
+    recent = {ALICE_WAITING, ALICE_FAILED, BOB_WAITING}       # the shared glidein ran in January: too old to search
+    for trace in recent:
+        for s in traces[trace]:
+            s["resource"] = {**s["resource"], c.SERVICE_NAME: "glidein"}
+        body = json.dumps(request_from_span_dicts(traces[trace])).encode()
+        urllib.request.urlopen(urllib.request.Request(jaeger.otlp_endpoint + "/v1/traces", body,
+                                                      {"Content-Type": "application/json"}), timeout=30).read()
+        jaeger.query().wait_for_trace(trace, min_spans=len(traces[trace]))
+    (tmp_path / "table").mkdir()
+    config = write_config(tmp_path, keys)
+    config.write_text(config.read_text().replace(f"store: {tmp_path / 'store'}",
+                                                 f"jaeger: {jaeger.query_url}\njaeger_services: [glidein]"))
+    server = Server(config)
+    try:
+        status, data = server.json("/api/v1/jobs", token(keys))
+        assert status == 200 and {j["trace_id"] for j in data["jobs"]} == {ALICE_WAITING, ALICE_FAILED}
+        states = {j["trace_id"]: j["state"] for j in data["jobs"]}
+        assert states == {ALICE_WAITING: "waiting", ALICE_FAILED: "failed"}
+        assert server.json(f"/api/v1/jobs/{ALICE_WAITING}/why", token(keys))[1]["jobs"][0]["reason"] == "site_queue"
+        assert server.request(f"/api/v1/traces/{BOB_WAITING}", token(keys))[2] == \
+            server.request(f"/api/v1/traces/{NOWHERE}", token(keys))[2]
+        assert server.json(f"/api/v1/traces/{BOB_WAITING}", token(keys, "bob"))[0] == 200
+    finally:
+        server.stop()
