@@ -3,11 +3,12 @@ interval; a planted efficiency difference between GlideinOverloadEnabled true an
 found, and none is reported where none was planted."""
 
 import json
+from pathlib import Path
 
 import pytest
 
 from glidein_tracing.analysis.dataset import open_dataset
-from glidein_tracing.analysis.populations import compare_populations
+from glidein_tracing.analysis.populations import SelectionError, compare_populations
 from glidein_tracing.cli.main import main
 
 from tests.support.analysis_helpers import write_synth_table
@@ -60,3 +61,46 @@ def test_selections_by_column_or_predicate_agree_with_sql(table, tmp_path, capsy
         assert "--compare" in err
         if bad[0] == "cpus >>= 8":     # an extension's function: named, nothing downloaded or loaded
             assert "is no predicate over a glidein row" in err and '">>="' in err and "install" not in err.lower()
+
+
+@pytest.fixture(scope="module")
+def small_table(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("attacks")
+    write_synth_table(directory, glideins=300, seed=3, entries=2, period_s=86400)
+    return directory
+
+
+@pytest.mark.parametrize("attack", [
+    "true) UNION SELECT 1; COPY (SELECT 1) TO '{out}' --",            # a second statement writing a file
+    "true); COPY (SELECT 1) TO '{out}'; SELECT (1",
+    "(SELECT COUNT(*) FROM read_csv('/etc/passwd')) > 0",               # reading a file
+    "(SELECT content FROM read_text('/etc/hostname')) = 'x'",          # a file's text in an error message
+    "(SELECT COUNT(*) FROM glob('/etc/*')) > 0",                        # listing a directory
+    "true /* a comment */", "true) OR (true"])
+def test_a_compare_predicate_is_one_expression_over_the_dataset_alone(small_table, tmp_path, capsys, attack):
+    """Issue 42: --compare ran any SQL: a COPY ... TO wrote a file, read_csv('/etc/passwd')
+    ran, read_text leaked a file through an error. One line naming the refusal, exit 2,
+    nothing written, nothing of another file in the output."""
+    out = tmp_path / "written.csv"
+    assert main(["analyze", str(small_table), "--quiet", "--compare", attack.format(out=out), "cpus > 0"]) == 2
+    captured = capsys.readouterr()
+    assert not out.exists() and "root:" not in captured.err + captured.out
+    assert Path("/etc/hostname").read_text().strip() not in captured.err + captured.out
+    assert captured.err.count("\n") == 1 and "--compare" in captured.err
+
+
+def test_a_predicate_over_its_own_dataset_still_runs_and_the_lock_holds(small_table):
+    data = open_dataset(small_table)
+    columns = data.columns("glideins")
+    result = compare_populations(data.con, columns, "cpus >= (SELECT AVG(cpus) FROM glideins)", "cpus < 1000")
+    assert result["populations"]["b"]["glideins"] > 0
+    with pytest.raises(Exception, match="locked"):
+        data.con.execute("SET enable_external_access=true")
+
+
+def test_a_predicate_running_past_its_time_limit_is_stopped(small_table):
+    data = open_dataset(small_table)
+    slow = "(SELECT SUM(i * i) FROM range(1000000000000) t(i)) > 0"     # ran past a minute
+    with pytest.raises(SelectionError, match="took more than 0.5 s"):
+        compare_populations(data.con, data.columns("glideins"), slow, "cpus > 0", time_limit_s=0.5)
+    assert data.con.execute("SELECT COUNT(*) FROM glideins").fetchone()[0] == 300     # the connection goes on

@@ -244,7 +244,18 @@ def open_dataset(*paths, jobs=(), entries=None, sites=None, clients=None, groups
     data.versions = sorted(set(glideins.versions.values()))
     if conditions and not con.execute("SELECT 1 FROM glideins LIMIT 1").fetchall():   # fetched whole: the connection goes on
         raise DatasetError(_nothing_matches(con, glideins, filters, since, until, paths))
+    _only_its_own_files(con, glidein_files + job_files)
     return data
+
+
+def _only_its_own_files(con, files: list) -> None:
+    """From here on the connection reads only the dataset's files and their rollups, and
+    writes none: a user's SQL (``analyze --compare`` predicates) cannot read, write or list
+    another file. Locked, so no SQL turns it back on."""
+    allowed = sorted(set(files) | {str(rollup.path_of(f)) for f in files})
+    con.execute("SET allowed_paths=?", [allowed])
+    con.execute("SET enable_external_access=false")
+    con.execute("SET lock_configuration=true")
 
 
 PLURALS = {"entry": "entries", "site": "sites", "client": "Frontend clients", "client_group": "Frontend groups"}

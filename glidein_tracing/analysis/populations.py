@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 
 from ..table.aggregates import CORES, NODE_LIFE, WASTE, sql_text
 
@@ -38,7 +39,7 @@ class SelectionError(ValueError):
 
 def predicate(text: str, columns: set) -> str:
     """The SQL condition of a selection: ``column=value`` (the column's value as text, ``null``
-    for NULL, true/false for a boolean) or an SQL predicate as given."""
+    for NULL, true/false for a boolean) or an SQL predicate as given, one expression."""
     match = COLUMN_VALUE.match(text)
     if match and "'" not in text and not re.search(r"[<>!]", text):
         column, value = match.groups()
@@ -47,7 +48,28 @@ def predicate(text: str, columns: set) -> str:
         if value.lower() == "null":
             return f"{column} IS NULL"
         return f"CAST({column} AS VARCHAR) = {sql_text(value.lower() if value.lower() in ('true', 'false') else value)}"
+    _one_expression(text)
     return f"({text})"
+
+
+def _one_expression(text: str) -> None:
+    """SelectionError unless ``text`` is one expression: no statement separator, no comment,
+    and no parenthesis closed that it did not open (``true) UNION SELECT ...``), by DuckDB's
+    own tokenizer (a parenthesis inside a string is not one)."""
+    import duckdb
+    tokens = duckdb.tokenize(text)
+    depth = 0
+    for (start, kind), (end, _) in zip(tokens, tokens[1:] + [(len(text), None)]):
+        if kind == duckdb.token_type.comment:
+            raise SelectionError(f"{text!r}: a comment in a predicate")
+        if kind != duckdb.token_type.operator:
+            continue
+        for char in text[start:end]:
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if char == ";" or depth < 0:
+                raise SelectionError(f"{text!r} is not one expression")
+    if depth:
+        raise SelectionError(f"{text!r}: unbalanced parentheses")
 
 
 def builtin(name: str, con) -> tuple:
@@ -74,9 +96,13 @@ def _interval(diff: float, se: float, z: float) -> dict:
             "significant": bool(low > 0 or high < 0)}
 
 
-def compare_populations(con, columns: set, a: str, b: str) -> dict:
+TIME_LIMIT_S = 120.0    # the predicates' queries together (an unbounded range() ran past a minute)
+
+
+def compare_populations(con, columns: set, a: str, b: str, time_limit_s: float = TIME_LIMIT_S) -> dict:
     """The comparison of the glideins selected by ``a`` and ``b`` (selections as ``predicate``
-    reads them)."""
+    reads them), interrupted after ``time_limit_s``. The connection reads only the dataset's
+    files (dataset.py): a predicate can reach no other."""
     conds = {"a": predicate(a, columns), "b": predicate(b, columns)}
     parts = []
     for p, cond in conds.items():
@@ -86,13 +112,22 @@ def compare_populations(con, columns: set, a: str, b: str) -> dict:
                       f"COUNT({value}) FILTER (WHERE {cond})"]
         parts.append(f"SUM(({VALUES['goodput']}) * ({VALUES['life']})) FILTER (WHERE {cond})")
     import duckdb
-    for p, cond in conds.items():      # a predicate that does not run is the user's to fix, named
-        try:
-            con.execute(f"SELECT COUNT(*) FROM glideins WHERE {cond} AND false").fetchall()
-        except duckdb.Error as exc:
-            raise SelectionError(f"{(a, b)[p == 'b']!r} is no predicate over a glidein row: "
-                                 f"{str(exc).splitlines()[0]}") from exc
-    row = iter(con.execute(f"SELECT {', '.join(parts)} FROM glideins").fetchone())
+    timer = threading.Timer(time_limit_s, con.interrupt)
+    timer.start()
+    try:
+        for p, cond in conds.items():      # a predicate that does not run is the user's to fix, named
+            try:
+                con.execute(f"SELECT COUNT(*) FROM glideins WHERE {cond} AND false").fetchall()
+            except duckdb.InterruptException:
+                raise
+            except duckdb.Error as exc:
+                raise SelectionError(f"{(a, b)[p == 'b']!r} is no predicate over a glidein row: "
+                                     f"{str(exc).splitlines()[0]}") from exc
+        row = iter(con.execute(f"SELECT {', '.join(parts)} FROM glideins").fetchone())
+    except duckdb.InterruptException:
+        raise SelectionError(f"the selections took more than {time_limit_s:g} s: stopped") from None
+    finally:
+        timer.cancel()
     sums = {}
     for p in conds:
         n = int(next(row) or 0)
