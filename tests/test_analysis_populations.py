@@ -76,7 +76,7 @@ def small_table(tmp_path_factory):
     "(SELECT COUNT(*) FROM read_csv('/etc/passwd')) > 0",               # reading a file
     "(SELECT content FROM read_text('/etc/hostname')) = 'x'",          # a file's text in an error message
     "(SELECT COUNT(*) FROM glob('/etc/*')) > 0",                        # listing a directory
-    "true /* a comment */", "true) OR (true"])
+    "true /* a comment */", "/* ) */ true", "true) OR (true"])
 def test_a_compare_predicate_is_one_expression_over_the_dataset_alone(small_table, tmp_path, capsys, attack):
     """Issue 42: --compare ran any SQL: a COPY ... TO wrote a file, read_csv('/etc/passwd')
     ran, read_text leaked a file through an error. One line naming the refusal, exit 2,

@@ -58,13 +58,17 @@ def _one_expression(text: str) -> None:
     own tokenizer (a parenthesis inside a string is not one)."""
     import duckdb
     tokens = duckdb.tokenize(text)
+    if not tokens or text[:tokens[0][0]].strip():
+        raise SelectionError(f"{text!r}: a comment in a predicate" if tokens else "an empty predicate")
     depth = 0
     for (start, kind), (end, _) in zip(tokens, tokens[1:] + [(len(text), None)]):
-        if kind == duckdb.token_type.comment:
+        piece = text[start:end]     # the token and what follows it up to the next (a comment, on 1.x)
+        if kind == duckdb.token_type.comment or (kind != duckdb.token_type.string_const and not piece.startswith('"')
+                                                 and ("--" in piece or "/*" in piece)):
             raise SelectionError(f"{text!r}: a comment in a predicate")
         if kind != duckdb.token_type.operator:
             continue
-        for char in text[start:end]:
+        for char in piece:
             depth += {"(": 1, ")": -1}.get(char, 0)
             if char == ";" or depth < 0:
                 raise SelectionError(f"{text!r} is not one expression")
