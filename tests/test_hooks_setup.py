@@ -207,3 +207,25 @@ def test_good_knobs_are_used(glidein_factory):
     last = _events(g, "sample")[-1]
     assert last.time > folded[0].time and int(last.fields.get("a.n:i", 1)) >= 1
     assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+
+
+def test_the_sampler_leaves_soon_after_its_glidein_dies(glidein_factory):
+    """Issue 42: the sampler slept in steps of up to 10 s and was still alive 2 s after
+    glidein_startup.sh died. It now waits a second at a time (no fork) and checks its glidein
+    after each, so it is gone long before its next 10 s step would have begun, having written
+    the readings it held; it leaves no process behind."""
+    g = glidein_factory(extra_config={"GLIDEIN_TRACING_SAMPLE_PERIOD": "60"})
+    assert g.run_hook("gconditional_TRACING_setup.sh", "glidein_config", "main").returncode == 0
+    pid = int((g.work / "glidein_tracing" / "sampler.pid").read_text().split()[0])
+    time.sleep(1.5)                                  # the sampler took its first step and waits
+    assert os.path.exists(f"/proc/{pid}")
+    g.stop()
+    died = time.monotonic()
+    while os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z" \
+            and time.monotonic() - died < 30:
+        time.sleep(0.1)
+    gone_after = time.monotonic() - died
+    assert gone_after < 6, f"the sampler outlived its glidein by {gone_after:.1f} s (its step is 10 s)"
+    children = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout.split()
+    assert children == []
+    assert _events(g, "sample")[-1].time >= _events(g, "start", "setup")[0].time

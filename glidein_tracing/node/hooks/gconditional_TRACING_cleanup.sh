@@ -15,7 +15,7 @@ GT_MAX_HISTORY_BYTES=16000000
 GT_MAX_LOG_BYTES=8000000
 
 # gt_stop_sampler: end our sampler (only if the pid still is our sampler) and wait until it is
-# gone: on TERM it ends its `sleep` child and exits, so no process of ours outlives the
+# gone: on TERM it exits within a second, so no process of ours outlives the
 # glidein and no sample lands after cleanup's lines. A sampler exporting live first finishes
 # that export (bounded by GLIDEIN_TRACING_EXPORT_TIMEOUT) and records it: it gets that long
 # and 2 s more, others ~2 s; one still there then is killed.

@@ -159,17 +159,20 @@ gt_python_usable() {
 # gt_sampler_loop: runs detached until the glidein is gone or cleanup stops it: a reading every
 # SAMPLE_PERIOD seconds, folded per stage (gt_fold; a run is written at each stage boundary, every
 # GT_FOLD_SPAN seconds and when the loop ends), and with live export a gt_live_tick at least
-# every 10 s. Its children are the `sleep` between steps and, with live export, the bounded
-# export. TERM (cleanup) ends the sleep and the loop after the step under way, so an export in
-# progress finishes within its bound and is recorded, and nothing of ours outlives the glidein;
-# USR1 (the job-exit hook: a job ended) only ends the sleep.
+# every 10 s. Between steps it waits a second at a time (gt_pause: no fork) and checks that
+# glidein_startup.sh is still there after each: a glidein that died is noticed within a second
+# (the sampler must not outlive it). Its only children are, with live export, the bounded
+# export. TERM (cleanup) ends the loop after the step under way, so an export in progress
+# finishes within its bound and is recorded, and nothing of ours outlives the glidein; USR1
+# (the job-exit hook: a job ended) ends the wait.
 gt_sampler_loop() {
     local root=$GT_STARTUP_PID root_start=$GT_ROOT_TICKS next=0 step
     GT_DF_MAX_AGE=0   # in the background, cost does not matter: always a fresh disk reading
-    GT_SLEEP_PID= GT_STOP=
+    GT_STOP= GT_WAKE=
     trap '' HUP
-    trap 'GT_STOP=1; [ -z "$GT_SLEEP_PID" ] || kill "$GT_SLEEP_PID" 2>/dev/null' TERM
-    trap '[ -z "$GT_SLEEP_PID" ] || kill "$GT_SLEEP_PID" 2>/dev/null' USR1
+    trap 'GT_STOP=1' TERM
+    trap 'GT_WAKE=1' USR1
+    gt_pause_open
     gt_fold_watch
     while [ -z "$GT_STOP" ]; do
         gt_alive "$root" "$root_start" || break
@@ -183,19 +186,36 @@ gt_sampler_loop() {
         fi
         [ -z "$GT_LIVE" ] || gt_live_tick
         [ -z "$GT_STOP" ] || break
-        # sleep in steps of at most 10 s, so a vanished glidein is noticed soon; `wait`
-        # returns at once on a signal, so the trap runs without waiting for the sleep
+        # wait until the next step (at most 10 s), a second at a time
         step=10
         [ "$GT_SAMPLE_PERIOD" -le 0 ] || [ $((next - SECONDS)) -ge "$step" ] || step=$((next - SECONDS))
         [ -z "${GT_LIVE_DUE:-}" ] || [ $((GT_LIVE_NEXT - SECONDS)) -ge "$step" ] || step=$((GT_LIVE_NEXT - SECONDS))
         [ "$step" -gt 0 ] || step=1
-        sleep "$step" &
-        GT_SLEEP_PID=$!
-        wait "$GT_SLEEP_PID"
-        GT_SLEEP_PID=
+        GT_WAKE=
+        while [ "$step" -gt 0 ] && [ -z "$GT_STOP$GT_WAKE" ]; do
+            gt_pause
+            step=$((step - 1))
+            gt_alive "$root" "$root_start" || break 2
+        done
     done
     [ ! -f "$GT_JOURNAL" ] || gt_fold_flush
     exit 0
+}
+
+# gt_pause_open, gt_pause: wait a second without a fork: `read -t 1` from a pipe this shell
+# holds both ends of (never ready; a trapped signal runs its trap at once, the read goes on to
+# its second). Without one, `sleep 1`.
+gt_pause_open() {
+    GT_PAUSE_FD=
+    { exec 8<> <(:); } 2>/dev/null && GT_PAUSE_FD=8
+}
+gt_pause() {
+    if [ -n "$GT_PAUSE_FD" ]; then
+        read -r -t 1 -u "$GT_PAUSE_FD" _ 2>/dev/null
+        [ $? -gt 128 ] && return 0   # its second passed; anything else: never again (no busy loop)
+        GT_PAUSE_FD=
+    fi
+    sleep 1
 }
 
 # gt_install_exit_hook: copy the job-exit hook, check it, only then configure HTCondor.
