@@ -298,6 +298,11 @@ def test_operators_see_entries_by_outcome_and_users_may_not(server, keys):
     assert status == 200 and len(page["glideins"]) == min(5, entry["glideins"]) and page["total"] == entry["glideins"]
     assert page["outcomes"] == entry["outcomes"]
     assert server.json("/api/v1/entries?days=400", olga)[0] == 400
+    # the analysis summary: analyze's own over the table's last days, for operators only
+    status, summary = server.json("/api/v1/summary?days=3", olga)
+    assert status == 200 and summary["analysis"]["stats"]["glideins"] == 1500       # the whole synthetic table
+    assert "glideins 1,500" in summary["text"]
+    assert server.json("/api/v1/summary", token(keys))[0] == 403
     assert server.json("/api/v1/entries/NO_SUCH_ENTRY/glideins", olga)[0] == 404
 
 
@@ -378,6 +383,8 @@ def test_the_pages_in_a_browser_show_the_reason_the_statement_and_the_entries(se
             "document.querySelectorAll('#glideins tr').length - 1, first: document.querySelector('#glideins a')"
             ".getAttribute('href')})"))
         assert "glideins:" in entry["outcomes"] and "ok" in entry["outcomes"] and entry["rows"] > 0
+        tab.open(f"{base}/summary")
+        assert "glideins 1,500" in tab.evaluate("document.querySelector('#summary').innerText")
         tab.open(f"{base}/traces/{SHARED_GLIDEIN}")
         links = tab.evaluate("document.querySelector('#jaeger').getAttribute('href')")
         assert links == f"https://jaeger.example.org/trace/{SHARED_GLIDEIN}"

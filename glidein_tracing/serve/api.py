@@ -92,6 +92,13 @@ def entries_summary(app, request) -> dict:
     return {"days": days, "entries": sorted(out.values(), key=lambda e: -e["glideins"])}
 
 
+def analysis_summary(app, request) -> dict:
+    """``analyze``'s summary of the table's last ``days`` days (summary.py: made at most every
+    10 minutes)."""
+    require_operator(app, request)
+    return app.summaries.of_days(request.number("days", 7, 1, MAX_TABLE_DAYS))
+
+
 def entry_glideins(app, request, entry: str) -> dict:
     """A page of one entry's recent glideins (of one outcome when ``outcome`` is given)."""
     require_operator(app, request)
@@ -155,6 +162,10 @@ def _entries(app, request):
     return json_response(200, entries_summary(app, request))
 
 
+def _summary(app, request):
+    return json_response(200, analysis_summary(app, request))
+
+
 def _entry(app, request, entry):
     return json_response(200, entry_glideins(app, request, entry))
 
@@ -176,6 +187,7 @@ ROUTES = [
     _route("GET", f"/api/v1/jobs/{_ID}", _job),
     _route("GET", f"/api/v1/jobs/{_ID}/why", _why),
     _route("GET", "/api/v1/entries", _entries),
+    _route("GET", "/api/v1/summary", _summary),
     _route("GET", "/api/v1/entries/([^/]{1,200})/glideins", _entry),
 ]
 
@@ -218,6 +230,9 @@ def openapi() -> dict:
                                                "--json`", [trace_id]),
             "/api/v1/entries": get("operators: per entry, recent glideins by outcome and failure domain "
                                    f"(the glidein table's last `days` days, at most {MAX_TABLE_DAYS})", [days], operators),
+            "/api/v1/summary": get("operators: the analysis summary (`glidein-tracing analyze`) of the glidein "
+                                   f"table's last `days` days (at most {MAX_TABLE_DAYS}; made at most every 10 "
+                                   "minutes): its text and its whole document", [days], operators),
             "/api/v1/entries/{entry}/glideins": get(
                 "operators: a page of an entry's recent glideins, newest first", [
                     {"name": "entry", "in": "path", "required": True, "schema": {"type": "string"}}, days, limit,

@@ -116,6 +116,8 @@ class ServeApp:
         self.verifier = Verifier(config)
         self.sessions = Sessions()
         self.limit = RateLimit(config.rate_limit)
+        from .summary import Summaries
+        self.summaries = Summaries(config.table) if config.table else None
         self.routes = api.ROUTES + pages.ROUTES       # (method, compiled path, handler, is_api)
 
     def __call__(self, environ, start_response):

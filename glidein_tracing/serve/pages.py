@@ -6,7 +6,8 @@ Every text from a node or a job (names, reasons, log tails) is escaped.
   session cookie; the token is checked once, never kept.
 - ``/jobs``: "my jobs", each recent submission with its state.
 - ``/jobs/TRACE_ID``: one submission's tracking statement, and its waterfall below.
-- ``/entries``, ``/entries/ENTRY``: operators, the entries' recent glideins by outcome.
+- ``/entries``, ``/entries/ENTRY``: operators, the entries' recent glideins by outcome;
+  ``/summary``: the analysis summary of the table's last days.
 - ``/traces/TRACE_ID``: a trace's waterfall, with a link to Jaeger when one is configured.
 """
 
@@ -169,9 +170,18 @@ def _entries(app, request):
         f"<td>{_e(', '.join(f'{k} {v}' for k, v in sorted(e['outcomes'].items())))}</td>"
         f"<td>{_e(', '.join(f'{k} {v}' for k, v in sorted(e['failure_domains'].items())))}</td></tr>"
         for e in data["entries"])
-    body = (f"<p>The glidein table's last {data['days']} days.</p><table class='list' id='entries'><tr><th>entry</th>"
+    body = (f"<p>The glidein table's last {data['days']} days (<a href='/summary'>the analysis summary</a>).</p>"
+            "<table class='list' id='entries'><tr><th>entry</th>"
             f"<th>site</th><th>glideins</th><th>outcomes</th><th>failure domains</th></tr>{rows}</table>")
     return page("Entries", body, caller=request.caller)
+
+
+def _summary(app, request):
+    data = api.analysis_summary(app, request)
+    body = (f"<p class='sub'>glidein-tracing analyze over the glidein table's last {data['days']} days, made "
+            f"{_e(data['generated_at'])} (the whole document: /api/v1/summary).</p>"
+            f"<pre id='summary'>{_e(data['text'])}</pre>")
+    return page("Analysis summary", body, caller=request.caller)
 
 
 def _entry(app, request, entry):
@@ -204,5 +214,6 @@ ROUTES = [
     _route("GET", "/jobs/([^/]{1,64})", _job),
     _route("GET", "/traces/([^/]{1,64})", _trace),
     _route("GET", "/entries", _entries),
+    _route("GET", "/summary", _summary),
     _route("GET", "/entries/([^/]{1,200})", _entry),
 ]
