@@ -189,12 +189,14 @@ gt_now() {
 }
 
 # gt_cfg_read FILE KEY...: one pass over a glidein_config; sets GT_C_<KEY> for the
-# KEYs asked and for every GLIDEIN_TRACING_* key. The last line for a key wins and
-# the value is everything after the first space (as gconfig_get does).
+# KEYs asked and for every GLIDEIN_TRACING_* key, and GT_CFG_KEYS to the keys it found. The
+# last line for a key wins and the value is everything after the first space (as gconfig_get
+# does).
 gt_cfg_read() {
     gt_cr_file=$1
     shift
     gt_cr_want=" $* "
+    GT_CFG_KEYS=
     [ -r "$gt_cr_file" ] || return 1
     while IFS= read -r gt_cr_line || [ -n "$gt_cr_line" ]; do
         gt_cr_key=${gt_cr_line%% *}
@@ -203,6 +205,7 @@ gt_cfg_read() {
             *" $gt_cr_key "*) ;;
             *) case $gt_cr_key in GLIDEIN_TRACING_*) ;; *) continue ;; esac ;;
         esac
+        GT_CFG_KEYS="$GT_CFG_KEYS $gt_cr_key"
         if [ "$gt_cr_key" = "$gt_cr_line" ]; then
             eval "GT_C_$gt_cr_key="
         else
@@ -611,10 +614,22 @@ gt_ad_select() {
 # gt_setup_env CONFIG [KEY...]: load what every hook needs from glidein_config; sets GT_JOURNAL,
 # GT_DIR, GT_WORK_DIR, GT_TRACE_ID, GT_HZ, GT_PAGE, GT_STARTUP_PID. Non-zero when
 # tracing is not set up for this glidein (the setup hook disabled it, or never ran).
+# glidein_config is read once after it last changed: the keys read (no KEY asked) are kept in
+# glidein_tracing/config beside it (glidein_config's format), and a later hook reads those few
+# lines instead while that file is newer than glidein_config (an equal time, a change in the
+# same clock tick, is a change).
 gt_setup_env() {
     gt_se_cfg=$1
     shift
-    gt_cfg_read "$gt_se_cfg" GLIDEIN_WORKSPACE_ORIG GLIDEIN_STARTUP_PID GLIDEIN_WORK_DIR "$@" || return 1
+    case $gt_se_cfg in */*) gt_se_kept=${gt_se_cfg%/*}/glidein_tracing/config ;; *) gt_se_kept=glidein_tracing/config ;; esac
+    GT_C_GLIDEIN_TRACING_KEPT=
+    # shellcheck disable=SC3013   # -nt: dash, bash and busybox sh all have it
+    if [ $# -gt 0 ] || [ ! -r "$gt_se_cfg" ] || [ ! "$gt_se_kept" -nt "$gt_se_cfg" ] \
+            || ! gt_cfg_read "$gt_se_kept" GLIDEIN_WORKSPACE_ORIG GLIDEIN_STARTUP_PID GLIDEIN_WORK_DIR \
+            || [ -z "$GT_C_GLIDEIN_TRACING_KEPT" ]; then
+        gt_cfg_read "$gt_se_cfg" GLIDEIN_WORKSPACE_ORIG GLIDEIN_STARTUP_PID GLIDEIN_WORK_DIR "$@" || return 1
+        [ $# -gt 0 ] || gt_cfg_keep "$gt_se_kept"
+    fi
     gt_get GLIDEIN_TRACING_JOURNAL; GT_JOURNAL=$GT_V
     gt_get GLIDEIN_TRACING_TRACE_ID; GT_TRACE_ID=$GT_V
     gt_get GLIDEIN_TRACING_CLK_TCK; GT_HZ=${GT_V:-100}
@@ -625,6 +640,19 @@ gt_setup_env() {
     [ -n "$GT_JOURNAL" ] && [ -n "$GT_TRACE_ID" ] || return 1
     GT_DIR=${GT_JOURNAL%/*}
     [ -d "$GT_DIR" ] && [ -w "$GT_JOURNAL" ]
+}
+
+# gt_cfg_keep FILE: write the keys gt_cfg_read found (GT_CFG_KEYS) to FILE, in one write, ending
+# with GLIDEIN_TRACING_KEPT (a file cut short is not taken); only where tracing is set up.
+gt_cfg_keep() {
+    [ -d "${1%/*}" ] && [ -n "${GT_C_GLIDEIN_TRACING_JOURNAL:-}" ] || return 0
+    gt_ck_text='' gt_ck_seen=' '
+    for gt_ck_key in $GT_CFG_KEYS; do
+        case $gt_ck_seen in *" $gt_ck_key "*) continue ;; esac
+        gt_ck_seen="$gt_ck_seen$gt_ck_key "
+        eval "gt_ck_text=\"\$gt_ck_text\$gt_ck_key \${GT_C_$gt_ck_key}\$GT_NL\""
+    done
+    printf '%sGLIDEIN_TRACING_KEPT 1\n' "$gt_ck_text" 2>/dev/null > "$1" || :
 }
 
 # Log tails (hooks.md, Log tails on failure; the job-exit hook's job.log_tail): the last lines
