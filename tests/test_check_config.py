@@ -36,7 +36,7 @@ def problems_of(done) -> list[str]:
     return [line.strip() for line in lines[1:]]
 
 
-GLIDEINWMS_XML = """<glidein factory_name="gfactory_instance" glidein_name="v1" schedd_name="schedd_glideins2@factory">
+GLIDEINWMS_XML = """<glidein factory_name="gfactory_service" glidein_name="v1" schedd_name="schedd_glideins2@factory">
   <entries><entry name="E1" schedd_name="schedd_glideins2@factory"><attrs>
     <attr name="GLIDEIN_Site" value="SITE_1"/></attrs></entry></entries>
 </glidein>

@@ -100,25 +100,25 @@ def test_unknown_or_bad_set_values_are_refused():
 
 
 def test_entry_schedds_come_from_each_entry_or_the_single_factory_schedd(tmp_path):
-    from glidein_tracing.factory.config import entry_schedds
-    assert entry_schedds(factory_xml(tmp_path)) == {"TEST_ENTRY": "schedd_glideins2@factory.example.org"}
+    from glidein_tracing.factory.factory_xml import read_factory_xml
+    assert read_factory_xml(factory_xml(tmp_path)).schedds() == {"TEST_ENTRY": "schedd_glideins2@factory.example.org"}
     shared = tmp_path / "shared.xml"
     shared.write_text('<glidein schedd_name="schedd_glideins1@f.example.org"><entries>'
                       '<entry name="A"/><entry name="B" schedd_name="schedd_glideins3@f.example.org"/>'
                       '</entries></glidein>')
-    assert entry_schedds(shared) == {"A": "schedd_glideins1@f.example.org", "B": "schedd_glideins3@f.example.org"}
+    assert read_factory_xml(shared).schedds() == {"A": "schedd_glideins1@f.example.org", "B": "schedd_glideins3@f.example.org"}
     several = tmp_path / "several.xml"
     several.write_text('<glidein schedd_name="s1@f,s2@f"><entries><entry name="A"/></entries></glidein>')
-    assert entry_schedds(several) == {}            # the Factory spreads A over two: unknown here
+    assert read_factory_xml(several).schedds() == {}            # the Factory spreads A over two: unknown here
 
 
 def test_entry_sites_come_from_each_entry_or_the_global_attr(tmp_path):
-    from glidein_tracing.factory.config import entry_sites
+    from glidein_tracing.factory.factory_xml import read_factory_xml
     site = '<attrs><attr name="GLIDEIN_Site" const="True" publish="True" type="string" value="{}"/></attrs>'
-    assert entry_sites(factory_xml(tmp_path, entry_block=site.format("US_Example"))) == {"TEST_ENTRY": "US_Example"}
-    assert entry_sites(factory_xml(tmp_path, global_block=site.format("Global_Site"))) == {"TEST_ENTRY": "Global_Site"}
-    assert entry_sites(factory_xml(tmp_path)) == {}
+    assert read_factory_xml(factory_xml(tmp_path, entry_block=site.format("US_Example"))).sites() == {"TEST_ENTRY": "US_Example"}
+    assert read_factory_xml(factory_xml(tmp_path, global_block=site.format("Global_Site"))).sites() == {"TEST_ENTRY": "Global_Site"}
+    assert read_factory_xml(factory_xml(tmp_path)).sites() == {}
     broken = tmp_path / "broken.xml"
     broken.write_text("<glidein><entries>")
     with pytest.raises(ValueError, match="cannot be read as XML"):
-        entry_sites(broken)
+        read_factory_xml(broken)

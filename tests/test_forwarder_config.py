@@ -32,7 +32,7 @@ def test_the_example_config_sets_every_key_and_passes_the_check():
     for key in settings.SETTINGS:          # every key is shown (set or commented)
         assert f"\n{key}:" in text or f"\n# {key}:" in text, key
     _, conf = forward.settings_of(parsed("--config", str(EXAMPLE)))
-    assert conf.factory == "gfactory_instance" and conf.follow is True
+    assert conf.factory == "gfactory_service" and conf.follow is True
     assert conf.logs == ("/var/log/gwms-factory/client",)
 
 

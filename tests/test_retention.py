@@ -7,7 +7,7 @@ import sqlite3
 
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from glidein_tracing.factory import config
+from glidein_tracing.factory.factory_xml import default_log_retention, read_factory_xml
 from glidein_tracing.factory.build import build_forwarder
 from glidein_tracing.factory.ledger import Ledger
 from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
@@ -15,7 +15,7 @@ from glidein_tracing.table import reader
 
 from tests.support.factory_builders import T0, identity, journal_text, returned_stderr, run_glidein, settings_for
 
-GLIDEINWMS_XML = """<glidein factory_name="f" glidein_name="g" schedd_name="schedd_glideins2@factory.example.org">
+GLIDEINWMS_XML = """<glidein factory_name="gwms_demo_factory" glidein_name="gwms_demo_instance" schedd_name="schedd_glideins2@factory.example.org">
   <log_retention>
     <condor_logs max_days="{days}" max_mbytes="100.0" min_days="{days}"/>
     <job_logs max_days="{days}" max_mbytes="100.0" min_days="{days}"/>
@@ -50,11 +50,11 @@ def roots_sent(exporter, layout):
 def test_the_factorys_retention_is_read_from_glideinwms_xml_with_its_defaults(tmp_path):
     xml = tmp_path / "glideinWMS.xml"
     xml.write_text(GLIDEINWMS_XML.format(days="30.0"))
-    assert config.log_retention(xml)["job_logs"] == {"min_days": 30.0, "max_days": 30.0, "max_mbytes": 100.0}
-    assert config.log_retention(None)["condor_logs"]["max_days"] == 14.0   # GlideinWMS's default
+    assert read_factory_xml(xml).log_retention["job_logs"] == {"min_days": 30.0, "max_days": 30.0, "max_mbytes": 100.0}
+    assert default_log_retention()["condor_logs"]["max_days"] == 14.0   # GlideinWMS's default
     xml.write_text(GLIDEINWMS_XML.format(days="a week"))
     try:
-        config.log_retention(xml)
+        read_factory_xml(xml)
     except ValueError as exc:
         assert "<log_retention><job_logs min_days='a week'> is not a number of days" in str(exc)
     else:

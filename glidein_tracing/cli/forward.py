@@ -12,10 +12,12 @@ standard OTEL_EXPORTER_OTLP_* variables, in that order. `--follow` keeps running
 from __future__ import annotations
 
 import signal
+import logging
 import sys
 
 from ..core.errors import ConfigError
 from ..factory import preflight
+from ..factory.settings import DEFAULT_CONFIG
 from ..core.terminal import echo, log_to_stderr
 from . import setting_flags
 from .setting_flags import add_setting_flags
@@ -31,10 +33,9 @@ def add_arguments(parser):
 
 
 def settings_of(args) -> tuple:
-    """(config file or None, ForwarderSettings) of a forwarder that can start: it has a
-    Factory name and log directories; ConfigError naming each problem otherwise."""
+    """(config file or None, ForwarderSettings) of a forwarder that can start: it has log
+    directories; ConfigError naming each problem otherwise (the Factory's name: preflight)."""
     path, conf = setting_flags.settings_of(args)
-    conf.factory_name()
     if not conf.logs:
         raise ConfigError(["no Factory log directory: give it on the command line or as `logs:` in the config"],
                           heading=None)
@@ -47,13 +48,18 @@ def run(args):
 
     config_file, conf = settings_of(args)
     if args.check_config:
-        preflight.refuse(conf, dry_run=True)
-        echo(f"glidein-tracing forward: settings good ({config_file or 'no config file'})")
+        facts = preflight.refuse(conf, dry_run=True)
+        for line in preflight.guesses(conf, facts):
+            echo(f"glidein-tracing forward: guessing: {line}", file=sys.stderr)
+        where = config_file or f"no config file: {DEFAULT_CONFIG}, the default, is absent"
+        echo(f"glidein-tracing forward: settings good ({where})")
         return 0
-    preflight.refuse(conf)         # what --check-config finds, but the dry run's own checks
+    facts = preflight.refuse(conf)         # what --check-config finds, but the dry run's own checks
     log_to_stderr("%(asctime)s glidein-tracing forward: %(message)s")
+    for line in preflight.guesses(conf, facts):
+        logging.getLogger("glidein_tracing.forward").warning("guessing: %s", line)
     ledger_lock.hold(conf.ledger_path())      # for this process's life: one forwarder per ledger
-    forwarder = build_forwarder(conf, progress=not args.no_progress and sys.stderr.isatty())
+    forwarder = build_forwarder(conf, facts=facts, progress=not args.no_progress and sys.stderr.isatty())
     if args.retry_quarantined:
         with forwarder.ledger.transaction():
             released = forwarder.ledger.release_quarantined()
@@ -66,3 +72,4 @@ def run(args):
     stats = forwarder.run_once()
     echo(f"glidein-tracing forward: {stats.summary()}", file=sys.stderr)
     return 1 if stats.export_failures else 0
+

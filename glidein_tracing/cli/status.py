@@ -51,11 +51,11 @@ def run(args):
 
     limits = limits_of(args.older_than)
     _, conf = settings_of(args)
-    factory = conf.factory_name()
+    facts = conf.factory_facts()
     state = conf.ledger_path()
     if not state.exists():
         raise UserError(f"no forwarder ledger at {state}: give --state (or `state:` in the config)")
-    names = FactoryNames(factory, conf.schedd, conf.schedd_of_entries())
+    names = FactoryNames(facts.name, facts.schedd, facts.entry_schedds)
     ledger = Ledger(state, read_only=True)   # changes nothing: also for a user who may only read
     now = time.time()
     table = summary(glideins_now(ledger, lambda row: identity(names, row)), now, oldest=args.oldest)

@@ -14,17 +14,20 @@ from .settings import ForwarderSettings
 DERIVED = object()      # an argument of build_forwarder left to the settings
 
 
-def build_forwarder(settings: ForwarderSettings, *, exporter=None, ledger=None, reconcile=DERIVED,
+def build_forwarder(settings: ForwarderSettings, *, facts=None, exporter=None, ledger=None, reconcile=DERIVED,
                     failure_attribution=DERIVED, progress: bool = False, settle_s: float = 5.0,
                     max_section_bytes: int = DEFAULT_MAX_BYTES):
     """The forwarder ``settings`` describe. What is given replaces what the settings would
-    make: ``exporter`` (any SDK span exporter, e.g. the demo's summarising one), ``ledger``
-    (one shared with another forwarder), ``reconcile`` (None: ask nothing) and
+    make: ``facts`` (the Factory's, when the caller has read them: settings.factory_facts),
+    ``exporter`` (any SDK span exporter, e.g. the demo's summarising one), ``ledger`` (one
+    shared with another forwarder), ``reconcile`` (None: ask nothing) and
     ``failure_attribution``. ``settle_s`` and ``max_section_bytes`` are not settings: tests
     shorten them."""
     from .forwarder import Forwarder
     from .ledger import Ledger
     from .sink import table_sink
+    if facts is None:
+        facts = settings.factory_facts()
     if exporter is None:
         exporter = exporter_of(settings)
     if ledger is None:
@@ -33,7 +36,7 @@ def build_forwarder(settings: ForwarderSettings, *, exporter=None, ledger=None, 
         reconcile = reconcile_of(settings, exporter)
     if failure_attribution is DERIVED:
         failure_attribution = failure_attribution_of(settings)
-    return Forwarder(settings, exporter, ledger, reconcile=reconcile,
+    return Forwarder(settings, facts, exporter, ledger, reconcile=reconcile,
                      table=table_sink(settings.table, ledger.path, ledger),
                      failure_attribution=failure_attribution, progress=progress, settle_s=settle_s,
                      max_section_bytes=max_section_bytes)

@@ -15,8 +15,8 @@ from importlib import resources
 from pathlib import Path
 
 from ..core.errors import UserError
-from ..core.inputs import open_input
 from ..core.knobs import BY_NAME, KNOBS, SWITCH, attr_line
+from .factory_xml import parse
 
 CLEANUP_ATTR = "GLIDEIN_CLEANUP_SCRIPT"
 
@@ -181,91 +181,8 @@ def _check_scope(where, attrs, files) -> list[Finding]:
 def _factory_xml_or_finding(path):
     """The XML's root, or the Finding that it does not parse (UserError: no file to read)."""
     try:
-        return _factory_xml(path)
+        return parse(path)
     except ValueError as exc:
         if isinstance(exc.__cause__, ET.ParseError):
             return Finding("error", str(path), f"cannot be read as XML ({exc.__cause__})", "fix the XML syntax")
         raise UserError(str(exc)) from exc
-
-
-def _factory_xml(path):
-    try:
-        with open_input(path) as handle:          # a FIFO would block: refused (core/inputs.py)
-            return ET.parse(handle).getroot()
-    except ET.ParseError as exc:
-        raise ValueError(f"{path}: cannot be read as XML ({exc})") from exc
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-
-
-def entry_schedds(path) -> dict:
-    """{entry name: schedd} from a Factory's glideinWMS.xml: an entry's own ``schedd_name``,
-    else the ``<glidein schedd_name>`` when it names one schedd (with several, the Factory
-    spreads entries over them and only the entry's own setting is known)."""
-    root = _factory_xml(path)
-    shared = [s.strip() for s in (root.get("schedd_name") or "").split(",") if s.strip()]
-    out = {}
-    for entry in root.findall("./entries/entry"):
-        schedd = (entry.get("schedd_name") or "").strip() or (shared[0] if len(shared) == 1 else "")
-        if entry.get("name") and schedd:
-            out[entry.get("name")] = schedd
-    return out
-
-
-def entry_sites(path) -> dict:
-    """{entry name: GLIDEIN_Site} from a Factory's glideinWMS.xml: the entry's own
-    ``<attr name="GLIDEIN_Site">``, else the global one. The glidein learns its site from
-    these constants only after GlideinWMS's main scripts ran, so a glidein failing before
-    that reports none: the Factory's says where it ran."""
-    root = _factory_xml(path)
-
-    def site(attrs):
-        values = [a.get("value", "").strip() for a in attrs if a.get("name") == "GLIDEIN_Site"]
-        return values[-1] if values else ""
-    shared = site(root.findall("./attrs/attr"))
-    out = {}
-    for entry in root.findall("./entries/entry"):
-        value = site(entry.findall("./attrs/attr")) or shared
-        if entry.get("name") and value:
-            out[entry.get("name")] = value
-    return out
-
-
-# GlideinWMS's own defaults for <log_retention> (its creation/lib/cgWParams.py): each kind
-# of log is kept at least min_days, at most max_days, and trimmed to max_mbytes in between
-LOG_RETENTION_DEFAULTS = {
-    "job_logs": {"min_days": 2.0, "max_days": 7.0, "max_mbytes": 100.0},      # job.C.P.out/.err
-    "condor_logs": {"min_days": 3.0, "max_days": 14.0, "max_mbytes": 100.0},  # condor_activity_*.log
-}
-MAX_RETENTION_DAYS = 36525.0     # a century: more is a typo (1e300 days overflowed every pass's dates)
-
-
-def log_retention(path=None) -> dict:
-    """{"job_logs": {...}, "condor_logs": {...}} with min_days, max_days and max_mbytes, as the
-    Factory's glideinWMS.xml sets them in ``<log_retention><job_logs .../><condor_logs .../>``,
-    GlideinWMS's defaults where it does not (and without a file); ValueError naming a value
-    that is not a number of days or megabytes."""
-    out = {kind: dict(values) for kind, values in LOG_RETENTION_DEFAULTS.items()}
-    if path is None:
-        return out
-    root = _factory_xml(path)
-    for kind, values in out.items():
-        node = root.find(f"./log_retention/{kind}")
-        if node is None:
-            continue
-        for name in values:
-            text = node.get(name)
-            if text is None:
-                continue
-            try:
-                value = float(text)
-            except ValueError:
-                value = float("nan")
-            if not (value >= 0 and value != float("inf")):
-                raise ValueError(f"{path}: <log_retention><{kind} {name}={text!r}> is not a number of "
-                                 f"{'megabytes' if name == 'max_mbytes' else 'days'}")
-            if name != "max_mbytes" and value > MAX_RETENTION_DAYS:
-                raise ValueError(f"{path}: <log_retention><{kind} {name}={text!r}> is more than "
-                                 f"{MAX_RETENTION_DAYS:g} days (a century)")
-            values[name] = value
-    return out

@@ -29,6 +29,7 @@ from . import ledger as ledger_mod
 from .assembly import SpanMaker, closed_factory_stages
 from .delivery import Backend, PassState, Sender, span_id_of
 from .glidein_stdout import read_returned_stdout, stdout_path
+from .name_check import FactoryNameCheck
 from .returned import (FactoryNames, attributed_to_jobs, held_identity, identity, returned_journal,
                        stderr_path)
 from .retention import Forgetting, keep_days
@@ -42,18 +43,20 @@ log = logging.getLogger("glidein_tracing.forward")
 
 
 class Forwarder:
-    """One Factory's forwarder, as its ``settings`` say (its log trees, names, grace, sampling,
-    batches), with its ledger, where spans go (``exporter``, any SDK span exporter) and how to
+    """One Factory's forwarder, as its ``settings`` say (its log trees, grace, sampling,
+    batches) and its ``facts`` (factory_xml.FactoryFacts: names, schedds, sites, which entries
+    trace, log retention), with its ledger, where spans go (``exporter``, any SDK span exporter) and how to
     ask what arrived (``reconcile``: trace id -> receipts held, e.g. delivery.jaeger_span_ids).
     ``settle_s`` and ``max_section_bytes`` are not settings: tests shorten them."""
 
-    def __init__(self, settings: ForwarderSettings, exporter, ledger: ledger_mod.Ledger, *, reconcile=None,
+    def __init__(self, settings: ForwarderSettings, facts, exporter, ledger: ledger_mod.Ledger, *, reconcile=None,
                  table=None, failure_attribution=None, progress: bool = False, settle_s: float = 5.0,
                  max_section_bytes: int = DEFAULT_MAX_BYTES):
         self.settings = settings
         self.roots = [Path(r) for r in settings.logs]
         self.ledger = ledger
-        self.names = FactoryNames(settings.factory, settings.schedd, settings.schedd_of_entries())
+        self.facts = facts
+        self.names = FactoryNames(facts.name, facts.schedd, facts.entry_schedds)
         self.grace_s = settings.grace
         self.settle_s = settle_s
         self.sampling_ratio = settings.sampling_ratio
@@ -61,14 +64,18 @@ class Forwarder:
         self.max_section_bytes = max_section_bytes
         self.progress = progress
         self.spans = SpanMaker({c.SERVICE_NAME: settings.service_name} if settings.service_name else None,
-                               tuple(n for n in settings.redact if n.strip()), settings.site_of_entries())
+                               tuple(n for n in settings.redact if n.strip()), facts.entry_sites)
         self.table = table or NoTable()   # the glidein table (factory/sink.py)
         self.sender = Sender(exporter, ledger, Backend(reconcile), self.table)
         self.failure_attribution = failure_attribution   # failure_rules.attribution.FailureAttribution
         self.scanner = Scanner(self.roots, ledger)
-        self.forgetting = Forgetting(ledger, keep_days(settings.log_retention()))
+        self.forgetting = Forgetting(ledger, keep_days(facts.log_retention))
+        self.name_check = FactoryNameCheck(self.roots, facts, max_section_bytes)
 
     def run_once(self) -> ForwardStats:
+        """One pass; ConfigError before anything is written when the Factory's name is wrong
+        (FactoryNameCheck)."""
+        self.name_check.check()
         stats = ForwardStats()
         if self.failure_attribution is not None:
             self.failure_attribution.new_pass()
@@ -218,8 +225,11 @@ class Forwarder:
                         ", ".join(sorted(set(ignored))))
             stats.problem("identity_contradicted", len(ignored))
         stdout = read_returned_stdout(stdout_path(row))
-        # its output came back with no journal section and it was not asked to trace
-        untraced = stdout.output and not returned.sections and not stdout.asked_to_trace
+        # whether it was asked to trace is the Factory's own config's to say (a job can cut the
+        # stdout); only without glideinWMS.xml is it guessed from the stdout's PARAM_LIST
+        asked = self.facts.asked_to_trace(row["entry"])
+        asked = stdout.asked_to_trace if asked is None else asked
+        untraced = stdout.output and not returned.sections and not asked
         try:
             spans = self.spans.glidein(glidein, factory_events, journal, returned.cut,
                                        row["ended_at"], stdout.facts, untraced=untraced,

@@ -33,11 +33,25 @@ def problems(conf: ForwarderSettings, *, dry_run: bool = False) -> list[str]:
     return found
 
 
-def refuse(conf: ForwarderSettings, *, dry_run: bool = False) -> None:
-    """ConfigError naming every problem, if there is one."""
+def refuse(conf: ForwarderSettings, *, dry_run: bool = False):
+    """The Factory's facts (factory_xml.FactoryFacts, glideinWMS.xml read once); ConfigError
+    naming every problem, if there is one."""
     found = problems(conf, dry_run=dry_run)
+    facts = None
+    if not any(line.startswith("factory_config:") for line in found):
+        try:
+            facts = conf.factory_facts()
+        except ConfigError as exc:
+            found += exc.problems
     if found:
         raise ConfigError(found)
+    return facts
+
+
+def guesses(conf: ForwarderSettings, facts) -> list[str]:
+    """What the forwarder must guess about the entries its log directories hold (no
+    glideinWMS.xml, an entry it does not list, an entry with no schedd)."""
+    return facts.guesses(e.entry for e in find_entry_dirs(conf.logs))
 
 
 def placeholders(conf: ForwarderSettings) -> list[str]:
@@ -71,8 +85,8 @@ def log_problems(conf: ForwarderSettings) -> list[str]:
 
 
 def file_problems(conf: ForwarderSettings) -> list[str]:
-    """The files the settings name that the forwarder reads at start: glideinWMS.xml (each
-    entry's schedd and site, the Factory's log retention) and the CA certificate."""
+    """The files the settings name that the forwarder reads at start: glideinWMS.xml (the
+    Factory's facts, factory_xml.py) and the CA certificate, there and readable."""
     out = []
     for key in ("factory_config", "certificate"):
         path = getattr(conf, key)
@@ -80,14 +94,7 @@ def file_problems(conf: ForwarderSettings) -> list[str]:
             problem = _unreadable(path)
             if problem:
                 out.append(f"{key}: {problem}")
-    if conf.factory_config and not any(line.startswith("factory_config:") for line in out):
-        try:
-            conf.schedd_of_entries()
-            conf.site_of_entries()
-            conf.log_retention()      # how long the Factory keeps what names a glidein (retention.py)
-        except ConfigError as exc:
-            out += [f"factory_config: {problem}" for problem in exc.problems]
-    return out
+    return out       # what glideinWMS.xml says is read once, by refuse
 
 
 def _unreadable(path) -> str | None:

@@ -246,6 +246,23 @@ def returned_journal(names: FactoryNames, row, stats: ForwardStats,
     return Returned(events, cut, sections)
 
 
+def claimed_factories(path, max_section_bytes: int = DEFAULT_MAX_BYTES) -> list:
+    """The Factory names the journal sections of a returned stderr give their root (GLIDEIN_Factory
+    as the glidein saw it), one per section whose root names one."""
+    text = _stderr_tail(Path(path), {"sections": 0, "bytes": 0, "lines": 0})
+    out = []
+    for section in journal_sections(text or "", max_section_bytes, DEFAULT_MAX_TOTAL_BYTES):
+        if section.error:
+            continue
+        events, _ = parse_lines(_first_lines(section.data, MAX_JOURNAL_LINES)[0])
+        for event in events:
+            if event.op == "start" and event.key == "glidein":
+                if event.fields.get(c.GLIDEIN_FACTORY):
+                    out.append(str(event.fields[c.GLIDEIN_FACTORY]))
+                break
+    return out
+
+
 def _stderr_tail(path: Path, cut: dict) -> str | None:
     """The last ``MAX_STDERR_BYTES`` of a stderr (the journal is appended last), the bytes
     before it counted in ``cut``; None when it cannot be read."""

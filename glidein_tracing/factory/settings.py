@@ -18,7 +18,6 @@ from ..core import kinds
 from ..core.errors import ConfigError
 from ..core.inputs import read_input
 from ..core.numbers import is_finite_number
-from . import config
 
 DEFAULT_CONFIG = Path("/etc/glidein-tracing/forwarder.yaml")
 COMPRESSIONS = ("none", "gzip", "deflate")
@@ -54,11 +53,13 @@ class ForwarderSettings:
     """Every setting of the forwarder, resolved (flags over the file over the defaults). Each is
     declared once, here: its key, default, check, help text and flag (``SETTINGS``)."""
     logs: tuple = _setting(kinds.LIST, (), "Factory client log directories (or entry dirs)", flag="logs")
-    factory: str | None = _setting(kinds.STRING, None, "the Factory's name (GLIDEIN_Factory)", flag="--factory")
+    factory: str | None = _setting(kinds.STRING, None, "the Factory's name, GLIDEIN_Factory: factory_name in "
+                                   "glideinWMS.xml, read there with --factory-config", flag="--factory")
     schedd: str | None = _setting(kinds.STRING, None, "the schedd of every entry not named otherwise (part of trace "
                                   "ids; journals claiming another are rejected)", flag="--schedd")
-    factory_config: str | None = _setting(kinds.STRING, None, "the Factory's glideinWMS.xml: each entry's schedd_name "
-                                          "and GLIDEIN_Site", flag="--factory-config", metavar="GLIDEINWMS_XML")
+    factory_config: str | None = _setting(kinds.STRING, None, "the Factory's glideinWMS.xml: its factory_name, each "
+                                          "entry's schedd_name, GLIDEIN_Site and GLIDEIN_USE_TRACING, its log "
+                                          "retention", flag="--factory-config", metavar="GLIDEINWMS_XML")
     entry_schedds: dict = _setting(kinds.MAP, {}, "schedd of each named entry: {ENTRY: SCHEDD} (the flag is "
                                    "repeatable)", flag="--entry-schedd", metavar="ENTRY=SCHEDD")
     endpoint: str | None = _setting(kinds.URL, None, "OTLP/HTTP base URL (else OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, "
@@ -99,11 +100,22 @@ class ForwarderSettings:
     interval: float = _setting(kinds.FLOAT, 60.0, "seconds between passes when following", minimum=1,
                                flag="--interval")
 
-    def factory_name(self) -> str:
-        """The Factory's name (part of every trace id); ConfigError when it is not given."""
-        if not self.factory:
-            raise ConfigError(["no Factory name: give --factory or `factory:` in the config"], heading=None)
-        return self.factory
+    def factory_facts(self):
+        """The Factory's facts (factory_xml.FactoryFacts): glideinWMS.xml (``factory_config``)
+        read once here, with these settings where it is silent; ConfigError when it cannot
+        be read, a setting contradicts it (both values named), or no Factory name is known.
+        Callers keep what it returns."""
+        from .factory_xml import facts_of, read_factory_xml
+        try:
+            xml = None
+            if self.factory_config:
+                try:
+                    xml = read_factory_xml(self.factory_config)
+                except ValueError as exc:
+                    raise ValueError(f"factory_config: {exc}") from exc
+            return facts_of(xml, self.factory, self.schedd, self.entry_schedds)
+        except ValueError as exc:
+            raise ConfigError(str(exc).split("\n"), heading=None) from exc
 
     def sends_to_collector(self) -> bool:
         """Spans go to an OTLP endpoint (the settings' or the standard variables'), not the store."""
@@ -127,32 +139,6 @@ class ForwarderSettings:
             checks.append(("store", Path(self.store or default_store_dir()), True))
         return [f"{key}: {problem}" for key, path, directory in checks
                 if (problem := unwritable(path, directory))]
-
-    def schedd_of_entries(self) -> dict:
-        """Each entry's schedd: glideinWMS.xml's (``factory_config``), then the settings' own."""
-        return {**self._per_entry(config.entry_schedds), **self.entry_schedds}
-
-    def site_of_entries(self) -> dict:
-        """Each entry's GLIDEIN_Site from glideinWMS.xml (``factory_config``); {} without one."""
-        return self._per_entry(config.entry_sites)
-
-    def log_retention(self) -> dict:
-        """How long the Factory keeps glidein outputs and activity logs: glideinWMS.xml's
-        ``<log_retention>`` (``factory_config``), else GlideinWMS's defaults (retention.py)."""
-        try:
-            return config.log_retention(self.factory_config)
-        except ValueError as exc:
-            raise ConfigError([str(exc)], heading=None) from exc
-
-    def _per_entry(self, read) -> dict:
-        """What ``read`` (config.entry_schedds, config.entry_sites) finds in glideinWMS.xml
-        (``factory_config``), {} without one; a file that cannot be read is a ConfigError."""
-        if not self.factory_config:
-            return {}
-        try:
-            return read(self.factory_config)
-        except ValueError as exc:
-            raise ConfigError([str(exc)], heading=None) from exc
 
 
 SETTINGS = {f.name: f.metadata["setting"] for f in fields(ForwarderSettings)}
