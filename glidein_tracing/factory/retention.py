@@ -39,7 +39,7 @@ SWEEP_EVERY_S = 3600.0
 
 def keep_days(log_retention: dict) -> float:
     """How long after its end a done glidein stays in the ledger at least: the longest the
-    Factory keeps its output or its activity log (config.log_retention's ``max_days``)."""
+    Factory keeps its output or its activity log (factory_xml.FactoryXml.log_retention's ``max_days``)."""
     return max(log_retention["job_logs"]["max_days"], log_retention["condor_logs"]["max_days"])
 
 
