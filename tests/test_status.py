@@ -36,9 +36,9 @@ def factory_now(tmp_path):
     return layout, ledger
 
 
-def status(ledger, *extra):
+def status(ledger, *extra, schedd=("--schedd", SCHEDD)):
     return subprocess.run([sys.executable, "-m", "glidein_tracing", "status", "--state", str(ledger),
-                           "--factory", FACTORY, "--schedd", SCHEDD, *extra], capture_output=True, text=True,
+                           "--factory", FACTORY, *schedd, *extra], capture_output=True, text=True,
                           timeout=60)
 
 
@@ -54,15 +54,28 @@ def test_status_lists_queued_held_and_running_glideins_with_ages_and_trace_ids(t
     assert abs(entry["held"]["age_max_s"] - HOUR) < 120
     assert entry["running"]["oldest"][0]["trace_id"] == identity(layout, 300, 3).trace_id
     assert abs(entry["running"]["age_max_s"] - 9 * HOUR) < 120
+    assert entry["held"]["oldest"][0]["hold_reason"] == "Error connecting to schedd ce.example.org"
     text = status(ledger).stdout
-    assert "DEMO_ENTRY" in text and identity(layout, 300, 0).trace_id in text
+    assert "DEMO_ENTRY" in text and f"300.0 {identity(layout, 300, 0).trace_id}" in text
+    assert "300.2 " in text and "held: 'Error connecting to schedd ce.example.org'" in text
+    assert text.splitlines()[-1] == "Total: 4 glideins; 2 queued, 1 held, 1 running"     # as condor_q ends
+
+
+def test_without_a_schedd_status_shows_no_trace_id_that_cannot_exist(tmp_path):
+    layout, ledger = factory_now(tmp_path)
+    done = status(ledger, schedd=())
+    assert done.returncode == 0, done.stderr
+    assert "300.0 (no schedd: no trace id)" in done.stdout
+    assert identity(layout, 300, 0).trace_id not in done.stdout
+    entry = json.loads(status(ledger, "--json", schedd=()).stdout)["entries"]["DEMO_ENTRY"]
+    assert {o["trace_id"] for row in entry.values() for o in row["oldest"]} == {None}
 
 
 def test_older_than_turns_it_into_an_alert_check(tmp_path):
     _, ledger = factory_now(tmp_path)
     assert status(ledger, "--older-than", "queued=6h").returncode == 0
     over = status(ledger, "--older-than", "queued=4h")
-    assert over.returncode == 1 and "DEMO_ENTRY: queued glidein 300.0" in over.stderr
+    assert over.returncode == 1 and "DEMO_ENTRY: queued glidein 300.0 for 5.0h (limit 4.0h; 1+ over)" in over.stderr
     assert status(ledger, "--older-than", "held=2h", "--older-than", "running=10h").returncode == 0
     assert status(ledger, "--older-than", "8h").returncode == 1          # every state: the running one
     bad = status(ledger, "--older-than", "stuck=1h")

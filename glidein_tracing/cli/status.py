@@ -47,7 +47,7 @@ def limits_of(items) -> dict:
 def run(args):
     from ..factory.ledger import Ledger
     from ..factory.returned import FactoryNames, identity
-    from ..factory.status import crossed, glideins_now, summary
+    from ..factory.status import STATES, age_text, crossed, glideins_now, summary
 
     limits = limits_of(args.older_than)
     _, conf = settings_of(args)
@@ -58,28 +58,33 @@ def run(args):
     names = FactoryNames(facts.name, facts.schedd, facts.entry_schedds)
     ledger = Ledger(state, read_only=True)   # changes nothing: also for a user who may only read
     now = time.time()
-    table = summary(glideins_now(ledger, lambda row: identity(names, row)), now, oldest=args.oldest)
+    table = summary(glideins_now(ledger, lambda row: identity(names, row) if names.schedd_of(row) else None), now,
+                    oldest=args.oldest)
     alerts = crossed(table, limits)
     if args.json:
         json.dump({"now": now, "ledger": str(state), "entries": table, "over_limits": alerts}, sys.stdout, indent=1)
         echo()
     else:
-        echo(f"{'entry':30s} {'state':8s} {'count':>6s} {'p50':>8s} {'p90':>8s} {'max':>8s}  oldest")
+        echo(f"{'entry':30s} {'state':8s} {'count':>6s} {'p50':>8s} {'p90':>8s} {'max':>8s}  oldest (cluster.proc trace)")
+        totals = {}
         for entry, states in table.items():
             for state_name, row in states.items():
-                echo(f"{entry[:30]:30s} {state_name:8s} {row['count']:6d} {_age(row['age_p50_s']):>8s} "
-                      f"{_age(row['age_p90_s']):>8s} {_age(row['age_max_s']):>8s}  "
-                      + " ".join(o["trace_id"] for o in row["oldest"]))
+                totals[state_name] = totals.get(state_name, 0) + row["count"]
+                echo(f"{entry[:30]:30s} {state_name:8s} {row['count']:6d} {age_text(row['age_p50_s']):>8s} "
+                     f"{age_text(row['age_p90_s']):>8s} {age_text(row['age_max_s']):>8s}  "
+                     + "  ".join(_oldest(o) for o in row["oldest"]))
         if not table:
             echo("(no glidein queued, held or running in the ledger)")
+        echo(f"Total: {sum(totals.values())} glideins; " + ", ".join(f"{totals.get(s, 0)} {s}" for s in STATES))
     for line in alerts:
         echo(f"glidein-tracing status: older than the limit: {line}", file=sys.stderr)
     return 1 if alerts else 0
 
 
-def _age(seconds: float) -> str:
-    if seconds >= 86400:
-        return f"{seconds / 86400:.1f}d"
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f}h"
-    return f"{seconds / 60:.0f}m" if seconds >= 60 else f"{seconds:.0f}s"
+
+def _oldest(glidein: dict) -> str:
+    """One of the oldest glideins: cluster.proc, its trace id (or why none), its hold reason."""
+    text = f"{glidein['glidein']} {glidein['trace_id'] or '(no schedd: no trace id)'}"
+    if glidein.get("hold_reason"):
+        text += f" held: {glidein['hold_reason'][:80]!r}"
+    return text

@@ -24,45 +24,51 @@ class GlideinNow:
     since: float          # when it entered the state (epoch seconds)
     cluster: int
     proc: int
-    trace_id: str
+    trace_id: str | None  # None: no schedd known for its entry, so no trace id that can exist
+    hold_reason: str = ""
 
 
-def state_of(events) -> tuple[str, float] | None:
-    """(state, since) of one glidein from its Factory events (journal Events), or None when
-    it has not been submitted as far as the events tell."""
+def state_of(events) -> tuple[str, float, str] | None:
+    """(state, since, hold reason) of one glidein from its Factory events (journal Events), or
+    None when it has not been submitted as far as the events tell."""
     opened: dict = {}
+    reasons: dict = {}
     submitted = None
     running_since = None
     for event in events:
         if event.op == "start":
             opened[event.key] = event.time
+            reasons[event.key] = str(event.fields.get(c.FACTORY_HOLD_REASON, ""))
             if event.key == "glidein":
                 submitted = event.time
         elif event.op == "end":
             opened.pop(event.key, None)
             if event.key.startswith(c.STAGE_FACTORY_QUEUE) and c.FACTORY_EXECUTE_HOST in event.fields:
                 running_since = event.time
-    held = [t for key, t in opened.items() if key.startswith(c.STAGE_FACTORY_HELD)]
+    held = [(t, key) for key, t in opened.items() if key.startswith(c.STAGE_FACTORY_HELD)]
     if held:
-        return "held", max(held)
+        since, key = max(held)
+        return "held", since, reasons.get(key, "")
     if running_since is not None:
-        return "running", running_since
+        return "running", running_since, ""
     if submitted is not None:
-        return "queued", submitted
+        return "queued", submitted, ""
     return None
 
 
 def glideins_now(ledger: Ledger, identity_of) -> list[GlideinNow]:
-    """Every open glidein's state; ``identity_of(row)`` gives its GlideinIdentity."""
+    """Every open glidein's state; ``identity_of(row)`` gives its GlideinIdentity, or None when
+    its trace id cannot be computed (no schedd known for its entry)."""
     out = []
     for gkey in ledger.with_status(OPEN):
         row = ledger.glidein(gkey)
         found = state_of(ledger.factory_events(gkey))
         if row is None or found is None:
             continue
-        state, since = found
+        state, since, reason = found
+        glidein = identity_of(row)
         out.append(GlideinNow(row["entry"], state, since, int(row["cluster"]), int(row["proc"]),
-                              identity_of(row).trace_id))
+                              glidein.trace_id if glidein is not None else None, reason))
     return out
 
 
@@ -81,7 +87,8 @@ def summary(glideins: list[GlideinNow], now: float, oldest: int = 3) -> dict:
             "age_p90_s": round(_percentile(ages, 0.9), 1),
             "age_max_s": round(ages[-1], 1),
             "oldest": [{"age_s": round(now - g.since, 1), "trace_id": g.trace_id,
-                        "glidein": f"{g.cluster}.{g.proc}"} for g in group[:oldest]],
+                        "glidein": f"{g.cluster}.{g.proc}", **({"hold_reason": g.hold_reason} if state == "held" else {})}
+                       for g in group[:oldest]],
         }
     return out
 
@@ -102,6 +109,17 @@ def crossed(summary_: dict, limits: dict) -> list[str]:
             limit = limits.get(state, limits.get("*"))
             if limit is not None and row["age_max_s"] > limit:
                 over = sum(1 for o in row["oldest"] if o["age_s"] > limit)
-                out.append(f"{entry}: {state} glidein {row['oldest'][0]['glidein']} for {row['age_max_s']:.0f} s "
-                           f"(limit {limit:.0f} s; {over}+ over), trace {row['oldest'][0]['trace_id']}")
+                first = row["oldest"][0]
+                trace = f"trace {first['trace_id']}" if first["trace_id"] else "no trace id (no schedd known)"
+                out.append(f"{entry}: {state} glidein {first['glidein']} for {age_text(row['age_max_s'])} "
+                           f"(limit {age_text(limit)}; {over}+ over), {trace}")
     return out
+
+
+def age_text(seconds: float) -> str:
+    """An age as the status table writes it (and its alerts): 45s, 12m, 3.5h, 2.1d."""
+    if seconds >= 86400:
+        return f"{seconds / 86400:.1f}d"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 60:.0f}m" if seconds >= 60 else f"{seconds:.0f}s"
