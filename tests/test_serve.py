@@ -65,7 +65,8 @@ def _waiting(trace, owner, key, *, state="current", end=None, reason="site_queue
 
 def _stores(directory: Path, entry: str = "ENTRY_B") -> None:
     """Four traces: alice waits (for a glidein at ``entry``) in one and failed in another, bob
-    waits, and a glidein ran a job of each (bob's with a phase under it)."""
+    waits, and a glidein ran a job of each (bob's with a phase under it; alice's came with her
+    context, so her own trace, not the glidein's, is her submission)."""
     alice_failed = [_waiting(ALICE_FAILED, "alice", "w", state="ended", end="no_idle_jobs", ago=5 * HOUR)]
     job = span(ALICE_FAILED, "job", c.STAGE_JOB, _at(4 * HOUR), _at(3 * HOUR), name=c.SPAN_JOB_ON_GLIDEIN,
                parent=None, status=2, attrs={c.JOB_OWNER: "alice", c.GLIDEIN_SITE: "SITE_T", c.GLIDEIN_ENTRY: "ENTRY_T",
@@ -79,6 +80,8 @@ def _stores(directory: Path, entry: str = "ENTRY_B") -> None:
         if s["attributes"][c.STAGE] == c.STAGE_JOB:
             s["attributes"][c.JOB_OWNER] = "alice" if s["start_ns"] < glidein[0]["start_ns"] + 500e9 else "bob"
     bobs = next(s for s in glidein if s["attributes"].get(c.JOB_OWNER) == "bob")
+    alices = next(s for s in glidein if s["attributes"].get(c.JOB_OWNER) == "alice")
+    alices["attributes"][c.JOB_USER_TRACEPARENT] = f"00-{ALICE_FAILED}-{job['span_id']}-01"
     glidein.append(span(SHARED_GLIDEIN, "bobs-phase", c.STAGE_JOB_PHASE, 650, 700, name="bobs secret phase",
                         parent="job/1"))
     assert glidein[-1]["parent_span_id"] == bobs["span_id"]
@@ -195,7 +198,7 @@ def test_a_user_sees_their_submissions_with_their_state_and_nobody_elses(server,
     status, data = server.json("/api/v1/jobs", token(keys))
     assert status == 200 and data["user"] == "alice"
     states = {job["trace_id"]: job for job in data["jobs"]}
-    assert set(states) == {ALICE_WAITING, ALICE_FAILED, SHARED_GLIDEIN}
+    assert set(states) == {ALICE_WAITING, ALICE_FAILED}         # the glidein that ran hers: in her own trace
     waiting = states[ALICE_WAITING]
     assert waiting["state"] == "waiting" and waiting["reason"] == "site_queue"
     assert "SITE_B's batch queue (alice)" in waiting["detail"] and waiting["since"]
@@ -208,12 +211,15 @@ def test_a_user_sees_their_submissions_with_their_state_and_nobody_elses(server,
 
 
 def test_jobs_are_paged(server, keys):
-    status, first = server.json("/api/v1/jobs?limit=2", token(keys))
-    assert status == 200 and len(first["jobs"]) == 2 and first["next"]
-    status, second = server.json(f"/api/v1/jobs?limit=2&before={first['next']}", token(keys))
-    assert status == 200 and second["next"] is None
+    bob = token(keys, "bob")
+    status, first = server.json("/api/v1/jobs?limit=1", bob)
+    assert status == 200 and len(first["jobs"]) == 1 and first["next"]
+    status, second = server.json(f"/api/v1/jobs?limit=1&before={first['next']}", bob)
+    assert status == 200 and len(second["jobs"]) == 1 and second["next"]
+    status, third = server.json(f"/api/v1/jobs?limit=1&before={second['next']}", bob)
+    assert status == 200 and third == {"user": "bob", "jobs": [], "next": None}
     seen = [j["trace_id"] for j in first["jobs"] + second["jobs"]]
-    assert sorted(seen) == sorted({ALICE_WAITING, ALICE_FAILED, SHARED_GLIDEIN})
+    assert seen == [BOB_WAITING, SHARED_GLIDEIN]                          # the latest activity first
     assert server.json("/api/v1/jobs?limit=5000", token(keys))[0] == 400
 
 
@@ -347,7 +353,7 @@ def test_the_pages_in_a_browser_show_the_reason_the_statement_and_the_entries(se
         jobs = tab.evaluate("JSON.stringify({url: location.pathname, rows: Array.from("
                             "document.querySelectorAll('#jobs tr.job')).map(r => r.innerText)})")
         jobs = json.loads(jobs)
-        assert jobs["url"] == "/jobs" and len(jobs["rows"]) == 3, jobs
+        assert jobs["url"] == "/jobs" and len(jobs["rows"]) == 2, jobs
         waiting = next(r for r in jobs["rows"] if r.startswith(ALICE_WAITING[:12]))
         assert "waiting" in waiting and "SITE_B's batch queue (alice)" in waiting
         assert "It will likely start between" in waiting, waiting         # the estimate, from the table
@@ -465,7 +471,7 @@ def test_a_trusted_proxys_user_header_is_believed_from_its_addresses_only(tmp_pa
             status, data = server.json_with("/api/v1/jobs", {"X-Remote-User": "alice"})
             assert status == expected, addresses
             if status == 200:
-                assert {j["trace_id"] for j in data["jobs"]} == {ALICE_WAITING, ALICE_FAILED, SHARED_GLIDEIN}
+                assert {j["trace_id"] for j in data["jobs"]} == {ALICE_WAITING, ALICE_FAILED}
                 assert server.json_with("/api/v1/jobs", {"X-Remote-User": "al ice;rm"})[0] == 401
         finally:
             server.stop()

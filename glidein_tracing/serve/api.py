@@ -31,7 +31,8 @@ def trace_for(app, request, trace_id: str) -> list:
 
 
 def my_jobs(app, request) -> dict:
-    """A page of the caller's submissions, latest activity first, each with its state."""
+    """A page of the caller's submissions, latest activity first, each with its state (a
+    glidein's trace only for jobs that came with no trace of their own)."""
     limit = request.number("limit", 20, 1, MAX_PAGE)
     before = request.param("before")
     if before is not None and not before.isdigit():
@@ -42,7 +43,7 @@ def my_jobs(app, request) -> dict:
     read = app.source.traces([trace_id for trace_id, _first, _last in rows])
     for trace_id, _first, _last in rows:
         spans = visible_spans(request.caller, read[trace_id])
-        if spans:
+        if spans and not jobs.in_own_trace(spans, name):
             found.append((trace_id, spans, diagnosis_of(app, request, trace_id, spans)))
     from ..why.answer import with_table
     with_table([item for _, _, item in found if item is not None], app.config.table, time.time())

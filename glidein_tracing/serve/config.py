@@ -47,7 +47,8 @@ class ServeConfig:
     port: int = 8470
     store: str | None = None
     jaeger: str | None = None
-    jaeger_services: tuple = ("glidein",)
+    # the glideins' service.name (core/conventions.py) and the Frontend instrumentor's (its job.waiting spans)
+    jaeger_services: tuple = ("glidein", "gwms-frontend")
     jaeger_ui: str | None = None
     table: str | None = None
     issuers: tuple = ()

@@ -57,6 +57,16 @@ def _verdict(span) -> dict:
     return out
 
 
+def in_own_trace(spans: list, owner: str) -> bool:
+    """Whether every job of ``owner`` in a glidein's trace came with its user's context
+    (``job.user_traceparent``): then "my jobs" lists those submissions' own traces, where the
+    same jobs are, and not the glidein's as well."""
+    if not any(_stage(s) == c.STAGE_GLIDEIN for s in spans):
+        return False
+    mine = [s for s in spans if _stage(s) == c.STAGE_JOB and s["attributes"].get(c.JOB_OWNER) == owner]
+    return bool(mine) and all(s["attributes"].get(c.JOB_USER_TRACEPARENT) for s in mine)
+
+
 def is_waiting(spans: list, owner: str | None = None) -> bool:
     """Whether the Frontend's latest record says the submission (``owner``'s jobs in it)
     waits now: then its state needs ``why``'s diagnosis."""
