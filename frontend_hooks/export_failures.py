@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 import time
-from pathlib import Path
 
 INTERVAL_S = 3600.0
 # the loggers that report a failed span export: the SDK's batch and simple processors
 SDK_EXPORT_LOGGERS = ("opentelemetry.sdk._shared_internal", "opentelemetry.sdk.trace.export")
 
 
-def stamp_path() -> Path:
+def stamp_path():
+    # imported here: only a failed export needs them, and every group process would pay their
+    # import at start (bench_frontend_startup.py)
+    import tempfile
+    from pathlib import Path
+
     return Path(tempfile.gettempdir()) / f"frontend_hooks-export-traceback-{os.getuid()}"
 
 

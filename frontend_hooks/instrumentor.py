@@ -27,6 +27,7 @@ through untouched.
 from __future__ import annotations
 
 import builtins
+import functools
 import logging
 import os
 import sys
@@ -34,13 +35,9 @@ import threading
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Collection
 
-import wrapt
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
-from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -141,24 +138,47 @@ def _is_element_class(obj) -> bool:
         callable(getattr(obj, name, None)) for name in (CYCLE_METHOD,) + ENTRY_METHODS)
 
 
-class GlideinFrontendInstrumentor(BaseInstrumentor):
-    """``frontend.cycle`` and ``frontend.request`` spans for a GlideinWMS Frontend group process.
+# Wrapping: the wrapper gets (the original, bound to the instance for a method; the instance
+# or None; args; kwargs), and the patched attribute keeps the original as __wrapped__. Plain
+# functions rather than wrapt's proxies: wrapt (with the asyncio it imports) is a cost every
+# group process would pay at start (bench/README.md, bench_frontend_startup.py).
+_WRAPPED_BY_US = "_frontend_hooks_wrapper"
 
-    ``instrument(tracer_provider=None, element_module=None, interface_module=None,
-    watch_main=True)``: the modules default to GlideinWMS's own (skipped when not importable);
-    tests and custom set-ups may pass module objects or dotted names. With ``watch_main``, a
-    group process that runs ``glideinFrontendElement.py`` as ``__main__`` (the normal case) gets
-    its class patched as soon as the script defines it.
+
+def _wrap(owner, name: str, wrapper) -> None:
+    original = vars(owner)[name]
+    if isinstance(owner, type):
+        def patched(self, *args, **kwargs):
+            return wrapper(original.__get__(self, type(self)), self, args, kwargs)
+    else:
+        def patched(*args, **kwargs):
+            return wrapper(original, None, args, kwargs)
+    functools.update_wrapper(patched, original)
+    setattr(patched, _WRAPPED_BY_US, True)
+    setattr(owner, name, patched)
+
+
+def _unwrap(owner, name: str) -> None:
+    patched = vars(owner).get(name)
+    if getattr(patched, _WRAPPED_BY_US, False):
+        setattr(owner, name, patched.__wrapped__)
+
+
+class FrontendTracing:
+    """``frontend.cycle`` and ``frontend.request`` spans for a GlideinWMS Frontend group process,
+    and its ``job.waiting`` spans; the OpenTelemetry instrumentor ``GlideinFrontendInstrumentor``
+    is this with OpenTelemetry's ``BaseInstrumentor`` around it, and frontend_hooks/startup.py
+    uses it without (that base class's imports cost every group process at start).
+
+    ``patch(tracer_provider=None, element_module=None, interface_module=None, lib_module=None,
+    watch_main=True, waiting=...)``: the modules default to GlideinWMS's own (skipped when not
+    importable); tests and custom set-ups may pass module objects or dotted names. With
+    ``watch_main``, a group process that runs ``glideinFrontendElement.py`` as ``__main__`` (the
+    normal case) gets its class patched as soon as the script defines it. ``unpatch()`` undoes it.
     """
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        # GlideinWMS is installed from RPMs without Python distribution metadata, so a
-        # requirement here would make opentelemetry-instrument skip us; we check for the
-        # modules themselves instead (a missing module is skipped quietly).
-        return ()
-
-    # --- instrument / uninstrument -------------------------------------------------------
-    def _instrument(self, **kwargs):
+    # --- patch / unpatch -------------------------------------------------------------------
+    def patch(self, **kwargs):
         self._patched = []
         self._main_hook = None
         self._process_cycles = 0
@@ -170,10 +190,10 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
         _guarded("instrument", self._patch_targets, kwargs)
         _guarded("rate-limiting exporter tracebacks", export_failures.install)
 
-    def _uninstrument(self, **kwargs):
+    def unpatch(self):
         _guarded("uninstrument (main hook)", self._remove_main_hook)
         for owner, name in reversed(getattr(self, "_patched", [])):
-            _guarded(f"uninstrument {getattr(owner, '__name__', owner)}.{name}", unwrap, owner, name)
+            _guarded(f"uninstrument {getattr(owner, '__name__', owner)}.{name}", _unwrap, owner, name)
         self._patched = []
 
     def _patch_targets(self, kwargs) -> None:
@@ -232,9 +252,9 @@ class GlideinFrontendInstrumentor(BaseInstrumentor):
     def _patch(self, owner, name, wrapper) -> None:
         if name not in vars(owner) or (owner, name) in self._patched:
             return
-        if isinstance(vars(owner)[name], wrapt.ObjectProxy):
+        if getattr(vars(owner)[name], _WRAPPED_BY_US, False):
             return  # already wrapped (by us, through another path)
-        wrapt.wrap_function_wrapper(owner, name, wrapper)
+        _wrap(owner, name, wrapper)
         self._patched.append((owner, name))
 
     def _patch_element(self, cls) -> None:
@@ -486,3 +506,39 @@ def _mark_request_error(request: _Request, exc: BaseException) -> None:
     if not request.failed:
         request.failed = True
         _mark_error(request.span, exc)
+
+
+def _instrumentor_class():
+    from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
+
+    class GlideinFrontendInstrumentor(FrontendTracing, BaseInstrumentor):
+        """FrontendTracing as an OpenTelemetry instrumentor: ``instrument(**kwargs)`` (the
+        arguments of ``FrontendTracing.patch``) and ``uninstrument()``, idempotent, found by
+        ``opentelemetry-instrument`` through the ``opentelemetry_instrumentor`` entry point
+        ``glideinwms_frontend`` (setup.cfg)."""
+
+        def instrumentation_dependencies(self):
+            # GlideinWMS is installed from RPMs without Python distribution metadata, so a
+            # requirement here would make opentelemetry-instrument skip us; we check for the
+            # modules themselves instead (a missing module is skipped quietly).
+            return ()
+
+        def _instrument(self, **kwargs):
+            self.patch(**kwargs)
+
+        def _uninstrument(self, **kwargs):
+            self.unpatch()
+
+    GlideinFrontendInstrumentor.__module__ = __name__
+    return GlideinFrontendInstrumentor
+
+
+def __getattr__(name: str):
+    # GlideinFrontendInstrumentor is made on first use: its base class, from
+    # opentelemetry-instrumentation, imports wrapt, packaging and importlib.metadata, about
+    # 0.06 s of every group process's start that frontend_hooks/startup.py does without
+    if name == "GlideinFrontendInstrumentor":
+        cls = globals()[name] = _instrumentor_class()
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+

@@ -10,7 +10,8 @@ instrumentor only: a TracerProvider from the ``OTEL_*`` variables (``OTEL_SERVIC
 ``OTEL_RESOURCE_ATTRIBUTES``, ``OTEL_TRACES_SAMPLER``), spans batched and sent over OTLP/HTTP
 (frontend_hooks/otlp_http.py) when the process exits. Not loaded: the distro, the
 configurator, the scan of every installed package's entry points, the resource detectors,
-other instrumentors, and ``requests``.
+other instrumentors, OpenTelemetry's instrumentation base class (with wrapt and packaging)
+and ``requests``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def start() -> None:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-        from frontend_hooks.instrumentor import GlideinFrontendInstrumentor
+        from frontend_hooks.instrumentor import FrontendTracing
         from frontend_hooks.otlp_http import OtlpHttpExporter
 
         # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, as Resource.create reads them,
@@ -37,7 +38,7 @@ def start() -> None:
         resource = Resource({SERVICE_NAME: DEFAULT_SERVICE_NAME}).merge(OTELResourceDetector().detect())
         provider = TracerProvider(resource=resource)
         provider.add_span_processor(BatchSpanProcessor(OtlpHttpExporter()))
-        GlideinFrontendInstrumentor().instrument(tracer_provider=provider)
+        FrontendTracing().patch(tracer_provider=provider)
     except Exception:
         _logger.warning("frontend_hooks: tracing could not start; the Frontend is not affected",
                         exc_info=True)
