@@ -77,7 +77,13 @@ def test_the_terminal_prints_the_recommendations_first(planted):
     assert "net core-h/month" in lines[1] and "jobs lost" in lines[1] and "glideins affected" in lines[1]
     assert lines[2].split()[0] == grid["recommendations"]["entries"][0]["entry"]
     assert any("Factory-wide" in line for line in lines)
-    assert any(line.strip().endswith("/>") and "<attr name=" in line for line in lines)
+    # the lines to paste paste as printed: each an <attr> alone on its line (the entry in a
+    # comment above it), and the text says to replace the entry's attr, not add a second
+    pasted = [line.strip() for line in lines if "<attr name=" in line]
+    assert pasted and all(ET.fromstring(line).tag == "attr" for line in pasted)
+    assert any("replacing the attr of the same name the entry has" in line for line in lines)
+    first = grid["recommendations"]["entries"][0]["entry"]
+    assert f"<!-- entry {first} -->" in [line.strip() for line in lines]
 
 
 def _noise_table(directory, second_half_cut: bool):

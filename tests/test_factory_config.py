@@ -122,3 +122,25 @@ def test_entry_sites_come_from_each_entry_or_the_global_attr(tmp_path):
     broken.write_text("<glidein><entries>")
     with pytest.raises(ValueError, match="cannot be read as XML"):
         read_factory_xml(broken)
+
+
+def test_validate_refuses_what_glideinwms_reconfig_refuses_and_says_which_entries_trace(tmp_path):
+    """A pasted recommendation that adds a second GLIDEIN_Max_Idle to an entry fails reconfig
+    ("Key 'GLIDEIN_Max_Idle' already exists"); so does changing a global const attr."""
+    block = cli().stdout.split("\n", 1)[1]
+    max_idle = '<attr name="GLIDEIN_Max_Idle" const="False" parameter="True" publish="True" type="int" value="{}"/>'
+    twice = factory_xml(tmp_path, entry_block=block + "<attrs>" + max_idle.format(1200) + max_idle.format(600)
+                        + "</attrs>")
+    done = cli("--validate", twice)
+    assert done.returncode == 1
+    assert "Key 'GLIDEIN_Max_Idle' already exists" in done.stdout and "replace the existing attr" in done.stdout
+    const = factory_xml(tmp_path, global_block='<attrs><attr name="GLIDEIN_Max_Idle" const="True" value="1200"/></attrs>',
+                        entry_block=block + "<attrs>" + max_idle.format(600) + "</attrs>")
+    done = cli("--validate", const)
+    assert done.returncode == 1 and 'changes a global attr that is const="True"' in done.stdout, done.stdout
+    assert "tracing on for 1 of 1 entries: TEST_ENTRY" in done.stdout
+    two = tmp_path / "two.xml"
+    two.write_text(factory_xml(tmp_path, entry_block=block).read_text().replace(
+        "</entries>", '<entry name="OTHER" schedd_name="s@f"/></entries>'))
+    done = cli("--validate", two)
+    assert done.returncode == 0 and "tracing on for 1 of 2 entries: TEST_ENTRY" in done.stdout, done.stdout

@@ -14,7 +14,7 @@ import math
 import statistics
 import time
 
-from .report import METRIC_LABELS, fmt_s
+from .report import METRIC_LABELS, PASTE_REPLACES, fmt_s
 from .histograms import PLOT_BINS_PER_DECADE
 
 WASTE_CATEGORIES = ("validation", "idle_before_first_job", "idle_between_jobs", "idle_tail", "no_job", "badput")
@@ -522,7 +522,7 @@ def _recommendations(page: Page, doc: dict, plots: dict) -> None:
             f"(Lasted known: {sum(e['glideins'] for e in doc['entries']):,}).")
     page.section("Recommendations per entry (glideinWMS.xml, the entry's <attrs>)",
                  page.table(("entry",) + headers, rows(r["entries"], lambda x: x["entry"]), fmts)
-                 + paste(r["entries"], lambda x: x["entry"], "in the entry's <attrs>")
+                 + paste(r["entries"], lambda x: x["entry"], f"in the entry's <attrs>, {PASTE_REPLACES}")
                  if r["entries"] else "<p>none: no change saves core-hours on both halves of the period within the "
                                       "lost-jobs budget</p>", ("tradeoff", plots["tradeoff"]), note=note,
                  anchor="recommendations", stacked=True)

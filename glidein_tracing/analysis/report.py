@@ -288,10 +288,13 @@ def recommendations_text(doc: dict) -> list:
     else:
         out.append("  Frontend groups: no change recommended for a whole group")
     if r["entries"]:
-        out.append("  to paste into each entry's <attrs> in glideinWMS.xml:")
-        out.extend(f"    {x['entry']}: {c['attr']}" for x in r["entries"] for c in x["changes"])
+        out.append(f"  to paste into each entry's <attrs> in glideinWMS.xml, {PASTE_REPLACES}:")
+        for x in r["entries"]:
+            out.append(f"    <!-- entry {x['entry']} -->")
+            out.extend(f"    {c['attr']}" for c in x["changes"])
     for x in r["groups"]:
-        out.extend(f"    Frontend group {x['client']} / {x['group']} (frontend.xml): {c['attr']}" for c in x["changes"])
+        out.append(f"    <!-- Frontend group {x['client']} / {x['group']} (frontend.xml, the group's <attrs>) -->")
+        out.extend(f"    {c['attr']}" for c in x["changes"])
     for x in r["not_recommended"]:
         who = x.get("entry") or f"{x.get('client')} / {x.get('group')}"
         figures = (f": {change_text(x['changes'])} saves {x['net_core_hours_per_month']:,.1f} +/- "
@@ -299,6 +302,11 @@ def recommendations_text(doc: dict) -> list:
                    + " / ".join(f"{h:,.1f}" for h in x["halves_net_core_hours_per_month"])) if "settings" in x else ""
         out.append(f"  not recommended, {x['kind']} {who}: {x['reason']}{figures}")
     return out
+
+
+#: how a recommended <attr> goes in: GlideinWMS's reconfig refuses a second one of a name
+PASTE_REPLACES = ("each replacing the attr of the same name the entry has (a second one fails reconfig: "
+           "\"Key '...' already exists\")")
 
 
 def _whatif_text(doc: dict) -> list:

@@ -25,12 +25,20 @@ def add_arguments(parser):
 def run(args):
     from ..core import knobs
     from ..factory.config import render_block, validate
+    from ..factory.factory_xml import read_factory_xml
 
     if args.validate:
         findings = validate(args.validate)
         for finding in findings:
             echo(finding)
         errors = sum(1 for f in findings if f.level == "error")
+        try:
+            facts = read_factory_xml(args.validate)
+        except ValueError:
+            facts = None          # its finding says why
+        if facts is not None:
+            traced = facts.tracing_entries()
+            echo(f"tracing on for {len(traced)} of {len(facts.entries)} entries" + (f": {', '.join(traced)}" if traced else ""))
         echo(f"{args.validate}: {errors} errors, {len(findings) - errors} warnings", file=sys.stderr)
         return 1 if errors else 0
     values = {}

@@ -122,6 +122,7 @@ def validate(path) -> list[Finding]:
     if not enabled_somewhere:
         findings.append(Finding("warning", "glideinWMS.xml", f"{SWITCH.name} is not set anywhere: tracing is off",
                                 "add the block printed by `glidein-tracing factory-config`"))
+    findings.extend(reconfig_refusals(root))
     # knob values are checked wherever they appear, even with tracing off
     for where, attrs, _ in [scopes[0]] + [(f"entry {e.get('name', '?')}", {a.get('name'): a for a in e.findall('./attrs/attr')}, []) for e in entries]:
         for name, node in attrs.items():
@@ -139,6 +140,33 @@ def validate(path) -> list[Finding]:
                                         'use parameter="True" const="False" publish="True" so the '
                                         "glidein sees it before our setup script runs"))
     return findings
+
+
+def reconfig_refusals(root) -> list[Finding]:
+    """What GlideinWMS's reconfig refuses in the ``<attrs>`` of one scope (the global ones, or
+    one entry's): an attr given twice with different values (its DictFile.add raises "Key 'X'
+    already exists", creation/lib/cWDictFile.py, as cgWParamDict's add_attr_unparsed_real
+    adds each attr in turn), and an entry attr whose global copy is const="True" (a constant
+    no entry may change). A pasted recommendation must replace the entry's own attr."""
+    out = []
+    global_attrs = root.findall("./attrs/attr")
+    consts = {a.get("name") for a in global_attrs if _truthy(a.get("const"))}
+    scopes = [("global", global_attrs)] + [(f"entry {e.get('name', '?')}", e.findall("./attrs/attr"))
+                                           for e in root.findall("./entries/entry")]
+    for where, attrs in scopes:
+        seen: dict = {}
+        for attr in attrs:
+            name, value = attr.get("name"), attr.get("value", "")
+            if name in seen and seen[name] != value:
+                out.append(Finding("error", where, f"<attr name=\"{name}\"> is given twice with different values "
+                                   f"({seen[name]!r}, {value!r}): GlideinWMS's reconfig fails with \"Key '{name}' "
+                                   "already exists\"", "keep one: replace the existing attr, do not add a second"))
+            seen.setdefault(name, value)
+            if where != "global" and name in consts:
+                out.append(Finding("error", where, f"<attr name=\"{name}\"> changes a global attr that is "
+                                   "const=\"True\": GlideinWMS's reconfig refuses it",
+                                   f'make the global {name} const="False", or leave the entry\'s out'))
+    return out
 
 
 def _check_scope(where, attrs, files) -> list[Finding]:
