@@ -69,22 +69,63 @@ def by_trace(spans):
     return {format(s.context.trace_id, "032x"): s for s in spans}
 
 
-def test_every_reason_is_told_in_the_users_own_trace(exporter, tmp_path):
+REASON_OF_SITE = dict({site: reason for site, (reason, _) in ww.SITES.items()}, NOWHERE="no_matching_entry")
+
+
+def test_the_world_meets_every_reason():
+    """Each Frontend reason has its test: below, per site of the world, and not_requested and
+    unknown further down."""
+    assert set(REASON_OF_SITE.values()) | {"not_requested", "unknown"} == \
+        {reason.value for reason in waiting_reasons.REASONS}
+
+
+@pytest.mark.parametrize("site", sorted(REASON_OF_SITE), ids=lambda site: REASON_OF_SITE[site])
+def test_each_reason_is_told_in_the_users_own_trace(exporter, tmp_path, site):
+    """On the group GlideinWMS configured (../shared/fixtures/gwms-frontend)."""
+    cycle(tmp_path, ww.world(tmp_path))
+    span = by_trace(waiting_spans(exporter))[ww.trace_of(site)]
+    assert span.attributes[gc.JOB_WAITING_REASON] == REASON_OF_SITE[site]
+    # a child of the user's submission span, in their trace
+    assert format(span.parent.span_id, "016x") == ww.traceparent(site).split("-")[2]
+    assert span.attributes[gc.STAGE] == gc.STAGE_JOB_WAITING
+    assert span.attributes[gc.JOB_WAITING_STATE] == "current"
+    assert span.attributes[gc.JOB_WAITING_IDLE_JOBS] == (1 if site == "NOWHERE" else 2)
+    assert span.attributes[gc.JOB_OWNER] == "alice"
+    assert span.attributes[fc.FRONTEND_GROUP] == "main"
+    assert span.attributes[gc.JOB_WAITING_DETAIL]
+
+
+def test_not_requested_when_the_cycle_removes_glideins(exporter, tmp_path):
+    """A removal cycle (glideinFrontendElement's action removeIdle) requests nothing."""
+    element = standin.glideinFrontendElement(1, str(tmp_path), "main", "removeIdle", world=ww.world(tmp_path))
+    assert element.main() == 0
+    reasons = {t: s.attributes[gc.JOB_WAITING_REASON] for t, s in by_trace(waiting_spans(exporter)).items()}
+    assert reasons[ww.trace_of("NEW")] == "not_requested"
+    assert reasons[ww.trace_of("QUEUE")] == "site_queue"      # its glideins still wait at the site
+
+
+def test_jobs_matching_several_entries_get_the_most_hopeful_reason(exporter, tmp_path):
+    """The documented rule: a submission whose jobs match several entries gets the most hopeful
+    of their reasons (waiting_reasons.REASONS' order), here for every pair of the world's
+    entries, each compared with the single-entry submissions of the same cycle."""
+    sites = list(ww.SITES)
+    pairs = [(a, b) for n, a in enumerate(sites) for b in sites[n + 1:]]
+    names = sites + [f"{a},{b}" for a, b in pairs]
+    assert len({ww.trace_of(name) for name in names}) == len(names)   # one trace each
+    jobs = ww.world_jobs()
+    for number, (a, b) in enumerate(pairs):
+        memory = 4000 if "SMALL" in (a, b) else 2000
+        jobs.append(ww.job_ad(500 + number, 0, f"{a},{b}", ww.traceparent(f"{a},{b}"), memory=memory))
+    cycle(tmp_path, ww.world(tmp_path, jobs=jobs))
+    reasons = {t: s.attributes[gc.JOB_WAITING_REASON] for t, s in by_trace(waiting_spans(exporter)).items()}
+    for a, b in pairs:
+        alone = sorted((reasons[ww.trace_of(a)], reasons[ww.trace_of(b)]), key=waiting_reasons.RANK.get)
+        assert reasons[ww.trace_of(f"{a},{b}")] == alone[0], (a, b)
+
+
+def test_every_reason_carries_its_evidence(exporter, tmp_path):
     cycle(tmp_path, ww.world(tmp_path))
     spans = by_trace(waiting_spans(exporter))
-    expected = {ww.trace_of(site): reason for site, (reason, _) in ww.SITES.items()}
-    expected[ww.trace_of("NOWHERE")] = "no_matching_entry"
-    assert {t: s.attributes[gc.JOB_WAITING_REASON] for t, s in spans.items()} == expected
-    assert set(expected.values()) == {r.value for r in waiting_reasons.REASONS} - {"not_requested", "unknown"}
-    for site in list(ww.SITES) + ["NOWHERE"]:
-        span = spans[ww.trace_of(site)]
-        # a child of the user's submission span, in their trace
-        assert format(span.parent.span_id, "016x") == ww.traceparent(site).split("-")[2]
-        assert span.attributes[gc.STAGE] == gc.STAGE_JOB_WAITING
-        assert span.attributes[gc.JOB_WAITING_STATE] == "current"
-        assert span.attributes[gc.JOB_WAITING_IDLE_JOBS] == (1 if site == "NOWHERE" else 2)
-        assert span.attributes[fc.FRONTEND_GROUP] == "main"
-        assert span.attributes[gc.JOB_WAITING_DETAIL]
     queued = spans[ww.trace_of("QUEUE")].attributes
     assert queued[gc.JOB_WAITING_QUEUED_GLIDEINS] == 5
     assert list(queued[gc.JOB_WAITING_REASON_ENTRIES]) == [ww.request_name("QUEUE")]

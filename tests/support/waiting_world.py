@@ -77,16 +77,23 @@ def write_jobs(path, ads):
     return str(path)
 
 
+def world_jobs(sites=SITES):
+    """One submission of 2 idle jobs per site, a submission no entry matches and a job without
+    a TraceParent."""
+    jobs = []
+    for number, site in enumerate(sites, start=100):
+        memory = 4000 if site == "SMALL" else 2000
+        jobs += [job_ad(number, proc, site, traceparent(site), memory=memory) for proc in (0, 1)]
+    jobs.append(job_ad(90, 0, "NOWHERE", traceparent("NOWHERE")))
+    jobs.append(job_ad(91, 0, "QUEUE"))                        # no TraceParent
+    return jobs
+
+
 def world(tmp_path, jobs=None, sites=SITES, slots=None):
     """The world dict of the element stand-in; one submission of 2 idle jobs per site, plus a
     submission no entry matches and a job without a TraceParent."""
     if jobs is None:
-        jobs = []
-        for number, site in enumerate(sites, start=100):
-            memory = 4000 if site == "SMALL" else 2000
-            jobs += [job_ad(number, proc, site, traceparent(site), memory=memory) for proc in (0, 1)]
-        jobs.append(job_ad(90, 0, "NOWHERE", traceparent("NOWHERE")))
-        jobs.append(job_ad(91, 0, "QUEUE"))                        # no TraceParent
+        jobs = world_jobs(sites)
     if slots is None:
         slots = [slot("slot1@small1", "SMALL", 1000), slot("slot1@small2", "SMALL", 1500),
                  slot("slot1@small3", "SMALL", 8000, to_retire=int(time.time()) - 60),
