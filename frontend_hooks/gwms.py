@@ -12,6 +12,24 @@ from collections.abc import Mapping
 from frontend_hooks import conventions as c
 
 
+# What the instrumentor patches. frontend/glideinFrontend.py (spawn_group) runs every group,
+# every cycle, as ``python glideinFrontendElement.py PPID WORK_DIR GROUP ACTION``;
+# glideinFrontendElement.iterate_one is one cycle, and per entry it calls ENTRY_METHODS in
+# this order, build_resource_classad last; glideinFrontendInterface.MultiAdvertizeWork.add
+# takes the request's params; glideinFrontendLib.getCondorQ and getCondorStatus query the
+# schedds and the collector.
+ELEMENT_MODULE = "glideinwms.frontend.glideinFrontendElement"
+INTERFACE_MODULE = "glideinwms.frontend.glideinFrontendInterface"
+LIB_MODULE = "glideinwms.frontend.glideinFrontendLib"
+ELEMENT_CLASS = "glideinFrontendElement"
+ADVERTIZER_CLASS = "MultiAdvertizeWork"
+ELEMENT_SCRIPT = "glideinFrontendElement.py"   # also spelled in frontend_hooks/autoload/sitecustomize.py
+CYCLE_METHOD = "iterate_one"
+ENTRY_METHODS = ("compute_glidein_min_idle", "compute_glidein_max_run", "decide_removal_type",
+                 "build_resource_classad")
+ENTRY_LAST_METHOD = "build_resource_classad"
+
+
 def arg(args, kwargs, index: int, name: str, default=None):
     """An argument of a wrapped call by the real signature's position (self excluded) or name."""
     if len(args) > index:

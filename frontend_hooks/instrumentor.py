@@ -53,19 +53,9 @@ except Exception:  # pragma: no cover - frontend_hooks installed without glidein
 
 _logger = logging.getLogger("frontend_hooks")
 
-ELEMENT_MODULE = "glideinwms.frontend.glideinFrontendElement"
-INTERFACE_MODULE = "glideinwms.frontend.glideinFrontendInterface"
-LIB_MODULE = "glideinwms.frontend.glideinFrontendLib"
 # GLIDEIN_TRACING_FRONTEND_WAITING=0 turns the job.waiting spans (and the attributes they add
 # to the Frontend's queries) off, keeping frontend.cycle and frontend.request.
 WAITING_ENV = "GLIDEIN_TRACING_FRONTEND_WAITING"
-ELEMENT_CLASS = "glideinFrontendElement"
-ADVERTIZER_CLASS = "MultiAdvertizeWork"
-ELEMENT_SCRIPT = "glideinFrontendElement.py"
-CYCLE_METHOD = "iterate_one"
-ENTRY_METHODS = ("compute_glidein_min_idle", "compute_glidein_max_run", "decide_removal_type",
-                 "build_resource_classad")
-ENTRY_LAST_METHOD = "build_resource_classad"
 
 _PROPAGATOR = TraceContextTextMapPropagator()
 _MISSING = object()
@@ -135,7 +125,7 @@ _CURRENT: ContextVar = ContextVar("frontend_hooks_cycle", default=None)
 
 def _is_element_class(obj) -> bool:
     return isinstance(obj, type) and all(
-        callable(getattr(obj, name, None)) for name in (CYCLE_METHOD,) + ENTRY_METHODS)
+        callable(getattr(obj, name, None)) for name in (gwms.CYCLE_METHOD,) + gwms.ENTRY_METHODS)
 
 
 # Wrapping: the wrapper gets (the original, bound to the instance for a method; the instance
@@ -197,15 +187,15 @@ class FrontendTracing:
         self._patched = []
 
     def _patch_targets(self, kwargs) -> None:
-        element_module = self._module(kwargs.get("element_module") or ELEMENT_MODULE)
-        interface_module = self._module(kwargs.get("interface_module") or INTERFACE_MODULE)
-        element_class = getattr(element_module, ELEMENT_CLASS, None)
+        element_module = self._module(kwargs.get("element_module") or gwms.ELEMENT_MODULE)
+        interface_module = self._module(kwargs.get("interface_module") or gwms.INTERFACE_MODULE)
+        element_class = getattr(element_module, gwms.ELEMENT_CLASS, None)
         if _is_element_class(element_class):
             self._patch_element(element_class)
-        advertizer_class = getattr(interface_module, ADVERTIZER_CLASS, None)
-        if isinstance(advertizer_class, type) and ADVERTIZER_CLASS == advertizer_class.__name__:
+        advertizer_class = getattr(interface_module, gwms.ADVERTIZER_CLASS, None)
+        if isinstance(advertizer_class, type) and gwms.ADVERTIZER_CLASS == advertizer_class.__name__:
             self._patch(advertizer_class, "add", self._advertize_add)
-        lib_module = self._module(kwargs.get("lib_module") or LIB_MODULE)
+        lib_module = self._module(kwargs.get("lib_module") or gwms.LIB_MODULE)
         if self._waiting and lib_module is not None:
             for name, wrapper in (("getCondorQ", self._job_query), ("getCondorStatus", self._slot_query)):
                 if callable(getattr(lib_module, name, None)):
@@ -258,8 +248,8 @@ class FrontendTracing:
         self._patched.append((owner, name))
 
     def _patch_element(self, cls) -> None:
-        self._patch(cls, CYCLE_METHOD, self._iterate_one)
-        for method in ENTRY_METHODS:
+        self._patch(cls, gwms.CYCLE_METHOD, self._iterate_one)
+        for method in gwms.ENTRY_METHODS:
             self._patch(cls, method, self._entry_wrapper(method))
 
     # The group process runs glideinFrontendElement.py as __main__: its class is defined after
@@ -268,20 +258,20 @@ class FrontendTracing:
     # watch class creation until __main__ defines it, patch it, and stop watching.
     def _watch_main(self) -> None:
         main = sys.modules.get("__main__")
-        existing = getattr(main, ELEMENT_CLASS, None)
+        existing = getattr(main, gwms.ELEMENT_CLASS, None)
         if _is_element_class(existing):
             self._patch_element(existing)
             return
         script = os.path.basename(sys.argv[0]) if getattr(sys, "argv", None) else ""
-        if script != ELEMENT_SCRIPT:
+        if script != gwms.ELEMENT_SCRIPT:
             return
         original = builtins.__build_class__
         instrumentor = self
 
         def build_class(func, name, *args, **kwargs):
             cls = original(func, name, *args, **kwargs)
-            if name == ELEMENT_CLASS and instrumentor._main_hook is build_class:
-                _guarded("patching __main__." + ELEMENT_CLASS, instrumentor._main_class_built, cls)
+            if name == gwms.ELEMENT_CLASS and instrumentor._main_hook is build_class:
+                _guarded("patching __main__." + gwms.ELEMENT_CLASS, instrumentor._main_class_built, cls)
             return cls
 
         self._main_hook = build_class
@@ -316,7 +306,7 @@ class FrontendTracing:
     def _next_cycle_number(self, element) -> int:
         # GlideinWMS keeps per-group state between cycles in HistoryFile (glideinFrontendConfig),
         # saved by iterate() after iterate_one; a fresh process per cycle needs it for a counter.
-        history = getattr(element, "history_obj", None)
+        history = gwms.history(element)
         if history is not None:
             try:
                 previous = history.get(c.HISTORY_CYCLE_KEY)
@@ -330,13 +320,13 @@ class FrontendTracing:
 
     @staticmethod
     def _element_attributes(element) -> dict:
+        names = gwms.element_names(element)
         attributes = {}
         for key, name in ((c.FRONTEND_NAME, "frontend_name"), (c.FRONTEND_GROUP, "group_name"),
                           (c.FRONTEND_CLIENT_NAME, "published_frontend_name"),
                           (c.FRONTEND_ACTION, "action")):
-            value = getattr(element, name, None)
-            if isinstance(value, str) and value:
-                attributes[key] = value
+            if isinstance(names[name], str) and names[name]:
+                attributes[key] = names[name]
         return attributes
 
     def _start_cycle(self, element):
@@ -464,7 +454,7 @@ class FrontendTracing:
             finally:
                 otel_context.detach(token)
         finally:
-            if method == ENTRY_LAST_METHOD:
+            if method == gwms.ENTRY_LAST_METHOD:
                 self._close_request(cycle, request)
 
     # --- the request's GlideinParam ------------------------------------------------------

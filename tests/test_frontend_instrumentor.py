@@ -285,7 +285,7 @@ def test_a_broken_tracer_does_not_change_the_frontend(exporter, tmp_path, monkey
 
 
 def test_uninstrument_restores_the_originals_and_instrument_is_idempotent(tmp_path):
-    methods = ("iterate_one",) + instrumentor_module.ENTRY_METHODS
+    methods = ("iterate_one",) + gwms.ENTRY_METHODS
     element_originals = {name: vars(standin.glideinFrontendElement)[name] for name in methods}
     add_original = vars(interface.MultiAdvertizeWork)["add"]
     exporter = InMemorySpanExporter()

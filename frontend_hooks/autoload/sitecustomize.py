@@ -6,6 +6,8 @@ frontend_hooks (frontend_hooks/startup.py). ``GLIDEIN_TRACING_FRONTEND=0`` turns
 import os
 import sys
 
+# the group script's name (frontend_hooks.gwms.ELEMENT_SCRIPT), spelled here so that no other
+# program imports anything of frontend_hooks
 if (os.path.basename(sys.argv[0]) if getattr(sys, "argv", None) else "") == "glideinFrontendElement.py" \
         and os.environ.get("GLIDEIN_TRACING_FRONTEND", "1") != "0":
     from frontend_hooks import startup
