@@ -321,6 +321,9 @@ def test_hostile_requests_are_bounded(server, keys):
     status, _, _ = server.request("/api/v1/jobs", alice, headers={"X-Filler": "x" * 100_000})
     assert status == 431
     assert server.request("/api/v1/jobs?" + "a=b&" * 1000, alice)[0] == 414           # a long query
+    assert server.request("/api/v1/jobs?" + "a=b&" * 30, alice)[0] == 400             # too many fields
+    assert server.request("/signin", method="POST", body=b"a=b&" * 30,
+                          headers={"Content-Type": "application/x-www-form-urlencoded"})[0] == 400
     assert server.request("/api/v1/jobs?" + "a=b&" * 10000, alice)[0] == 431          # past the header bound
     status, _, _ = server.request("/signin", method="POST", body=b"token=" + b"x" * 200_000,
                                   headers={"Content-Type": "application/x-www-form-urlencoded"})

@@ -22,6 +22,7 @@ from .source import Source, SourceError
 LOG = logging.getLogger("glidein_tracing.serve")
 MAX_PATH_CHARS = 512
 MAX_QUERY_CHARS = 1024
+MAX_QUERY_FIELDS = 20
 MAX_BODY_BYTES = 16 * 1024          # the sign-in form: one token
 MAX_HEADER_BYTES = 16 * 1024        # waitress refuses larger request headers (431)
 SESSION_COOKIE = "glidein_tracing_session"
@@ -118,7 +119,7 @@ class ServeApp:
         self.limit = RateLimit(config.rate_limit)
         from .summary import Summaries
         self.summaries = Summaries(config.table) if config.table else None
-        self.routes = api.ROUTES + pages.ROUTES       # (method, compiled path, handler, is_api)
+        self.routes = api.ROUTES + pages.ROUTES       # (method, compiled path, handler, needs a caller)
 
     def __call__(self, environ, start_response):
         started = time.monotonic()
@@ -145,7 +146,10 @@ class ServeApp:
         if len(path) > MAX_PATH_CHARS or len(query) > MAX_QUERY_CHARS:
             return None, fail(414)
         method = environ.get("REQUEST_METHOD", "GET")
-        request = Request(method, path, urllib.parse.parse_qs(query, max_num_fields=20), environ)
+        try:
+            request = Request(method, path, urllib.parse.parse_qs(query, max_num_fields=MAX_QUERY_FIELDS), environ)
+        except ValueError:          # more fields than any route takes
+            return None, fail(400, f"at most {MAX_QUERY_FIELDS} query parameters")
         try:
             request.caller = self.caller(environ)
         except Unauthorized as exc:

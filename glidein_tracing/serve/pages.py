@@ -74,7 +74,10 @@ def _signin(app, request):
         raise HttpError(400) from None
     if length > MAX_BODY_BYTES:
         raise HttpError(413)
-    form = urllib.parse.parse_qs(environ["wsgi.input"].read(length).decode("utf-8", "replace"), max_num_fields=5)
+    try:
+        form = urllib.parse.parse_qs(environ["wsgi.input"].read(length).decode("utf-8", "replace"), max_num_fields=5)
+    except ValueError:
+        raise HttpError(400) from None
     token = "".join((form.get("token") or [""])[-1].split())
     try:
         caller = app.verifier.caller_of_token(token)
