@@ -39,8 +39,8 @@ from bench import quick
 DAY = 86400.0
 XML = """<glidein factory_name="{f}" glidein_name="bench" schedd_name="schedd@bench">
   <log_retention>
-    <condor_logs max_days="{days}" max_mbytes="100000" min_days="{days}"/>
-    <job_logs max_days="{days}" max_mbytes="100000" min_days="{days}"/>
+    <condor_logs max_days="{days}" max_mbytes="100000" min_days="{condor_min}"/>
+    <job_logs max_days="{days}" max_mbytes="100000" min_days="{job_min}"/>
   </log_retention>
   <entries/>
 </glidein>
@@ -108,7 +108,9 @@ def run(root: Path, days: int, per_day: int, keep_days: float, jobs: int, retent
     layout = FactoryLayout(logs=root / "logs", instance="bench", entry="RETENTION")
     layout.entry_dir.mkdir(parents=True)
     xml = root / "glideinWMS.xml"
-    xml.write_text(XML.format(f=FACTORY, days=keep_days if retention else 100000))
+    days_kept = keep_days if retention else 100000
+    # GlideinWMS's default min_days (2, 3): how long files stay absent before a glidein is forgotten
+    xml.write_text(XML.format(f=FACTORY, days=days_kept, job_min=min(2.0, days_kept), condor_min=min(3.0, days_kept)))
     settings = ForwarderSettings(logs=(str(layout.logs),), factory=FACTORY, grace=600,
                                  factory_config=str(xml), store=str(root / "store"), state=str(root / "ledger.sqlite"),
                                  store_max_days=keep_days if retention else None, table="none")

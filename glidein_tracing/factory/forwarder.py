@@ -32,7 +32,7 @@ from .glidein_stdout import read_returned_stdout, stdout_path
 from .name_check import FactoryNameCheck
 from .returned import (FactoryNames, attributed_to_jobs, held_identity, identity, returned_journal,
                        stderr_path)
-from .retention import Forgetting, keep_days
+from .retention import Forgetting
 from .scanning import Scanner
 from .settings import ForwarderSettings
 from .sink import NoTable
@@ -69,7 +69,7 @@ class Forwarder:
         self.sender = Sender(exporter, ledger, Backend(reconcile), self.table)
         self.failure_attribution = failure_attribution   # failure_rules.attribution.FailureAttribution
         self.scanner = Scanner(self.roots, ledger)
-        self.forgetting = Forgetting(ledger, keep_days(facts.log_retention))
+        self.forgetting = Forgetting(ledger, facts.log_retention)
         self.name_check = FactoryNameCheck(self.roots, facts, max_section_bytes)
 
     def run_once(self) -> ForwardStats:

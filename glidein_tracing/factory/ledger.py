@@ -9,6 +9,7 @@ marked ``sending`` with its span ids, to be reconciled against the backend on re
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -20,12 +21,12 @@ from ..core.errors import EXIT_LEDGER, UserError
 from ..core.journal import Event
 
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS logs (path TEXT PRIMARY KEY, state BLOB, events INTEGER, updated REAL);
+CREATE TABLE IF NOT EXISTS logs (path TEXT PRIMARY KEY, state BLOB, events INTEGER, updated REAL, absent_since REAL);
 CREATE TABLE IF NOT EXISTS glideins (
     gkey TEXT PRIMARY KEY, entry_dir TEXT, instance TEXT, entry TEXT,
     cluster INTEGER, proc INTEGER, status TEXT, ended_at REAL, updated REAL,
     trace_id TEXT, spans INTEGER DEFAULT 0, note TEXT, activity_state TEXT,
-    attempts INTEGER DEFAULT 0, activity_log TEXT);
+    attempts INTEGER DEFAULT 0, activity_log TEXT, absent_since REAL);
 CREATE INDEX IF NOT EXISTS glideins_status ON glideins(status, ended_at);
 CREATE TABLE IF NOT EXISTS factory_events (gkey TEXT, seq INTEGER, event TEXT, PRIMARY KEY (gkey, seq));
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER);
@@ -34,6 +35,8 @@ CREATE TABLE IF NOT EXISTS sending_spans (gkey TEXT PRIMARY KEY, span_ids TEXT);
 CREATE TABLE IF NOT EXISTS table_rows (trace_id TEXT PRIMARY KEY, gkey TEXT, day TEXT, file TEXT, state TEXT);
 CREATE INDEX IF NOT EXISTS table_rows_state ON table_rows(state, day);
 CREATE TABLE IF NOT EXISTS table_pending (trace_id TEXT PRIMARY KEY, glidein TEXT, jobs TEXT);
+CREATE TABLE IF NOT EXISTS forgotten (id INTEGER PRIMARY KEY, forgotten_at REAL, started REAL);
+CREATE INDEX IF NOT EXISTS forgotten_at ON forgotten(forgotten_at);
 """
 
 _TABLES = re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", SCHEMA)
@@ -71,6 +74,11 @@ BUSY_WAIT_S = 30.0     # later, a write waits this long for another writer to fi
 
 def glidein_key(entry_dir: str, cluster: int, proc: int) -> str:
     return f"{entry_dir}|{cluster}.{proc}"
+
+
+def _forgotten_id(gkey: str) -> int:
+    """A glidein key's 64-bit digest (SQLite's signed INTEGER)."""
+    return int.from_bytes(hashlib.blake2b(gkey.encode(), digest_size=8).digest(), "big", signed=True)
 
 
 class Ledger:
@@ -136,6 +144,10 @@ class Ledger:
 
     def knows(self, gkey) -> bool:
         return self.db.execute("SELECT 1 FROM glideins WHERE gkey=?", (gkey,)).fetchone() is not None
+
+    def remembers(self, gkey) -> bool:
+        """Whether the ledger has the glidein's row, or forgot it within the retention window."""
+        return self.knows(gkey) or self.forgotten(gkey) is not None
 
     def known_outputs(self, entry_dir: str) -> list[tuple]:
         """(cluster, proc) of every glidein of an entry directory the ledger knows: one range
@@ -276,37 +288,78 @@ class Ledger:
 
     # -- forgetting (factory/retention.py) ------------------------------------------------
     def finished_before(self, cutoff: float) -> list[tuple]:
-        """(gkey, entry dir, cluster, proc, activity log) of the glideins done or skipped that
-        ended before ``cutoff``: the rows retention may forget (an index range)."""
+        """(gkey, entry dir, cluster, proc, activity log, absent since) of the glideins done or
+        skipped that ended before ``cutoff``: the rows retention may forget (an index range)."""
         return self.db.execute(
-            "SELECT gkey, entry_dir, cluster, proc, activity_log FROM glideins "
+            "SELECT gkey, entry_dir, cluster, proc, activity_log, absent_since FROM glideins "
             "WHERE status IN (?, ?) AND ended_at < ?", (DONE, SKIPPED, cutoff)).fetchall()
 
     def open_before(self, cutoff: float) -> list[tuple]:
-        """(gkey, entry dir, cluster, proc, activity log) of the glideins still open that this
-        ledger first saw before ``cutoff`` (an index range)."""
+        """(gkey, entry dir, cluster, proc, activity log, absent since) of the glideins still
+        open that this ledger first saw before ``cutoff`` (an index range)."""
         return self.db.execute(
-            "SELECT gkey, entry_dir, cluster, proc, activity_log FROM glideins "
+            "SELECT gkey, entry_dir, cluster, proc, activity_log, absent_since FROM glideins "
             "WHERE status=? AND ended_at IS NULL AND updated < ?", (OPEN, cutoff)).fetchall()
 
-    def forget_open(self, gkeys):
+    def mark_absent(self, gkeys, since: float):
+        """Glideins whose files a sweep found gone (``since`` then, unless found gone before)."""
+        self.db.executemany("UPDATE glideins SET absent_since=? WHERE gkey=? AND absent_since IS NULL",
+                            [(since, gkey) for gkey in gkeys])
+
+    def mark_present(self, gkeys):
+        """Glideins whose files came back: absent no more."""
+        self.db.executemany("UPDATE glideins SET absent_since=NULL WHERE gkey=?", [(gkey,) for gkey in gkeys])
+
+    def forget_open(self, gkeys, now: float):
         """Forget glideins that never ended here and never can (retention.py): their row and
-        what it kept for them."""
+        what it kept for them, remembering when their Factory events began (``forgotten``)."""
         for gkey in gkeys:
+            started = min((e.time for e in self.factory_events(gkey)), default=None)
             if self.db.execute("DELETE FROM glideins WHERE gkey=? AND status=?", (gkey, OPEN)).rowcount:
                 self._finished(gkey)
+                self._remember_forgotten(gkey, now, started if started is not None else now)
 
-    def forget(self, gkeys, cutoff: float):
-        """Forget glideins that can never be seen again, and the table rows written for
-        glideins that ended a day before ``cutoff`` or earlier (a claim is checked against them
-        only while its glidein can still be converted: never, once it is done)."""
-        self.db.executemany("DELETE FROM glideins WHERE gkey=? AND status IN (?, ?)",
-                            [(gkey, DONE, SKIPPED) for gkey in gkeys])
+    def forget(self, gkeys, cutoff: float, now: float):
+        """Forget glideins that can never be seen again (remembering their ids: ``forgotten``),
+        and the table rows written for glideins that ended a day before ``cutoff`` or earlier
+        (a claim is checked against them only while its glidein can still be converted: never,
+        once it is done)."""
+        for gkey in gkeys:
+            if self.db.execute("DELETE FROM glideins WHERE gkey=? AND status IN (?, ?)",
+                               (gkey, DONE, SKIPPED)).rowcount:
+                self._remember_forgotten(gkey, now, None)
         day = time.strftime("%Y-%m-%d", time.gmtime(cutoff - 86400))
         self.db.execute("DELETE FROM table_rows WHERE state='written' AND day < ?", (day,))
 
-    def log_paths(self) -> list[str]:
-        return [row[0] for row in self.db.execute("SELECT path FROM logs")]
+    # a forgotten glidein is remembered by a 64-bit digest of its key (16 bytes a row with its
+    # time, whatever the key's length) for the retention window: one that comes back (files
+    # restored, a log moved back) is recognised, never made a new glidein and sent again
+    def _remember_forgotten(self, gkey, now: float, started):
+        self.db.execute("INSERT OR REPLACE INTO forgotten(id, forgotten_at, started) VALUES (?,?,?)",
+                        (_forgotten_id(gkey), now, started))
+
+    def forgotten(self, gkey) -> tuple | None:
+        """(forgotten at, its Factory events' first time when it was forgotten open, else
+        None) of a glidein forgotten within the retention window, or None."""
+        return self.db.execute("SELECT forgotten_at, started FROM forgotten WHERE id=?",
+                               (_forgotten_id(gkey),)).fetchone()
+
+    def unforget(self, gkey):
+        self.db.execute("DELETE FROM forgotten WHERE id=?", (_forgotten_id(gkey),))
+
+    def prune_forgotten(self, before: float):
+        """The ids forgotten before ``before`` are forgotten in turn (an index range)."""
+        self.db.execute("DELETE FROM forgotten WHERE forgotten_at < ?", (before,))
+
+    def log_paths(self) -> list[tuple]:
+        """(path, absent since) of every activity log with a reader position."""
+        return self.db.execute("SELECT path, absent_since FROM logs").fetchall()
+
+    def mark_logs(self, absent, present, since: float):
+        """Activity logs found gone (``since`` then, unless found gone before) or back."""
+        self.db.executemany("UPDATE logs SET absent_since=? WHERE path=? AND absent_since IS NULL",
+                            [(since, str(p)) for p in absent])
+        self.db.executemany("UPDATE logs SET absent_since=NULL WHERE path=?", [(str(p),) for p in present])
 
     def forget_logs(self, paths):
         """Forget the reader positions of activity logs the Factory deleted."""

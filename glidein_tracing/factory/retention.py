@@ -17,8 +17,19 @@ each pass cost more for years. An open glidein is forgotten, with a warning, onc
 has known it for longer than the Factory keeps its files and its activity log and outputs are
 gone: nothing can end it any more.
 
+Gone must mean gone for good: files moved aside (a restore, an rsync to a new host, a mount
+point that is the entry directory) come back. So a glidein (and an activity log's reader
+position) is forgotten only once its files stayed absent, sweep after sweep, for the
+``min_days`` of their kind in ``<log_retention>`` (``job_logs`` for its output, ``condor_logs``
+for its activity log: 2 and 3 days by GlideinWMS's defaults); a file seen again resets the
+count. A forgotten glidein's id stays in the ledger (``forgotten``, 16 bytes a glidein) for the
+retention window (``max_days``): one whose files come back later is recognised and not made a
+new glidein sent a second time, and one forgotten while open that then ends gets a root from
+its first Factory event, so it contains the Factory stages sent while it ran.
+
 The glidein table is the long-term record: forgetting touches only the ledger. The sweep
-runs on a process's first pass and then hourly; it reads only the rows past the cutoff.
+runs on a process's first pass and then hourly; it reads only the rows past the cutoff and
+the forgotten ids past the window, so its cost does not grow with the ledger's history.
 """
 
 from __future__ import annotations
@@ -43,6 +54,14 @@ def keep_days(log_retention: dict) -> float:
     return max(log_retention["job_logs"]["max_days"], log_retention["condor_logs"]["max_days"])
 
 
+def absent_days(log_retention: dict, activity_log: bool) -> float:
+    """How long a glidein's files must stay absent before it is forgotten: the ``min_days``
+    of its output's kind (``job_logs``) and, when an activity log named it, of that log's
+    (``condor_logs``)."""
+    kinds = ("job_logs", "condor_logs") if activity_log else ("job_logs",)
+    return max(log_retention[kind]["min_days"] for kind in kinds)
+
+
 def gone(path) -> bool:
     """Nothing at ``path``, not even a dangling link."""
     return not os.path.lexists(path)
@@ -56,11 +75,13 @@ def files_gone(entry_dir: str, cluster, proc, activity_log) -> bool:
 
 
 class Forgetting:
-    """The ledger's forgetting, ``keep_days`` after a glidein ended at least."""
+    """The ledger's forgetting, ``keep_days`` after a glidein ended at least, once its files
+    stayed absent for ``absent_days``."""
 
-    def __init__(self, ledger: ledger_mod.Ledger, keep_days: float, every_s: float = SWEEP_EVERY_S):
+    def __init__(self, ledger: ledger_mod.Ledger, log_retention: dict, every_s: float = SWEEP_EVERY_S):
         self.ledger = ledger
-        self.keep_days = keep_days
+        self.log_retention = log_retention
+        self.keep_days = keep_days(log_retention)
         self.every_s = every_s
         self._last_sweep = None
 
@@ -74,22 +95,24 @@ class Forgetting:
         self._last_sweep = now
         present = {str(p) for p in entry_dirs}
         cutoff = now - self.keep_days * DAY_S
-        forget, kept = [], 0
-        for gkey, entry_dir, cluster, proc, activity_log in self.ledger.finished_before(cutoff):
-            if entry_dir not in present:
+        done, kept = self._gone_for_good(self.ledger.finished_before(cutoff), present, now)
+        orphans, _ = self._gone_for_good(self.ledger.open_before(cutoff), present, now)
+        logs, absent, back = [], [], []     # an activity log's reader position: as a glidein's row
+        for path, absent_since in self.ledger.log_paths():
+            if str(Path(path).parent) not in present:
                 continue
-            if files_gone(entry_dir, cluster, proc, activity_log):
-                forget.append(gkey)
-            else:
-                kept += 1
-        orphans = [gkey for gkey, entry_dir, cluster, proc, activity_log in self.ledger.open_before(cutoff)
-                   if entry_dir in present and files_gone(entry_dir, cluster, proc, activity_log)]
-        logs = [path for path in self.ledger.log_paths()
-                if str(Path(path).parent) in present and gone(path)]
+            if not gone(path):
+                back += [path] if absent_since is not None else []
+            elif absent_since is None:
+                absent.append(path)
+            elif now - absent_since >= self.log_retention["condor_logs"]["min_days"] * DAY_S:
+                logs.append(path)
         with self.ledger.transaction():
-            self.ledger.forget(forget, cutoff)
-            self.ledger.forget_open(orphans)
+            self.ledger.forget(done, cutoff, now)
+            self.ledger.forget_open(orphans, now)
+            self.ledger.mark_logs(absent, back, now)
             self.ledger.forget_logs(logs)
+            self.ledger.prune_forgotten(now - self.keep_days * DAY_S)
         if kept:
             log.warning("%d glideins ended over %g days ago still have their output or activity log on disk: "
                         "kept in the ledger until GlideinWMS's log cleaner deletes them (is it running? "
@@ -98,5 +121,24 @@ class Forgetting:
             log.warning("%d glideins never ended in the ledger and their activity log and output are gone (deleted "
                         "before the forwarder read their end, over %g days ago): forgotten, nothing of them was sent "
                         "but their Factory stages", len(orphans), self.keep_days)
-        stats.glideins_forgotten += len(forget) + len(orphans)
-        return len(forget) + len(orphans)
+        stats.glideins_forgotten += len(done) + len(orphans)
+        return len(done) + len(orphans)
+
+    def _gone_for_good(self, rows, present: set, now: float) -> tuple[list, int]:
+        """(the keys of ``rows`` whose files stayed absent long enough, how many still have
+        files on disk); marks in the ledger those found absent now and those come back."""
+        forget, absent, back, kept = [], [], [], 0
+        for gkey, entry_dir, cluster, proc, activity_log, absent_since in rows:
+            if entry_dir not in present:
+                continue
+            if not files_gone(entry_dir, cluster, proc, activity_log):
+                kept += 1
+                back += [gkey] if absent_since is not None else []
+            elif absent_since is None:
+                absent.append(gkey)
+            elif now - absent_since >= absent_days(self.log_retention, activity_log is not None) * DAY_S:
+                forget.append(gkey)
+        with self.ledger.transaction():
+            self.ledger.mark_absent(absent, now)
+            self.ledger.mark_present(back)
+        return forget, kept

@@ -12,6 +12,7 @@ import os
 import time
 from pathlib import Path
 
+from ..core.journal import Event
 from . import ledger as ledger_mod
 from .activity import read_activity_log
 from .outputs import EntryDir, EntryListing, find_entry_dirs, output_name, parse_output_name
@@ -76,8 +77,19 @@ def read_log(ledger: ledger_mod.Ledger, entry: EntryDir, path: Path, stats: Forw
             if activity.after_end:
                 stats.problem("activity_events_after_end", activity.after_end)
             gkey = ledger_mod.glidein_key(str(entry.path), cluster, proc)
+            events = activity.events
+            forgotten = None if ledger.knows(gkey) else ledger.forgotten(gkey)
+            if forgotten is not None:
+                if forgotten[1] is None:    # done and forgotten, its files back: sent already
+                    stats.problem("forgotten_glidein_seen_again")
+                    continue
+                # forgotten while open: its root starts where its Factory events did, around the
+                # Factory stages sent while it ran
+                ledger.unforget(gkey)
+                events = [Event(time=forgotten[1], op="start", key="glidein",
+                                fields={"@name": "glidein", "@stage": "glidein"})] + list(events)
             ledger.upsert_glidein(gkey, str(entry.path), entry.instance, entry.entry, cluster, proc, str(path))
-            ledger.append_events(gkey, activity.events)
+            ledger.append_events(gkey, events)
             ledger.save_activity_state(gkey, activity.state())
             if activity.ended_at is not None:
                 ledger.mark_ended(gkey, activity.ended_at)
@@ -95,7 +107,7 @@ def adopt_orphan_outputs(ledger: ledger_mod.Ledger, listing: EntryListing, orpha
     for name in sorted(listing.waiting):
         cluster, proc = parse_output_name(name)
         gkey = ledger_mod.glidein_key(str(entry.path), cluster, proc)
-        if ledger.knows(gkey):
+        if ledger.remembers(gkey):      # known, or forgotten within the retention window
             listing.settle(name)
             continue
         try:
