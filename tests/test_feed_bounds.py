@@ -184,7 +184,28 @@ def test_a_feed_is_parsed_once_per_content(tmp_path, monkeypatch):
     assert not [p for p in cache.iterdir() if ".tmp" in p.name]
 
 
-@pytest.mark.parametrize("text", ["Infinity", "NaN", "-inf", "1e999", "99999999999", "Jul 21, 2026 10:00 AM +9999"])
+@pytest.mark.parametrize("text", ["Infinity", "NaN", "-inf", "1e999", "99999999999", "Jul 21, 2026 10:00 AM +9999",
+                                  # issue 42: Python takes +00:99 as +01:39, and int() and float() fullwidth digits
+                                  "2026-07-21T10:00:00+00:99", "2026-07-21T10:00:00+0099", "2026-07-21T10:00:00+00:30:99",
+                                  "\uff11\uff17\uff18\uff14\uff16\uff12\uff18\uff10\uff10\uff10",
+                                  "Jul \uff12\uff11, 2026 10:00 AM UTC"])
 def test_parse_time_refuses_what_no_downtime_can_be(text):
     with pytest.raises(downtimes_mod.BadTime):
         downtimes_mod.parse_time(text)
+
+
+def test_a_downtime_cache_of_bad_types_gives_one_line_and_the_feed_parsed_again(tmp_path):
+    """Issue 42: the cache was trusted on read: a row of bad types made a traceback at start.
+    It is checked as a feed is; a bad one is named in one line, the feed parsed again."""
+    import marshal
+    feed = tmp_path / "d.csv"
+    feed.write_text("target,start,end,reason\nxrootd,1784628000,1784631600,upgrade\n")
+    assert forward(tmp_path, f"downtimes: [{feed}]").returncode == 0
+    (cached,) = (tmp_path / "downtime-cache").iterdir()
+    cached.write_bytes(marshal.dumps(([("osg:1", "xrootd", "noon", None, 3, "maybe")], [7])))
+    ran = forward(tmp_path, f"downtimes: [{feed}]")
+    assert ran.returncode == 0 and "Traceback" not in ran.stderr
+    (line,) = [x for x in ran.stderr.splitlines() if "damaged cache" in x]
+    assert str(cached) in line and "the feed is parsed again" in line
+    again, problems = read_downtimes([feed], tmp_path / "downtime-cache")
+    assert [d.reason for d in again.entries] == ["upgrade"] and problems == []    # the cache rewritten whole

@@ -55,6 +55,7 @@ _MONTHS = {m: i + 1 for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"))}
 _UTC_NAMES = ("UTC", "GMT", "Z", "+0000", "-0000", "+00:00")
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
+_ISO_OFFSET = re.compile(r"[+-]\d\d:?(\d\d)(?::?(\d\d)(?:\.\d+)?)?$")   # Python takes +00:99 as +01:39
 TARGETS = ("target", "service", "site")
 
 
@@ -101,6 +102,8 @@ def _parse_time(text) -> float:
     if isinstance(text, (int, float)):
         return float(text)
     text = str(text).strip()
+    if not text.isascii():      # fullwidth and other Unicode digits: int() and float() take them
+        raise BadTime(f"not a time (characters other than ASCII): {_shown(text)}")
     if text.lower().lstrip("+-") in ("nan", "inf", "infinity"):
         raise BadTime(f"not a finite time: {_shown(text)}")
     if re.fullmatch(r"\d{9,11}(\.\d+)?", text):
@@ -122,6 +125,9 @@ def _parse_time(text) -> float:
         raise BadTime(f"not an ISO 8601 time: {_shown(text)}") from exc
     if when.tzinfo is None:
         raise BadTime(f"no time zone in {_shown(text)}: give Z or an offset")
+    offset = _ISO_OFFSET.search(text)
+    if offset and any(int(part) >= 60 for part in offset.groups() if part):
+        raise BadTime(f"not an offset: {offset.group(0)!r} in {_shown(text)}")
     if abs(when.utcoffset().total_seconds()) > MAX_OFFSET_S:
         raise BadTime(f"offset beyond +/-14:00 in {_shown(text)}")
     return when.timestamp()
@@ -284,18 +290,38 @@ def read_feed(path, cache_dir=None) -> tuple[list[Downtime], list[str]]:
         return [], [f"{path}: not readable: {exc.strerror or exc}"]
     key = hashlib.sha256(b"%d\0%s\0" % (CACHE_FORMAT, os.fsencode(path)) + data).hexdigest()
     cached = Path(cache_dir) / f"{key}.marshal" if cache_dir else None
+    damaged = []
     if cached is not None:
         try:
-            rows, problems = marshal.loads(cached.read_bytes())
+            entries, problems = _from_cache(marshal.loads(cached.read_bytes()))
             os.utime(cached)
-            return [Downtime._make(row) for row in rows], list(problems)
-        except (OSError, ValueError, EOFError, TypeError):
-            pass                                        # not cached yet (or damaged): parse
+            return entries, problems
+        except FileNotFoundError:
+            pass                                        # not cached yet: parse
+        except (OSError, ValueError, EOFError, TypeError) as exc:
+            damaged = [f"{cached}: a damaged cache of {path} ({exc}): the feed is parsed again"]
     read = read_osg_xml if path.suffix == ".xml" else read_table
     entries, problems = read(path, data)
     if cached is not None:
         _cache(cached, entries, problems)
-    return entries, problems
+    return entries, damaged + problems
+
+
+def _from_cache(value) -> tuple[list[Downtime], list[str]]:
+    """What ``_cache`` wrote, checked as a feed would be (a cache is a file like any other:
+    damaged, or another version's): ValueError when any row is not a downtime."""
+    rows, problems = value
+    entries = []
+    for row in rows:
+        ident, names, start, end, reason, planned = row
+        if not (isinstance(ident, str) and isinstance(names, tuple) and all(isinstance(n, str) for n in names)
+                and type(start) is float and type(end) is float and EARLIEST <= start <= end < LATEST
+                and isinstance(reason, str) and planned in (True, False, None)):
+            raise ValueError("a row that is not a downtime")
+        entries.append(Downtime(ident, names, start, end, reason, planned))
+    if not all(isinstance(p, str) for p in problems):
+        raise ValueError("a problem that is not text")
+    return entries, list(problems)
 
 
 def _cache(cached: Path, entries, problems):
