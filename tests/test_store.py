@@ -287,3 +287,29 @@ def test_a_users_traces_are_found_by_their_owner_latest_first_paged_and_pruned(t
     assert [t for t, *_ in Store(tmp_path, read_only=True).owned("alice")] == alice[::-1]
     store.prune(max_days=1, today=20261103)
     assert [t for t, *_ in Store(tmp_path).owned("alice")] == [alice[2]]
+
+
+def test_the_spans_of_many_traces_in_one_pass_each_decoded_alone(tmp_path):
+    """spans_of: the spans of several traces sharing lines (as a Frontend request's line holds
+    many users' spans), each as trace() gives it (resource aside); a span of another trace that
+    links to one of them is not taken for one of its spans; a line written with another key
+    order (not by this store) is read whole."""
+    def span(trace, span_id, name, links=()):
+        return {"trace_id": trace, "span_id": span_id, "name": name, "start_ns": 1, "end_ns": 2,
+                "attributes": {"job.waiting.reason": "site_queue", "n": 1}, "resource": {"service.name": "fe"},
+                "links": [{"trace_id": t, "span_id": s, "attributes": {}} for t, s in links]}
+    a, b, other = "a" * 32, "b" * 32, "c" * 32
+    store = Store(tmp_path)
+    store.append_span_dicts([[span(a, "1" * 16, "job.waiting"), span(b, "2" * 16, "job.waiting"),
+                             span(other, "3" * 16, "frontend.request", links=[(a, "1" * 16), (b, "2" * 16)]),
+                              span(a, "4" * 16, "job.wait")]])
+    found = Store(tmp_path, read_only=True).spans_of([a, b, "d" * 32])
+    for trace in (a, b):
+        whole = sorted(Store(tmp_path, read_only=True).trace(trace), key=lambda s: s["span_id"])
+        assert sorted(found[trace], key=lambda s: s["span_id"]) == [{**s, "resource": {}} for s in whole]
+    assert found["d" * 32] == [] and [s["span_id"] for s in found[b]] == ["2" * 16]
+    assert [s["name"] for s in Store(tmp_path, read_only=True).spans_of([a], names={"job.waiting"})[a]] == ["job.waiting"]
+    from glidein_tracing.exporters.store import _spans_in_line
+    reordered = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"spanId": "5" * 16, "traceId": a, "name": "job.waiting", "startTimeUnixNano": "1"}]}]}]})
+    assert [s["span_id"] for s in _spans_in_line(reordered, a, json.JSONDecoder())] == ["5" * 16]

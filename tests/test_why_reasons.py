@@ -296,3 +296,19 @@ def test_another_owners_jobs_with_a_copied_traceparent_do_not_change_the_answer(
     assert d.diagnose(None, spans, job="t", asker="alice", now=NOW).reason == "site_queue"
     other = d.diagnose(None, spans, job="t", asker="eve", now=NOW)
     assert other.category == d.NO_RECORD and "several owners (alice, mallory)" in other.meaning
+
+
+def test_a_queue_file_is_read_one_lean_ad_at_a_time(tmp_path):
+    """The ads of a file are read one at a time with only the attributes why reads; their trace
+    ids are found first (attribute names in any case), and an ad whose TraceParent is no plain
+    string still has its own trace read."""
+    queue = ww.traceparent("QUEUE")
+    ads = [ww.job_ad(1, 0, "QUEUE", queue, Cmd='"/bin/sleep"'),
+           ww.job_ad(1, 1, "QUEUE").replace("ClusterId", "clusterid") + f'traceparent  =  "{ww.traceparent("LIMIT")}"\n',
+           ww.job_ad(1, 2, "QUEUE") + f'TraceParent = strcat("{queue[:20]}", "{queue[20:]}")\n']
+    (tmp_path / "q.ads").write_text("\n".join(ads))
+    reader = sources.AdFile(tmp_path / "q.ads")
+    assert reader.trace_ids() == {ww.trace_of("QUEUE"), ww.trace_of("LIMIT")}
+    read = list(reader)
+    assert [a["ProcId"] for a in read] == [0, 1, 2] and "Cmd" not in read[0] and read[0]["Owner"] == "alice"
+    assert set(read[0]) <= set(sources.JOB_ATTRIBUTES) and read[2]["TraceParent"] == queue

@@ -15,6 +15,7 @@ import sys
 
 from ..core.terminal import echo
 from ..why import answer, words
+from ..why import diagnosis as d
 
 
 def add_arguments(parser):
@@ -27,29 +28,38 @@ def add_arguments(parser):
     parser.add_argument("--json", action="store_true", help="the same as JSON")
 
 
-def _print(items, data) -> None:
-    for number, item in enumerate(items):
-        if number:
-            echo("")
-        echo(words.sentences(item))
-        for evidence in item.evidence:
-            echo(f"  Evidence: {words.evidence_line(evidence)}")
-    unchecked = sorted({item.facts["running_cap_unchecked"] for item in items if "running_cap_unchecked" in item.facts})
-    for text in unchecked:
-        echo(f"Your running-job cap at the schedd was not checked: {text}.")
-    if len(items) > 1:
-        echo("")
-        echo(f"{'JOBS':>6}  CATEGORY [REASON]")
-        for row in data["summary"]:
-            echo(f"{row['jobs']:>6}  {row['category']}" + (f" [{row['reason']}]" if row["reason"] else ""))
+def _text(item) -> None:
+    echo(words.sentences(item))
+    for evidence in item.evidence:
+        echo(f"  Evidence: {words.evidence_line(evidence)}")
 
 
 def run(args):
+    """Each job's answer printed as it is made (a whole queue is never held), then the summary."""
     items = answer.diagnoses(args.job, jaeger=args.jaeger, store=args.store, table=args.table,
                              warn=lambda text: echo(f"glidein-tracing why: {text}", file=sys.stderr))
-    data = answer.as_data(items)
+    counts: dict = {}
+    unchecked: set = set()
+    for number, item in enumerate(items):
+        if args.json:
+            # one job a line (the C encoder: an indented dump costs as much as reading the ad)
+            echo(('{"jobs": [\n' if not number else ",\n") + json.dumps(answer.job_data(item), default=str))
+        else:
+            if number:
+                echo("")
+            _text(item)
+        d.count(counts, item)
+        if "running_cap_unchecked" in item.facts:
+            unchecked.add(item.facts["running_cap_unchecked"])
+    summary = answer.summary_data(counts)
     if args.json:
-        echo(json.dumps(data, indent=1, default=str))
-    else:
-        _print(items, data)
+        echo('], "summary": ' + json.dumps(summary, indent=1) + "}")
+        return 0
+    for text in sorted(unchecked):
+        echo(f"Your running-job cap at the schedd was not checked: {text}.")
+    if sum(counts.values()) > 1:
+        echo("")
+        echo(f"{'JOBS':>6}  CATEGORY [REASON]")
+        for row in summary:
+            echo(f"{row['jobs']:>6}  {row['category']}" + (f" [{row['reason']}]" if row["reason"] else ""))
     return 0

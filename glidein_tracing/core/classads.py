@@ -19,8 +19,9 @@ def _plain(value):
     return text[:MAX_VALUE_CHARS]
 
 
-def parse_old_ad(text: str):
-    """Parse one ClassAd in the old (``Name = value`` lines) syntax into a dict, or None."""
+def parse_old_ad(text: str, keep=None):
+    """Parse one ClassAd in the old (``Name = value`` lines) syntax into a dict, or None;
+    ``keep``: evaluate only those attributes (the others are left out of the dict)."""
     if not text or len(text) > MAX_AD_BYTES:
         return None
     try:
@@ -28,7 +29,7 @@ def parse_old_ad(text: str):
         ad = classad2.parseOne(text, classad2.ParserType.Old)
     except Exception:  # the bindings raise several types on bad input
         return None
-    return _as_dict(ad)
+    return _as_dict(ad, keep)
 
 
 def parse_old_ads(text: str) -> list:
@@ -39,9 +40,11 @@ def parse_old_ads(text: str) -> list:
     return [parse_old_ad(chunk) for chunk in re.split(r"\n[ \t]*\n", text) if chunk.strip()]
 
 
-def _as_dict(ad) -> dict:
+def _as_dict(ad, keep=None) -> dict:
     out = {}
-    for key in ad.keys():
+    for key in (ad.keys() if keep is None else keep):
+        if keep is not None and key not in ad:
+            continue
         try:
             out[key] = _plain(ad.eval(key))
         except Exception:

@@ -68,27 +68,32 @@ def flatten_request(request: dict):
         resource = attributes((resource_spans.get("resource") or {}).get("attributes"))
         for scope_spans in resource_spans.get("scopeSpans", []) or []:
             for span in scope_spans.get("spans", []) or []:
-                status = span.get("status") or {}
-                yield {
-                    "trace_id": (span.get("traceId") or "").lower(),
-                    "span_id": (span.get("spanId") or "").lower(),
-                    "parent_span_id": (span.get("parentSpanId") or "").lower(),
-                    "name": span.get("name", ""),
-                    "start_ns": int(span.get("startTimeUnixNano", 0) or 0),
-                    "end_ns": int(span.get("endTimeUnixNano", 0) or 0),
-                    "status_code": int(status.get("code", 0) or 0),
-                    "status_message": status.get("message", ""),
-                    "attributes": attributes(span.get("attributes")),
-                    "resource": resource,
-                    "events": [{"name": e.get("name", ""),
-                                "time_ns": int(e.get("timeUnixNano", 0) or 0),
-                                "attributes": attributes(e.get("attributes"))}
-                               for e in span.get("events", []) or []],
-                    "links": [{"trace_id": (l.get("traceId") or "").lower(),
-                               "span_id": (l.get("spanId") or "").lower(),
-                               "attributes": attributes(l.get("attributes"))}
-                              for l in span.get("links", []) or []],
-                }
+                yield flatten_span(span, resource)
+
+
+def flatten_span(span: dict, resource: dict) -> dict:
+    """One OTLP JSON span as the plain dict ``flatten_request`` yields, with ``resource``."""
+    status = span.get("status") or {}
+    return {
+        "trace_id": (span.get("traceId") or "").lower(),
+        "span_id": (span.get("spanId") or "").lower(),
+        "parent_span_id": (span.get("parentSpanId") or "").lower(),
+        "name": span.get("name", ""),
+        "start_ns": int(span.get("startTimeUnixNano", 0) or 0),
+        "end_ns": int(span.get("endTimeUnixNano", 0) or 0),
+        "status_code": int(status.get("code", 0) or 0),
+        "status_message": status.get("message", ""),
+        "attributes": attributes(span.get("attributes")),
+        "resource": resource,
+        "events": [{"name": e.get("name", ""),
+                    "time_ns": int(e.get("timeUnixNano", 0) or 0),
+                    "attributes": attributes(e.get("attributes"))}
+                   for e in span.get("events", []) or []],
+        "links": [{"trace_id": (l.get("traceId") or "").lower(),
+                   "span_id": (l.get("spanId") or "").lower(),
+                   "attributes": attributes(l.get("attributes"))}
+                  for l in span.get("links", []) or []],
+    }
 
 
 def _any_value(value) -> dict:

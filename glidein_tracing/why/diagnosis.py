@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from ..core import conventions as c
 from ..core import waiting_reasons as wr
@@ -58,7 +58,11 @@ class Diagnosis:
     estimate: dict | None = None     # when it may start (why/estimate.py), with --table
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """As data (``dataclasses.asdict`` deep-copies every fact: a third of ``why``'s time on
+        a whole queue; the facts are plain values already)."""
+        out = dict(self.__dict__)
+        out["evidence"] = [dict(e.__dict__) for e in self.evidence]
+        return out
 
 
 def _with_reason(job: str, status: str, reason: wr.Reason, facts=None, evidence=None) -> Diagnosis:
@@ -278,12 +282,14 @@ def add_table_evidence(diagnosis: Diagnosis, outcomes: dict) -> None:
             diagnosis.evidence.append(Evidence(f"glideins at {entry} in the last 2 days: {text}"))
 
 
-def summary(diagnoses) -> list:
-    """Jobs per category and reason (like LSF's bjobs -psum): [(count, category, reason)]."""
-    counts: dict = {}
-    for d in diagnoses:
-        key = (d.category, d.reason)
-        counts[key] = counts.get(key, 0) + 1
+def count(counts: dict, diagnosis: Diagnosis) -> None:
+    """Count one diagnosis in ``counts`` (category, reason) -> jobs, for the summary."""
+    key = (diagnosis.category, diagnosis.reason)
+    counts[key] = counts.get(key, 0) + 1
+
+
+def summary_rows(counts: dict) -> list:
+    """Jobs per category and reason (like LSF's bjobs -psum), most first: [(jobs, category, reason)]."""
     return sorted(((n, cat, reason) for (cat, reason), n in counts.items()), key=lambda t: (-t[0], t[1]))
 
 

@@ -7,32 +7,84 @@ in those answers."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import time
 from pathlib import Path
 
 from ..core import conventions as c
-from ..core.classads import parse_old_ads
+from ..core.classads import parse_old_ad
 from ..core.errors import UserError
-from ..core.inputs import read_input
+from ..core.ids import parse_traceparent
+from ..core.inputs import open_input
 
 MAX_AD_FILE_BYTES = 256 * 1024 * 1024
 TABLE_DAYS = 2
 USER_RECORD_ATTRIBUTES = ("User", "MaxJobsRunning", "NumRunning", "NumIdle")
+# the job ad attributes why reads (why/diagnosis.py): a file's ads are kept with these only
+JOB_ATTRIBUTES = ("ClusterId", "ProcId", "JobStatus", "GlobalJobId", "ScheddName", "Owner", "User", "TraceParent",
+                  "QDate", "EnteredCurrentStatus", "HoldReasonCode", "HoldReasonSubCode", "HoldReason",
+                  "NumJobStarts", "VacateReasonCode", "VacateReason", "JobCoolDownExpiration",
+                  "TransferringInput", "TransferQueued", "RequestCpus", "RequestMemory", "RequestDisk")
+TRACEPARENT_LINE = re.compile(rb'^TraceParent[ \t]*=[ \t]*"([^"\n]{0,100})"[ \t]*$', re.I | re.M)
 ARRAY_ATTRIBUTES = (c.JOB_WAITING_JOBS, c.JOB_WAITING_ENTRIES, c.JOB_WAITING_REASON_ENTRIES, c.JOB_WAITING_LIMITS,
                     c.JOB_WAITING_JOB_VALUES, c.JOB_WAITING_GROUP_ENTRIES)
 
 
-def ads_from_file(path) -> tuple:
-    """(the job ads of a file ``condor_q -l`` wrote, how many of its ads could not be read)."""
-    import classad2  # noqa: F401  without the bindings, the verb names its extra (not "no job ad in it")
-    data = read_input(path, MAX_AD_FILE_BYTES)
-    if len(data) > MAX_AD_FILE_BYTES:
-        raise UserError(f"{path}: larger than {MAX_AD_FILE_BYTES >> 20} MiB; give fewer jobs")
-    parsed = parse_old_ads(data.decode("utf-8", "replace"))
-    ads = [ad for ad in parsed if ad and "ClusterId" in ad and "ProcId" in ad]
-    if not ads:
-        raise UserError(f"{path}: no job ad in it (write one with condor_q -l CLUSTER.PROC > FILE)")
-    return ads, len(parsed) - len(ads)
+class AdFile:
+    """The job ads of a file ``condor_q -l`` wrote, read one at a time and kept lean (only
+    ``JOB_ATTRIBUTES``, what ``why`` reads): a user's whole queue is never held at once.
+    ``trace_ids()`` finds every ad's trace id first, in one cheap pass over the text (no ClassAd
+    parsing), so their spans can be read in one pass over the store. ``unreadable`` counts the
+    ads that are no job ad, once they have been read."""
+
+    def __init__(self, path):
+        import classad2  # noqa: F401  without the bindings, the verb names its extra (not "no job ad in it")
+        with open_input(path) as handle:
+            size = os.fstat(handle.fileno()).st_size
+        if size > MAX_AD_FILE_BYTES:
+            raise UserError(f"{path}: larger than {MAX_AD_FILE_BYTES >> 20} MiB; give fewer jobs")
+        self.path, self.unreadable = path, 0
+
+    def _texts(self):
+        """Each ad's text (blank lines between ads), as the file is read."""
+        lines: list = []
+        with open_input(self.path) as handle:
+            for line in handle:
+                if line.strip():
+                    lines.append(line)
+                elif lines:
+                    yield b"".join(lines).decode("utf-8", "replace")
+                    lines = []
+        if lines:
+            yield b"".join(lines).decode("utf-8", "replace")
+
+    def trace_ids(self) -> set:
+        """The trace ids of the ads' TraceParents, as far as a plain ``TraceParent = "..."`` line
+        gives them (an ad whose TraceParent is written otherwise has its trace read alone)."""
+        values, tail = set(), b""
+        with open_input(self.path) as handle:
+            while True:
+                block = handle.read(1 << 20)
+                text = tail + block
+                end = text.rfind(b"\n") + 1 if block else len(text)   # whole lines only, but at the end
+                values.update(TRACEPARENT_LINE.findall(text, 0, end))
+                tail = text[end:]
+                if not block:
+                    break
+        return {parsed[0] for parsed in (parse_traceparent(v.decode("ascii", "replace")) for v in values) if parsed}
+
+    def __iter__(self):
+        found = False
+        for text in self._texts():
+            ad = parse_old_ad(text, JOB_ATTRIBUTES)
+            if ad and "ClusterId" in ad and "ProcId" in ad:
+                found = True
+                yield ad
+            else:
+                self.unreadable += 1
+        if not found:
+            raise UserError(f"{self.path}: no job ad in it (write one with condor_q -l CLUSTER.PROC > FILE)")
 
 
 def _schedd(htcondor2, name: str | None):
@@ -84,7 +136,7 @@ class SpanSource:
 
     def __init__(self, jaeger: str | None, store: str | None):
         from ..exporters.store import default_store_dir
-        self.jaeger, self.error, self._cache = jaeger, "", {}
+        self.jaeger, self.error, self._cache, self._store = jaeger, "", {}, None
         self.directory = Path(store) if store else default_store_dir()
         if jaeger:
             self.where = f"Jaeger at {jaeger}"
@@ -96,24 +148,36 @@ class SpanSource:
                           + ("" if store else " (the default; --store names another)"))
 
     def spans(self, trace_id: str) -> list | None:
-        """The spans of one trace; None when they cannot be read (``error`` says why)."""
+        """The job.waiting spans of one trace (what ``why`` reads); None when they cannot be
+        read (``error`` says why)."""
         if trace_id not in self._cache:
-            self._cache[trace_id] = self._read(trace_id)
+            self._cache.update(self._read([trace_id]))
         return self._cache[trace_id]
 
-    def _read(self, trace_id: str):
+    def prefetch(self, trace_ids) -> None:
+        """Read the spans of many traces at once: from the store, in one pass over its index
+        (Jaeger is asked one trace at a time, when it is needed)."""
+        if not self.jaeger and self.where:
+            self._cache.update(self._read([t for t in trace_ids if t not in self._cache]))
+
+    def _read(self, trace_ids: list) -> dict:
         if self.jaeger:
             from ..exporters.jaeger_query import trace_spans as jaeger_trace
-            spans = jaeger_trace(self.jaeger, trace_id)
-            if spans is None:
-                self.error = f"Jaeger at {self.jaeger} did not answer"
-                return None
-            return [decoded_arrays(span) for span in spans]
+            out = {}
+            for trace_id in trace_ids:
+                spans = jaeger_trace(self.jaeger, trace_id)
+                if spans is None:
+                    self.error = f"Jaeger at {self.jaeger} did not answer"
+                out[trace_id] = None if spans is None else [decoded_arrays(span) for span in spans
+                                                            if span.get("name") == c.STAGE_JOB_WAITING]
+            return out
         if not self.where:
-            return None
+            return dict.fromkeys(trace_ids)
         from ..exporters.store import Store, StoreError
         try:
-            return Store(self.directory, read_only=True).trace(trace_id)
+            if self._store is None:
+                self._store = Store(self.directory, read_only=True)
+            return self._store.spans_of(trace_ids, names={c.STAGE_JOB_WAITING})
         except (StoreError, OSError) as exc:
             raise UserError(f"cannot read the store {self.directory}: {exc}") from exc
 
