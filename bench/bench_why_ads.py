@@ -121,9 +121,11 @@ def measure(argv: list, cwd=None, env=None) -> tuple:
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0, time.time() - started
 
 
-def why(checkout: Path, ads: Path, store: Path) -> list:
-    return [sys.executable, "-c", "import sys; from glidein_tracing.cli.main import main; sys.exit(main(sys.argv[1:]))",
-            "why", str(ads), "--store", str(store), "--json"], {**os.environ, "PYTHONPATH": str(checkout)}
+def why(checkout: Path, ads: Path, store: Path) -> tuple:
+    """The command, its environment and its directory: the checkout's package first on the path
+    (``python -c`` puts its working directory first)."""
+    return ([sys.executable, "-c", "import sys; from glidein_tracing.cli.main import main; sys.exit(main(sys.argv[1:]))",
+             "why", str(ads), "--store", str(store), "--json"], {**os.environ, "PYTHONPATH": str(checkout)}, checkout)
 
 
 def main(argv=None) -> int:
@@ -140,14 +142,14 @@ def main(argv=None) -> int:
         floor = measure([sys.executable, "-c", FLOOR, str(ads)])
         print(f"floor, classad2 parseOne per ad: CPU {floor[0]:.2f} s, peak {floor[1]:.0f} MB, wall {floor[2]:.1f} s",
               flush=True)
-        command, env = why(REPO, ads, store)
-        cpu, rss, wall = measure(command, env=env)
+        command, env, cwd = why(REPO, ads, store)
+        cpu, rss, wall = measure(command, cwd=cwd, env=env)
         print(f"why --json, this checkout: CPU {cpu:.2f} s, peak {rss:.0f} MB, wall {wall:.1f} s", flush=True)
         print(f"why against the floor: CPU {cpu / floor[0]:.2f}x (budget 2x), "
               f"memory {rss / floor[1]:.2f}x (budget 1.5x)")
         if args.baseline:
-            command, env = why(Path(args.baseline), ads, store)
-            old_cpu, old_rss, old_wall = measure(command, env=env)
+            command, env, cwd = why(Path(args.baseline).resolve(), ads, store)
+            old_cpu, old_rss, old_wall = measure(command, cwd=cwd, env=env)
             print(f"why --json, {args.baseline}: CPU {old_cpu:.2f} s, peak {old_rss:.0f} MB, wall {old_wall:.1f} s "
                   f"({old_cpu / floor[0]:.1f}x the floor's CPU)")
     return 0

@@ -43,6 +43,7 @@ FIGURES = {
     "bench_stage": "(b) otel-cli   fresh",
     "bench_store": "show --list, a page of 100",
     "bench_table": "backfill from the store, ",
+    "bench_why_ads": "why against the floor:",
     "bench_why_estimate": "coverage of the 80 % interval:",
 }
 NEEDS_JAEGER = {"bench_inflight"}    # started by its test once the session's Jaeger build is had
