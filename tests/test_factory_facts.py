@@ -132,3 +132,38 @@ def test_without_glideinwms_xml_tracing_is_guessed_from_the_stdout_and_said(tmp_
     layout = _one_glidein_with_no_journal(tmp_path, "PARAM_LIST GLIDEIN_Client")
     outcome, stderr = _outcome(tmp_path, layout, "--factory", FACTORY, "--schedd", SCHEDD)
     assert outcome == "untraced" and "guessing: no glideinWMS.xml: whether a glidein was asked to trace" in stderr
+
+
+def test_glideins_recorded_under_a_wrong_name_are_forwarded_again_once_fixed_each_span_once(tmp_path):
+    """Wrong name, redo, right name: glideins of an entry that returned no journal (nothing
+    shows the name is wrong) went under the wrong Factory's trace ids; `--redo` with the right
+    name sends them under the right ones, each span once, and a second redo sends nothing."""
+    from glidein_tracing.core.ids import GlideinIdentity
+    layout = FactoryLayout(logs=tmp_path / "logs", instance="gfactory_instance", entry="DEMO_ENTRY")
+    log = CondorGLog(layout)
+    for proc in range(3):
+        run_glidein(log, layout, 320, proc, T0 + proc, "no journal here\n")
+    done = forward(layout.logs, "--factory", "gfactory_instance", "--schedd", SCHEDD, *where(tmp_path))
+    assert done.returncode == 0, done.stderr
+    wrong = {GlideinIdentity("gfactory_instance", layout.instance, layout.entry, SCHEDD, "320", str(p)).trace_id
+             for p in range(3)}
+    assert set(read_store(tmp_path / "store")) == wrong
+    redo = ["--redo", "DEMO_ENTRY", "--since", "2026-01-01", "--until", "2030-01-01"]
+    done = forward(layout.logs, "--factory", FACTORY, "--schedd", SCHEDD, *where(tmp_path), *redo)
+    assert done.returncode == 0 and "3 glideins of DEMO_ENTRY to forward again" in done.stderr, done.stderr
+    traces = read_store(tmp_path / "store")
+    right = {identity(layout, 320, p).trace_id for p in range(3)}
+    assert set(traces) == wrong | right
+    for trace in right:
+        span_ids = [s["spanId"] if "spanId" in s else s["span_id"] for s in traces[trace]]
+        assert len(span_ids) == len(set(span_ids)) and {"glidein", "factory.submit", "factory.queue"} <= \
+            {s["attributes"]["glidein.stage"] for s in traces[trace]}
+    before = {t: len(spans) for t, spans in traces.items()}
+    done = forward(layout.logs, "--factory", FACTORY, "--schedd", SCHEDD, *where(tmp_path), *redo)
+    assert done.returncode == 0 and "3 glideins of DEMO_ENTRY to forward again" in done.stderr
+    assert {t: len(spans) for t, spans in read_store(tmp_path / "store").items()} == before
+    # a redo with no time range, or towards a collector with no query API to ask, is refused
+    assert forward(layout.logs, "--factory", FACTORY, *where(tmp_path), "--redo", "DEMO_ENTRY").returncode == 2
+    done = forward(layout.logs, "--factory", FACTORY, "--state", tmp_path / "ledger.sqlite", "--endpoint",
+                   "http://127.0.0.1:9", *redo)
+    assert done.returncode == 2 and "only with --query" in done.stderr

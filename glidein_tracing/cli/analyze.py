@@ -27,7 +27,7 @@ from ..core.errors import UserError
 from ..core.nospace import is_no_space
 from ..core.progress import Stages, on_terminal
 from ..core.terminal import echo
-from .main import number_in, parse_duration
+from .main import number_in, parse_duration, utc_time
 
 
 def _number_list(text: str) -> list[float]:
@@ -35,19 +35,6 @@ def _number_list(text: str) -> list[float]:
         return [float(parse_duration(part)) for part in re.split(r"[,\s]+", text.strip()) if part]
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not a list of seconds: {text!r} (e.g. 300,600,20m)") from exc
-
-
-def _utc_time(text: str) -> float:
-    """An argparse type: a UTC date or time (2026-01-31, 2026-01-31T12:00, 2026-01-31 12:00:00)
-    as epoch seconds."""
-    import calendar
-    import time
-    for layout in ("%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"):
-        try:
-            return float(calendar.timegm(time.strptime(text.strip().rstrip("Z"), layout)))
-        except ValueError:
-            continue
-    raise argparse.ArgumentTypeError(f"not a UTC date or time: {text!r} (e.g. 2026-01-31 or 2026-01-31T12:00)")
 
 
 def add_arguments(parser):
@@ -60,9 +47,9 @@ def add_arguments(parser):
                         "repeatable)")
     parser.add_argument("--group", action="append", help="only the glideins of this Frontend group (GLIDECLIENT_Group, "
                         "repeatable)")
-    parser.add_argument("--since", type=_utc_time, metavar="UTC",
+    parser.add_argument("--since", type=utc_time, metavar="UTC",
                         help="only glideins that ended at or after this UTC date or time (2026-01-31, 2026-01-31T12:00)")
-    parser.add_argument("--until", type=_utc_time, metavar="UTC", help="only glideins that ended before this UTC time")
+    parser.add_argument("--until", type=utc_time, metavar="UTC", help="only glideins that ended before this UTC time")
     parser.add_argument("--window", type=_number_list, metavar="LIST",
                         help="analyze_entries' recent periods too, back from --until or the latest glidein's end "
                              "(e.g. 2h,24h,168h as GlideinWMS's analyze_entries)")

@@ -20,6 +20,7 @@ from ..factory import preflight
 from ..factory.settings import DEFAULT_CONFIG
 from ..core.terminal import echo, log_to_stderr
 from . import setting_flags
+from .main import utc_time
 from .setting_flags import add_setting_flags
 
 
@@ -30,12 +31,24 @@ def add_arguments(parser):
     parser.add_argument("--retry-quarantined", action="store_true",
                         help="give quarantined glideins (failed alone repeatedly) new tries")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--redo", metavar="ENTRY", help="forward again ENTRY's glideins that ended from --since to "
+                        "--until, recorded under a configuration since fixed (every span still once: the backend "
+                        "is asked what it holds)")
+    parser.add_argument("--since", type=utc_time, metavar="UTC", help="with --redo: from this UTC date or time on")
+    parser.add_argument("--until", type=utc_time, metavar="UTC", help="with --redo: before this UTC date or time")
 
 
 def settings_of(args) -> tuple:
     """(config file or None, ForwarderSettings) of a forwarder that can start: it has log
     directories; ConfigError naming each problem otherwise (the Factory's name: preflight)."""
     path, conf = setting_flags.settings_of(args)
+    if args.redo is None and (args.since is not None or args.until is not None):
+        raise ConfigError(["--since and --until go with --redo ENTRY"], heading=None)
+    if args.redo is not None and (args.since is None or args.until is None):
+        raise ConfigError(["--redo ENTRY wants --since and --until (UTC): the glideins that ended then"], heading=None)
+    if args.redo is not None and conf.sends_to_collector() and not conf.query:
+        raise ConfigError(["--redo sends to a collector only with --query (Jaeger's query API): without it, spans "
+                           "already there would arrive twice"], heading=None)
     if not conf.logs:
         raise ConfigError(["no Factory log directory: give it on the command line or as `logs:` in the config"],
                           heading=None)
@@ -60,6 +73,11 @@ def run(args):
         logging.getLogger("glidein_tracing.forward").warning("guessing: %s", line)
     ledger_lock.hold(conf.ledger_path())      # for this process's life: one forwarder per ledger
     forwarder = build_forwarder(conf, facts=facts, progress=not args.no_progress and sys.stderr.isatty())
+    if args.redo is not None:
+        from ..factory.redo import redo
+        forwarder.name_check.check()          # a wrong name still stops before anything is written
+        redone = redo(forwarder.ledger, args.redo, args.since, args.until)
+        echo(f"glidein-tracing forward: {redone} glideins of {args.redo} to forward again", file=sys.stderr)
     if args.retry_quarantined:
         with forwarder.ledger.transaction():
             released = forwarder.ledger.release_quarantined()

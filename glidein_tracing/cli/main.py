@@ -121,6 +121,19 @@ def parse_duration(text: str) -> float:
     return finite_float(match.group(1)) * DURATION_UNITS[match.group(2) or "s"]
 
 
+def utc_time(text: str) -> float:
+    """An argparse type: a UTC date or time (2026-01-31, 2026-01-31T12:00, 2026-01-31 12:00:00)
+    as epoch seconds."""
+    import calendar
+    import time
+    for layout in ("%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"):
+        try:
+            return float(calendar.timegm(time.strptime(text.strip().rstrip("Z"), layout)))
+        except ValueError:
+            continue
+    raise argparse.ArgumentTypeError(f"not a UTC date or time: {text!r} (e.g. 2026-01-31 or 2026-01-31T12:00)")
+
+
 def whole_number(text: str) -> str:
     """An argparse type: a whole number >= 0 (an HTCondor cluster, proc), in its plain
     decimal form ("007" -> "7": the ids hash the text)."""

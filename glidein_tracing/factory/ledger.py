@@ -286,6 +286,27 @@ class Ledger:
                             "(SELECT trace_id FROM table_rows WHERE file=? AND state='pending')", (token,))
             self.db.execute("UPDATE table_rows SET state='written' WHERE file=? AND state='pending'", (token,))
 
+    # -- forwarding again (factory/redo.py) -------------------------------------------------
+    def finished_between(self, entry: str, since: float, until: float) -> list[tuple]:
+        """(gkey, cluster, proc, activity log) of ``entry``'s glideins done or skipped that
+        ended at or after ``since`` and before ``until``."""
+        return self.db.execute(
+            "SELECT gkey, cluster, proc, activity_log FROM glideins WHERE status IN (?, ?) AND entry=? "
+            "AND ended_at >= ? AND ended_at < ?", (DONE, SKIPPED, entry, since, until)).fetchall()
+
+    def reopen(self, gkey, activity=None):
+        """A finished glidein made new again, with its Factory events as its activity log
+        gives them (``activity``: activity.GlideinActivity; None: known by its output alone,
+        ended as before). Its trace id stays: the next export asks the backend what it holds."""
+        self.db.execute("UPDATE glideins SET status=?, spans=0, note='redo', attempts=0, activity_state=NULL "
+                        "WHERE gkey=?", (OPEN if activity is not None else ENDED, gkey))
+        self._finished(gkey)
+        if activity is not None:
+            self.append_events(gkey, activity.events)
+            self.save_activity_state(gkey, activity.state())
+            if activity.ended_at is not None:
+                self.mark_ended(gkey, activity.ended_at)
+
     # -- forgetting (factory/retention.py) ------------------------------------------------
     def finished_before(self, cutoff: float) -> list[tuple]:
         """(gkey, entry dir, cluster, proc, activity log, absent since) of the glideins done or
