@@ -1,4 +1,5 @@
 import base64
+import re
 
 import pytest
 from opentelemetry.trace import StatusCode
@@ -159,6 +160,25 @@ def test_history_record_closes_a_job_the_exit_hook_missed():
     assert job.end_time == 1741632026 * 10**9
     assert job.attributes["job.end_source"] == "StartdHistoryLog"
     assert job.attributes["glidein.resource.cpu_user_s"] == 600.0
+
+
+def test_a_history_record_dated_outside_its_jobs_life_ends_nothing():
+    """A StartdHistoryLog record is the node's word: one whose CompletionDate lies years after
+    the record's own line (a job can write the history the cleanup hook reads) is skipped, and
+    the job is closed as a killed glidein's are."""
+    ad = fixture_path("htcondor", "synthetic", "startd_history_synthetic").read_text().split("\n*** ")[0]
+    forged = re.sub(r"(?m)^CompletionDate = \d+", "CompletionDate = 2700000000", ad)
+    assert forged != ad
+    lines = root_lines(1741625000.0, IDENTITY.trace_id) + [
+        format_line(1741625102, "start", "job/submit.example.org#4242.0#1741624806",
+                    {"@stage": "job", "@name": "job", "@parent": "condor"}),
+        format_line(1741632100, "history", "job/submit.example.org#4242.0#1741624806",
+                    {"@ad": base64.b64encode(forged.encode()).decode()}),
+    ]
+    events, report = parse_lines("".join(lines).encode())
+    (job,) = by_stage(convert(events, report), "job")
+    assert job.end_time < 1741632200 * 10**9 and "job.end_source" not in job.attributes
+    assert report.skipped.get("history record dated outside its job's life") == 1
 
 
 def test_stage_resources_come_from_bracketing_samples():
