@@ -40,7 +40,7 @@ FIGURES = {
     "bench_retention": "pass CPU median",
     "bench_rules": "rules (RuleSet.classify)",
     "bench_serve": "requests in",
-    "bench_stage": "(b) otel-cli   fresh",
+    "bench_stage": "# ours / otel-cli, fresh:",
     "bench_store": "show --list, a page of 100",
     "bench_table": "backfill from the store, ",
     "bench_why_ads": "why against the floor:",

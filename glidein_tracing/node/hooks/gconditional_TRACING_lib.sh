@@ -515,15 +515,15 @@ gt_tree_snap() {
     else
         set -- /proc/[0-9]*/stat
     fi
-    for gt_ts_file; do
+    { for gt_ts_file; do         # a process gone meanwhile: no line, nothing on stderr
         gt_ts_line=
-        { read -r gt_ts_line < "$gt_ts_file"; } 2>/dev/null
+        read -r gt_ts_line < "$gt_ts_file"
         # comm (field 2) may hold spaces and parentheses: cut through the last ") "
         # shellcheck disable=SC2086   # the fields of proc(5) stat, split on purpose
         gt_tree_proc "${gt_ts_line%% *}" ${gt_ts_line##*) }
-    done
+    done; } 2>/dev/null
     gt_ts_u=0 gt_ts_s=0 gt_ts_r=0 gt_ts_k=0 gt_ts_h=0
-    for gt_ts_pid in $gt_ts_pids; do
+    { for gt_ts_pid in $gt_ts_pids; do
         gt_ts_up=$gt_ts_pid gt_ts_hops=0
         while [ "$gt_ts_up" != "$gt_ts_root" ] && [ $gt_ts_hops -lt 64 ]; do
             eval "gt_ts_up=\${gt_pp_$gt_ts_up:-}"
@@ -534,17 +534,25 @@ gt_tree_snap() {
         eval "set -- \$gt_pv_$gt_ts_pid"
         gt_ts_u=$((gt_ts_u + $1)) gt_ts_s=$((gt_ts_s + $2)) gt_ts_r=$((gt_ts_r + $3)) gt_ts_k=$((gt_ts_k + 1))
         gt_ts_peak=$3
-        while read -r gt_ts_key gt_ts_kb _; do
-            case $gt_ts_key in
-                VmHWM:)
-                    case $gt_ts_kb in ''|*[!0-9]*) ;; *)
-                        [ $((gt_ts_kb * 1024)) -le "$gt_ts_peak" ] || gt_ts_peak=$((gt_ts_kb * 1024)) ;;
-                    esac
-                    break ;;
+        gt_ts_kb=
+        # shellcheck disable=SC3045,SC3060   # read -d, ${//}: bash only
+        if [ -n "${BASH_VERSION:-}" ]; then     # the whole file in one read
+            gt_ts_text=
+            read -r -d '' gt_ts_text < "/proc/$gt_ts_pid/status"
+            case $gt_ts_text in *VmHWM:*)
+                gt_ts_kb=${gt_ts_text#*VmHWM:}; gt_ts_kb=${gt_ts_kb%%kB*}; gt_ts_kb=${gt_ts_kb//[	 ]/} ;;
             esac
-        done 2>/dev/null < "/proc/$gt_ts_pid/status"
+        else
+            while read -r gt_ts_key gt_ts_kb _; do
+                [ "$gt_ts_key" != VmHWM: ] || break
+                gt_ts_kb=
+            done < "/proc/$gt_ts_pid/status"
+        fi
+        case $gt_ts_kb in ''|*[!0-9]*) ;; *)
+            [ $((gt_ts_kb * 1024)) -le "$gt_ts_peak" ] || gt_ts_peak=$((gt_ts_kb * 1024)) ;;
+        esac
         gt_ts_h=$((gt_ts_h + gt_ts_peak))
-    done
+    done; } 2>/dev/null
     [ -z "$gt_ts_vars" ] || unset $gt_ts_vars
     [ $gt_ts_k -gt 0 ] || return 1
     gt_ticks $gt_ts_u "${GT_HZ:-100}"; GT_R_UT=$GT_V
