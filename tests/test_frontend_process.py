@@ -218,6 +218,31 @@ def test_autoload_traces_the_group_process_over_otlp_http(tmp_path):
         assert done.returncode == 0 and CountingCollector.received == []
 
 
+def test_autoload_reads_the_otlp_variables(tmp_path):
+    """The traces endpoint, headers, resource attributes and sampler the SDK's own exporter
+    and provider read."""
+    work, script, lib = group_process(tmp_path)
+    with counting_collector() as url:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        env.update(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=url + "/otlp/v1/traces",
+                   OTEL_EXPORTER_OTLP_HEADERS="authorization=Bearer%20abc,x-site=h6",
+                   OTEL_SERVICE_NAME="vofe", OTEL_RESOURCE_ATTRIBUTES="deployment.environment=test",
+                   PYTHONPATH=os.pathsep.join([str(AUTOLOAD), str(lib), str(ROOT)]))
+        done = subprocess.run([sys.executable, str(script), "1", str(work), "main"], env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        assert CountingCollector.paths_seen == ["/otlp/v1/traces"]
+        headers = CountingCollector.headers_seen[0]
+        assert headers["authorization"] == "Bearer abc" and headers["x-site"] == "h6"
+        assert headers["content-type"] == "application/x-protobuf"
+        (resource,) = CountingCollector.resources_seen
+        assert resource["service.name"] == "vofe" and resource["deployment.environment"] == "test"
+        # the sampler: nothing sampled, nothing sent
+        done = subprocess.run([sys.executable, str(script), "1", str(work), "main"], timeout=60,
+                              env=dict(env, OTEL_TRACES_SAMPLER="always_off"), capture_output=True, text=True)
+        assert done.returncode == 0 and len(CountingCollector.paths_seen) == 1
+
+
 def test_autoload_leaves_every_other_python_program_alone(tmp_path):
     """The Frontend daemon and any other program its environment reaches import nothing of
     tracing: only a script named glideinFrontendElement.py starts it."""

@@ -22,12 +22,15 @@ class CountingCollector(BaseHTTPRequestHandler):
     received: list = []
     arrived: dict = {}      # (trace id, span id) hex -> (epoch seconds, the OTLP span) of its last arrival
     headers_seen: list = []
+    paths_seen: list = []
+    resources_seen: list = []   # each resource's attributes, {key: string value}
     up = True
     answer_after_s = 0.0
     query_answer = None     # (HTTP status, body bytes) for every query, or None: the spans held
 
     def do_POST(self):
         CountingCollector.headers_seen.append({k.lower(): v for k, v in self.headers.items()})
+        CountingCollector.paths_seen.append(self.path)
         body = self.rfile.read(int(self.headers["Content-Length"]))
         if not CountingCollector.up:
             self.send_response(503)
@@ -36,6 +39,8 @@ class CountingCollector(BaseHTTPRequestHandler):
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
         for rs in request.resource_spans:
+            CountingCollector.resources_seen.append(
+                {kv.key: kv.value.string_value for kv in rs.resource.attributes})
             for ss in rs.scope_spans:
                 for span in ss.spans:
                     key = (span.trace_id.hex(), span.span_id.hex())
@@ -89,6 +94,8 @@ def counting_collector():
     CountingCollector.received = []
     CountingCollector.arrived = {}
     CountingCollector.headers_seen = []
+    CountingCollector.paths_seen = []
+    CountingCollector.resources_seen = []
     CountingCollector.up = True
     CountingCollector.answer_after_s = 0.0
     CountingCollector.query_answer = None
