@@ -4,8 +4,8 @@ first (bench/README.md, bench_frontend_startup.py, for what it costs against
 
 ``frontend_hooks/autoload/sitecustomize.py`` calls ``start()`` in a process whose script is
 ``glideinFrontendElement.py`` (the group process GlideinWMS starts each cycle) and in no other,
-so the Frontend daemon and every other Python program the Frontend's environment reaches pay
-one stat of argv. ``start()`` sets up what ``opentelemetry-instrument`` would, for this
+so the Frontend daemon and every other Python program the Frontend's environment reaches only
+compare a name. ``start()`` sets up what ``opentelemetry-instrument`` would, for this
 instrumentor only: a TracerProvider from the ``OTEL_*`` variables (``OTEL_SERVICE_NAME``,
 ``OTEL_RESOURCE_ATTRIBUTES``, ``OTEL_TRACES_SAMPLER``), spans batched and sent over OTLP/HTTP
 (frontend_hooks/otlp_http.py) when the process exits. Not loaded: the distro, the
