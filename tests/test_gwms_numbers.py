@@ -192,12 +192,13 @@ def test_without_the_returned_stdout_a_sigterm_before_condor_starting_is_no_cond
     assert row["condor_s"] is not None
 
 
-def test_a_sigterm_during_validation_leaves_the_factorys_view_alone(tmp_path):
-    """GlideinWMS traps SIGTERM only once its last script has started: a SIGTERM during
-    validation kills glidein_startup.sh, no cleanup runs and no journal comes back. The trace
+def test_a_glidein_cut_during_validation_leaves_the_factorys_view_alone(tmp_path):
+    """A glidein cut during validation that its batch system reports as a normal exit (return
+    value 0: no signal the Factory sees): no cleanup ran and no journal came back. The trace
     is the Factory's (root, submit, queue; outcome no_glidein_output) and the row is what
     GlideinWMS makes of that stdout: HTCondor never started, Lasted the activity log's execute
-    to terminated (its "best guess")."""
+    to terminated (its "best guess"). With the signal reported, the outcome is killed (the
+    next test, through the real hooks)."""
     run = "fail"
     config = fixture_dir(run) / "glidein_config.at_custom_setup"
     stdout = (fixture_dir(run) / "glidein_stdout.txt").read_text()
@@ -233,6 +234,40 @@ def test_a_sigterm_during_validation_leaves_the_factorys_view_alone(tmp_path):
     expected["gwms_lasted_s"] = 47                                  # GlideinWMS's best guess
     assert {k: row[k] for k in GWMS_COLUMNS} == expected
     assert (row["gwms_condor_started"], row["gwms_lasted_s"], row["waste_validation_mill"]) == (False, 47, 1000)
+
+
+def test_a_sigterm_before_the_last_script_through_the_real_hooks_is_killed(tmp_path):
+    """Issue 42: GlideinWMS traps SIGTERM only once its last script started, so a SIGTERM while
+    it validates kills glidein_startup.sh by the signal: no cleanup script runs, no journal
+    comes back, the work dir stays, and Condor-G reports the signal. The outcome is `killed`
+    (a failure, with the signal as its reason: what docs/hooks.md says), and the setup hook's
+    sampler leaves with its glidein."""
+    from glidein_tracing.core.ids import GlideinIdentity
+    from glidein_tracing.simulator import Job, Scenario, simulate_glidein
+
+    scenario = Scenario(sigterm_at_stage="setup", jobs=[Job()])
+    layout = FactoryLayout(logs=tmp_path / "logs", instance=scenario.name, entry=scenario.entry, utc_iso=True)
+    log = CondorGLog(layout)
+    log.submit(scenario.cluster, scenario.proc)
+    log.execute(scenario.cluster, scenario.proc)
+    result = simulate_glidein(tmp_path / "glidein", scenario)
+    assert result.exit_code == -15 and "=== Condor starting" not in result.stdout()
+    assert result.journal_from_stderr() is None and result.journal_path is not None   # left on the node
+    log.return_outputs(scenario.cluster, scenario.proc, result.stdout_path, result.stderr_path)
+    log.terminated(scenario.cluster, scenario.proc, signal=15)
+    store = tmp_path / "store"
+    forwarder = build_forwarder(settings_for(layout, factory=scenario.factory, schedd=scenario.schedd, grace=0),
+                                exporter=JsonLinesStoreExporter(store), ledger=Ledger(tmp_path / "l.sqlite"),
+                                settle_s=0)
+    assert forwarder.run_once().glideins_done == 1
+    trace = GlideinIdentity(scenario.factory, scenario.name, scenario.entry, scenario.schedd,
+                            str(scenario.cluster), str(scenario.proc)).trace_id
+    (root,) = [s for s in read_store(store)[trace] if s["attributes"]["glidein.stage"] == "glidein"]
+    assert root["attributes"]["glidein.outcome"] == "killed"
+    assert root["status_code"] == 2 and "signal 15" in root["status_message"]
+    pid = int((result.work_dir / "glidein_tracing" / "sampler.pid").read_text().split()[0]) \
+        if (result.work_dir / "glidein_tracing" / "sampler.pid").exists() else None
+    assert pid is None or not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
 
 
 def test_the_documented_condor_start_delay_command_measures_the_recorded_glideins(tmp_path):

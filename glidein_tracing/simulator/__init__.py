@@ -87,6 +87,7 @@ class Scenario:
     max_tail_s: float = 0.5              # GLIDEIN_Max_Tail, compressed
     fail_sleep_s: float = 1.0            # the ~20 min sleep after a validation failure
     sigterm_at_s: float | None = None    # SIGTERM this long after the condor phase starts
+    sigterm_at_stage: str | None = None  # "setup": SIGTERM to glidein_startup.sh after our setup hook
     sigkill_at_stage: str | None = None  # "setup" (after our setup hook) or "condor"
     tracing: bool = True                 # GLIDEIN_USE_TRACING
     knobs: dict = field(default_factory=dict)  # GLIDEIN_TRACING_* -> value (as -param_)
@@ -349,6 +350,9 @@ def simulate_glidein(workdir_root, scenario: Scenario | None = None) -> GlideinR
                     killed = True
                     proc.wait()
                     break
+                if scenario.sigterm_at_stage == "setup" and _setup_started(start_dir):
+                    proc.send_signal(signal.SIGTERM)    # the batch system ends it while it validates
+                    scenario = _without_sigterm(scenario)
                 if (scenario.sigterm_at_s is not None and condor_seen_at is not None
                         and time.monotonic() - condor_seen_at >= scenario.sigterm_at_s):
                     proc.send_signal(signal.SIGTERM)    # the site's batch system ends the pilot
@@ -373,7 +377,7 @@ def simulate_glidein(workdir_root, scenario: Scenario | None = None) -> GlideinR
 
 def _without_sigterm(scenario: Scenario) -> Scenario:
     copy = Scenario(**{k: getattr(scenario, k) for k in scenario.__dataclass_fields__})
-    copy.sigterm_at_s = None
+    copy.sigterm_at_s = copy.sigterm_at_stage = None
     return copy
 
 

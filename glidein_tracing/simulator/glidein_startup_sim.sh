@@ -149,6 +149,14 @@ touch "$wrapper_list" "$main_dir/condor_vars.lst" "$entry_dir/condor_vars.lst"
     echo "ENTRY_CONSTS_FILE ${entry_dir}/constants.cfg"
     echo "ENTRY_CONDOR_VARS_FILE ${entry_dir}/condor_vars.lst"
 } > "$glidein_config"
+# params2file prints the names of the -param_ parameters it wrote (the Factory's guess of
+# whether tracing was asked reads this line)
+param_list=
+set -f
+set -- $params
+set +f
+while [ $# -gt 1 ]; do param_list="${param_list:+$param_list,}$1"; shift 2; done
+echo "PARAM_LIST ${param_list}"
 # the description files' constants and condor vars (downloaded before the lists)
 for f in constants.cfg condor_vars.lst; do
     [ -r "$repository_url/main/$f" ] && cp "$repository_url/main/$f" "$main_dir/$f"
