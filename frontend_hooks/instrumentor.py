@@ -520,6 +520,7 @@ def _instrumentor_class():
             self.unpatch()
 
     GlideinFrontendInstrumentor.__module__ = __name__
+    GlideinFrontendInstrumentor.__qualname__ = "GlideinFrontendInstrumentor"
     return GlideinFrontendInstrumentor
 
 
