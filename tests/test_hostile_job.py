@@ -219,3 +219,31 @@ def test_a_second_spool_beside_the_wrappers_is_not_read(tmp_path):
     assert not [s for s in spans if s["attributes"]["glidein.stage"] == "job.phase"]
     (job,) = [s for s in spans if s["attributes"]["glidein.stage"] == "job" and not s["attributes"].get("glidein.user_view")]
     assert any("job phases ignored: more than one spool" in e["attributes"].get("message", "") for e in job["events"])
+
+
+def test_a_glidein_no_activity_log_names_keeps_its_journal_within_its_outputs_age(tmp_path):
+    """Without an activity log (rotated away: the output adopted alone) the Factory measured
+    no start: the node's lines count back from the output's time, 30 days, so a glidein
+    two weeks old keeps every line."""
+    import os
+    import time
+
+    from glidein_tracing.factory.build import build_forwarder
+    from glidein_tracing.simulator.condor_g import FactoryLayout
+    from tests.support.factory_builders import SCHEDD, identity, journal_text, returned_stderr
+
+    layout = FactoryLayout(logs=tmp_path / "logs")
+    layout.entry_dir.mkdir(parents=True)
+    start = time.time() - 14 * 86400
+    layout.output(400, 0, "err").write_text(returned_stderr(journal_text(layout, 400, 0, start)))
+    layout.output(400, 0, "out").write_text("<glidein/>\n")
+    for kind in ("err", "out"):
+        os.utime(layout.output(400, 0, kind), (time.time() - 3600,) * 2)
+    store = tmp_path / "store"
+    forwarder = build_forwarder(settings_for(layout, grace=5, schedd=SCHEDD), exporter=JsonLinesStoreExporter(store),
+                                ledger=Ledger(tmp_path / "l.sqlite"))
+    stats = forwarder.run_once()
+    assert stats.glideins_done == 1 and "lines_outside_life" not in stats.problems
+    spans = read_store(store)[identity(layout, 400, 0).trace_id]
+    assert "glidein_tracing.input.outside_life" not in root_of(spans)
+    assert {"setup", "teardown"} <= {s["attributes"]["glidein.stage"] for s in spans}

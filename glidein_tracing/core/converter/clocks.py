@@ -33,6 +33,7 @@ from .draft import ROOT, Draft
 from .fields import parse_iso
 
 CLOCK_MARGIN_S = 600.0   # the least disagreement tolerated: a grid manager polls the site for minutes
+UNMEASURED_LIFE_S = 30 * 86400.0   # the life taken for a glidein no activity log names (its output alone)
 
 _FACTORY_ONLY = (c.FACTORY_STAGE_PREFIX, c.STAGE_POST_FAILURE_SLEEP)
 
@@ -44,14 +45,16 @@ def is_node_span(key: str, stage: str) -> bool:
 
 def life_bounds(factory_events, ended_at: float | None, now: float | None = None) -> tuple[float, float]:
     """The node times the Factory accepts for a glidein: from its first execute event (else its
-    submission) to its terminate event (else now), each widened by the glidein's lifetime, at
-    least ``CLOCK_MARGIN_S``. Only what the Factory measured goes in."""
+    submission; else, no activity log naming it, ``UNMEASURED_LIFE_S`` before its end) to its
+    terminate event (else its output's time, else now), each widened by the glidein's
+    lifetime, at least ``CLOCK_MARGIN_S``. Only what the Factory measured goes in."""
     now = time.time() if now is None else now
     executes = [e.time for e in factory_events if e.op == "end" and e.key.startswith(c.STAGE_FACTORY_QUEUE)]
     first = min(executes) if executes else min((e.time for e in factory_events), default=None)
     last = min(ended_at, now) if ended_at else now
-    if first is None or first > last:
-        first = last
+    if first is None:
+        first = last - UNMEASURED_LIFE_S
+    first = min(first, last)
     margin = max(CLOCK_MARGIN_S, last - first)
     return first - margin, last + margin
 
