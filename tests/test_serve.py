@@ -517,3 +517,33 @@ def test_the_service_reads_jaeger_through_its_query_api(tmp_path, keys, jaeger):
         assert server.json(f"/api/v1/traces/{BOB_WAITING}", token(keys, "bob"))[0] == 200
     finally:
         server.stop()
+
+
+def test_the_demos_real_traces_as_their_user_sees_them(tmp_path, keys):
+    """The demo's glideins, run with the real hooks and forwarded (no span made by hand): the
+    simulated jobs' user (HTCondor Owner fakeuser) sees their submissions, the one whose last
+    phase failed on a missing CVMFS file with its verdict and log tail, and its statement."""
+    demo = subprocess.run([sys.executable, "-m", "glidein_tracing", "demo", "--glideins", "5", "--store",
+                           str(tmp_path / "store")], capture_output=True, text=True, timeout=600, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    (tmp_path / "table").mkdir()
+    server = Server(write_config(tmp_path, keys))
+    try:
+        user = token(keys, "fakeuser")
+        status, data = server.json("/api/v1/jobs", user)
+        assert status == 200
+        by_state = {}
+        for job in data["jobs"]:
+            by_state.setdefault(job["state"], []).append(job)
+        assert set(by_state) <= {"done", "failed"} and len(data["jobs"]) >= 3, by_state
+        assert all(job["where"] == "DEMO_SITE / DEMO_ENTRY" for job in data["jobs"]), data["jobs"]
+        failed = [j for j in by_state["failed"] if j["verdict"].get("service") == "cvmfs"]
+        assert failed and failed[0]["verdict"]["domain"] == "service" and failed[0]["log_tail"]["lines"]
+        status, one = server.json(f"/api/v1/jobs/{failed[0]['trace_id']}", user)
+        events = [line["event"] for line in one["statement"]]
+        assert status == 200 and any(e.startswith("started ") for e in events), events
+        assert any(line["failed"] and "service cvmfs" in line["event"] for line in one["statement"]), events
+        assert server.json(f"/api/v1/jobs/{failed[0]['trace_id']}", token(keys, "someoneelse"))[0] == 404
+    finally:
+        server.stop()

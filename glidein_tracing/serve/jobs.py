@@ -35,8 +35,10 @@ def _failed(span) -> bool:
 
 
 def _place(span) -> str:
-    attrs = span["attributes"]
-    return " / ".join(str(attrs[k]) for k in (c.GLIDEIN_SITE, c.GLIDEIN_ENTRY) if attrs.get(k))
+    """Site / entry: the span's own (the user's view carries them), else its glidein's resource."""
+    attrs, resource = span["attributes"], span.get("resource") or {}
+    return " / ".join(str(attrs.get(k) or resource.get(k)) for k in (c.GLIDEIN_SITE, c.GLIDEIN_ENTRY)
+                      if attrs.get(k) or resource.get(k))
 
 
 def _tail(span) -> dict | None:
