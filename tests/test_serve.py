@@ -42,7 +42,7 @@ def _trace(n: int) -> str:
     return hashlib.sha256(f"serve-test-{n}".encode()).hexdigest()[:32]
 
 
-ALICE_WAITING, ALICE_FAILED, BOB_WAITING, SHARED_GLIDEIN = (_trace(n) for n in range(4))
+ALICE_WAITING, ALICE_FAILED, BOB_WAITING, SHARED_GLIDEIN, CAROL_RUNNING = (_trace(n) for n in range(5))
 NOWHERE = _trace(99)
 HOSTILE_TAIL = "step 3 failed\n<script>document.title='owned'</script>\n<img src=x onerror=alert(1)>"
 
@@ -85,7 +85,11 @@ def _stores(directory: Path, entry: str = "ENTRY_B") -> None:
     glidein.append(span(SHARED_GLIDEIN, "bobs-phase", c.STAGE_JOB_PHASE, 650, 700, name="bobs secret phase",
                         parent="job/1"))
     assert glidein[-1]["parent_span_id"] == bobs["span_id"]
-    Store(directory).append_span_dicts([[_waiting(ALICE_WAITING, "alice", "w", entry=entry, ago=900)], alice_failed,
+    # carol's jobs started (the Frontend saw none idle since), and a phase of one has ended
+    carol = [_waiting(CAROL_RUNNING, "carol", "w", state="ended", end="no_idle_jobs", ago=HOUR),
+             span(CAROL_RUNNING, "phase", c.STAGE_JOB_PHASE, _at(1200), _at(600), name="reconstruct", parent=None,
+                  attrs={c.GLIDEIN_USER_VIEW: True})]
+    Store(directory).append_span_dicts([carol, [_waiting(ALICE_WAITING, "alice", "w", entry=entry, ago=900)], alice_failed,
                                         [_waiting(BOB_WAITING, "bob", "w")], glidein])
 
 
@@ -205,6 +209,9 @@ def test_a_user_sees_their_submissions_with_their_state_and_nobody_elses(server,
     failed = states[ALICE_FAILED]
     assert failed["state"] == "failed" and failed["verdict"]["domain"] == "user_code"
     assert failed["log_tail"]["lines"] == HOSTILE_TAIL and failed["where"] == "SITE_T / ENTRY_T"
+    status, data = server.json("/api/v1/jobs", token(keys, "carol"))
+    (running,) = data["jobs"]
+    assert (running["state"], running["phase"], running["where"]) == ("running", "reconstruct", "SITE_T / ENTRY_T")
     # bob, with an EC-signed token, sees his own only
     status, data = server.json("/api/v1/jobs", token(keys, "bob", kid="ec"))
     assert status == 200 and {j["trace_id"] for j in data["jobs"]} == {BOB_WAITING, SHARED_GLIDEIN}
