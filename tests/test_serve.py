@@ -227,7 +227,8 @@ def test_jobs_are_paged(server, keys):
     assert status == 200 and third == {"user": "bob", "jobs": [], "next": None}
     seen = [j["trace_id"] for j in first["jobs"] + second["jobs"]]
     assert seen == [BOB_WAITING, SHARED_GLIDEIN]                          # the latest activity first
-    assert server.json("/api/v1/jobs?limit=5000", token(keys))[0] == 400
+    for bad in ("limit=5000", "limit=%C2%B2", "before=%C2%B2", "before=" + "9" * 30, "limit=-1"):
+        assert server.json(f"/api/v1/jobs?{bad}", token(keys))[0] == 400, bad
 
 
 def test_why_answers_as_why_json_does(world, keys):

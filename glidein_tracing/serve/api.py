@@ -35,7 +35,7 @@ def my_jobs(app, request) -> dict:
     glidein's trace only for jobs that came with no trace of their own)."""
     limit = request.number("limit", 20, 1, MAX_PAGE)
     before = request.param("before")
-    if before is not None and not before.isdigit():
+    if before is not None and not (before.isascii() and before.isdigit() and len(before) < 20):
         raise HttpError(400, "before must be the `next` of the previous page")
     name = request.caller.name
     rows = app.source.owned(name, int(before) if before else None, limit)

@@ -81,7 +81,7 @@ class Request:
         text = self.param(name)
         if text is None:
             return default
-        if not text.isdigit() or not low <= int(text) <= high:
+        if not (text.isascii() and text.isdigit() and len(text) < 20) or not low <= int(text) <= high:
             raise HttpError(400, f"{name} must be a whole number from {low} to {high}")
         return int(text)
 
