@@ -102,9 +102,9 @@ class Verifier:
         kid = header.get("kid") or ""
         key = keys.get(kid) if kid or len(keys) != 1 else next(iter(keys.values()))
         if key is None:
-            raise Unauthorized(f"no key {kid!r} of {issuer.issuer}")
+            raise Unauthorized(f"no key {str(kid)[:40]!r} of {issuer.issuer}")   # the token's words: bounded
         if header.get("alg") != key.algorithm_name:
-            raise Unauthorized(f"algorithm {header.get('alg')!r} is not its key's ({key.algorithm_name})")
+            raise Unauthorized(f"algorithm {str(header.get('alg'))[:20]!r} is not its key's ({key.algorithm_name})")
         try:
             claims = jwt.decode(token, key.key, algorithms=[key.algorithm_name], audience=issuer.audience,
                                 issuer=issuer.issuer, leeway=LEEWAY_S,
