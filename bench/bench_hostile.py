@@ -17,7 +17,13 @@ stdouts (unclosed "Stats of" blocks, long and many lines of summary and banner w
 newlines) against a 16 MiB well-formed one (ordinary log lines around the real banners): the
 time of each and its ratio.
 
-    python -m bench.bench_hostile [--good 20] [--scale 1]
+Then the Factory's redaction (core/redaction.py, redact_text) of 8 KB texts a job can print,
+one call each (the best of 3 x 20): the redaction traps above and an 8 KB text of tokens, of
+URLs, of secret-looking keys, against an ordinary 8 KB log (the plain time); with
+--compare-redaction FILE, another version of redaction.py in the same run (e.g. `git show
+REV:glidein_tracing/core/redaction.py > FILE`).
+
+    python -m bench.bench_hostile [--good 20] [--scale 1] [--compare-redaction FILE]
 """
 
 from __future__ import annotations
@@ -84,13 +90,18 @@ def hostile_outputs(layout, scale: float = 1.0):
     }
 
 
+# 8 KB texts that made the secret search slow: a letter run before a "://", short base64-looking
+# lines with an END hint, full base64 lines after a short one and no END line
+REDACTION_TRAPS = [b"a" * 8180 + b" http://x", (b"a1\n" * 2800)[:8180] + b"-----end",
+                   (b"x\nab1\n" + (b"A" * 63 + b"1\n") * 130)[:8180] + b"x\n-----end"]
+
+
 def redaction_traps(spans: int = 300) -> list:
     """Failed stages whose log tails (4 a span, 8 KB each: the most the Factory keeps) are the
     texts that made the secret search slow: a letter run before a "://", short base64-looking
     lines with an END hint, full base64 lines after a short one and no END line (about 14 MB
     of journal, near a glidein's 16 MiB)."""
-    texts = [b"a" * 8180 + b" http://x", (b"a1\n" * 2800)[:8180] + b"-----end",
-             (b"x\nab1\n" + (b"A" * 63 + b"1\n") * 130)[:8180] + b"x\n-----end"]
+    texts = REDACTION_TRAPS
     lines = []
     for n in range(spans):
         key = f"trap/{n}"
@@ -134,6 +145,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--good", type=int, default=20, help="well-formed glideins in each run")
     parser.add_argument("--scale", type=float, default=1.0, help="the hostile outputs' size, times the above")
+    parser.add_argument("--compare-redaction", type=Path, metavar="FILE",
+                        help="another version of core/redaction.py, timed in the same run")
     args = quick.parse_args(parser, good=2, scale=0.02)
     work = Path(tempfile.mkdtemp(prefix="bench_hostile_"))
     try:
@@ -160,7 +173,38 @@ def main():
               f"target peak RSS < {TARGET_MB} MB: {'met' if rss < TARGET_MB else 'NOT met'}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    redaction_calls(args.compare_redaction)
     stdout_reader()
+
+
+def redaction_calls(compare=None):
+    """Time redact_text on hostile 8 KB texts against an ordinary 8 KB log (and, given
+    ``compare``, the same with that version of redaction.py)."""
+    import importlib.util
+    import timeit
+
+    from glidein_tracing.core import redaction
+    versions = {"this": redaction}
+    if compare is not None:
+        spec = importlib.util.spec_from_file_location("compared_redaction", compare)
+        versions[compare.name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(versions[compare.name])
+    traps = [text.decode() for text in REDACTION_TRAPS]
+    texts = {"ordinary log (the plain time)": ("line %d of the job's output, 20 events done\n" * 300)[:8190],
+             "letter run before ://": traps[0], "short base64 lines, END hint": traps[1],
+             "full base64 lines, no END": traps[2], "token words": ("token " * 1400)[:8190],
+             "URLs": ("see http://host.example.org/path " * 300)[:8190],
+             "password: words": ("password: " * 900)[:8190]}
+    print("redaction of 8 KB (core/redaction.py redact_text, best of 3 x 20 calls)")
+    print(f"{'text':<32}" + "".join(f" {name + ' ms (x plain)':>24}" for name in versions))
+    plain = {}
+    for label, text in texts.items():
+        cells = []
+        for name, module in versions.items():
+            ms = min(timeit.repeat(lambda: module.redact_text(text), number=20, repeat=3)) / 20 * 1000
+            plain.setdefault(name, ms)
+            cells.append(f" {f'{ms:.3f} ({ms / plain[name]:.0f}x)':>24}")
+        print(f"{label:<32}" + "".join(cells))
 
 
 def stdout_reader():
