@@ -43,10 +43,10 @@ def parse_old_ads(text: str) -> list:
 def _as_dict(ad, keep=None) -> dict:
     out = {}
     for key in (ad.keys() if keep is None else keep):
-        if keep is not None and key not in ad:
-            continue
         try:
             out[key] = _plain(ad.eval(key))
+        except KeyError:     # a kept attribute the ad lacks (asking is cheaper than `in`)
+            continue
         except Exception:
             try:
                 out[key] = _plain(ad.lookup(key))
