@@ -409,3 +409,15 @@ def test_events_out_of_order_are_taken_as_they_come(factory, tmp_path):
         ["factory.queue", "factory.submit", "glidein", "setup", "teardown"]
     (queue,) = by_stage(spans, "factory.queue")        # from the submission to the execute
     assert (queue["start_ns"], queue["end_ns"]) == (int((T0 - 120) * 1e9), int(T0 * 1e9))
+
+
+def test_follow_logs_each_pass_that_did_something_and_stays_quiet_when_idle(factory, tmp_path, caplog):
+    import logging
+    layout, log = factory
+    run_glidein(log, layout, 800, 0, T0, returned_stderr(journal_text(layout, 800, 0, T0)))
+    forwarder = make_forwarder(layout, tmp_path / "store", tmp_path / "ledger.sqlite")
+    passes = []
+    with caplog.at_level(logging.INFO, logger="glidein_tracing.forward"):
+        forwarder.follow(0.01, stop=lambda: passes.append(1) or len(passes) > 4)
+    summaries = [r.getMessage() for r in caplog.records if "log events read" in r.getMessage()]
+    assert len(summaries) == 1 and "1 glideins forwarded" in summaries[0]     # 4 passes, 3 idle

@@ -40,6 +40,7 @@ from .stats import ForwardStats
 from ..core import conventions as c
 
 log = logging.getLogger("glidein_tracing.forward")
+IDLE_NOTE_S = 3600.0    # --follow: one short line per this much time with nothing new
 
 
 class Forwarder:
@@ -96,9 +97,19 @@ class Forwarder:
         return stats
 
     def follow(self, interval_s: float = 60.0, stop=lambda: False):
+        """A pass every ``interval_s`` until ``stop()``: each pass that did something logs its
+        summary; idle ones are quiet, but for one short line an hour (the service is alive)."""
+        idle_since = None
         while not stop():
             stats = self.run_once()
-            log.info("%s", stats.summary())
+            if not stats.idle():
+                log.info("%s", stats.summary())
+                idle_since = None
+            elif idle_since is None:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since >= IDLE_NOTE_S:
+                log.info("nothing new for %.0f minutes", (time.monotonic() - idle_since) / 60)
+                idle_since = time.monotonic()
             deadline = time.monotonic() + interval_s
             while time.monotonic() < deadline and not stop():
                 time.sleep(min(1.0, interval_s))

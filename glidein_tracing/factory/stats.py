@@ -24,6 +24,12 @@ class ForwardStats:
     def problem(self, kind: str, count: int = 1):
         self.problems[kind] = self.problems.get(kind, 0) + count
 
+    def idle(self) -> bool:
+        """Nothing happened: no event read, nothing sent, written, forgotten or wrong."""
+        return not (self.log_events or self.glideins_done or self.glideins_skipped or self.spans_sent
+                    or self.early_spans_sent or self.table_rows or self.glideins_forgotten or self.export_failures
+                    or self.quarantined or self.table_quarantined or self.problems)
+
     def summary(self) -> str:
         text = (f"{self.log_events} log events read, {self.glideins_done} glideins forwarded "
                 f"({self.spans_sent} spans), {self.early_spans_sent} Factory stages of running glideins sent, "
