@@ -31,8 +31,10 @@ def factory_now(tmp_path):
     log.execute(300, 4, when=now - 0.9 * HOUR)
     log.terminated(300, 4, when=now - 600)
     ledger = tmp_path / "ledger.sqlite"
-    build_forwarder(settings_for(layout, schedd=SCHEDD, grace=3 * HOUR),
-                    exporter=JsonLinesStoreExporter(tmp_path / "store"), ledger=Ledger(ledger)).run_once()
+    forwarder = build_forwarder(settings_for(layout, schedd=SCHEDD, grace=3 * HOUR),
+                                exporter=JsonLinesStoreExporter(tmp_path / "store"), ledger=Ledger(ledger))
+    forwarder.run_once()
+    forwarder.ledger.close()
     return layout, ledger
 
 
@@ -105,3 +107,32 @@ def test_status_reads_the_ledger_where_the_forwarder_keeps_it(tmp_path, collecto
                           env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["entries"]["DEMO_ENTRY"]["queued"]["count"] == 1
+
+
+_EXCLUSIVE_HOLDER = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1])
+db.execute("PRAGMA locking_mode=EXCLUSIVE")
+db.execute("BEGIN EXCLUSIVE")
+db.execute("INSERT OR REPLACE INTO counters(name, value) VALUES ('held', 1)")
+db.commit()
+print("holding", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_ledger_held_in_exclusive_mode_gets_one_line_naming_its_holder(tmp_path):
+    """A copy or query of the ledger in SQLite's EXCLUSIVE locking mode holds it until it ends:
+    status says so in one line (exit 6), after a short wait, not a traceback after 30 s."""
+    _, ledger = factory_now(tmp_path)
+    holder = subprocess.Popen([sys.executable, "-c", _EXCLUSIVE_HOLDER, str(ledger)], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        done = status(ledger)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert done.returncode == 6 and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert f"is locked by pid {holder.pid}" in done.stderr and "try again once it lets go" in done.stderr

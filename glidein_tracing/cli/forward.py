@@ -69,10 +69,10 @@ def run(args):
         return 0
     facts = preflight.refuse(conf)         # what --check-config finds, but the dry run's own checks
     log_to_stderr("%(asctime)s glidein-tracing forward: %(message)s")
-    for line in preflight.guesses(conf, facts):
-        logging.getLogger("glidein_tracing.forward").warning("guessing: %s", line)
     ledger_lock.hold(conf.ledger_path())      # for this process's life: one forwarder per ledger
     forwarder = build_forwarder(conf, facts=facts, progress=not args.no_progress and sys.stderr.isatty())
+    for line in preflight.guesses(conf, facts):    # once it can start: a refusal stays one line
+        logging.getLogger("glidein_tracing.forward").warning("guessing: %s", line)
     if args.redo is not None:
         from ..factory.redo import redo
         forwarder.name_check.check()          # a wrong name still stops before anything is written

@@ -445,12 +445,15 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
         # -wal and -shm files a reader must not leave behind
         return sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True, isolation_level=None)
     uri = f"{path.resolve().as_uri()}?mode=ro"
-    db = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
+    db = sqlite3.connect(uri, uri=True, timeout=OPEN_WAIT_S, isolation_level=None)
     try:
         db.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc) or "busy" in str(exc):
-            raise
+            db.close()        # e.g. a copy or query holding it in SQLite's EXCLUSIVE locking mode
+            holders = ", ".join(lock_holders(path)) or "another process"
+            raise LedgerError(f"{path} is locked by {holders} for longer than {OPEN_WAIT_S:g} s: try again once "
+                              "it lets go") from None
         # WAL with no -shm file beside it ("unable to open", "attempt to write a readonly
         # database") in a directory this user cannot write: no forwarder is running (it would
         # have made the -shm file), so the file alone is the ledger
