@@ -197,6 +197,11 @@ def test_rules_check_refuses_a_fifo_or_a_device_at_once_and_so_do_the_feeds(tmp_
         "glidein-tracing rules: /dev/zero is a character device, not a file"
     assert one_line(cli("rules", "--check", tmp_path / "rulez"), EXIT_USAGE) == \
         f"glidein-tracing rules: {tmp_path / 'rulez'}: no such rules file or directory"
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "README").write_text("rules go here\n")
+    done = cli("rules", "--check", tmp_path / "empty")
+    assert done.returncode == 1 and f"{tmp_path / 'empty'}: a directory with no rules file in it (*.yaml or *.yml)" \
+        in done.stdout, done.stdout
     from glidein_tracing.failure_rules.downtimes import read_downtimes
     from glidein_tracing.failure_rules.files import parse_file
     assert parse_file(fifo) == ([], [f"{fifo}: cannot read: a FIFO (named pipe), not a file"])

@@ -203,6 +203,8 @@ def in_force(files_rules) -> tuple[list[Rule], list[str]]:
 def check(path) -> tuple[int, list[str]]:
     """(rules in force, problems) of a rules file or directory, read as the forwarder reads it."""
     files = rule_files(path)
+    if not files and Path(path).is_dir():
+        return 0, [f"{path}: a directory with no rules file in it (*.yaml or *.yml)"]
     if not files or not files[0].exists():
         return 0, [f"{path}: no such rules file or directory"]
     parsed = [parse_file(file) for file in files]
