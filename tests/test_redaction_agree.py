@@ -140,6 +140,7 @@ def test_a_failed_job_printing_every_kind_of_secret_leaves_none_on_the_node_or_a
     script = (f'cat "{printed}"; cat "{printed}" >&2\n'
               f'"$GLIDEIN_TRACING_PHASE" "upload with --token s3cr3tTokVal" -- true\n'
               f'"$GLIDEIN_TRACING_PHASE" mark "pushed to https://{GHP}@github.com"\n'
+              '"$GLIDEIN_TRACING_PHASE" "$(printf \'db password\\tTabSecret99\')" -- true\n'
               "exit 3\n")
     result = simulate_glidein(tmp_path / "glidein", Scenario(jobs=[Job(script=script, shell="/bin/bash")],
                                                              knobs={"GLIDEIN_TRACING_JOB_LOG_TAIL_LINES": "50"}))
@@ -155,5 +156,6 @@ def test_a_failed_job_printing_every_kind_of_secret_leaves_none_on_the_node_or_a
     spans = convert(events)
     texts = repr([(s.name, dict(s.attributes), [(e.name, dict(e.attributes)) for e in s.events]) for s in spans])
     assert "job.log_tail" in texts and "upload with --token REDACTED" in texts
+    assert "db password REDACTED" in texts          # a TAB in a phase name: redacted, then a space
     for _, secret in CORPUS:
         assert secret not in texts, secret

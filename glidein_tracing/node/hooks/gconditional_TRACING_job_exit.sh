@@ -50,7 +50,9 @@ GT_PHASE_READ=4000000
 GT_AWK_PHASES='
 function clean(v, max,   c) {
     if (length(v) > max) { v = substr(v, 1, max); cut_names++ }
+    gsub(/\\t/, "\t", v)     # the phase command wrote a TAB as \t
     v = gt_redact(v)
+    gsub(/\t/, " ", v)
     c = gsub(/[^ -~]/, "?", v)
     return v
 }

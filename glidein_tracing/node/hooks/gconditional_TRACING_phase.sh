@@ -39,17 +39,17 @@ gtp_now() {
     esac
 }
 
-# gtp_clean TEXT MAX: GTP_V = TEXT with TAB/LF as spaces (what would break a spool line; the
-# exit hook makes every other control byte a '?'), at most MAX characters.
+# gtp_clean TEXT MAX: GTP_V = TEXT with LF as a space and TAB as `\t` (what would break a spool
+# line; the exit hook redacts with the TAB back, so `password<TAB>value` is seen, then makes it
+# a space and every other control byte a '?'), at most MAX characters.
 gtp_clean() {
     GTP_V=$1
-    for gtp_c in "$GTP_TAB" "$GTP_NL"; do
-        while :; do
-            case $GTP_V in
-                *"$gtp_c"*) GTP_V="${GTP_V%%"$gtp_c"*} ${GTP_V#*"$gtp_c"}" ;;
-                *) break ;;
-            esac
-        done
+    while :; do
+        case $GTP_V in
+            *"$GTP_TAB"*) GTP_V="${GTP_V%%"$GTP_TAB"*}\\t${GTP_V#*"$GTP_TAB"}" ;;
+            *"$GTP_NL"*) GTP_V="${GTP_V%%"$GTP_NL"*} ${GTP_V#*"$GTP_NL"}" ;;
+            *) break ;;
+        esac
     done
     [ ${#GTP_V} -le "$2" ] || { GTP_V=$(printf '%s' "$GTP_V" | cut -c "1-$2"); GTP_FORKED=1; }
 }
