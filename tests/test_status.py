@@ -136,3 +136,16 @@ def test_a_ledger_held_in_exclusive_mode_gets_one_line_naming_its_holder(tmp_pat
     assert done.returncode == 6 and "Traceback" not in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert f"is locked by pid {holder.pid}" in done.stderr and "try again once it lets go" in done.stderr
+
+
+def test_show_list_names_the_entry_of_glideins_still_running(tmp_path):
+    """Their Factory stages went early, their root comes when they end: `show --list` names
+    their entry, not "(no root)"."""
+    layout, _ = factory_now(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "glidein_tracing", "show", "--list", "--store", str(tmp_path / "store")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = {line.split()[0]: line for line in done.stdout.splitlines()}
+    running = lines[identity(layout, 300, 3).trace_id]
+    assert running.endswith("glidein DEMO_ENTRY (in flight: no root yet)") and " - " not in running
+    assert "(no root)" not in done.stdout and len(lines) == 4       # the four still queued, held or running

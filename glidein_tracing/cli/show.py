@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..core import conventions as c
 from ..core.errors import UserError
 from ..core.progress import on_terminal
 from ..core.terminal import echo, escape
@@ -95,9 +96,13 @@ def _show(args, store: Store):
     if args.list or not args.trace_id:
         if args.limit < 1:
             raise UserError(f"--limit wants a number of traces of at least 1, not {args.limit}")
-        for trace_id, spans, name, start_ns, outcome in store.listing(_since_ns(args.since), args.limit):
+        page = store.listing(_since_ns(args.since), args.limit)
+        in_flight = store.traces([row[0] for row in page if row[2] is None])   # their root has not come yet
+        for trace_id, spans, name, start_ns, outcome in page:
+            if name is None:
+                name, start_ns = _in_flight(in_flight.get(trace_id, []))
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(start_ns / 1e9)) if start_ns else "-"
-            name, outcome = escape(name or "(no root)", newlines=False), escape(outcome or "", newlines=False)
+            name, outcome = escape(name, newlines=False), escape(outcome or "", newlines=False)
             echo(f"{escape(trace_id, newlines=False)}  {spans:4d} spans  {when}  {name}  {outcome}".rstrip())
         return None
     matches = store.find(args.trace_id)
@@ -106,3 +111,12 @@ def _show(args, store: Store):
     if len(matches) > 1:
         raise UserError(f"{args.trace_id} matches several traces; give more digits")
     return matches[0], store.trace(matches[0])
+
+
+def _in_flight(spans) -> tuple:
+    """(label, first start ns) of a trace whose root has not arrived: a glidein still running,
+    of which the Factory's stages went early; its entry from their resource."""
+    entries = {str(s["resource"][c.GLIDEIN_ENTRY]) for s in spans if (s.get("resource") or {}).get(c.GLIDEIN_ENTRY)}
+    starts = [s["start_ns"] for s in spans if s.get("start_ns")]
+    label = f"glidein {', '.join(sorted(entries))} (in flight: no root yet)" if entries else "(no root)"
+    return label, min(starts) if starts else None
