@@ -87,6 +87,31 @@ def test_outcomes_and_error_types(demo_store):
     assert stage(no_job[0], "condor.start")[0]["attributes"]["glidein.shutdown.reason"] == "max_idle"
 
 
+def test_stages_follow_one_another_and_1us_spans_say_so(demo_store):
+    """Siblings that follow one another are at least 1 us apart, the earlier ending first (Jaeger's
+    critical path steps back only to a stage that ended strictly before the next began: docs/
+    jaeger.md, Critical path); only a SIGTERM's HTCondor shutdown may overlap cleanup, and the
+    demo has none. Every span drawn 1 us long says its time was placed (a phase shorter than
+    its clock's 10 ms, such as the failed `merge` on an idle machine)."""
+    _, _, traces = demo_store
+    for spans in glidein_traces(traces).values():
+        by_parent: dict = {}
+        for span in spans:
+            by_parent.setdefault((span["trace_id"], span["parent_span_id"]), []).append(span)
+            if span["end_ns"] - span["start_ns"] == 1000:
+                assert span["attributes"].get("glidein.time.placed") == "min_duration", span["name"]
+        for siblings in by_parent.values():
+            if any(s["attributes"].get("glidein.stage") == "job" for s in siblings):
+                siblings = [s for s in siblings if s["attributes"].get("glidein.stage") != "job"
+                            or not any(o is not s and o["attributes"].get("glidein.stage") == "job"
+                                       and o["start_ns"] < s["end_ns"] and s["start_ns"] < o["end_ns"]
+                                       for o in siblings)]   # jobs in other slots may run side by side
+            siblings.sort(key=lambda s: s["start_ns"])
+            for earlier, later in zip(siblings, siblings[1:]):
+                assert earlier["end_ns"] < later["start_ns"], \
+                    f"{earlier['name']} ends at or after {later['name']} begins"
+
+
 def test_links_lead_from_request_to_glidein_to_job_to_user_and_back(demo_store):
     _, _, traces = demo_store
     everything = {(s["trace_id"], s["span_id"]): s for spans in traces.values() for s in spans}

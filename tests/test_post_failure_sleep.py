@@ -47,7 +47,8 @@ def forwarded(tmp_path, run, ends_after_s):
 def test_validation_failure_sleep_is_a_stage_until_the_factory_saw_the_exit(tmp_path):
     stages, spans, T0 = forwarded(tmp_path, "fail", 22 + SLEEP_S)
     sleep = stages["post_failure_sleep"]
-    assert sleep["start_ns"] == stages["teardown"]["end_ns"]
+    # from teardown's end on; teardown ends 1 us before it (docs/span-conventions.md, Times)
+    assert sleep["start_ns"] == stages["teardown"]["end_ns"] + 1000
     assert sleep["end_ns"] == stages["glidein"]["end_ns"] == int((T0 + 22 + SLEEP_S) * 1e9)
     assert sleep["attributes"]["glidein.sleep.reason"] == "validation_failed"
     assert sleep["attributes"]["glidein.sleep.end_source"] == "factory.terminated"

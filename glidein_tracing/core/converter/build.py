@@ -16,8 +16,10 @@ from opentelemetry.trace.status import Status, StatusCode
 
 from .. import conventions as c
 from .. import ids, log_tail, redaction, resources
+from .bounds import apart
 from .clocks import is_node_span
 from .draft import ROOT, Draft, SpanDraft
+from .glideinwms import VALIDATION_PREFIX
 from .readable_span import local_parent, ns, readable_span, remote_context, with_attributes, within_otlp
 from .user_view import job_on_glidein_id, job_view_span_ids, user_trace_spans
 
@@ -40,9 +42,12 @@ def build(draft: Draft, resource_defaults: dict) -> list[ReadableSpan]:
     if phases.jobs:
         phases.prepare(draft.trace_id, {k: (span_ids[k], draft.spans[k].links) for k in draft.keys_starting("job/")},
                        span_ids.values(), job_view_span_ids, job_on_glidein_id)
+    parents = {key: _parent_key(draft, key, span) for key, span in draft.spans.items()}
+    times = apart({key: (ns(span.start), ns(max(span.end, span.start))) for key, span in draft.spans.items()},
+                  parents, _sent_early(draft), frozenset(draft.keys_starting(VALIDATION_PREFIX)))
     built = {}
     for key, span in draft.spans.items():
-        parent_key = span.parent if span.parent in draft.spans else (None if key == ROOT else ROOT)
+        parent_key = parents[key]
         events = _note_events(draft, notes.get(key, ()), draft.node_shift if is_node_span(key, span.stage) else 0.0)
         if key in tails_by_key:
             events += _log_tail_events(draft, tails_by_key[key], span)
@@ -51,7 +56,7 @@ def build(draft: Draft, resource_defaults: dict) -> list[ReadableSpan]:
         built[key] = readable_span(
             name=span.name or key, resource=resource, trace_id=trace_int, span_id=span_ids[key],
             parent=local_parent(trace_int, span_ids[parent_key]) if parent_key else None,
-            status=_status(span), start_ns=ns(span.start), end_ns=ns(max(span.end, span.start)),
+            status=_status(span), start_ns=times[key][0], end_ns=times[key][1],
             attributes=_attributes(draft, span, all_clean), events=events, links=_links(draft, span))
     phase_spans = phases.spans(built, resource, draft.scrub, draft.limits.max_events)
     if ROOT in built:
@@ -60,6 +65,25 @@ def build(draft: Draft, resource_defaults: dict) -> list[ReadableSpan]:
     # on the glidein by it (sampling.keep_glidein)
     ordered = ([built[ROOT]] if ROOT in built else []) + [s for k, s in built.items() if k != ROOT]
     return ordered + phase_spans + user_trace_spans(draft, built, resource)
+
+
+def _sent_early(draft: Draft) -> dict:
+    """The spans whose times stay as measured (bounds.apart), by the part of the trace they may
+    be in the backend with before the rest: the Factory's stages (the forwarder sends them while
+    the glidein runs); setup and its scripts (the node may send them live when setup ends),
+    unless the clocks moved them already (clocks.py: never with a live export); and each job,
+    on its own (sent live when it ends, and copied into its user's trace)."""
+    fixed = {key: "factory" for key, span in draft.spans.items() if span.stage.startswith(c.FACTORY_STAGE_PREFIX)}
+    if not draft.node_shift:
+        fixed.update((key, "node") for key, span in draft.spans.items()
+                     if span.stage in (c.STAGE_SETUP, c.STAGE_VALIDATION))
+    fixed.update((key, key) for key in draft.keys_starting("job/"))
+    return fixed
+
+
+def _parent_key(draft: Draft, key: str, span: SpanDraft) -> str | None:
+    """The key of the span's parent: its own when in the trace, else the root's."""
+    return span.parent if span.parent in draft.spans else (None if key == ROOT else ROOT)
 
 
 def _root_peak(root: ReadableSpan, spans) -> ReadableSpan:

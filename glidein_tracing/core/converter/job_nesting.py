@@ -10,6 +10,11 @@ glideins, ../shared/fixtures/glidein-run/sigterm). A span must lie within its pa
 - a job whose end came after the glidein's (its line written after cleanup) is cut at
   `condor`'s end, with the reason (``job.end_cut_reason``, the glidein's shutdown reason) and
   the end it recorded (``job.recorded_end_s``).
+
+When HTCondor shut itself down (``glidein.shutdown.reason`` ``max_idle`` or
+``daemon_shutdown``: no signal), condor_startup.sh returned only after its daemons and jobs
+had ended, and cleanup began after that: `teardown`, which the hooks start at the record's
+whole second, starts where `condor` ends when that is within the second.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from .. import conventions as c
 CONDOR = "condor"   # the condor phase's journal key
 END_SOURCE, LAST_JOB = c.CONDOR_END_SOURCE, "last_job"
 CUT_REASON, RECORDED_END = c.JOB_END_CUT_REASON, c.JOB_RECORDED_END_S
+TEARDOWN = "teardown"
+SELF_SHUTDOWN = ("max_idle", "daemon_shutdown")   # glidein.shutdown.reason with no signal
 
 
 def fit_jobs_in_condor(spans: dict, root_key: str) -> None:
@@ -36,12 +43,22 @@ def fit_jobs_in_condor(spans: dict, root_key: str) -> None:
     # shows that HTCondor still ran then
     ended_in_time = [s.end for s in jobs if (limit is None or s.end <= limit)
                      and not s.closed_by_converter] + [s.start for s in jobs]
+    reason = str(condor.attrs.get(c.GLIDEIN_SHUTDOWN_REASON) or "unknown")
     if not condor.closed_by_converter and max(ended_in_time) > condor.end:
         condor.end = max(ended_in_time)
         condor.attrs[END_SOURCE] = LAST_JOB
-    reason = str(condor.attrs.get(c.GLIDEIN_SHUTDOWN_REASON) or "unknown")
+        if reason in SELF_SHUTDOWN:
+            _teardown_after(spans.get(TEARDOWN), condor.end)
     for job in jobs:
         if job.end > condor.end:
             job.attrs[RECORDED_END] = round(job.end, 6)
             job.attrs[CUT_REASON] = reason
             job.end = max(condor.end, job.start)
+
+
+def _teardown_after(teardown, condor_end: float) -> None:
+    """`teardown` starts at `condor`'s end when its start (a whole second) lies in the second
+    before it: the second said when, condor's last job says where in it."""
+    if teardown is not None and teardown.start is not None and teardown.end is not None \
+            and teardown.start < condor_end < min(teardown.start + 1.0, teardown.end):
+        teardown.start = condor_end
