@@ -9,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -22,6 +21,7 @@ from tests.support.hook_support import HOOKS
 from tests.support.journal_builders import root_lines
 from tests.support.otlp_receiver import CountingCollector, counting_collector
 from tests.support.span_nesting import outside_parent
+from tests.support.waiting import HANG_S, wait_until
 
 PHASE = str(HOOKS / "gconditional_TRACING_phase.sh")
 USER_TRACE = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -241,9 +241,11 @@ def test_the_command_passes_stdin_stdout_stderr_and_exit_code(shell, job_copy):
 def test_a_signal_to_the_command_reaches_the_phase_and_kills_it_alike(shell, job_copy):
     env = {"PATH": os.environ["PATH"], "TRACEPARENT": USER_TP}
     proc = subprocess.Popen([shell, str(job_copy), "wait", "--", "sleep", "30"], env=env)
-    time.sleep(0.5)
+    # the command runs (its traps are set before it starts)
+    assert wait_until(lambda: subprocess.run(["pgrep", "-P", str(proc.pid), "-x", "sleep"],
+                                             capture_output=True).returncode == 0)
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=10) == -signal.SIGTERM
+    assert proc.wait(timeout=HANG_S) == -signal.SIGTERM
     end = (job_copy.parent / "phases.gtp").read_text().splitlines()[-1].split("\t")
     assert end[1] == "end" and end[6] == "15"
 
@@ -337,3 +339,24 @@ def test_jobs_sharing_one_traceparent_keep_their_phases_under_their_own_job_in_t
         job_span_id = int(phase.attributes["glidein.job_span_id"], 16)
         assert phase.parent.span_id == on_glidein[job_span_id].context.span_id
         assert on_glidein[job_span_id].start_time <= phase.start_time <= phase.end_time <= on_glidein[job_span_id].end_time
+
+
+def test_a_phase_measured_as_lasting_nothing_is_drawn_1us_long_and_says_so():
+    """A phase shorter than its clock's 10 ms (start and end read alike) lasts 1 us, in both
+    traces, marked ``glidein.time.placed=min_duration`` as every such span is."""
+    job = "job/s#1.0#9"
+    sid = "0101" + "c" * 12
+    lines = root_lines(1000.0) + [
+        format_line(1010, "start", "condor", {"@stage": "condor.start", "@name": "condor"}),
+        format_line(1011, "start", job, {"@stage": "job", "@name": "job", "@parent": "condor"}, links=[USER_TP]),
+        format_line(1012, "start", f"phase/{sid}/{job}",
+                    {"@name": "merge", "@phase.trace": USER_TRACE, "@phase.parent": USER_SPAN}),
+        format_line(1012, "end", f"phase/{sid}/{job}", {"@status": "ERROR", "phase.exit_code:i": "1"}),
+        format_line(1019, "end", job, {"job.exit_by": "exit", "job.exit_code:i": "1"}),
+        format_line(1050, "end", "condor", {}), format_line(1051, "end", "glidein", {})]
+    phases = [s for s in convert(*parse_lines("".join(lines).encode()))
+              if s.attributes["glidein.stage"] == "job.phase"]
+    assert len(phases) == 2     # the glidein's copy and the user's
+    for phase in phases:
+        assert phase.end_time - phase.start_time == 1000
+        assert phase.attributes["glidein.time.placed"] == "min_duration"

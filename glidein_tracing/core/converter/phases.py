@@ -226,7 +226,8 @@ class PhaseCollector:
         start = min(max(ns(phase.start), job_span.start_time), job_span.end_time)
         closed = phase.end is None
         end = job_span.end_time if closed else min(max(ns(phase.end), start), job_span.end_time)
-        if end <= start:     # shorter than /proc/uptime's 10 ms: it lasts 1 us, inside its job
+        placed = end <= start
+        if placed:     # shorter than /proc/uptime's 10 ms: it lasts 1 us, inside its job, and says so
             start, end = lasting_within(start, job_span.start_time, job_span.end_time)
         name = redaction.redact_text(phase.name[:MAX_NAME]) or "phase"
         attrs = {c.STAGE: c.STAGE_JOB_PHASE, c.JOB_PHASE_NAME: name,
@@ -237,6 +238,8 @@ class PhaseCollector:
         attrs.update(_outcome_attributes(phase.fields))
         if closed:
             attrs[c.GLIDEIN_CLOSED_BY] = c.CLOSED_BY_CONVERTER
+        if placed:
+            attrs[c.GLIDEIN_TIME_PLACED] = c.TIME_PLACED_MIN_DURATION
         attrs = scrub(attrs)
         status = _status(phase.fields, closed)
         events = [SpanEvent(c.JOB_PHASE_MARK, scrub({c.NOTE_MESSAGE: text}), timestamp=min(max(ns(t), start), end))
