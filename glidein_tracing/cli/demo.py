@@ -58,6 +58,8 @@ def add_arguments(parser):
     parser.add_argument("--glideins", type=int, default=5, help="how many glideins (default 5)")
     parser.add_argument("--store", help="store directory (default: under the user's data dir)")
     parser.add_argument("--endpoint", help="OTLP/HTTP base URL to send to instead of the store")
+    parser.add_argument("--jaeger-ui", metavar="URL",
+                        help="with --endpoint: Jaeger UI base URL (its query address) to print a trace's link on")
     parser.add_argument("--keep", metavar="DIR", help="keep the simulated Factory and glidein files here")
     parser.add_argument("--parallel", type=int, default=2, help="glideins run at once (default 2)")
 
@@ -272,7 +274,10 @@ def run(args):
         failures = summary.failures.get(trace)
         echo(f"  {trace}  {label}" + (f"  -> {'; '.join(failures)}" if failures else ""))
     if args.endpoint:
-        echo(f"\nopen them in Jaeger, e.g. {args.endpoint.rsplit(':', 1)[0]}:16686/trace/{ids[0]}")
+        if args.jaeger_ui:
+            echo(f"\nopen them in Jaeger: {args.jaeger_ui.rstrip('/')}/trace/{ids[0]}")
+        else:   # the UI's address is the query's, which the OTLP endpoint does not tell
+            echo(f"\nopen them in Jaeger's UI at /trace/{ids[0]} (--jaeger-ui URL prints the link)")
         return 1 if stats.export_failures else 0
     traces = read_store(exporter.directory)
     echo()
