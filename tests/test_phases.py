@@ -360,3 +360,24 @@ def test_a_phase_measured_as_lasting_nothing_is_drawn_1us_long_and_says_so():
     for phase in phases:
         assert phase.end_time - phase.start_time == 1000
         assert phase.attributes["glidein.time.placed"] == "min_duration"
+
+
+def test_phases_one_after_another_are_1us_apart():
+    """A phase that ends when the next begins (their clock has 10 ms) ends 1 us sooner, so
+    Jaeger's critical path steps back from the second to the first (docs/span-conventions.md,
+    Times); the spans in the user's trace alike."""
+    job = "job/s#1.0#9"
+    lines = root_lines(1000.0) + [
+        format_line(1010, "start", "condor", {"@stage": "condor.start", "@name": "condor"}),
+        format_line(1011, "start", job, {"@stage": "job", "@name": "job", "@parent": "condor"}, links=[USER_TP])]
+    for p, name in enumerate(("reco", "merge")):
+        sid = f"01{p:02x}" + "c" * 12
+        fields = {"@name": name, "@phase.trace": USER_TRACE, "@phase.parent": USER_SPAN}
+        lines += [format_line(1012 + 2 * p, "start", f"phase/{sid}/{job}", fields),
+                  format_line(1014 + 2 * p, "end", f"phase/{sid}/{job}", {"@status": "OK"})]
+    lines += [format_line(1019, "end", job, {"job.exit_by": "exit", "job.exit_code:i": "0"}),
+              format_line(1050, "end", "condor", {}), format_line(1051, "end", "glidein", {})]
+    spans = convert(*parse_lines("".join(lines).encode()))
+    for trace in (None, USER_TRACE):
+        phases = {s.name: s for s in _phase_spans(spans, trace)}
+        assert phases["reco"].end_time == 1014 * 10**9 - 1000 and phases["merge"].start_time == 1014 * 10**9

@@ -16,11 +16,10 @@ from opentelemetry.trace.status import Status, StatusCode
 
 from .. import conventions as c
 from .. import ids, log_tail, redaction, resources
-from .bounds import apart
 from .clocks import is_node_span
 from .draft import ROOT, Draft, SpanDraft
 from .glideinwms import VALIDATION_PREFIX
-from .readable_span import local_parent, ns, readable_span, remote_context, with_attributes, within_otlp
+from .readable_span import apart, local_parent, ns, readable_span, remote_context, with_attributes, within_otlp
 from .user_view import job_on_glidein_id, job_view_span_ids, user_trace_spans
 
 _STATUS = {"OK": Status(StatusCode.OK), "UNSET": Status(StatusCode.UNSET)}   # immutable, shared

@@ -28,7 +28,7 @@ from opentelemetry.trace.status import Status, StatusCode
 from .. import conventions as c
 from .. import ids, redaction, resources
 from ..journal import INT, typed
-from .readable_span import lasting_within, local_parent, ns, readable_span, remote_context
+from .readable_span import apart, lasting_within, local_parent, ns, readable_span, remote_context
 
 PREFIX = "phase/"
 MAX_PHASES = 500            # a job (the exit hook keeps as many)
@@ -217,18 +217,19 @@ class PhaseCollector:
             context, job_span = self.contexts.get(key), built.get(key)
             if context is None or job_span is None:
                 continue
-            for phase in job.phases.values():
-                out.extend(self._phase_spans(key, phase, context, job_span, resource, scrub, max_events))
+            times = {sid: _times(phase, job_span) for sid, phase in job.phases.items()}
+            # phases one after another (10 ms clock) are set 1 us apart, as stages are
+            apart_times = apart({sid: t[:2] for sid, t in times.items()},
+                                {sid: phase.parent for sid, phase in job.phases.items()}, {})
+            for sid, phase in job.phases.items():
+                out.extend(self._phase_spans(key, phase, context, job_span, resource, scrub, max_events,
+                                             apart_times[sid], times[sid][2]))
         return out
 
-    def _phase_spans(self, key, phase, context, job_span, resource, scrub, max_events) -> list:
+    def _phase_spans(self, key, phase, context, job_span, resource, scrub, max_events, times, placed) -> list:
         glidein = int(self.trace_id, 16)
-        start = min(max(ns(phase.start), job_span.start_time), job_span.end_time)
+        start, end = times
         closed = phase.end is None
-        end = job_span.end_time if closed else min(max(ns(phase.end), start), job_span.end_time)
-        placed = end <= start
-        if placed:     # shorter than /proc/uptime's 10 ms: it lasts 1 us, inside its job, and says so
-            start, end = lasting_within(start, job_span.start_time, job_span.end_time)
         name = redaction.redact_text(phase.name[:MAX_NAME]) or "phase"
         attrs = {c.STAGE: c.STAGE_JOB_PHASE, c.JOB_PHASE_NAME: name,
                  c.GLIDEIN_JOB_SPAN_ID: ids.span_hex(context.job_span)}
@@ -270,6 +271,16 @@ class PhaseCollector:
         return [make(glidein, in_glidein(phase.span_id), glidein_parent, {}, [to_user]),
                 make(user_trace, int(phase.span_id, 16), user_parent,
                      {c.GLIDEIN_USER_VIEW: True, c.GLIDEIN_TRACE_ID: self.trace_id})]
+
+
+def _times(phase: _Phase, job_span: ReadableSpan) -> tuple:
+    """(start ns, end ns, placed) of a phase, inside its job; ``placed``: measured as lasting
+    nothing (shorter than /proc/uptime's 10 ms), so drawn 1 us long."""
+    start = min(max(ns(phase.start), job_span.start_time), job_span.end_time)
+    end = job_span.end_time if phase.end is None else min(max(ns(phase.end), start), job_span.end_time)
+    if end > start:
+        return start, end, False
+    return (*lasting_within(start, job_span.start_time, job_span.end_time), True)
 
 
 def _outcome_attributes(fields: dict) -> dict:

@@ -4,7 +4,7 @@ from where it was exported (the store, Jaeger: the glidein table's backfill) by 
 
 What every span shares is decided here: the instrumentation scope, sampled, internal kind,
 times in ns at the microsecond, a span that lasts (a viewer flags one whose end is not after
-its start), and attribute values OTLP can carry.
+its start), siblings that meet set 1 us apart (``apart``), and attribute values OTLP can carry.
 """
 
 from __future__ import annotations
@@ -49,6 +49,62 @@ def lasting_within(start_ns: int, low_ns: int, high_ns: int) -> tuple[int, int]:
     [low_ns, high_ns] (its parent) when the parent lasts that long."""
     end = min(start_ns + MIN_DURATION_NS, high_ns)
     return max(min(start_ns, end - MIN_DURATION_NS), low_ns), end
+
+
+GAP_NS = MIN_DURATION_NS   # how far apart siblings that met are set (apart)
+
+
+def apart(times: dict, parents: dict, fixed: dict, placed: frozenset = frozenset()) -> dict:
+    """``times`` (key -> (start ns, end ns), on the microsecond) with siblings (same parent in
+    ``parents``) that meet exactly set 1 us apart: the earlier one ends 1 us sooner, else the
+    later one starts 1 us later (first, when the earlier is one of ``placed``: a script placed
+    in its record's second may end at the second's very start); children that shared that end or start move with it, and
+    nothing moves that would then last 1 us or less. ``fixed``: key -> the part of the trace
+    the span may have been sent with before the rest (the Factory's stages while the glidein
+    ran, the node's sent live; a job is a part of its own): such a span moves only for a
+    sibling of its own part, never as a child (a changed copy would be a second span under its
+    id). Jaeger's critical path steps back from a stage only to a sibling that ended strictly
+    before it began (jaeger-ui v1.76, ``findLastFinishingChildSpan``: ``end <
+    returningChildStartTime``), so stages that meet (setup and condor, a job and the idle gap
+    after it) would leave the earlier one off the path. The times that meet come from one
+    record or one event, so 1 us says nothing measured. Spans that overlap (a SIGTERM:
+    HTCondor's shutdown overlaps cleanup) stay as they are."""
+    children: dict = {}
+    ending: dict = {}     # (parent, end) -> keys of the children ending then
+    for key, (_start, end) in times.items():
+        children.setdefault(parents.get(key), []).append(key)
+        ending.setdefault((parents.get(key), end), []).append(key)
+    out = dict(times)
+
+    def may_move(key, other):
+        return fixed.get(key) is None or fixed.get(key) == fixed.get(other)
+
+    for key in sorted(times, key=lambda k: times[k][0]):
+        start = out[key][0]
+        for earlier in ending.get((parents.get(key), start), ()):
+            if out[earlier][1] == start and earlier != key:
+                moves = [(earlier, key, False), (key, earlier, True)]
+                for mover, other, start_side in (moves[::-1] if earlier in placed else moves):
+                    if may_move(mover, other) and _move(mover, start, out, children, fixed, start_side):
+                        break
+                break
+    return out
+
+
+def _move(key: str, at: int, times: dict, children: dict, fixed: dict, start_side: bool) -> bool:
+    """``key``'s end (or start) at ``at``, and its descendants' that share it, 1 us inward;
+    False (nothing moved) when one of them would then last 1 us or less, or is fixed."""
+    side = 0 if start_side else 1
+    moving, stack = [], [key]
+    while stack:
+        current = stack.pop()
+        moving.append(current)
+        stack.extend(k for k in children.get(current, ()) if times[k][side] == at)
+    if any(times[k][1] - times[k][0] <= 2 * GAP_NS for k in moving) or any(k in fixed for k in moving[1:]):
+        return False
+    for k in moving:
+        times[k] = (at + GAP_NS, times[k][1]) if start_side else (times[k][0], at - GAP_NS)
+    return True
 
 
 def stored_span(name: str, resource: Resource, context: SpanContext, parent: SpanContext | None,
