@@ -55,10 +55,12 @@ def node_may_send(span) -> bool:
 def node_exports(events, spans) -> NodeExports:
     """The record of live exports in a glidein's journal events, for its ``spans`` only: ids
     of no span of the glidein are not kept (a hostile journal may name millions)."""
-    known = {ids.span_hex(s.context.span_id) for s in spans}
     out = NodeExports()
+    known = None     # made at the first record: most journals have none
     for event in events:
         if event.op == EXPORT_OP:
+            if known is None:
+                known = {ids.span_hex(s.context.span_id) for s in spans}
             state = event.fields.get("@state", "")
             if state in STATES:
                 for sid in event.fields.get("@spans", "").lower().split():

@@ -129,6 +129,8 @@ class Sender:
         """Ids of a glidein's Factory stages sent while it ran: those marked ``sent``, and of
         those left ``sending`` (among ``spans``) the ones the backend holds (marked ``sent`` now)."""
         early = self.ledger.early_spans(gkey)
+        if not early:     # nothing sent while it ran (most glideins): no id to compare
+            return set()
         sent = {s for s, state in early.items() if state == "sent"}
         arrived = self.backend.held(trace_id, [s for s in spans if early.get(span_id_of(s)) == "sending"], stats)
         if arrived:
@@ -144,7 +146,8 @@ class Sender:
         backend to ask, ``sent`` node stages are left out (else each would arrive twice) but
         never the root (the node's claim cannot drop the glidein's whole trace)."""
         early = self.early_sent(gkey, trace_id, spans, stats)
-        spans = [s for s in spans if span_id_of(s) not in early]
+        if early:
+            spans = [s for s in spans if span_id_of(s) not in early]
         exports = export_record.node_exports(journal, spans)
         if not exports:
             return spans
