@@ -74,8 +74,9 @@ class Estimator:
 
     def samples(self, entries: tuple) -> dict:
         """The history at ``entries``: per glidein that delivered, the time from its submission
-        to its first job and from its node start's end of setup to it; per glidein that failed
-        before any job, the time from its submission to the failure."""
+        to its first job and from its start (HTCondor's) to it; per glidein that failed before
+        any job, the time from its submission to the failure (the end of its setup when its
+        validation failed, else its end)."""
         if entries not in self._samples:
             data = self._dataset()
             if data is None:
@@ -86,7 +87,8 @@ class Estimator:
                 SELECT jobs > 0 AND job_started_at[1] IS NOT NULL AS delivered,
                        epoch(job_started_at[1]) - epoch(submitted_at) AS to_first_job,
                        idle_before_first_job_s,
-                       coalesce(epoch(node_start_at) + setup_s, epoch(ended_at)) - epoch(submitted_at) AS to_failure,
+                       coalesce(CASE WHEN outcome = 'validation_failed' THEN epoch(node_start_at) + setup_s END,
+                                epoch(ended_at)) - epoch(submitted_at) AS to_failure,
                        queue_wait_s
                 FROM glideins
                 WHERE entry IN ({listed}) AND submitted_at IS NOT NULL

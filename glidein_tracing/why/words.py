@@ -159,7 +159,7 @@ def advice_sentence(item: d.Diagnosis) -> str:
 
 def opening(item: d.Diagnosis) -> str:
     """Job 1234.0 has been idle for 2 h 10 min."""
-    if item.status == "unknown" or item.job.count("@") == 0 and item.status in ("idle", "not idle"):
+    if item.status == "unknown" or ("@" not in item.job and item.status in ("idle", "not idle")):
         return f"Submission {item.job}:"
     job = item.job.split("@", 1)[0]
     since = item.facts.get("status_for_s")
