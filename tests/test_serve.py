@@ -414,7 +414,7 @@ def test_tokens_are_never_logged(server, keys):
     assert server.request("/api/v1/jobs", secret[:-4] + "AAAA")[0] == 401
     time.sleep(0.5)
     log = "".join(server.log)
-    assert "GET /api/v1/jobs 200" in log and "refused: token refused: InvalidSignatureError" in log
+    assert "alice(token) GET /api/v1/jobs 200" in log and "refused: token refused: InvalidSignatureError" in log
     assert secret.split(".")[2][:20] not in log and secret.split(".")[1][:20] not in log
 
 

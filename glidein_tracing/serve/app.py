@@ -129,7 +129,7 @@ class ServeApp:
         except Exception:      # noqa: BLE001 (one request's bug must not take the service down)
             LOG.exception("error answering %s", environ.get("PATH_INFO", "")[:MAX_PATH_CHARS])
             response = error(500)
-        caller = getattr(request.caller, "name", "-") if request else "-"
+        caller = f"{request.caller.name}({request.caller.via})" if request and request.caller else "-"
         LOG.info("%s %s %s %s %d %.0fms", environ.get("REMOTE_ADDR", "-"), caller, environ.get("REQUEST_METHOD"),
                  urllib.parse.quote(environ.get("PATH_INFO", "")[:MAX_PATH_CHARS]), response.status,
                  (time.monotonic() - started) * 1000)
