@@ -58,9 +58,24 @@ def test_a_verb_whose_extra_is_missing_names_the_extra(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 2, done.stderr
     # the wheel built from the checkout, into this interpreter: no package index is claimed
-    assert (f"{sys.executable} -m pip install 'glidein_tracing-{__version__}-py3-none-any.whl[analysis]'"
+    assert (f"{sys.executable} -m pip install 'dist/glidein_tracing-{__version__}-py3-none-any.whl[analysis]'"
             in done.stderr)
     assert "Traceback" not in done.stderr
+
+
+def test_the_demo_runs_without_the_frontend_extra(tmp_path):
+    """README: `[factory]` runs the demo. Its Frontend cycle uses frontend_hooks (in the
+    wheel), not the instrumentation package the [frontend] extra adds."""
+    code = ("import sys\n"
+            "class NoInstrumentation:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'opentelemetry.instrumentation' or name.startswith('opentelemetry.instrumentation.'):\n"
+            "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+            "sys.meta_path.insert(0, NoInstrumentation())\n"
+            "from glidein_tracing.cli.main import main\n"
+            f"sys.exit(main(['demo', '--glideins', '1', '--store', {str(tmp_path / 'store')!r}]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "1 glidein traces sent to" in done.stdout, done.stderr
 
 
 def test_why_without_the_htcondor_bindings_names_the_extra(tmp_path):

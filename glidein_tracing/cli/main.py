@@ -80,8 +80,9 @@ def main(argv=None) -> int:
         if extra is None:
             raise
         echo(f"glidein-tracing {args.verb}: needs {exc.name}, which this installation lacks: add the "
-             f"[{extra}] extra, with the wheel built from a checkout (docs/operators.md): {sys.executable} "
-             f"-m pip install 'glidein_tracing-{__version__}-py3-none-any.whl[{extra}]'", file=sys.stderr)
+             f"[{extra}] extra, with the wheel built from a checkout into dist/ (docs/operators.md): "
+             f"{sys.executable} -m pip install 'dist/glidein_tracing-{__version__}-py3-none-any.whl[{extra}]'",
+             file=sys.stderr)
         return EXIT_USAGE
     except (OSError, sqlite3.Error) as exc:
         if not is_no_space(exc):
