@@ -47,6 +47,38 @@ import os
 import pickle
 import sys
 
+# What GlideinWMS's element imports at its start, through glideinFrontendElement.py and the
+# modules it imports (glideinFrontendConfig: urllib.request; glideinwms.lib's logSupport:
+# logging.handlers; util, cleanupSupport, disk_cache, fork, pidSupport, condorExe,
+# subprocessSupport, condorSecurity, xmlFormat, xmlParse; token_util: jwt and cryptography's
+# HKDF), so that a group process started here pays the start-up a real one pays. Not imported
+# because not installed here: M2Crypto (pubCrypto, symCrypto) and rrdtool (rrdSupport): a real
+# group process pays those too.
+import fcntl  # noqa: F401
+import getpass  # noqa: F401
+import logging.handlers  # noqa: F401
+import re  # noqa: F401
+import select  # noqa: F401
+import shlex  # noqa: F401
+import signal  # noqa: F401
+import socket  # noqa: F401
+import subprocess  # noqa: F401
+import tempfile  # noqa: F401
+import urllib.request  # noqa: F401
+import uuid  # noqa: F401
+import xml.dom.minidom  # noqa: F401
+import xml.parsers.expat  # noqa: F401
+import xml.sax.saxutils  # noqa: F401
+from hashlib import md5  # noqa: F401
+from importlib.util import module_from_spec  # noqa: F401
+from pathlib import Path  # noqa: F401
+
+try:
+    import jwt  # noqa: F401
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF  # noqa: F401
+except ImportError:   # token_util's; a stand-in runs without them
+    pass
+
 try:  # laid out as the real package (tests/test_frontend_process.py does that)
     from glideinwms.frontend import glideinFrontendInterface
 except ImportError:
@@ -126,10 +158,50 @@ class HistoryFile:
             pickle.dump(self.data, handle)
 
 
+# ---- glideinwms.lib.fork ----------------------------------------------------------------
+def fork_and_collect(calls):
+    """ForkManager.fork_and_collect (lib/fork.py): each ``key: (function, *args)`` runs in a
+    forked child (``fork_in_bg``), its result pickled back through a pipe and read by the
+    parent (``fetch_fork_result``); returns ``{key: result}``."""
+    started = {}
+    for key, (function, *args) in calls.items():
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                os.write(w, pickle.dumps(function(*args)))
+            finally:
+                os.close(w)
+                os._exit(0)
+        os.close(w)
+        started[key] = (r, pid)
+    results = {}
+    for key, (r, pid) in started.items():
+        data = b""
+        chunk = os.read(r, 1024 * 1024)
+        while chunk:
+            data += chunk
+            chunk = os.read(r, 1024 * 1024)
+        os.close(r)
+        os.waitpid(pid, 0)
+        results[key] = pickle.loads(data)
+    return results
+
+
+def call_in_process(calls):
+    """The same calls run here, for tests that look at the process's state after the cycle."""
+    return {key: function(*args) for key, (function, *args) in calls.items()}
+
+
 # ---- glideinFrontendElement ------------------------------------------------------------
 class glideinFrontendElement:
-    def __init__(self, parent_pid, work_dir, group_name, action, world=None, frontend_name="vofe"):
+    def __init__(self, parent_pid, work_dir, group_name, action, world=None, frontend_name="vofe",
+                 forks=False):
+        """``forks``: query and match in child processes, as the real ``iterate_one`` and
+        ``do_match`` do (a group process run as a script); else in this process."""
         self.parent_pid = parent_pid
+        self.run_calls = fork_and_collect if forks else call_in_process
         self.work_dir = work_dir
         self.group_name = group_name
         self.action = action
@@ -184,11 +256,14 @@ class glideinFrontendElement:
         """The schedd and collector queries, the match, as the real iterate_one does them."""
         glideinFrontendLib.JOB_AD_FILES.update(self.queries["schedds"])
         glideinFrontendLib.SLOTS[:] = self.queries.get("slots", [])
+        # iterate_one: one child per schedd (get_condor_q) and one for the collector
+        # (get_condor_status)
+        calls = {("schedd", schedd): (self.get_condor_q, schedd) for schedd in self.queries["schedds"]}
+        calls[("collector", 0)] = (self.get_condor_status,)
+        results = self.run_calls(calls)
         self.condorq_dict = {}
         for schedd in self.queries["schedds"]:
-            self.condorq_dict.update(glideinFrontendLib.getCondorQ(
-                [schedd], self.elementDescript.merged_data["JobQueryExpr"],
-                list(self.elementDescript.merged_data["JobMatchAttrs"]) + [("x509userproxy", "s")]))
+            self.condorq_dict.update(results[("schedd", schedd)])
         # populate_condorq_dict_types: the job types do_match counts, each with countMatch
         idle = glideinFrontendLib.getIdleCondorQ(self.condorq_dict)
         self.condorq_dict_types = {
@@ -197,11 +272,7 @@ class glideinFrontendElement:
             "Idle_3600": {"dict": glideinFrontendLib.getOldCondorQ(idle, 3600)},
             "VomsIdle": {"dict": glideinFrontendLib.getIdleVomsCondorQ(idle)},
             "Running": {"dict": glideinFrontendLib.getRunningCondorQ(self.condorq_dict)}}
-        self.status_dict = glideinFrontendLib.getCondorStatus(
-            [None], constraint='(GLIDECLIENT_Name=?="x")',
-            format_list=[("GLIDEIN_CredentialIdentifier", "s"), ("TotalSlots", "i"), ("Cpus", "i"),
-                         ("Memory", "i"), ("PartitionableSlot", "s"), ("SlotType", "s"),
-                         ("TotalSlotCpus", "i")])
+        self.status_dict = results[("collector", 0)]
         self.status_dict_types = {"Idle": {"dict": glideinFrontendLib.getIdleCondorStatus(
             self.status_dict, self.p_glidein_min_memory)}}
         self.glidein_dict = {tuple(e["glideid"]): {"attrs": dict(e.get("attrs", {})), "monitor": {}}
@@ -213,11 +284,10 @@ class glideinFrontendElement:
             {"attrs": {}, "monitor": dict(e["factory_monitor"])}
             for e in self.world if "factory_monitor" in e}
         self.condorq_match_list = [f[0] for f in self.elementDescript.merged_data["JobMatchAttrs"]]
-        for dt, el in self.condorq_dict_types.items():   # do_match's subprocess_count_dt
-            el["count"], el["prop"], el["hereonly"], el["prop_mc"] = glideinFrontendLib.countMatch(
-                self.elementDescript.merged_data["MatchExprCompiledObj"], el["dict"], self.glidein_dict,
-                self.attr_dict, self.ignore_down_entries, self.condorq_match_list,
-                match_policies=self.elementDescript.merged_data["MatchPolicyModules"])
+        # do_match: one child per job type (subprocess_count_dt)
+        counted = self.run_calls({dt: (self.subprocess_count_dt, dt) for dt in self.condorq_dict_types})
+        for dt, el in self.condorq_dict_types.items():
+            el["count"], el["prop"], el["hereonly"], el["prop_mc"] = counted[dt]
         counts = self.condorq_dict_types["Idle"]["count"]
         slots = list(self.status_dict[None].fetchStored().values())
         for e in self.world:
@@ -227,6 +297,24 @@ class glideinFrontendElement:
                     s.get("GLIDEIN_Entry_Name"), s.get("GLIDEIN_Name"), s.get("GLIDEIN_Factory")) == e["glideid"][1]]
                 idle_here = sum(1 for s in here if s.get("State") == "Unclaimed" and s.get("Activity") == "Idle")
                 e["status"] = {"Total": len(here), "Idle": idle_here, "Running": len(here) - idle_here}
+
+    def get_condor_q(self, schedd):
+        return glideinFrontendLib.getCondorQ(
+            [schedd], self.elementDescript.merged_data["JobQueryExpr"],
+            list(self.elementDescript.merged_data["JobMatchAttrs"]) + [("x509userproxy", "s")])
+
+    def get_condor_status(self):
+        return glideinFrontendLib.getCondorStatus(
+            [None], constraint='(GLIDECLIENT_Name=?="x")',
+            format_list=[("GLIDEIN_CredentialIdentifier", "s"), ("TotalSlots", "i"), ("Cpus", "i"),
+                         ("Memory", "i"), ("PartitionableSlot", "s"), ("SlotType", "s"),
+                         ("TotalSlotCpus", "i")])
+
+    def subprocess_count_dt(self, dt):
+        return glideinFrontendLib.countMatch(
+            self.elementDescript.merged_data["MatchExprCompiledObj"], self.condorq_dict_types[dt]["dict"],
+            self.glidein_dict, self.attr_dict, self.ignore_down_entries, self.condorq_match_list,
+            match_policies=self.elementDescript.merged_data["MatchPolicyModules"])
 
     def iterate_one(self):
         if self.queries is not None:
@@ -339,5 +427,5 @@ class glideinFrontendElement:
 
 if __name__ == "__main__":
     ACTION = sys.argv[4] if len(sys.argv) > 4 else "run"
-    gfe = glideinFrontendElement(int(sys.argv[1]), sys.argv[2], sys.argv[3], ACTION)
+    gfe = glideinFrontendElement(int(sys.argv[1]), sys.argv[2], sys.argv[3], ACTION, forks=True)
     sys.exit(gfe.main())

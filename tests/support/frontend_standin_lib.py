@@ -21,6 +21,12 @@ Instead of schedds, the job ads are read from files in the format ``condor_q -l`
 the glidein slots come from ``SLOTS`` (a list of attribute dicts).
 """
 
+try:   # condorMonitor imports the bindings at its import (the old ones first, then these)
+    import classad2  # noqa: F401
+    import htcondor2  # noqa: F401
+except ImportError:   # a group process that queries no schedd runs without them
+    pass
+
 JOB_AD_FILES = {}
 SLOTS = []
 QUERIES = []   # the format lists asked for, in order (what the schedd would have been sent)
@@ -56,8 +62,6 @@ def getCondorQ(schedd_names, constraint=None, format_list=None, want_format_comp
     if format_list is not None and want_format_completion:
         format_list = _complete(format_list, [("JobStatus", "i"), ("EnteredCurrentStatus", "i"),
                                               ("ServerTime", "i"), ("RemoteHost", "s")])
-    import classad2   # here: a group process that queries no schedd runs without the bindings
-
     QUERIES.append(list(format_list or ()))
     out = {}
     for schedd in schedd_names:
