@@ -18,8 +18,10 @@ the tail without redaction). Two job logs of 2,000 lines: ordinary output, and t
 every fifth line holding secrets (a Bearer header, a --password=, a URL password). Target:
 the tail adds at most 8 ms quiet, 50 ms at load 10.
 
-With --compare-lib LIB, a fourth kind: the tail on with LIB's gt_redact (e.g. an earlier
-commit's library, `git show REV:glidein_tracing/node/hooks/gconditional_TRACING_lib.sh`).
+Then the same hook, tail off, with a hostile spool of a million phases (it reads 4 MB, keeps and
+redacts 500 names and 500 marks) against none. With --compare-lib LIB, the tail on and the spool
+also with LIB's gt_redact (e.g. an earlier commit's library, `git show
+REV:glidein_tracing/node/hooks/gconditional_TRACING_lib.sh`).
 
     python -m bench.bench_log_tail [--runs 40] [--job] [--compare-lib LIB]
 """
@@ -39,7 +41,7 @@ from bench import quick
 REPO = Path(__file__).resolve().parents[1]
 
 from glidein_tracing.simulator import Scenario, simulate_glidein  # noqa: E402
-from bench.bench_phase import SECRET_LINES, failed_job_glidein, hook_ms  # noqa: E402
+from bench.bench_phase import SECRET_LINES, failed_job_glidein, hook_ms, hostile_spool_ms  # noqa: E402
 
 HOOK = "gconditional_TRACING_cleanup.sh"
 
@@ -125,6 +127,13 @@ def job_tail_cost(runs: int, compare_lib: Path | None = None) -> dict:
                         if round_:                                  # the first round warms up
                             times[kind].append(ms)
                 out[label] = tuple(statistics.median(times[kind]) for kind in kinds)
+            # the phases of a hostile spool (a million, 4 MB read, 500 names and 500 marks
+            # redacted), tail off: (without a spool, with it) for this library and the compared
+            config.write_text(base + "GLIDEIN_TRACING_JOB_LOG_TAIL_LINES 0\n")
+            for kind in ("on", "on, compared"):
+                if kind in kinds:
+                    lib.write_text(kinds[kind][1])
+                    out["spool " + kind] = hostile_spool_ms(hook, scratch, ad, journal, saved, runs)[:2]
         finally:
             lib.write_text(shipped)
             config.write_text(base)
@@ -140,9 +149,14 @@ def print_job_tail(runs: int, compare_lib: Path | None = None):
     print(f"job-exit hook of a failed job, median of {runs} runs each (ms), load {load1()}")
     compared = f" {'on, ' + compare_lib.name + ' (added)':>24}" if compare_lib else ""
     print(f"{'job log (2,000 lines)':<28} {'tail on':>8} {'tail off':>9} {'added':>7} {'on, no redaction':>17}{compared}")
-    for label, (on, off, bare, *other) in job_tail_cost(runs, compare_lib).items():
+    results = job_tail_cost(runs, compare_lib)
+    for label, (on, off, bare, *other) in ((k, v) for k, v in results.items() if not k.startswith("spool")):
         extra = f" {f'{other[0]:.1f} ({other[0] - off:.1f})':>24}" if other else ""
         print(f"{label:<28} {on:8.1f} {off:9.1f} {on - off:7.1f} {bare:17.1f}{extra}")
+    for kind, name in (("spool on", "this library"), ("spool on, compared", compare_lib and compare_lib.name)):
+        if kind in results:
+            none, full = results[kind]
+            print(f"1M-phase spool, {name}: {full:.1f} ms against {none:.1f} ms without a spool, added {full - none:.1f} ms")
     print(f"target: the job's tail adds at most 8 ms quiet, 50 ms at load 10 (load now {load1()})")
 
 
