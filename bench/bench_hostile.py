@@ -10,7 +10,9 @@ forward`` into the embedded store), measured with ``wait4`` (peak RSS of that pr
   whose 1,200 log tails are texts that once made the secret search slow (redaction_traps).
 
 It prints peak RSS and wall time of both, their ratio, and checks that every good glidein
-arrived exactly once beside the hostile ones. Target: hostile peak RSS under 500 MB.
+arrived exactly once beside the hostile ones. Target: hostile peak RSS under 500 MB. A third
+run (``--binary-mb``, 200 by default; 0: none): the good glideins and one whose stderr is that
+many MiB of random bytes (a job that wrote a binary file there).
 
 Then GlideinWMS's reading of a returned stdout (factory/glidein_stdout.py) on 16 MiB hostile
 stdouts (unclosed "Stats of" blocks, long and many lines of summary and banner words, only
@@ -23,7 +25,7 @@ URLs, of secret-looking keys, against an ordinary 8 KB log (the plain time); wit
 --compare-redaction FILE, another version of redaction.py in the same run (e.g. `git show
 REV:glidein_tracing/core/redaction.py > FILE`).
 
-    python -m bench.bench_hostile [--good 20] [--scale 1] [--compare-redaction FILE]
+    python -m bench.bench_hostile [--good 20] [--scale 1] [--binary-mb 200] [--compare-redaction FILE]
 """
 
 from __future__ import annotations
@@ -116,7 +118,7 @@ def redaction_traps(spans: int = 300) -> list:
     return lines
 
 
-def build(root: Path, good: int, hostile: bool, scale: float) -> FactoryLayout:
+def build(root: Path, good: int, hostile: bool, scale: float, binary_mb: int = 0) -> FactoryLayout:
     layout = FactoryLayout(logs=root / "logs")
     log = CondorGLog(layout)
     for proc in range(good):
@@ -124,6 +126,13 @@ def build(root: Path, good: int, hostile: bool, scale: float) -> FactoryLayout:
     if hostile:
         for proc, text in hostile_outputs(layout, scale).items():
             run_glidein(log, layout, 2, proc, T0, text)
+    if binary_mb:       # a job that wrote a binary file to the glidein's stderr: random bytes, no journal
+        run_glidein(log, layout, 2, 0, T0, "")
+        err = layout.output(2, 0, "err")
+        with open(err, "wb") as out:
+            for _ in range(binary_mb):
+                out.write(os.urandom(1 << 20))
+        os.utime(err, (time.time() - 3600,) * 2)
     return layout
 
 
@@ -145,17 +154,22 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--good", type=int, default=20, help="well-formed glideins in each run")
     parser.add_argument("--scale", type=float, default=1.0, help="the hostile outputs' size, times the above")
+    parser.add_argument("--binary-mb", type=int, default=200,
+                        help="a third run: the good glideins and one whose stderr is this many MiB of random bytes")
     parser.add_argument("--compare-redaction", type=Path, metavar="FILE",
                         help="another version of core/redaction.py, timed in the same run")
-    args = quick.parse_args(parser, good=2, scale=0.02)
+    args = quick.parse_args(parser, good=2, scale=0.02, binary_mb=2)
     work = Path(tempfile.mkdtemp(prefix="bench_hostile_"))
     try:
         results = {}
-        for name, hostile in (("baseline", False), ("hostile", True)):
+        for name, hostile, binary_mb in (("baseline", False, 0), ("hostile", True, 0), ("binary", False, args.binary_mb)):
+            if name == "binary" and not binary_mb:
+                continue
             root = work / name
             # built in a process of its own: a child's peak RSS starts from its parent's peak at
             # exec, and the hostile outputs take hundreds of MB to make
-            builder = multiprocessing.get_context("fork").Process(target=build, args=(root, args.good, hostile, args.scale))
+            builder = multiprocessing.get_context("fork").Process(target=build, args=(root, args.good, hostile,
+                                                                                      args.scale, binary_mb))
             builder.start()
             builder.join()
             layout = FactoryLayout(logs=root / "logs")
@@ -171,6 +185,10 @@ def main():
         (base_rss, base_wall), (rss, wall) = results["baseline"], results["hostile"]
         print(f"ratio hostile/baseline: peak RSS {rss / base_rss:.2f}x, time {wall / base_wall:.2f}x; "
               f"target peak RSS < {TARGET_MB} MB: {'met' if rss < TARGET_MB else 'NOT met'}")
+        if "binary" in results:
+            rss, wall = results["binary"]
+            print(f"ratio binary/baseline: peak RSS {rss / base_rss:.2f}x, time {wall / base_wall:.2f}x "
+                  f"({args.binary_mb} MiB of random bytes as one glidein's stderr)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     redaction_calls(args.compare_redaction)
