@@ -5,8 +5,8 @@ is ignored as forged. Given the wrong name (GlideinWMS's glidein_name, GLIDEIN_N
 factory_name, GLIDEIN_Factory), every glidein would become a failure with no journal, its
 row written and the ledger marking it done, for good. So before a pass writes anything, the
 newest returned journals of each entry not yet confirmed are read: when every one of them
-(up to ``NEWEST``) names one other Factory, the pass stops with a ConfigError (exit 2) that
-gives both names. One journal naming this Factory confirms its entry for the process's life
+(up to ``NEWEST``, among its ``LOOK_AT`` newest outputs) names one other Factory, the pass
+stops with a ConfigError (exit 2) that gives both names. One journal naming this Factory confirms its entry for the process's life
 (the name cannot change while it runs); an entry directory unchanged since it was last
 looked at is not read again.
 """
@@ -20,6 +20,8 @@ from .outputs import OUTPUT_RE, find_entry_dirs
 from .returned import claimed_factories
 
 NEWEST = 5     # returned journals (that name a Factory) read per unconfirmed entry
+LOOK_AT = 20   # returned stderrs looked at, at most, per unconfirmed entry and changed directory:
+# an entry whose glideins return no journal (tracing off) costs 20 reads when it changes, not all
 
 
 class FactoryNameCheck:
@@ -62,7 +64,7 @@ class FactoryNameCheck:
         except OSError:
             return set()
         others, read = set(), 0
-        for _, _, path in sorted(outputs, reverse=True):     # the newest clusters first
+        for _, _, path in sorted(outputs, reverse=True)[:LOOK_AT]:     # the newest clusters first
             claims = claimed_factories(path, self.max_section_bytes)
             if not claims:
                 continue
