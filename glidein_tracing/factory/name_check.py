@@ -8,12 +8,14 @@ newest returned journals of each entry not yet confirmed are read: when every on
 (up to ``NEWEST``, among its ``LOOK_AT`` newest outputs) names one other Factory, the pass
 stops with a ConfigError (exit 2) that gives both names. One journal naming this Factory confirms its entry for the process's life
 (the name cannot change while it runs); an entry directory unchanged since it was last
-looked at is not read again.
+looked at is not read again, nor, for ``QUIET_S``, one whose newest outputs held no journal
+(an entry that does not trace: its directory changes every pass).
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 from ..core.errors import ConfigError
 from .outputs import OUTPUT_RE, find_entry_dirs
@@ -22,6 +24,7 @@ from .returned import claimed_factories
 NEWEST = 5     # returned journals (that name a Factory) read per unconfirmed entry
 LOOK_AT = 20   # returned stderrs looked at, at most, per unconfirmed entry and changed directory:
 # an entry whose glideins return no journal (tracing off) costs 20 reads when it changes, not all
+QUIET_S = 600.0  # an entry whose newest outputs hold no journal is looked at again after this
 
 
 class FactoryNameCheck:
@@ -29,6 +32,7 @@ class FactoryNameCheck:
         self.roots, self.facts, self.max_section_bytes = roots, facts, max_section_bytes
         self.confirmed: set = set()      # entry directories with a journal naming this Factory
         self._looked: dict = {}          # entry directory -> its mtime when last looked at
+        self._quiet: dict = {}           # entry directory -> when its newest outputs held no journal
 
     def check(self):
         for entry in find_entry_dirs(self.roots):
@@ -38,7 +42,9 @@ class FactoryNameCheck:
                 mtime = os.stat(entry.path).st_mtime_ns
             except OSError:
                 continue
-            if self._looked.get(entry.path) == mtime:
+            quiet_since = self._quiet.get(entry.path)
+            if self._looked.get(entry.path) == mtime or (quiet_since is not None
+                                                         and time.monotonic() - quiet_since < QUIET_S):
                 continue
             self._looked[entry.path] = mtime
             others = self._others(entry.path)
@@ -64,6 +70,7 @@ class FactoryNameCheck:
         except OSError:
             return set()
         others, read = set(), 0
+        self._quiet.pop(directory, None)
         for _, _, path in sorted(outputs, reverse=True)[:LOOK_AT]:     # the newest clusters first
             claims = claimed_factories(path, self.max_section_bytes)
             if not claims:
@@ -75,4 +82,6 @@ class FactoryNameCheck:
             read += 1
             if read >= NEWEST:
                 break
+        if not read:
+            self._quiet[directory] = time.monotonic()
         return others
