@@ -252,13 +252,15 @@ def run(args):
         echo(f"  glidein {scenario.cluster}.{scenario.proc}: {label} (exit code {result.exit_code})",
               file=sys.stderr)
     summary = FailureSummary(exporter)
-    factory_xml = root / "factory" / "glideinWMS.xml"     # the Factory's configuration: the entry's site
-    factory_xml.write_text(f'<glidein><entries><entry name="{ENTRY}"><attrs><attr name="GLIDEIN_Site" '
-                           f'value="{SITE}"/></attrs></entry></entries></glidein>\n')
+    # the Factory's configuration, the one source of its facts: its name, the entry's schedd,
+    # site and tracing switch (factory/factory_xml.py)
+    factory_xml = root / "factory" / "glideinWMS.xml"
+    factory_xml.write_text(f'<glidein factory_name="{FACTORY}" glidein_name="{INSTANCE}" schedd_name="{SCHEDD}">'
+                           f'<entries><entry name="{ENTRY}"><attrs><attr name="GLIDEIN_Site" value="{SITE}"/>'
+                           '<attr name="GLIDEIN_USE_TRACING" value="1"/></attrs></entry></entries></glidein>\n')
     # spans go through the summary to where the demo sends them; the ledger and the glidein
     # table (glidein-table beside it) in the simulated Factory
-    conf = ForwarderSettings(logs=(str(layout.logs),), factory=FACTORY, schedd=SCHEDD,
-                             factory_config=str(factory_xml), grace=0.0, endpoint=args.endpoint,
+    conf = ForwarderSettings(logs=(str(layout.logs),), factory_config=str(factory_xml), grace=0.0, endpoint=args.endpoint,
                              store=None if args.endpoint else where, state=str(root / "factory" / "forwarder.sqlite"))
     forwarder = build_forwarder(conf, exporter=summary, settle_s=0.0, progress=on_terminal(),
                                 reconcile=None if args.endpoint else store_span_ids(exporter.directory),
