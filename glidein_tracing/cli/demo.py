@@ -260,7 +260,8 @@ def run(args):
                            '<attr name="GLIDEIN_USE_TRACING" value="1"/></attrs></entry></entries></glidein>\n')
     # spans go through the summary to where the demo sends them; the ledger and the glidein
     # table (glidein-table beside it) in the simulated Factory
-    conf = ForwarderSettings(logs=(str(layout.logs),), factory_config=str(factory_xml), grace=0.0, endpoint=args.endpoint,
+    conf = ForwarderSettings(logs=(str(layout.logs),), factory_config=str(factory_xml), grace=0.0,
+                             endpoint=args.endpoint,
                              store=None if args.endpoint else where, state=str(root / "factory" / "forwarder.sqlite"))
     forwarder = build_forwarder(conf, exporter=summary, settle_s=0.0, progress=on_terminal(),
                                 reconcile=None if args.endpoint else store_span_ids(exporter.directory),

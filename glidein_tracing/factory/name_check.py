@@ -6,8 +6,9 @@ factory_name, GLIDEIN_Factory), every glidein would become a failure with no jou
 row written and the ledger marking it done, for good. So before a pass writes anything, the
 newest returned journals of each entry not yet confirmed are read: when every one of them
 (up to ``NEWEST``, among its ``LOOK_AT`` newest outputs) names one other Factory, the pass
-stops with a ConfigError (exit 2) that gives both names. One journal naming this Factory confirms its entry for the process's life
-(the name cannot change while it runs); an entry directory unchanged since it was last
+stops with a ConfigError (exit 2) that gives both names. One journal naming this Factory
+confirms its entry for the process's life (the name cannot change while it runs); an entry
+directory unchanged since it was last
 looked at is not read again, nor, for ``QUIET_S``, one whose newest outputs held no journal
 (an entry that does not trace: its directory changes every pass).
 """

@@ -86,9 +86,8 @@ def summary(glideins: list[GlideinNow], now: float, oldest: int = 3) -> dict:
             "age_p50_s": round(_percentile(ages, 0.5), 1),
             "age_p90_s": round(_percentile(ages, 0.9), 1),
             "age_max_s": round(ages[-1], 1),
-            "oldest": [{"age_s": round(now - g.since, 1), "trace_id": g.trace_id,
-                        "glidein": f"{g.cluster}.{g.proc}", **({"hold_reason": g.hold_reason} if state == "held" else {})}
-                       for g in group[:oldest]],
+            "oldest": [{"age_s": round(now - g.since, 1), "trace_id": g.trace_id, "glidein": f"{g.cluster}.{g.proc}",
+                        **({"hold_reason": g.hold_reason} if state == "held" else {})} for g in group[:oldest]],
         }
     return out
 
