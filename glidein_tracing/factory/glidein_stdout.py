@@ -15,7 +15,8 @@ HTCondor seconds after the record). The stdout is the node's, so only bounded in
 taken from it, from at most ``MAX_STDOUT_BYTES``, each pattern on one line of at most
 ``MAX_LINE_BYTES`` from its literal on (no copy of the lines is made), so a hostile output
 costs linear time (bench/bench_hostile.py). The same read tells whether the glidein was
-asked to trace (an untraced glidein's entry does not trace: docs/span-conventions.md).
+asked to trace, the forwarder's guess when it has no glideinWMS.xml to say (a job can cut the
+stdout: factory_xml.py's answer comes first; docs/span-conventions.md).
 """
 
 from __future__ import annotations
