@@ -63,6 +63,9 @@ def test_a_factory_name_that_contradicts_glideinwms_xml_is_refused_naming_both(t
 
 def test_a_wrong_factory_name_stops_the_pass_with_both_names_and_writes_nothing(tmp_path):
     layout = factory_tree(tmp_path)
+    done = forward(layout.logs, "--factory", "gfactory_instance", "--schedd", SCHEDD, *where(tmp_path),
+                   "--check-config")
+    assert done.returncode == 2 and f"name the Factory '{FACTORY}', not 'gfactory_instance'" in done.stderr
     done = forward(layout.logs, "--factory", "gfactory_instance", "--schedd", SCHEDD, *where(tmp_path))
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert f"its newest journals all name the Factory '{FACTORY}', not 'gfactory_instance'" in done.stderr

@@ -16,7 +16,9 @@ import logging
 import sys
 
 from ..core.errors import ConfigError
+from ..core.sections import DEFAULT_MAX_BYTES
 from ..factory import preflight
+from ..factory.name_check import FactoryNameCheck
 from ..factory.settings import DEFAULT_CONFIG
 from ..core.terminal import echo, log_to_stderr
 from . import setting_flags
@@ -62,6 +64,7 @@ def run(args):
     config_file, conf = settings_of(args)
     if args.check_config:
         facts = preflight.refuse(conf, dry_run=True)
+        FactoryNameCheck(conf.logs, facts, DEFAULT_MAX_BYTES).check()     # the journals already returned
         for line in preflight.guesses(conf, facts):
             echo(f"glidein-tracing forward: guessing: {line}", file=sys.stderr)
         where = config_file or f"no config file: {DEFAULT_CONFIG}, the default, is absent"
