@@ -1,11 +1,13 @@
-"""OTLP/HTTP (protobuf) span export on Python's own http.client, for the group processes.
+"""OTLP/HTTP (JSON) span export on Python's own http.client, for the group processes.
 
 GlideinWMS starts every group, every cycle, as a new process, so what the exporter imports is
 paid every cycle: the SDK's OTLP/HTTP exporter brings ``requests`` (and urllib3, charset
-detection, cookies), about a third of what tracing costs a group process at start
-(bench/README.md, bench_frontend_startup.py). The encoding is the SDK's own
-(``encode_spans``); only the transport is this module's. One attempt per export, bounded by
-the timeout: a group process lives one cycle, and the next cycle sends its own spans.
+detection, cookies), about a third of what tracing costs a group process at start, and its
+protobuf encoding the protobuf runtime and OTLP's generated messages (bench/README.md,
+bench_frontend_startup.py). OTLP/HTTP takes JSON as well; the encoding is the project's one
+OTLP JSON writer (glidein_tracing/exporters/otlp_json.py, the store's format), only the
+transport is this module's. One attempt per export, bounded by the timeout: a group process
+lives one cycle, and the next cycle sends its own spans.
 
 Configured by the OTLP exporter variables the SDK's exporter reads:
 ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (the full URL), else ``OTEL_EXPORTER_OTLP_ENDPOINT`` +
@@ -17,17 +19,21 @@ Configured by the OTLP exporter variables the SDK's exporter reads:
 from __future__ import annotations
 
 import http.client
+import json
 import logging
 import os
 from urllib.parse import unquote, urlsplit
 
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from glidein_tracing.exporters.otlp_json import request_from_span_dicts, span_dict
 
 _logger = logging.getLogger("frontend_hooks")
 
 DEFAULT_ENDPOINT = "http://localhost:4318"
 TRACES_PATH = "/v1/traces"
+MAX_BATCH = 512   # spans per request: the SDK's default OTEL_BSP_MAX_EXPORT_BATCH_SIZE
 
 
 def _setting(name: str, default: str | None = None) -> str | None:
@@ -53,7 +59,7 @@ def headers() -> dict:
 
 
 class OtlpHttpExporter(SpanExporter):
-    """Sends each batch as one OTLP/HTTP protobuf request; a failure is logged as one line
+    """Sends each batch as one OTLP/HTTP JSON request; a failure is logged as one line
     (the group process's next cycle sends its own spans, so nothing is retried)."""
 
     def __init__(self):
@@ -62,7 +68,7 @@ class OtlpHttpExporter(SpanExporter):
             raise ValueError(f"OTLP traces endpoint is not an http(s) URL: {traces_url()}")
         self.url = url
         self.path = (url.path or TRACES_PATH) + (f"?{url.query}" if url.query else "")
-        self.headers = dict(headers(), **{"Content-Type": "application/x-protobuf"})
+        self.headers = dict(headers(), **{"Content-Type": "application/json"})
         self.timeout = float(_setting("TIMEOUT", "10"))
         self.certificate = _setting("CERTIFICATE")
         self._logged_failure = False
@@ -77,7 +83,10 @@ class OtlpHttpExporter(SpanExporter):
                                            context=context)
 
     def export(self, spans) -> SpanExportResult:
-        body = encode_spans(spans).SerializeToString()
+        resources: dict = {}   # one dict per resource, so the request holds each once
+        body = json.dumps(request_from_span_dicts(
+            [span_dict(span, resources.setdefault(id(span.resource), dict(span.resource.attributes)))
+             for span in spans]), separators=(",", ":")).encode()
         connection = self._connection()
         try:
             connection.request("POST", self.path, body=body, headers=self.headers)
@@ -97,3 +106,32 @@ class OtlpHttpExporter(SpanExporter):
 
     def shutdown(self) -> None:
         return None
+
+
+class SendAtExit(SpanProcessor):
+    """Keeps the ended spans and sends them when the provider shuts down, at the process's exit
+    (the SDK's TracerProvider shuts down at exit). A group process lives one cycle, so the
+    SDK's BatchSpanProcessor only adds its thread, started again in every child GlideinWMS
+    forks for its queries and matching (bench/README.md, bench_frontend_startup.py). A forked
+    child that exits normally sends nothing: its spans are the parent's copies."""
+
+    def __init__(self, exporter: SpanExporter):
+        self._exporter = exporter
+        self._spans: list = []
+        self._pid = os.getpid()
+
+    def on_end(self, span) -> None:
+        self._spans.append(span)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        if os.getpid() != self._pid:
+            return True
+        spans, self._spans = self._spans, []
+        ok = True
+        for first in range(0, len(spans), MAX_BATCH):
+            ok = self._exporter.export(spans[first:first + MAX_BATCH]) is SpanExportResult.SUCCESS and ok
+        return ok
+
+    def shutdown(self) -> None:
+        self.force_flush()
+        self._exporter.shutdown()

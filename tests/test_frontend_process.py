@@ -218,6 +218,27 @@ def test_autoload_traces_the_group_process_over_otlp_http(tmp_path):
         assert done.returncode == 0 and CountingCollector.received == []
 
 
+def test_autoload_sends_each_span_once_from_a_group_that_forks(tmp_path):
+    """GlideinWMS's group process queries and matches in forked children (iterate_one,
+    do_match; the stand-in does so run as a script): the spans, job.waiting's included, are
+    sent once, by the group process, not again by each child."""
+    from tests.support import waiting_world as ww
+
+    work, script, lib = group_process(tmp_path)
+    (work / "world.json").write_text(json.dumps(ww.world(tmp_path)))
+    with counting_collector() as url:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        env.update(OTEL_SERVICE_NAME="gwms-frontend", OTEL_EXPORTER_OTLP_ENDPOINT=url,
+                   PYTHONPATH=os.pathsep.join([str(AUTOLOAD), str(lib), str(ROOT)]))
+        done = subprocess.run([sys.executable, str(script), "1", str(work), "main"], env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        names = [span.name for _when, span in CountingCollector.arrived.values()]
+        assert names.count(c.CYCLE_SPAN) == 1 and "job.waiting" in names
+        assert len(CountingCollector.received) == len(CountingCollector.arrived)
+        assert len(CountingCollector.paths_seen) == 1        # one request, at the group's exit
+
+
 def test_autoload_reads_the_otlp_variables(tmp_path):
     """The traces endpoint, headers, resource attributes and sampler the SDK's own exporter
     and provider read."""
@@ -234,7 +255,7 @@ def test_autoload_reads_the_otlp_variables(tmp_path):
         assert CountingCollector.paths_seen == ["/otlp/v1/traces"]
         headers = CountingCollector.headers_seen[0]
         assert headers["authorization"] == "Bearer abc" and headers["x-site"] == "h6"
-        assert headers["content-type"] == "application/x-protobuf"
+        assert headers["content-type"] == "application/json"   # OTLP/HTTP JSON
         (resource,) = CountingCollector.resources_seen
         assert resource["service.name"] == "vofe" and resource["deployment.environment"] == "test"
         # the sampler: nothing sampled, nothing sent

@@ -1,17 +1,14 @@
 """The store's OTLP JSON is the SDK encoder's message in the OTLP/JSON rendering (ids as hex),
 and reads back (flatten_request) to what the converter made."""
 
-import base64
-
-from google.protobuf.json_format import ParseDict
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from glidein_tracing.core.converter import convert
-from glidein_tracing.exporters.otlp_json import ID_FIELDS, encode_request, flatten_request
+from glidein_tracing.exporters.otlp_json import encode_request, flatten_request, request_from_span_dicts, span_dict
 from glidein_tracing.core.journal import format_line, parse_lines
 
 from tests.support.journal_builders import root_lines
+from tests.support.otlp_receiver import as_protobuf
 
 
 def sample_journal():
@@ -33,23 +30,6 @@ def sample_journal():
 
 def sample_spans():
     return convert(*sample_journal())
-
-
-def _base64_ids(node: dict):
-    for name in ID_FIELDS:
-        if node.get(name):
-            node[name] = base64.b64encode(bytes.fromhex(node[name])).decode()
-
-
-def as_protobuf(request: dict) -> ExportTraceServiceRequest:
-    """The OTLP JSON dict parsed back with protobuf's own JSON rules (which take ids as base64)."""
-    for rs in request.get("resourceSpans", []):
-        for ss in rs.get("scopeSpans", []):
-            for span in ss.get("spans", []):
-                _base64_ids(span)
-                for link in span.get("links", []):
-                    _base64_ids(link)
-    return ParseDict(request, ExportTraceServiceRequest())
 
 
 def hand_made_spans():
@@ -133,3 +113,15 @@ def test_ints_beyond_int64_become_text_instead_of_failing_the_batch():
     encode_spans(spans)   # the SDK encoder takes every span
     flat = {s["attributes"]["glidein.stage"]: s for s in flatten_request(encode_request(spans))}
     assert flat["glidein"]["attributes"]["x.huge"] == str(2**70)
+
+
+def test_sdk_spans_written_from_span_dicts_read_back_as_the_sdk_encoding():
+    """frontend_hooks sends SDK spans as span_dict -> request_from_span_dicts (no protobuf in
+    the group process): what a receiver reads is what the SDK's encoding would have carried."""
+    spans = sample_spans()
+    resources: dict = {}
+    dicts = [span_dict(span, resources.setdefault(id(span.resource), dict(span.resource.attributes)))
+             for span in spans]
+    request = request_from_span_dicts(dicts)
+    assert len(request["resourceSpans"]) == len({id(span.resource) for span in spans})
+    assert list(flatten_request(request)) == list(flatten_request(encode_request(spans)))

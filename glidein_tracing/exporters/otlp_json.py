@@ -1,5 +1,6 @@
 """OTLP JSON, the store's format: the one module that writes it (from SDK spans, with the
-SDK's own encoder; from plain span dicts) and reads it back into plain span dicts.
+SDK's own encoder; from plain span dicts, which ``span_dict`` makes of SDK spans) and reads it
+back into plain span dicts.
 
 The encoding is the SDK's own protobuf (``encode_spans``) rendered with the OTLP/JSON
 rules: camelCase keys, enums as integers, trace and span ids as hex (not base64). That is
@@ -9,9 +10,6 @@ what the OTel Collector's file exporter writes and its ``otlpjsonfile`` receiver
 from __future__ import annotations
 
 import base64
-
-from google.protobuf.json_format import MessageToDict
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from .. import __version__
 
@@ -27,6 +25,11 @@ def _hex_ids(node: dict) -> None:
 
 def encode_request(spans) -> dict:
     """One ExportTraceServiceRequest as an OTLP JSON dict."""
+    # imported here: the Frontend's group processes write with request_from_span_dicts
+    # only, and protobuf is a cost at every start of theirs (frontend_hooks/otlp_http.py)
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
     message = encode_spans(spans)
     data = MessageToDict(message, use_integers_for_enums=True)
     for resource_spans in data.get("resourceSpans", []):
@@ -93,6 +96,28 @@ def flatten_span(span: dict, resource: dict) -> dict:
                    "span_id": (l.get("spanId") or "").lower(),
                    "attributes": attributes(l.get("attributes"))}
                   for l in span.get("links", []) or []],
+    }
+
+
+def span_dict(span, resource: dict) -> dict:
+    """An SDK span (``ReadableSpan``) as the plain dict ``flatten_request`` yields, with
+    ``resource`` (pass one dict per resource: ``request_from_span_dicts`` groups by it)."""
+    parent = span.parent
+    return {
+        "trace_id": f"{span.context.trace_id:032x}",
+        "span_id": f"{span.context.span_id:016x}",
+        "parent_span_id": f"{parent.span_id:016x}" if parent is not None else "",
+        "name": span.name,
+        "start_ns": span.start_time or 0,
+        "end_ns": span.end_time or 0,
+        "status_code": span.status.status_code.value,
+        "status_message": span.status.description or "",
+        "attributes": dict(span.attributes or {}),
+        "resource": resource,
+        "events": [{"name": event.name, "time_ns": event.timestamp, "attributes": dict(event.attributes or {})}
+                   for event in span.events],
+        "links": [{"trace_id": f"{link.context.trace_id:032x}", "span_id": f"{link.context.span_id:016x}",
+                   "attributes": dict(link.attributes or {})} for link in span.links],
     }
 
 

@@ -1,4 +1,4 @@
-"""A loopback OTLP/HTTP receiver for tests: counts every span id it receives (and keeps each
+"""A loopback OTLP/HTTP receiver (protobuf or JSON) for tests: counts every span id it receives (and keeps each
 span with when it arrived), and answers a Jaeger-like /api/traces/{id} so the forwarder can
 reconcile. ``up`` switches it between answering and refusing (503), to play a collector outage;
 ``query_answer`` (status, body) replaces every query's answer, to play a query endpoint down
@@ -6,6 +6,7 @@ or hostile;
 ``answer_after_s`` keeps it from answering an export it took for so long, to play an export
 that timed out after the spans arrived."""
 
+import base64
 import json
 import threading
 import time
@@ -13,6 +14,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 
@@ -36,8 +38,11 @@ class CountingCollector(BaseHTTPRequestHandler):
             self.send_response(503)
             self.end_headers()
             return
-        request = ExportTraceServiceRequest()
-        request.ParseFromString(body)
+        if self.headers.get("Content-Type", "").startswith("application/json"):
+            request = as_protobuf(json.loads(body))
+        else:
+            request = ExportTraceServiceRequest()
+            request.ParseFromString(body)
         for rs in request.resource_spans:
             CountingCollector.resources_seen.append(
                 {kv.key: kv.value.string_value for kv in rs.resource.attributes})
@@ -68,6 +73,23 @@ class CountingCollector(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+def as_protobuf(request: dict) -> ExportTraceServiceRequest:
+    """An OTLP JSON request parsed with protobuf's own JSON rules, which take ids as base64
+    where OTLP/JSON writes them in hex."""
+    def base64_ids(node: dict):
+        for name in ("traceId", "spanId", "parentSpanId"):
+            if node.get(name):
+                node[name] = base64.b64encode(bytes.fromhex(node[name])).decode()
+
+    for resource_spans in request.get("resourceSpans", []):
+        for scope_spans in resource_spans.get("scopeSpans", []):
+            for span in scope_spans.get("spans", []):
+                base64_ids(span)
+                for link in span.get("links", []):
+                    base64_ids(link)
+    return json_format.ParseDict(request, ExportTraceServiceRequest())
 
 
 def _tag(kv) -> dict:
