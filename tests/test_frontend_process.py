@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -286,3 +287,31 @@ def test_autoload_with_an_unreachable_collector_logs_one_line_and_the_cycle_succ
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "spans not sent to " + url in lines[0], done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.jaeger
+def test_autoload_spans_arrive_in_a_real_jaeger(tmp_path, jaeger, jaeger_query):
+    """The group process's OTLP/HTTP JSON is taken by Jaeger's OTLP receiver: the cycle and
+    its requests, parent and attributes as sent."""
+    work, script, lib = group_process(tmp_path)
+    service = f"gwms-frontend-{os.getpid()}-{tmp_path.name}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_SERVICE_NAME=service, OTEL_EXPORTER_OTLP_ENDPOINT=jaeger.otlp_endpoint,
+               PYTHONPATH=os.pathsep.join([str(AUTOLOAD), str(lib), str(ROOT)]))
+    done = subprocess.run([sys.executable, str(script), "1", str(work), "main"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert service in jaeger_query.wait_for_services([service])
+    for _ in range(40):
+        status, body = jaeger_query.get("/api/traces", {"service": service, "limit": "5"})
+        if status == 200 and body.get("data") and len(body["data"][0]["spans"]) == 3:
+            break
+        time.sleep(0.25)
+    (trace,) = body["data"]
+    spans = {span["spanID"]: span for span in trace["spans"]}
+    (cycle,) = [s for s in spans.values() if s["operationName"] == c.CYCLE_SPAN]
+    requests = [s for s in spans.values() if s["operationName"] == c.REQUEST_SPAN]
+    assert len(requests) == 2
+    assert all(r["references"][0]["spanID"] == cycle["spanID"] for r in requests)
+    tags = {tag["key"]: tag["value"] for tag in cycle["tags"]}
+    assert tags[c.FRONTEND_GROUP] == "main" and tags[c.CYCLE_NUMBER] >= 1
