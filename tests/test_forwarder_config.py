@@ -44,7 +44,7 @@ def test_every_key_reaches_the_forwarder_settings(tmp_path):
               "store_max_days": 14.0, "store_max_gb": 2.5,
               "table": str(tmp_path / "t"),
               "grace": 7.0, "sampling_ratio": 0.25, "redact": ["x.y"], "batch_spans": 9,
-              "service_name": "svc", "follow": True, "interval": 30.0,
+              "service_name": "svc", "follow": True, "interval": 30.0, "metrics_listen": "127.0.0.1:9101",
               "failure_rules": str(tmp_path / "rules"), "downtimes": [str(tmp_path / "d.xml")]}
     assert set(values) == set(settings.SETTINGS)
     path = tmp_path / "f.yaml"
@@ -59,7 +59,7 @@ def test_every_flag_reaches_the_forwarder_settings(tmp_path):
              "entry_schedds": {"E": "s2@f", "F": "s3@f"}, "endpoint": "http://127.0.0.1:1", "timeout": 3.5,
              "max_request_bytes": 1000, "query": "http://127.0.0.1:2", "store": str(tmp_path / "s"),
              "state": str(tmp_path / "l"), "table": str(tmp_path / "t"), "grace": 7.0, "sampling_ratio": 0.25,
-             "follow": True, "interval": 30.0}
+             "follow": True, "interval": 30.0, "metrics_listen": "[::1]:9101"}
     assert set(given) == {key for key, setting in settings.SETTINGS.items() if setting.flag}
     argv = [*given["logs"], "--entry-schedd", "E=s2@f", "--entry-schedd", "F=s3@f", "--follow"]
     for key, value in given.items():

@@ -86,9 +86,15 @@ def run(args):
             released = forwarder.ledger.release_quarantined()
         echo(f"glidein-tracing forward: {released} quarantined glideins released", file=sys.stderr)
     if conf.follow:
+        from ..factory.build import metrics_server_of
         stopping = []
         signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
-        forwarder.follow(conf.interval, stop=lambda: bool(stopping))
+        metrics = metrics_server_of(conf, forwarder)
+        try:
+            forwarder.follow(conf.interval, stop=lambda: bool(stopping))
+        finally:
+            if metrics is not None:
+                metrics.stop()
         return 0
     stats = forwarder.run_once()
     echo(f"glidein-tracing forward: {stats.summary()}", file=sys.stderr)

@@ -7,7 +7,7 @@ from ..core import kinds
 from ..core.errors import ConfigError
 from ..factory import settings
 
-_TYPES = {kinds.STRING: str, kinds.URL: str, kinds.ENUM: str, kinds.FLOAT: float, kinds.INT: int}
+_TYPES = {kinds.STRING: str, kinds.URL: str, kinds.ADDRESS: str, kinds.ENUM: str, kinds.FLOAT: float, kinds.INT: int}
 
 
 def add_setting_flags(parser, keys=None):

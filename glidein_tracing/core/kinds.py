@@ -13,10 +13,11 @@ FLOAT = "float"
 ENUM = "enum"        # one of the declared choices
 LIST = "list"        # of strings (settings only)
 MAP = "map"          # string -> string (settings only)
+ADDRESS = "address"  # host:port to listen on (settings only)
 
 NUMBERS = (INT, FLOAT)
 KNOB_KINDS = (SWITCH, STRING, URL, INT, FLOAT, ENUM)
-SETTING_KINDS = KNOB_KINDS + (LIST, MAP)
+SETTING_KINDS = KNOB_KINDS + (LIST, MAP, ADDRESS)
 
 
 def range_text(kind: str, minimum=None, maximum=None, choices=()) -> str:
@@ -26,4 +27,4 @@ def range_text(kind: str, minimum=None, maximum=None, choices=()) -> str:
         return f"{write(minimum)}..{write(maximum)}"
     if kind in NUMBERS and minimum is not None:
         return f"at least {minimum:g}"
-    return {ENUM: "|".join(choices), URL: "http(s) URL", SWITCH: "empty = off"}.get(kind, "text")
+    return {ENUM: "|".join(choices), URL: "http(s) URL", SWITCH: "empty = off", ADDRESS: "host:port"}.get(kind, "text")

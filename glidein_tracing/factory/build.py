@@ -1,6 +1,6 @@
 """The one way a forwarder is put together from its settings: where spans go (an OTLP endpoint
 or the store), how to ask what arrived (Jaeger's query API or the store's index), its ledger,
-its glidein table, its failure rules and downtimes. ``forward``, the demo, the tests and the
+its glidein table, its failure rules and downtimes, its metrics listener. ``forward``, the demo, the tests and the
 benches all build it here, so none of them assembles a forwarder that the others would not.
 """
 
@@ -80,3 +80,17 @@ def failure_attribution_of(settings: ForwarderSettings):
         logging.getLogger("glidein_tracing.failure_rules.downtimes").warning("downtime %s", problem)
     rules = RuleBook(settings.failure_rules) if settings.failure_rules else None
     return FailureAttribution(rules, downtimes)
+
+
+def metrics_server_of(settings: ForwarderSettings, forwarder):
+    """The ``/metrics`` listener (factory/metrics.py) at ``metrics_listen`` of ``forwarder``
+    (build_forwarder's), serving its table, ledger and store; None when the setting is unset."""
+    if not settings.metrics_listen:
+        return None
+    from .metrics import ForwarderCollector, MetricsServer
+    from .settings import listen_address
+    from .sink import table_dir
+    collector = ForwarderCollector(forwarder.facts.name, table_dir(settings.table, forwarder.ledger.path),
+                                   forwarder.ledger.path, forwarder.facts.log_retention,
+                                   getattr(forwarder.sender.exporter, "directory", None))
+    return MetricsServer(collector, listen_address(settings.metrics_listen))

@@ -29,6 +29,7 @@ from . import ledger as ledger_mod
 from .assembly import SpanMaker, closed_factory_stages
 from .delivery import Backend, PassState, Sender, span_id_of
 from .glidein_stdout import read_returned_stdout, stdout_path
+from .metrics import record_pass
 from .name_check import FactoryNameCheck
 from .returned import (FactoryNames, attributed_to_jobs, held_identity, identity, returned_journal,
                        stderr_path)
@@ -77,6 +78,7 @@ class Forwarder:
         """One pass; ConfigError before anything is written when the Factory's name is wrong
         (FactoryNameCheck)."""
         self.name_check.check()
+        started = time.time()
         stats = ForwardStats()
         if self.failure_attribution is not None:
             self.failure_attribution.new_pass()
@@ -94,6 +96,7 @@ class Forwarder:
                 stats.problem("classifier_disabled", self.failure_attribution.classifiers_disabled())
         for kind, count in stats.problems.items():
             self.ledger.bump(kind, count)
+        record_pass(self.ledger, stats, started, time.time())
         return stats
 
     def follow(self, interval_s: float = 60.0, stop=lambda: False):

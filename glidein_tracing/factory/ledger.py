@@ -391,6 +391,21 @@ class Ledger:
         self.db.execute("INSERT INTO counters(name, value) VALUES (?,?) "
                         "ON CONFLICT(name) DO UPDATE SET value=value+excluded.value", (name, by))
 
+    def set_counter(self, name, value: int):
+        """A gauge kept beside the counters (the last pass's time, its duration)."""
+        self.db.execute("INSERT INTO counters(name, value) VALUES (?,?) "
+                        "ON CONFLICT(name) DO UPDATE SET value=excluded.value", (name, int(value)))
+
+    def counters(self) -> dict:
+        return dict(self.db.execute("SELECT name, value FROM counters"))
+
+    def oldest_waiting(self) -> float | None:
+        """When the longest-waiting ended glidein not yet forwarded ended (its output is still
+        to be read: ended, sending or quarantined), or None."""
+        row = self.db.execute("SELECT MIN(ended_at) FROM glideins WHERE status IN (?,?,?)",
+                              (ENDED, SENDING, QUARANTINED)).fetchone()
+        return row[0] if row else None
+
 
 class _Transaction:
     def __init__(self, db, path: Path):

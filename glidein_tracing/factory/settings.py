@@ -99,6 +99,9 @@ class ForwarderSettings:
     follow: bool = _setting(kinds.SWITCH, False, "keep running (a service)", flag="--follow")
     interval: float = _setting(kinds.FLOAT, 60.0, "seconds between passes when following", minimum=1,
                                flag="--interval")
+    metrics_listen: str | None = _setting(kinds.ADDRESS, None, "serve Prometheus metrics (docs/metrics.md) at "
+                                          "http://HOST:PORT/metrics while following (off when unset)",
+                                          flag="--metrics-listen", metavar="HOST:PORT")
 
     def factory_facts(self):
         """The Factory's facts (factory_xml.FactoryFacts): glideinWMS.xml (``factory_config``)
@@ -236,6 +239,8 @@ def check(key: str, value) -> str | None:
         return f"must be a string, not {_type_name(value)}"
     if kind == kinds.URL:
         return _url_problem(value)
+    if kind == kinds.ADDRESS:
+        return _address_problem(value)
     if kind == kinds.SWITCH and not isinstance(value, bool):
         return f"must be true or false, not {_type_name(value)}"
     if kind in kinds.NUMBERS:
@@ -268,6 +273,24 @@ def _url_problem(url: str) -> str | None:
         return "not a usable URL (a bad port?); the value is not shown, it may hold credentials"
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "must be an http:// or https:// URL with a host; the value is not shown, it may hold credentials"
+    return None
+
+
+def listen_address(value: str) -> tuple:
+    """(host, port) of a ``host:port`` setting (``[::1]:9101`` for an IPv6 host); ValueError
+    when it is none."""
+    host, sep, port = value.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"must be HOST:PORT with a port from 1 to 65535 (e.g. 127.0.0.1:9101), not {value!r}")
+    return host, int(port)
+
+
+def _address_problem(value: str) -> str | None:
+    try:
+        listen_address(value)
+    except ValueError as exc:
+        return str(exc)
     return None
 
 

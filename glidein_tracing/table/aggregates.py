@@ -24,6 +24,7 @@ CORES = "COALESCE(NULLIF(cpus, 0), cpu_logical_count, 1)"
 NODE_LIFE = "(epoch(ended_at) - epoch(node_start_at))"
 VALIDATION_FAILED = "(outcome = 'validation_failed')"
 FAILED_EXITS = ("remove", "hold", "evict")   # how a job ended that counts as failed (exit_by)
+JOB_CORES = "COALESCE(NULLIF(request_cpus, 0), 1)"   # a job's cores (its badput and goodput)
 JOB_FAILED = ("(failure_domain IS NOT NULL OR COALESCE(exit_code, 0) <> 0 OR exit_signal IS NOT NULL "
               f"OR exit_by IN {FAILED_EXITS})")
 
@@ -142,7 +143,7 @@ def glidein_sql(relation: str) -> str:
 def jobs_sql(relation: str) -> str:
     """DuckDB SQL: one scan of the job rows of ``relation``, per (entry, site): the runtimes'
     histogram, failed jobs, badput, goodput."""
-    cores = "COALESCE(NULLIF(request_cpus, 0), 1)"
+    cores = JOB_CORES
     return (f"SELECT {PAIR}, SUM(wall) AS s_wall, histogram({bin_sql('wall')}) AS h_wall, "
             "COUNT(*) FILTER (WHERE failed) AS failed_jobs, "
             f"SUM(CASE WHEN failed THEN wall_s * {cores} ELSE 0 END) / 3600.0 AS badput, "

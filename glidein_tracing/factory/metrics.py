@@ -1,0 +1,364 @@
+"""The forwarder's Prometheus metrics (docs/metrics.md): ``/metrics`` at ``metrics_listen``,
+served by prometheus-client (the Prometheus text format, and OpenMetrics when the scraper
+asks for it), made at each scrape by one collector from what is on disk, never from this
+process's memory, so a restart keeps every counter's meaning:
+
+- the glidein table (table/): ended glideins by outcome and failure domain, core-seconds by
+  waste category (Prometheus's base unit: analyze's core-hours x 3600), jobs by verdict,
+  duration histograms with an exemplar (a trace id) per bucket. The formulas are the
+  analysis's own (table/aggregates.py: the same SQL fragments), so a counter over a window
+  equals ``analyze``'s number for it. Each day partition is read
+  once and kept until its files change (a finished day's do not): a scrape lists the day
+  directories and reads only the days whose files changed (today's);
+- the ledger: the forwarder's passes (``record_pass`` keeps their tallies there), the oldest
+  output still to be read against the Factory's ``job_logs`` ``min_days`` (the data-loss
+  margin), its problems' tallies, and the sizes of the ledger, the store and the table.
+
+Label values are bounded: names from the Factory's and the Frontend's configuration, outcome,
+failure domain, verdict; never a glidein's or trace's id (a trace id rides on exemplars only).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+from ..table import aggregates, layout, reader
+from ..table.aggregates import sql_text
+from ..table.schema import GLIDEINS_DATASET, JOBS_DATASET
+
+log = logging.getLogger("glidein_tracing.forward")
+
+PREFIX = "glidein_tracing_"
+DAY_S = 86400.0
+GLIDEIN_LABELS = ("factory", "entry", "site", "client", "group", "outcome", "failure_domain")
+PLACE = ("factory", "entry", "site")
+# Waste categories as analyze reports them (analysis/stats.py waste_core_hours): its glidein
+# categories, idle the sum of its three idle ones, badput and goodput from the jobs
+IDLE_PARTS = ("idle_before_first_job", "idle_between_jobs", "idle_tail")
+GLIDEIN_WASTE = ("validation", *IDLE_PARTS, "no_job", "other")
+WASTE_CATEGORIES = ("validation", "idle", "no_job", "other", "badput", "goodput")
+# histogram -> the analysis's metric (aggregates.GLIDEIN_METRICS: its value and the rows it has one for)
+HISTOGRAMS = {"queue_wait_seconds": "queue_wait_s", "validation_seconds": "setup_s",
+              "time_to_first_job_seconds": "time_to_first_job_s", "tail_seconds": "tail_s"}
+BUCKETS = (60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 14400.0, 28800.0, 86400.0, 172800.0)
+# the pass's tallies in the ledger's counters table (record_pass); the rest of it are problems
+PASS_KEYS = ("pass.count", "pass.spans_sent", "pass.export_failures", "pass.table_rows", "pass.last_end_ms",
+             "pass.last_duration_ms", "pass.classifiers_disabled")
+
+
+def record_pass(ledger, stats, started: float, ended: float) -> None:
+    """A pass's tallies kept in the ledger, so that the metrics survive a restart."""
+    with ledger.transaction():
+        ledger.bump("pass.count")
+        ledger.bump("pass.spans_sent", stats.spans_sent + stats.early_spans_sent)
+        ledger.bump("pass.export_failures", stats.export_failures)
+        ledger.bump("pass.table_rows", stats.table_rows)
+        ledger.set_counter("pass.last_end_ms", ended * 1000)
+        ledger.set_counter("pass.last_duration_ms", (ended - started) * 1000)
+        ledger.set_counter("pass.classifiers_disabled", stats.problems.get("classifier_disabled", 0))
+
+
+def _glidein_sql(relation: str) -> str:
+    """One scan of a day's glidein rows: count and core-seconds per waste category, per label set."""
+    waste = ", ".join(f"SUM(({aggregates.WASTE[c]}) * {aggregates.CORES})" for c in (*GLIDEIN_WASTE, "lifetime"))
+    return (f"SELECT COALESCE(factory, ''), COALESCE(entry, ''), COALESCE(site, ''), COALESCE(client, ''), "
+            f"COALESCE(client_group, ''), COALESCE(outcome, 'unknown'), COALESCE(failure_domain, ''), COUNT(*), {waste} "
+            f"FROM {relation} GROUP BY ALL")
+
+
+def _jobs_sql(relation: str) -> str:
+    """One scan of a day's job rows: count, badput, goodput per (place, verdict): the job's
+    failure domain when it failed (aggregates.JOB_FAILED), else ok."""
+    return (f"SELECT COALESCE(factory, ''), COALESCE(entry, ''), COALESCE(site, ''), verdict, COUNT(*), "
+            f"SUM(CASE WHEN failed THEN core_s ELSE 0 END), SUM(CASE WHEN failed THEN 0 ELSE core_s END) FROM ("
+            f"SELECT factory, entry, site, {aggregates.JOB_FAILED} AS failed, "
+            f"CASE WHEN {aggregates.JOB_FAILED} THEN COALESCE(failure_domain, 'unknown') ELSE 'ok' END AS verdict, "
+            f"wall_s * {aggregates.JOB_CORES} AS core_s FROM {relation}) GROUP BY ALL")
+
+
+def _histogram_sql(relation: str, metric: str) -> str:
+    """A day's values of one metric per (place, bucket): count, sum, and the latest glidein's
+    trace id and value (the bucket's exemplar)."""
+    expr, cond = aggregates.GLIDEIN_METRICS[metric]
+    bucket = "CASE " + " ".join(f"WHEN v <= {le} THEN {i}" for i, le in enumerate(BUCKETS)) + f" ELSE {len(BUCKETS)} END"
+    return (f"SELECT COALESCE(factory, ''), COALESCE(entry, ''), COALESCE(site, ''), {bucket}, COUNT(*), SUM(v), "
+            "arg_max(trace_id, ended_at), arg_max(v, ended_at), epoch(max(ended_at)) FROM ("
+            f"SELECT factory, entry, site, trace_id, ended_at, {expr} AS v FROM {relation} "
+            f"WHERE {cond} AND isfinite({expr})) GROUP BY ALL")
+
+
+class DayCounts:
+    """What one day partition of the table adds to the metrics (``read``: its files' rows)."""
+
+    def __init__(self):
+        self.glideins: dict = {}     # GLIDEIN_LABELS values -> [count, core-seconds per GLIDEIN_WASTE..., lifetime]
+        self.jobs: dict = {}         # (place, verdict) -> [count, badput, goodput] (core-seconds)
+        self.histograms: dict = {}   # name -> place -> bucket -> [count, sum, trace id, value, at]
+
+    def read(self, con, glidein_files: list, job_files: list) -> None:
+        def relation(files):
+            return (f"read_parquet([{', '.join(sql_text(f) for f in files)}], hive_partitioning=false, "
+                    "union_by_name=true)")
+        if glidein_files:
+            for row in con.execute(_glidein_sql(relation(glidein_files))).fetchall():
+                self.glideins[tuple(row[:7])] = [float(v or 0) for v in row[7:]]
+            for name, metric in HISTOGRAMS.items():
+                places = self.histograms.setdefault(name, {})
+                for row in con.execute(_histogram_sql(relation(glidein_files), metric)).fetchall():
+                    places.setdefault(tuple(row[:3]), {})[row[3]] = [row[4], float(row[5]), *row[6:9]]
+        if job_files:
+            for row in con.execute(_jobs_sql(relation(job_files))).fetchall():
+                self.jobs[tuple(row[:4])] = [float(v or 0) for v in row[4:]]
+
+
+def _signature(files) -> tuple:
+    """What changes when a day's files do: their names, sizes and modification times."""
+    out = []
+    for path in files:
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        out.append((path.name, stat.st_size, stat.st_mtime_ns))
+    return tuple(out)
+
+
+class TableCounts:
+    """The glidein table's sums over all its days, each day read once until its files change."""
+
+    def __init__(self, table_dir):
+        self.table_dir = Path(table_dir)
+        self.days: dict = {}     # day -> (signature, DayCounts)
+        self.bytes = 0
+
+    def refresh(self) -> list:
+        """Every day's DayCounts, reading the days that changed since the last call."""
+        listed = {}
+        for dataset in (GLIDEINS_DATASET, JOBS_DATASET):
+            for day_dir in layout.day_dirs(self.table_dir, dataset):
+                listed.setdefault(layout.day_of_file(day_dir / "x"), {})[dataset] = layout.part_files(day_dir)
+        size, changed = 0, []
+        for day, files in listed.items():
+            signature = tuple(_signature(files.get(d, [])) for d in (GLIDEINS_DATASET, JOBS_DATASET))
+            size += sum(entry[1] for dataset in signature for entry in dataset)
+            if self.days.get(day, (None,))[0] != signature:
+                changed.append((day, signature, files))
+        self.bytes = size
+        if changed:
+            import duckdb
+            con = duckdb.connect()
+            try:
+                for day, signature, files in changed:
+                    self.days[day] = (signature, self._read_day(con, files))
+            finally:
+                con.close()
+        for day in set(self.days) - set(listed):
+            del self.days[day]
+        return [counts for _, counts in self.days.values()]
+
+    def _read_day(self, con, files: dict) -> DayCounts:
+        """A day's counts from its usable files (the table's reader decides which); a day that
+        cannot be read (a file deleted meanwhile, damaged past its footer) counts as empty
+        until its files change, and is named in the log."""
+        import duckdb
+        counts, usable = DayCounts(), {}
+        for dataset in (GLIDEINS_DATASET, JOBS_DATASET):
+            try:
+                scan = reader.check_files(files.get(dataset, []))
+            except reader.TableError as exc:
+                log.warning("metrics: %s", exc)
+                return counts
+            for problem in scan.problems:
+                log.warning("metrics: %s", problem)
+            usable[dataset] = [str(f) for f in scan.files]
+        try:
+            counts.read(con, usable[GLIDEINS_DATASET], usable[JOBS_DATASET])
+        except duckdb.Error as exc:
+            log.warning("metrics: a day of the glidein table cannot be read: %s", str(exc).splitlines()[0][:300])
+            return DayCounts()
+        return counts
+
+
+def _sum_days(days: list) -> DayCounts:
+    total = DayCounts()
+    for day in days:
+        for key, values in day.glideins.items():
+            into = total.glideins.setdefault(key, [0.0] * len(values))
+            total.glideins[key] = [a + b for a, b in zip(into, values)]
+        for key, values in day.jobs.items():
+            into = total.jobs.setdefault(key, [0.0] * len(values))
+            total.jobs[key] = [a + b for a, b in zip(into, values)]
+        for name, places in day.histograms.items():
+            for place, buckets in places.items():
+                into = total.histograms.setdefault(name, {}).setdefault(place, {})
+                for bucket, (count, summed, trace_id, value, at) in buckets.items():
+                    have = into.get(bucket)
+                    if have is None:
+                        into[bucket] = [count, summed, trace_id, value, at]
+                    else:
+                        have[0] += count
+                        have[1] += summed
+                        if at is not None and (have[4] is None or at > have[4]):
+                            have[2:] = [trace_id, value, at]
+    return total
+
+
+class ForwarderCollector:
+    """The collector prometheus-client calls at each scrape: the table's counts (TableCounts)
+    and the ledger's (opened read-only for the scrape: the HTTP server's thread is not the
+    pass's)."""
+
+    def __init__(self, factory: str, table_dir, ledger_path, log_retention: dict, store_dir=None):
+        self.factory = factory
+        self.table = TableCounts(table_dir) if table_dir else None
+        self.ledger_path = Path(ledger_path)
+        self.min_days = log_retention["job_logs"]["min_days"]
+        self.store_dir = Path(store_dir) if store_dir else None
+        self.lock = threading.Lock()     # two scrapes at once read the table once
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        from prometheus_client.core import GaugeMetricFamily
+        with self.lock:
+            days = self.table.refresh() if self.table else []
+        yield from self._table_families(_sum_days(days))
+        yield from self._ledger_families()
+        sizes = GaugeMetricFamily(PREFIX + "forwarder_bytes", "bytes on disk of the forwarder's files",
+                                  labels=("factory", "what"))
+        for what, size in (("ledger", self._ledger_bytes()), ("store", self._store_bytes()),
+                           ("table", self.table.bytes if self.table else None)):
+            if size is not None:
+                sizes.add_metric((self.factory, what), size)
+        yield sizes
+
+    def _table_families(self, total: DayCounts):
+        from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+        from prometheus_client.samples import Exemplar
+        glideins = CounterMetricFamily(PREFIX + "glideins", "glideins ended, in the glidein table, by outcome "
+                                       "and failure domain", labels=GLIDEIN_LABELS)
+        waste = CounterMetricFamily(PREFIX + "waste_core_seconds", "core-seconds (analyze's core-hours x 3600) by "
+                                    "GlideinWMS's waste category, analyze's definitions", labels=(*PLACE, "category"))
+        lifetime = CounterMetricFamily(PREFIX + "glidein_core_seconds", "core-seconds of the glideins' whole node "
+                                       "life", labels=PLACE)
+        jobs = CounterMetricFamily(PREFIX + "jobs", "user jobs the glideins ran, by verdict (ok, or the failed "
+                                   "job's failure domain)", labels=(*PLACE, "verdict"))
+        by_place: dict = {}
+        for key, values in sorted(total.glideins.items()):
+            glideins.add_metric(self._named(key), values[0])
+            place = by_place.setdefault(key[:3], dict.fromkeys((*GLIDEIN_WASTE, "lifetime"), 0.0))
+            for category, value in zip((*GLIDEIN_WASTE, "lifetime"), values[1:]):
+                place[category] += value
+        for key, (count, badput, goodput) in sorted(total.jobs.items()):
+            jobs.add_metric(self._named(key), count)
+            place = by_place.setdefault(key[:3], dict.fromkeys((*GLIDEIN_WASTE, "lifetime"), 0.0))
+            place["badput"] = place.get("badput", 0.0) + badput
+            place["goodput"] = place.get("goodput", 0.0) + goodput
+        for key, sums in sorted(by_place.items()):
+            named = self._named(key)
+            sums["idle"] = sum(sums[part] for part in IDLE_PARTS)
+            for category in WASTE_CATEGORIES:
+                waste.add_metric((*named, category), sums.get(category, 0.0))
+            lifetime.add_metric(named, sums["lifetime"])
+        yield from (glideins, waste, lifetime, jobs)
+        for name, places in total.histograms.items():
+            family = HistogramMetricFamily(PREFIX + "glidein_" + name, f"glideins' {name.replace('_', ' ')[:-8]} "
+                                           "(seconds; the analysis's definition)", labels=PLACE)
+            for place, buckets in sorted(places.items()):
+                cumulative, rows = 0, []
+                for index, le in enumerate((*BUCKETS, float("inf"))):
+                    got = buckets.get(index)
+                    cumulative += got[0] if got else 0
+                    exemplar = (Exemplar({"trace_id": got[2]}, got[3], got[4]) if got and got[2] else None)
+                    rows.append(("+Inf" if le == float("inf") else f"{le:g}", cumulative, exemplar))
+                family.add_metric(self._named(place), [(le, count, *([ex] if ex else [])) for le, count, ex in rows],
+                                  sum(b[1] for b in buckets.values()))
+            yield family
+
+    def _named(self, key: tuple) -> tuple:
+        """Label values with the Factory's own name for rows that lack one."""
+        return (key[0] or self.factory, *key[1:])
+
+    def _ledger_families(self):
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+        from .ledger import Ledger, LedgerError
+        try:
+            ledger = Ledger(self.ledger_path, read_only=True)
+        except (LedgerError, OSError) as exc:
+            log.warning("metrics: the ledger cannot be read: %s", exc)
+            return
+        try:
+            counters, oldest = ledger.counters(), ledger.oldest_waiting()
+        finally:
+            ledger.close()
+        factory = (self.factory,)
+
+        def gauge(name, text, value):
+            family = GaugeMetricFamily(PREFIX + name, text, labels=("factory",))
+            family.add_metric(factory, value)
+            return family
+
+        def counter(name, text, value):
+            family = CounterMetricFamily(PREFIX + name, text, labels=("factory",))
+            family.add_metric(factory, value)
+            return family
+        if "pass.count" in counters:
+            yield gauge("forwarder_last_pass_timestamp_seconds", "when the forwarder's last pass ended (epoch s)",
+                        counters["pass.last_end_ms"] / 1000)
+            yield gauge("forwarder_last_pass_duration_seconds", "how long the last pass took",
+                        counters["pass.last_duration_ms"] / 1000)
+            yield gauge("forwarder_classifiers_disabled", "failure classifiers the last pass disabled",
+                        counters.get("pass.classifiers_disabled", 0))
+        yield counter("forwarder_passes", "passes the forwarder made", counters.get("pass.count", 0))
+        yield counter("forwarder_spans_sent", "spans sent (Factory stages of running glideins included)",
+                      counters.get("pass.spans_sent", 0))
+        yield counter("forwarder_export_failures", "exports that failed (retried at the next pass)",
+                      counters.get("pass.export_failures", 0))
+        problems = CounterMetricFamily(PREFIX + "forwarder_problems", "problems the passes met, by kind",
+                                       labels=("factory", "kind"))
+        for kind, value in sorted(counters.items()):
+            if not kind.startswith("pass."):
+                problems.add_metric((self.factory, kind), value)
+        yield problems
+        age = max(0.0, time.time() - oldest) if oldest is not None else 0.0
+        yield gauge("forwarder_oldest_unread_output_age_seconds", "how long ago the longest-waiting ended glidein "
+                    "not yet forwarded ended (0: none waits)", age)
+        yield gauge("forwarder_data_loss_margin_seconds", "the Factory's job_logs min_days less that age: "
+                    "below 0, GlideinWMS may have deleted an output before it was read", self.min_days * DAY_S - age)
+
+    def _ledger_bytes(self) -> int:
+        return sum(os.path.getsize(p) for p in (self.ledger_path, Path(f"{self.ledger_path}-wal"))
+                   if p.exists())
+
+    def _store_bytes(self) -> int | None:
+        if self.store_dir is None:
+            return None
+        from ..exporters.store import store_files
+        return sum(p.stat().st_size for p in store_files(self.store_dir) if p.exists())
+
+
+class MetricsServer:
+    """``/metrics`` on ``address`` (host, port) until ``stop``."""
+
+    def __init__(self, collector: ForwarderCollector, address: tuple):
+        from prometheus_client import CollectorRegistry, start_http_server
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(collector)
+        host, port = address
+        try:
+            self.server, self.thread = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as exc:
+            from ..core.errors import ConfigError
+            raise ConfigError([f"metrics_listen: cannot listen on {host}:{port}: {exc.strerror or exc}"],
+                              heading=None) from exc
+        self.port = self.server.server_port
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)

@@ -1,0 +1,120 @@
+"""The forwarder's metrics without Prometheus: the data-loss margin from the ledger, the table
+read per day and once per finished day, counters kept across a restart, the listener's setting."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import time
+import urllib.request
+
+import pytest
+
+from glidein_tracing.core.errors import ConfigError
+from glidein_tracing.factory import settings
+from glidein_tracing.factory.factory_xml import default_log_retention
+from glidein_tracing.factory.ledger import Ledger
+from glidein_tracing.factory.metrics import ForwarderCollector, MetricsServer, TableCounts, record_pass
+from glidein_tracing.factory.stats import ForwardStats
+from glidein_tracing.testing import synth, synth_table
+
+
+def samples(collector) -> dict:
+    """{(metric sample name, labels...): value} of one collection."""
+    return {(s.name, *sorted(s.labels.items())): s.value for family in collector.collect() for s in family.samples}
+
+
+def one(values: dict, name: str) -> float:
+    (value,) = [v for k, v in values.items() if k[0] == name]
+    return value
+
+
+def test_the_data_loss_margin_is_job_logs_min_days_less_the_oldest_unread_outputs_age(tmp_path):
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    now = time.time()
+    for proc, ended_days_ago, read in ((0, 1.5, False), (1, 0.2, False), (2, 5.0, True)):
+        gkey = f"/entry|100.{proc}"
+        ledger.upsert_glidein(gkey, "/entry", "inst", "E", 100, proc)
+        ledger.mark_ended(gkey, now - ended_days_ago * 86400)
+        if read:                             # forwarded: its output no longer matters
+            ledger.mark_done(gkey, 3)
+    ledger.close()
+    retention = default_log_retention()
+    retention["job_logs"]["min_days"] = 2.0
+    values = samples(ForwarderCollector("fac", None, tmp_path / "ledger.sqlite", retention))
+    assert one(values, "glidein_tracing_forwarder_oldest_unread_output_age_seconds") == pytest.approx(1.5 * 86400, abs=60)
+    assert one(values, "glidein_tracing_forwarder_data_loss_margin_seconds") == pytest.approx(0.5 * 86400, abs=60)
+
+
+def test_pass_tallies_live_in_the_ledger_so_a_restart_keeps_them(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    for spans in (7, 5):                     # two processes, one pass each
+        ledger = Ledger(path)
+        stats = ForwardStats(spans_sent=spans, early_spans_sent=1, export_failures=1)
+        stats.problem("classifier_disabled", 2)
+        ledger.bump("classifier_disabled", 2)
+        record_pass(ledger, stats, 1000.0, 1002.5)
+        ledger.close()
+    values = samples(ForwarderCollector("fac", None, path, default_log_retention()))
+    assert one(values, "glidein_tracing_forwarder_passes_total") == 2
+    assert one(values, "glidein_tracing_forwarder_spans_sent_total") == 14
+    assert one(values, "glidein_tracing_forwarder_export_failures_total") == 2
+    assert one(values, "glidein_tracing_forwarder_last_pass_timestamp_seconds") == 1002.5
+    assert one(values, "glidein_tracing_forwarder_last_pass_duration_seconds") == 2.5
+    assert one(values, "glidein_tracing_forwarder_classifiers_disabled") == 2
+    assert values[("glidein_tracing_forwarder_problems_total", ("factory", "fac"), ("kind", "classifier_disabled"))] == 4
+
+
+def test_a_finished_day_is_read_once_and_a_changed_day_again(tmp_path):
+    table = tmp_path / "table"
+    synth_table.write_table(synth.SynthConfig(glideins=600, seed=3, period_s=3 * 86400), table)
+    counts = TableCounts(table)
+    counts.refresh()
+    first = {day: pair[1] for day, pair in counts.days.items()}
+    assert len(first) >= 3
+    counts.refresh()
+    assert all(counts.days[day][1] is kept for day, kept in first.items())    # nothing read again
+    day = sorted(first)[0]
+    shutil.rmtree(table / "jobs" / f"date={day}")                           # that day changed
+    counts.refresh()
+    assert counts.days[day][1] is not first[day] and not counts.days[day][1].jobs
+    assert all(counts.days[d][1] is first[d] for d in first if d != day)
+    shutil.rmtree(table / "glideins" / f"date={day}")
+    counts.refresh()
+    assert day not in counts.days
+
+
+def test_a_bad_listen_address_is_refused_in_one_line():
+    assert settings.check("metrics_listen", "127.0.0.1:9101") is None
+    assert settings.check("metrics_listen", "[::1]:9101") is None
+    for bad in ("9101", "host:", "host:http", "host:70000", ":9101"):
+        assert "must be HOST:PORT" in settings.check("metrics_listen", bad), bad
+
+
+def test_a_port_in_use_is_one_clear_error(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ConfigError, match=f"metrics_listen: cannot listen on 127.0.0.1:{port}"):
+            MetricsServer(ForwarderCollector("fac", None, tmp_path / "l.sqlite", default_log_retention()),
+                          ("127.0.0.1", port))
+
+
+def test_the_listener_serves_openmetrics_with_exemplars_when_asked(tmp_path):
+    table = tmp_path / "table"
+    synth_table.write_table(synth.SynthConfig(glideins=300, seed=4, period_s=86400), table)
+    Ledger(tmp_path / "l.sqlite").close()
+    server = MetricsServer(ForwarderCollector("fac", table, tmp_path / "l.sqlite", default_log_retention()),
+                           ("127.0.0.1", 0))
+    try:
+        url = f"http://127.0.0.1:{server.port}/metrics"
+        text = urllib.request.urlopen(url, timeout=30).read().decode()
+        asked = urllib.request.Request(url, headers={"Accept": "application/openmetrics-text; version=1.0.0"})
+        with urllib.request.urlopen(asked, timeout=30) as answer:
+            assert answer.headers["Content-Type"].startswith("application/openmetrics-text")
+            open_metrics = answer.read().decode()
+    finally:
+        server.stop()
+    assert "# {trace_id=" not in text and "glidein_tracing_glideins_total{" in text
+    assert '# {trace_id="' in open_metrics and open_metrics.rstrip().endswith("# EOF")
