@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from glidein_tracing.cli import demo
 from glidein_tracing.testing import synth, synth_table
 
 PROMETHEUS, PROMTOOL = shutil.which("prometheus"), shutil.which("promtool")
@@ -117,6 +116,23 @@ class Prometheus:
         self.log.close()
 
 
+def documented_promql() -> list:
+    """The PromQL expressions of docs/metrics.md's promql blocks (comments dropped)."""
+    text = (REPO / "docs" / "metrics.md").read_text()
+    out = []
+    for block in text.split("```promql\n")[1:]:
+        expression = []
+        for line in block.split("```")[0].splitlines() + ["#"]:
+            if line.startswith("#"):
+                if expression:
+                    out.append(" ".join(expression))
+                expression = []
+            else:
+                expression.append(line.strip())
+    assert out
+    return out
+
+
 def check_against_analyze(tmp: Path, table: Path, *forward_args):
     report = json.loads(cli("analyze", str(table), "--json", "-", "--quiet"))["stats"]
     forwarder = Forwarder(tmp, *forward_args)
@@ -150,6 +166,8 @@ def check_against_analyze(tmp: Path, table: Path, *forward_args):
             traced = {e["labels"]["trace_id"] for series in exemplars for e in series["exemplars"]}
             assert traced and all(len(t) == 32 for t in traced)
             assert prometheus.by("glidein_tracing_forwarder_passes_total")
+            for expression in documented_promql():       # docs/metrics.md's examples run as written
+                assert prometheus.query(expression) is not None
         finally:
             prometheus.stop()
     finally:
@@ -163,8 +181,7 @@ def test_prometheus_reads_the_demos_outcomes_and_waste_as_analyze_does(tmp_path)
     factory = root / "factory"
     # the demo's own Factory, resumed by a following forwarder: nothing is new, nothing sent again
     report = check_against_analyze(tmp_path, factory / "glidein-table", str(factory / "client_logs"),
-                                   "--factory-config", str(factory / "glideinWMS.xml"), "--factory", demo.FACTORY,
-                                   "--schedd", demo.SCHEDD,
+                                   "--factory-config", str(factory / "glideinWMS.xml"),
                                    "--state", str(factory / "forwarder.sqlite"), "--store", str(tmp_path / "store"))
     assert report["glideins"] == 5
 
