@@ -194,6 +194,14 @@ def entries(element):
             yield glideid, glideid[1], glidein_el
 
 
+def entry_site(glidein_el):
+    """The site of an entry: its glidefactory ad's ``GLIDEIN_Site``, in ``glidein_el["attrs"]``,
+    where ``refresh_entry_token`` reads it to name the site's token. None when the ad has none."""
+    attrs = glidein_el.get("attrs") if isinstance(glidein_el, Mapping) else None
+    site = attrs.get("GLIDEIN_Site") if isinstance(attrs, Mapping) else None
+    return site if isinstance(site, str) and site else None
+
+
 def client_name(element):
     """The name the Factory knows this group by: ``published_frontend_name``, set by
     ``iterate`` to ``<frontend>.<group>`` (``<frontend>.XPVO_<group>`` with a VO proxy)."""

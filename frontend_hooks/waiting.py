@@ -91,6 +91,7 @@ class Entry:
 
     name: str                      # the request name, entry@glidein@factory
     glidein: object                # glidein_el, what the match expression sees
+    site: str | None = None        # its GLIDEIN_Site
     in_downtime: bool = False
     requested: int = 0             # ReqIdleGlideins
     limits: tuple = ()
@@ -237,7 +238,7 @@ def entries(element, request_facts: Mapping, now: float) -> dict:
     for glideid, name, glidein_el in gwms.entries(element):
         facts = request_facts.get(name, {})
         monitor = gwms.factory_monitor(element, glideid)
-        entry = Entry(name, glidein_el)
+        entry = Entry(name, glidein_el, gwms.entry_site(glidein_el))
         entry.in_downtime = bool(facts.get(c.IN_DOWNTIME)) or (
             runs and bool(facts) and c.EFFECTIVE_IDLE_MC not in facts)
         entry.requested = int(_number(facts.get(c.REQ_IDLE_GLIDEINS)))
@@ -398,6 +399,9 @@ class Decider:
         giving = [glideid for glideid in matched if per_entry[glideid][0] == best]
         attributes[gc.JOB_WAITING_ENTRIES] = sorted(all_entries[g].name for g in matched)[:MAX_LISTED]
         attributes[gc.JOB_WAITING_REASON_ENTRIES] = sorted(all_entries[g].name for g in giving)[:MAX_LISTED]
+        sites = sorted({all_entries[g].site for g in giving} - {None})[:MAX_LISTED]
+        if sites:
+            attributes[gc.JOB_WAITING_SITES] = sites
         limits = sorted({limit for g in giving for limit in all_entries[g].limits})
         if limits:
             attributes[gc.JOB_WAITING_LIMITS] = limits
@@ -459,8 +463,9 @@ def detail(reason: str, attributes: Mapping) -> str:
     """The reason in one sentence, with its numbers."""
     entries_text = ", ".join(attributes.get(gc.JOB_WAITING_REASON_ENTRIES, ())) or "none"
     if reason == "site_queue":
-        return (f"{attributes.get(gc.JOB_WAITING_QUEUED_GLIDEINS, 0)} glideins wait in the site "
-                f"queue at {entries_text}")
+        sites = ", ".join(attributes.get(gc.JOB_WAITING_SITES, ()))
+        return (f"{attributes.get(gc.JOB_WAITING_QUEUED_GLIDEINS, 0)} glideins wait in the batch "
+                f"queue of {sites or 'the site'} at {entries_text}")
     if reason == "limit":
         return f"limits at {entries_text}: {', '.join(attributes.get(gc.JOB_WAITING_LIMITS, ()))}"
     if reason == "unusable_idle_glideins":

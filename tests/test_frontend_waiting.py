@@ -93,6 +93,8 @@ def test_each_reason_is_told_in_the_users_own_trace(exporter, tmp_path, site):
     assert span.attributes[gc.JOB_OWNER] == "alice"
     assert span.attributes[fc.FRONTEND_GROUP] == "main"
     assert span.attributes[gc.JOB_WAITING_DETAIL]
+    # the sites of the entries giving the reason, as the Factory's entry ads name them
+    assert tuple(span.attributes.get(gc.JOB_WAITING_SITES, ())) == (() if site == "NOWHERE" else (site,))
 
 
 def test_not_requested_when_the_cycle_removes_glideins(exporter, tmp_path):

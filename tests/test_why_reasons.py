@@ -166,8 +166,10 @@ def test_every_answer_says_whether_waiting_helps_and_who_can_act(tmp_path, capsy
         text = job["text"].replace(job["facts"].get("match_expr", ""), "")
         assert not re.search(r"[{}\[\]]|'[a-z_]+':|None|True|False", text), text
     by_job = {job["job"]: job["text"] for job in jobs}
-    assert ("Glideins for it were requested at QUEUE_CE just now; 5 are still in the site's batch queue."
+    # the site named as the entry's ad names it (GLIDEIN_Site), not "the site"
+    assert ("Glideins for it were requested at QUEUE_CE just now; 5 are still in the batch queue of QUEUE."
             in by_job[f"100.0@{ww.SCHEDD}"])
+    assert "(4 glideins running at BROKEN)" in by_job[f"104.0@{ww.SCHEDD}"]
     # unusable idle glideins: the group's PartGlideinMinMemory quoted
     assert ("it asks for 4,000 MB of memory, the largest idle glidein has 1,500 MB; the group's "
             "PartGlideinMinMemory is 2,500 MB." in by_job[f"103.0@{ww.SCHEDD}"])

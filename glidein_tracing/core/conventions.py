@@ -211,6 +211,7 @@ JOB_WAITING_JOBS = "job.waiting.jobs"                   # its first idle job per
 JOB_WAITING_ENTRIES = "job.waiting.entries"             # the entries its jobs match
 JOB_WAITING_REASON_ENTRIES = "job.waiting.reason_entries"  # the entries that give the reason
 JOB_WAITING_LIMITS = "job.waiting.limits"               # limits and curbs hit at those entries
+JOB_WAITING_SITES = "job.waiting.sites"                 # the GLIDEIN_Site of those entries
 JOB_WAITING_QUEUED_GLIDEINS = "job.waiting.queued_glideins"    # Factory: idle in the site queue
 JOB_WAITING_RUNNING_AT_SITE = "job.waiting.running_at_site"    # Factory: running at the site
 JOB_WAITING_GLIDEINS_IN_POOL = "job.waiting.glideins_in_pool"  # the group's glideins there

@@ -28,7 +28,7 @@ JOB_ATTRIBUTES = ("ClusterId", "ProcId", "JobStatus", "GlobalJobId", "ScheddName
                   "TransferringInput", "TransferQueued", "RequestCpus", "RequestMemory", "RequestDisk")
 TRACEPARENT_LINE = re.compile(rb'^TraceParent[ \t]*=[ \t]*"([^"\n]{0,100})"[ \t]*$', re.I | re.M)
 ARRAY_ATTRIBUTES = (c.JOB_WAITING_JOBS, c.JOB_WAITING_ENTRIES, c.JOB_WAITING_REASON_ENTRIES, c.JOB_WAITING_LIMITS,
-                    c.JOB_WAITING_JOB_VALUES, c.JOB_WAITING_GROUP_ENTRIES)
+                    c.JOB_WAITING_JOB_VALUES, c.JOB_WAITING_GROUP_ENTRIES, c.JOB_WAITING_SITES)
 
 
 class AdFile:

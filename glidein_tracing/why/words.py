@@ -36,6 +36,11 @@ def _entries(facts: dict) -> str:
     return listing(names) or "the matching entries"
 
 
+def _sites(facts: dict) -> str:
+    """The sites of the entries that give the reason (their GLIDEIN_Site), or "the site"."""
+    return listing(str(site) for site in facts.get("sites") or ()) or "the site"
+
+
 def _ago(facts: dict) -> str:
     seconds = facts.get("for_s")
     if not isinstance(seconds, (int, float)):
@@ -109,13 +114,15 @@ def reason_sentence(item: d.Diagnosis) -> str:
     if reason == "site_queue":
         queued = f.get("queued_glideins")
         still = f"{queued:,} are" if isinstance(queued, int) else "they are"
-        return f"Glideins for it were requested at {entries}{ago}; {still} still in the site's batch queue."
+        sites = _sites(f)
+        queue = "the site's batch queue" if sites == "the site" else f"the batch queue of {sites}"
+        return f"Glideins for it were requested at {entries}{ago}; {still} still in {queue}."
     if reason == "requested":
         return (f"The Frontend requested glideins for it at {entries}{ago}; the Factory submits them in "
                 "its next cycle.")
     if reason == "validation":
         running = f.get("running_at_site")
-        at_site = f" ({_plural(running, 'glidein')} running at the site)" if isinstance(running, int) else ""
+        at_site = f" ({_plural(running, 'glidein')} running at {_sites(f)})" if isinstance(running, int) else ""
         return (f"Glideins start at {entries}{at_site} but none joins the pool: they have failed "
                 f"validation{lasted}.")
     if reason == "unusable_idle_glideins":
