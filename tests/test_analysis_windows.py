@@ -3,6 +3,7 @@ jobs), --client/--group a Frontend's, --window gives analyze_entries' recent per
 per Frontend client and group section counts every glidein once."""
 
 import json
+import re
 
 import pytest
 
@@ -49,7 +50,9 @@ def test_client_and_group_filters_and_their_refusal(table, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no glidein of group nope" in err and "main, overflow" in err
     assert main(["analyze", str(table), "--since", "2027-01-01"]) == 2
-    assert "ended from" in capsys.readouterr().err
+    # the table's span in the same words as the period asked for (minutes, UTC)
+    assert re.search(r"\(its glideins ended from \d{4}-\d\d-\d\d \d\d:\d\d to \d{4}-\d\d-\d\d \d\d:\d\d UTC\)$",
+                     capsys.readouterr().err.strip())
     assert main(["analyze", str(table), "--since", "2026-01-03", "--until", "2026-01-02"]) == 2
     with pytest.raises(SystemExit):
         main(["analyze", str(table), "--since", "yesterday"])
@@ -97,3 +100,19 @@ def test_the_reports_trend_compares_full_days_not_the_periods_edges():
         ("2026-01-02", "2026-01-05", "2026-01-06", "2026-01-09")
     assert (first["efficiency_pct"], last["efficiency_pct"]) == (80.5, 90.5)
     assert trend_ends(trend[:4]) is None          # three full days: no trend to tell
+
+
+def test_a_period_with_no_glidein_in_a_table_without_end_times(tmp_path, capsys):
+    """Glideins without ended_at (rows a writer left without it): the refusal says so, not
+    "ended from None to None"."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    write_synth_table(tmp_path, glideins=40, seed=3, entries=2, period_s=DAY)
+    for path in (tmp_path / "glideins").rglob("*.parquet"):
+        table = pq.read_table(path)
+        column = table.schema.get_field_index("ended_at")
+        table = table.set_column(column, "ended_at", pa.nulls(len(table), table.schema.field(column).type))
+        pq.write_table(table, path)
+    assert main(["analyze", str(tmp_path), "--since", "2027-01-01"]) == 2
+    err = capsys.readouterr().err
+    assert "(none of its 40 glideins has an end time)" in err and "None" not in err

@@ -272,8 +272,10 @@ def _nothing_matches(con, scan: reader.Scan, filters: dict, since, until, paths)
         asked.append(f"that {when} UTC")
     column = next((column for column, values in filters.items() if values), None)
     if column is None:
-        first, last = con.execute(f"SELECT min(ended_at), max(ended_at) FROM {files}").fetchone()
-        held = f"its glideins ended from {first} to {last} UTC"
+        rows, first, last = con.execute(f"SELECT count(*), epoch(min(ended_at)), epoch(max(ended_at)) "
+                                        f"FROM {files}").fetchone()
+        held = (f"its glideins ended from {_utc(first)} to {_utc(last)} UTC" if first is not None
+                else f"none of its {rows:,} glideins has an end time" if rows else "it holds no glidein")
     else:
         present = [r[0] for r in con.execute(f"SELECT DISTINCT {column} FROM {files} ORDER BY 1 LIMIT 11").fetchall()]
         held = f"its {PLURALS[column]}: " + (", ".join(map(str, present[:10])) + (", ..." if len(present) > 10 else "")
