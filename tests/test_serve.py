@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -165,6 +166,16 @@ class Server:
         data = response.read()
         connection.close()
         return response.status, response.headers, data
+
+    @property
+    def own_origin(self) -> dict:
+        """The Origin header of a form posted from one of the service's own pages."""
+        return {"Origin": f"http://127.0.0.1:{self.port}"}
+
+    def signin(self, token, headers=None):
+        """POST the sign-in form with ``token``: (status, headers, body)."""
+        return self.request("/signin", method="POST", body="token=" + urllib.parse.quote(token),
+                            headers={"Content-Type": "application/x-www-form-urlencoded", **(headers or {})})
 
     def json(self, path, token=None):
         status, _, data = self.request(path, token)
@@ -331,7 +342,7 @@ def test_hostile_requests_are_bounded(server, keys):
     assert server.request("/api/v1/jobs?" + "a=b&" * 1000, alice)[0] == 414           # a long query
     assert server.request("/api/v1/jobs?" + "a=b&" * 30, alice)[0] == 400             # too many fields
     assert server.request("/signin", method="POST", body=b"a=b&" * 30,
-                          headers={"Content-Type": "application/x-www-form-urlencoded"})[0] == 400
+                          headers={"Content-Type": "application/x-www-form-urlencoded", **server.own_origin})[0] == 400
     assert server.request("/api/v1/jobs?" + "a=b&" * 10000, alice)[0] == 431          # past the header bound
     status, _, _ = server.request("/signin", method="POST", body=b"token=" + b"x" * 200_000,
                                   headers={"Content-Type": "application/x-www-form-urlencoded"})
@@ -406,6 +417,67 @@ def test_the_pages_in_a_browser_show_the_reason_the_statement_and_the_entries(se
         links = tab.evaluate("document.querySelector('#jaeger').getAttribute('href')")
         assert links == f"https://jaeger.example.org/trace/{SHARED_GLIDEIN}"
         assert tab.evaluate("document.body.innerText.includes('bobs secret phase')")
+
+
+def _cookie(headers) -> dict:
+    """The session cookie's attributes as sent: {name: value}, flags as True."""
+    (sent,) = [v for k, v in headers.items() if k.lower() == "set-cookie"]
+    out = {}
+    for part in sent.split(";"):
+        name, eq, value = part.strip().partition("=")
+        out[name] = value if eq else True
+    return out
+
+
+def test_a_sign_in_posted_from_another_sites_page_is_refused(server, keys):
+    """Login CSRF: a page elsewhere posting the attacker's token to /signin would sign its
+    visitor in as the attacker (who then reads what the victim does there). Only a form from
+    the service's own origin signs in: by Origin, else Referer; neither, or null, is refused."""
+    attacker = token(keys, "mallory")
+    own = f"http://127.0.0.1:{server.port}"
+    for headers in ({"Origin": "https://evil.example.org"}, {"Origin": "null"}, {},
+                    {"Referer": "https://evil.example.org/lure.html"}, {"Origin": f"http://127.0.0.1:{server.port + 1}"},
+                    {"Origin": f"https://127.0.0.1:{server.port}"},
+                    {"Origin": "https://evil.example.org", "Referer": f"{own}/signin"}):
+        status, sent, body = server.signin(attacker, headers)
+        assert status == 403 and "Set-Cookie" not in sent, headers
+        assert b"own pages only" in body and "script-src 'none'" in sent["Content-Security-Policy"]
+    assert server.request("/signout", method="POST", headers={"Origin": "https://evil.example.org"})[0] == 403
+    for headers in ({"Origin": own}, {"Referer": f"{own}/signin"}, {"Origin": own.upper().replace("HTTP", "http")}):
+        status, sent, _ = server.signin(attacker, headers)
+        assert status == 303 and sent["Location"] == "/jobs", headers
+
+
+def test_the_session_cookie_is_strict_and_ends_with_its_token(server, keys):
+    """HttpOnly, SameSite=Strict, and never outliving the token's exp: neither in the
+    browser (Max-Age) nor in the service (the session is refused once the token expired)."""
+    short = token(keys, exp=int(time.time()) + 3)
+    status, sent, _ = server.signin(short, server.own_origin)
+    cookie = _cookie(sent)
+    assert status == 303 and cookie["HttpOnly"] is True and cookie["SameSite"] == "Strict" and cookie["Path"] == "/"
+    assert "Secure" not in cookie                     # secure_cookies: false, plain http, no proxy
+    assert 0 <= int(cookie["Max-Age"]) <= 3
+    session = {"Cookie": f"glidein_tracing_session={cookie['glidein_tracing_session']}"}
+    assert server.json_with("/api/v1/me", session) == (200, {"user": "alice", "operator": False})
+    time.sleep(4)
+    assert server.json_with("/api/v1/me", session)[0] == 401
+    status, sent, _ = server.signin(token(keys), server.own_origin)
+    assert HOUR - 120 <= int(_cookie(sent)["Max-Age"]) <= HOUR
+
+
+def test_behind_the_proxy_the_public_origin_signs_in_and_cookies_are_secure(tmp_path, keys):
+    """With ``public_url`` (the address users open through the site's https proxy), a form
+    from that origin signs in, and the cookie is Secure though ``secure_cookies`` is false."""
+    _stores(tmp_path / "store")
+    (tmp_path / "table").mkdir()
+    server = Server(write_config(tmp_path, keys, public_url="https://Tracing.example.org:443/"))
+    try:
+        status, sent, _ = server.signin(token(keys), {"Origin": "https://tracing.example.org"})
+        assert status == 303 and _cookie(sent)["Secure"] is True
+        assert server.signin(token(keys), {"Origin": "http://tracing.example.org"})[0] == 403
+        assert server.signin(token(keys), {"Origin": "https://tracing.example.org.evil.example"})[0] == 403
+    finally:
+        server.stop()
 
 
 def test_tokens_are_never_logged(server, keys):

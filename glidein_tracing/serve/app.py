@@ -27,12 +27,13 @@ MAX_BODY_BYTES = 16 * 1024          # the sign-in form: one token
 MAX_HEADER_BYTES = 16 * 1024        # waitress refuses larger request headers (431)
 SESSION_COOKIE = "glidein_tracing_session"
 TRACE_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+DEFAULT_PORTS = {"http": "80", "https": "443"}
 # no script from anywhere (the pages need none), styles inline only (the waterfall's bars), no
 # image but data: ones, forms posting back here only, no framing
 CSP = ("default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src data:; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 SECURITY_HEADERS = [("Content-Security-Policy", CSP), ("X-Content-Type-Options", "nosniff"),
-                    ("Referrer-Policy", "no-referrer"), ("Cache-Control", "no-store"),
+                    ("Referrer-Policy", "same-origin"), ("Cache-Control", "no-store"),
                     ("X-Frame-Options", "DENY")]
 REASONS = {200: "OK", 303: "See Other", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
            404: "Not Found", 405: "Method Not Allowed", 413: "Payload Too Large", 414: "URI Too Long",
@@ -170,6 +171,10 @@ class ServeApp:
                 continue
             if needs_caller and request.caller is None:
                 return request, self._unauthorized(is_api)
+            if method == "POST" and not self.from_own_page(environ):
+                # login CSRF: another site's page would sign its visitor in as the attacker
+                LOG.info("refused: a POST %s from another origin", path)
+                return request, fail(403, "this form is accepted from this service's own pages only")
             try:
                 return request, handler(self, request, *match.groups())
             except HttpError as exc:
@@ -197,6 +202,20 @@ class ServeApp:
                 return found
         return self.verifier.caller_of_proxy(environ.get("REMOTE_ADDR", ""), environ)
 
+    def from_own_page(self, environ) -> bool:
+        """Whether a POST came from a page of this service: its Origin (else its Referer)
+        is the address it was sent to (scheme and Host), or the configured ``public_url``
+        users reach it at through the site's proxy. Neither header, or ``null``: refused."""
+        sent = environ.get("HTTP_ORIGIN") or environ.get("HTTP_REFERER") or ""
+        origin = _origin(sent)
+        if origin is None:
+            return False
+        own = {_origin(f"{environ.get('wsgi.url_scheme', 'http')}://"
+                       f"{environ.get('HTTP_HOST') or environ.get('SERVER_NAME', '')}")}
+        if self.config.public_url:
+            own.add(_origin(self.config.public_url))
+        return origin in own - {None}
+
     @staticmethod
     def _session_id(environ) -> str | None:
         from http.cookies import CookieError, SimpleCookie
@@ -210,8 +229,14 @@ class ServeApp:
         morsel = cookie.get(SESSION_COOKIE)
         return morsel.value if morsel is not None else None
 
-    def session_cookie(self, session: str, max_age: int) -> tuple:
-        secure = "; Secure" if self.config.secure_cookies else ""
+    def session_cookie(self, environ, session: str, max_age: int) -> tuple:
+        """The session cookie: HttpOnly, SameSite=Strict, gone when the token expires;
+        Secure unless ``secure_cookies: false``, and then still when the request came over
+        https, from the trusted proxy, or ``public_url`` is https."""
+        proxy = self.config.proxy
+        secure = "; Secure" if (self.config.secure_cookies or environ.get("wsgi.url_scheme") == "https"
+                                or (self.config.public_url or "").startswith("https://")
+                                or (proxy is not None and environ.get("REMOTE_ADDR") in proxy.addresses)) else ""
         return ("Set-Cookie", f"{SESSION_COOKIE}={session}; Path=/; HttpOnly; SameSite=Strict; "
                               f"Max-Age={max(0, max_age)}{secure}")
 
@@ -222,6 +247,21 @@ class ServeApp:
             return response
         from .pages import signin_page
         return signin_page(401)
+
+
+def _origin(url: str) -> str | None:
+    """``scheme://host[:port]`` of a URL, lower-cased, without the scheme's default port;
+    None for one that names no http(s) origin (``null``, garbage)."""
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in DEFAULT_PORTS or not parts.hostname:
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    shown = f":{port}" if port is not None and str(port) != DEFAULT_PORTS[parts.scheme.lower()] else ""
+    return f"{parts.scheme.lower()}://{host.lower()}{shown}"
 
 
 def _page_error(status: int, message: str = "") -> Response:

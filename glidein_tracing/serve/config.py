@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from ..factory.settings import _url_problem, yaml_mapping
 
 DEFAULT_CONFIG = Path("/etc/glidein-tracing/serve.yaml")
 KEYS = {"listen", "store", "jaeger", "jaeger_services", "jaeger_ui", "table", "issuers", "operators",
-        "proxy", "threads", "rate_limit", "secure_cookies"}
+        "proxy", "public_url", "threads", "rate_limit", "secure_cookies"}
 ISSUER_KEYS = {"issuer", "jwks_file", "audience", "user_claim", "groups_claim"}
 # an HTTP header name (RFC 9110 token) and a Unix user name as HTCondor's Owner holds it
 HEADER_RE = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$")
@@ -55,6 +56,9 @@ class ServeConfig:
     operator_groups: tuple = ()
     operator_users: tuple = ()
     proxy: Proxy | None = None
+    # the origin users reach the service at through the site's proxy (scheme://host[:port]),
+    # from which the sign-in form is accepted besides the service's own address
+    public_url: str | None = None
     threads: int = 8
     rate_limit: int = 240          # requests per minute per caller
     secure_cookies: bool = True
@@ -104,6 +108,18 @@ def _check(key: str, value, problems: list) -> dict:
             problems.append(problem)
             return {}
         return {key: value.rstrip("/")}
+    if key == "public_url":
+        try:
+            parts = urllib.parse.urlsplit(value) if isinstance(value, str) else None
+            _ = parts and parts.port           # a port that is no number raises here
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname \
+                or parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
+            problems.append(f"must be the URL users open, scheme://host[:port] (e.g. https://tracing.example.org), "
+                            f"not {value!r}")
+            return {}
+        return {key: f"{parts.scheme}://{parts.netloc.lower()}"}
     if key == "jaeger_services":
         if not _strings(value):
             problems.append("must be a list of service names")

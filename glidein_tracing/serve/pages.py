@@ -88,7 +88,7 @@ def _signin(app, request):
         return signin_page(401, "That token was refused (expired, of another issuer or audience, or not a token).")
     session = app.sessions.open(caller, until)
     response = Response(303, b"", headers=[("Location", "/jobs"),
-                                           app.session_cookie(session, int(until - time.time()))])
+                                           app.session_cookie(environ, session, int(until - time.time()))])
     request.caller = caller
     return response
 
@@ -97,7 +97,7 @@ def _signout(app, request):
     session = app._session_id(request.environ)
     if session:
         app.sessions.close(session)
-    return Response(303, b"", headers=[("Location", "/signin"), app.session_cookie("", 0)])
+    return Response(303, b"", headers=[("Location", "/signin"), app.session_cookie(request.environ, "", 0)])
 
 
 def _home(app, request):
