@@ -548,6 +548,49 @@ def test_the_shipped_config_checks_good_once_its_paths_exist(tmp_path, keys):
     assert "serve --config /etc/glidein-tracing/serve.yaml" in unit and "RestartPreventExitStatus=2" in unit
 
 
+def test_an_issuers_new_keys_are_read_from_the_changed_jwks_file_without_a_restart(tmp_path, keys):
+    """The issuer rotates its keys, a timer saves the new JWKS: tokens signed with the new key
+    are taken once the file changed (no restart), a broken save keeps the keys read before,
+    and a key dropped from the file signs nothing more."""
+    _stores(tmp_path / "store")
+    (tmp_path / "table").mkdir()
+    config = write_config(tmp_path, keys, jwks_check_s=1)
+    jwks = tmp_path / "issuer.jwks"
+    server = Server(config)
+
+    def save(document):
+        jwks.write_text(document if isinstance(document, str) else json.dumps(document))
+        later = time.time() + 5
+        os.utime(jwks, (later, later))          # a new mtime even on a coarse-grained filesystem
+
+    def answer(bearer, want):
+        deadline = time.time() + 30             # the service looks at the file at most every second
+        while True:
+            status = server.request("/api/v1/me", bearer)[0]
+            if status == want or time.time() > deadline:
+                return status
+            time.sleep(0.3)
+
+    try:
+        now = int(time.time())
+        rotated = jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": now + HOUR}, keys["stranger"],
+                             algorithm="RS256", headers={"kid": "2027"})
+        assert server.request("/api/v1/me", rotated)[0] == 401
+        new_key = {**jwt.algorithms.RSAAlgorithm.to_jwk(keys["stranger"].public_key(), as_dict=True), "kid": "2027"}
+        save({"keys": _jwks(keys)["keys"] + [new_key]})
+        assert answer(rotated, 200) == 200
+        save("{not json")
+        time.sleep(1.5)
+        assert server.request("/api/v1/me", rotated)[0] == 200 and server.request("/api/v1/me", token(keys))[0] == 200
+        save({"keys": [new_key]})                                   # the old keys retired
+        assert answer(token(keys), 401) == 401 and server.request("/api/v1/me", rotated)[0] == 200
+        time.sleep(0.3)
+        log = "".join(server.log)
+        assert f"kept the keys read before: {jwks} is not JSON" in log and f"keys read again from {jwks}" in log
+    finally:
+        server.stop()
+
+
 def test_a_trusted_proxys_user_header_is_believed_from_its_addresses_only(tmp_path, keys):
     _stores(tmp_path / "store")
     (tmp_path / "table").mkdir()

@@ -3,8 +3,8 @@ htgettoken), a session a token opened (the pages' sign-in), or a trusted front p
 header.
 
 A token is checked by PyJWT with cryptography, never by hand: its signature against the
-issuer's public keys, read at start from the configured JWKS file (nothing is fetched while
-answering), its ``iss``, ``aud``, ``exp`` (required) and ``nbf``. The algorithm is the key's
+issuer's public keys, from the configured JWKS file (read at start and again when it changes;
+nothing is fetched), its ``iss``, ``aud``, ``exp`` (required) and ``nbf``. The algorithm is the key's
 own (RS256, ES256, ...), so a token's header cannot choose ``none`` or HS256 keyed with the
 public key. A token is never logged, nor kept: a session holds the caller it named.
 """
@@ -12,6 +12,8 @@ public key. A token is never logged, nor kept: a session holds the caller it nam
 from __future__ import annotations
 
 import json
+import logging
+import os
 import re
 import secrets
 import threading
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 
 from ..core.inputs import read_input
 
+LOG = logging.getLogger("glidein_tracing.serve")
 MAX_JWKS_BYTES = 1024 * 1024
 MAX_TOKEN_CHARS = 8192         # WLCG tokens are about 1 KiB; a header cap bounds them anyway
 LEEWAY_S = 30                  # clock difference tolerated on exp and nbf
@@ -79,12 +82,49 @@ def read_jwks(path) -> dict:
     return out
 
 
+class IssuerKeys:
+    """One issuer's public keys, read from its JWKS file again when the file changes (its
+    mtime or size, looked at no more than every ``check_s`` seconds, never fetched), so a
+    timer that saves the issuer's new keys needs no restart. A changed file that is no
+    good JWKS is logged and the keys read before are kept."""
+
+    def __init__(self, path, check_s: float):
+        self.path, self.check_s = path, check_s
+        self._stamp = self._stat()
+        self.keys = read_jwks(path)
+        self._checked = time.monotonic()
+        self._lock = threading.Lock()
+
+    def _stat(self):
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def current(self) -> dict:
+        """{kid: PyJWK}, read again first when due and the file changed."""
+        with self._lock:
+            now = time.monotonic()
+            if now - self._checked >= self.check_s:
+                self._checked = now
+                stamp = self._stat()
+                if stamp is not None and stamp != self._stamp:
+                    self._stamp = stamp
+                    try:
+                        self.keys = read_jwks(self.path)
+                        LOG.info("keys read again from %s (%d keys)", self.path, len(self.keys))
+                    except KeyProblem as exc:
+                        LOG.warning("kept the keys read before: %s", exc)
+            return self.keys
+
+
 class Verifier:
     """Checks tokens of the configured issuers and names their callers."""
 
     def __init__(self, config):
         self.config = config
-        self.issuers = {i.issuer: (i, read_jwks(i.jwks_file)) for i in config.issuers}
+        self.issuers = {i.issuer: (i, IssuerKeys(i.jwks_file, config.jwks_check_s)) for i in config.issuers}
 
     def caller_of_token(self, token: str) -> Caller:
         import jwt
@@ -98,7 +138,7 @@ class Verifier:
         known = self.issuers.get(unverified.get("iss")) if isinstance(unverified.get("iss"), str) else None
         if known is None:
             raise Unauthorized("an issuer this service does not trust")
-        issuer, keys = known
+        issuer, keys = known[0], known[1].current()
         kid = header.get("kid") or ""
         key = keys.get(kid) if kid or len(keys) != 1 else next(iter(keys.values()))
         if key is None:

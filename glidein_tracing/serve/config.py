@@ -17,7 +17,7 @@ from ..factory.settings import _url_problem, yaml_mapping
 
 DEFAULT_CONFIG = Path("/etc/glidein-tracing/serve.yaml")
 KEYS = {"listen", "store", "jaeger", "jaeger_services", "jaeger_ui", "table", "issuers", "operators",
-        "proxy", "public_url", "threads", "rate_limit", "secure_cookies"}
+        "proxy", "public_url", "jwks_check_s", "threads", "rate_limit", "secure_cookies"}
 ISSUER_KEYS = {"issuer", "jwks_file", "audience", "user_claim", "groups_claim"}
 # an HTTP header name (RFC 9110 token) and a Unix user name as HTCondor's Owner holds it
 HEADER_RE = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$")
@@ -26,7 +26,7 @@ HEADER_RE = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$")
 @dataclass(frozen=True)
 class Issuer:
     """One token issuer the service trusts: its ``iss``, its public keys (a JWKS file read at
-    start, never fetched while answering), the ``aud`` its tokens must name, the claim that
+    start and again when it changes, never fetched), the ``aud`` its tokens must name, the claim that
     names the user (matched to HTCondor's job Owner) and the claim listing their groups."""
     issuer: str
     jwks_file: str
@@ -59,6 +59,7 @@ class ServeConfig:
     # the origin users reach the service at through the site's proxy (scheme://host[:port]),
     # from which the sign-in form is accepted besides the service's own address
     public_url: str | None = None
+    jwks_check_s: int = 60         # how often at most a JWKS file is looked at for a change
     threads: int = 8
     rate_limit: int = 240          # requests per minute per caller
     secure_cookies: bool = True
@@ -125,7 +126,7 @@ def _check(key: str, value, problems: list) -> dict:
             problems.append("must be a list of service names")
             return {}
         return {key: tuple(value)}
-    if key in ("threads", "rate_limit"):
+    if key in ("threads", "rate_limit", "jwks_check_s"):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10000:
             problems.append(f"must be a whole number from 1 to 10000, not {value!r}")
             return {}
