@@ -508,21 +508,31 @@ def test_check_config_names_each_problem_with_its_line(tmp_path, keys):
     private.write_text(json.dumps({"keys": [jwk]}))
     shared = tmp_path / "shared.jwks"                                       # a shared secret: refused
     shared.write_text(json.dumps({"keys": [{"kty": "oct", "k": _b64(b"s" * 32), "alg": "HS256"}]}))
+    good = tmp_path / "good.jwks"
+    good.write_text(json.dumps(_jwks(keys)))
     config = tmp_path / "bad.yaml"
     config.write_text(f"listen: somewhere\nstore: {tmp_path / 'nope'}\nissuers:\n  - issuer: x\n"
                       f"    jwks_file: {private}\n    audience: a\n  - {{issuer: y, jwks_file: {shared}, audience: a}}\n"
-                      "rate_limit: 0\ncolour: blue\nproxy: {header: Authorization, addresses: [127.0.0.1]}\n")
+                      f"  - issuer: z\n    jwks_file: {good}\n    audiance: a\n"
+                      f"  - issuer: x\n    jwks_file: {good}\n    audience: a\n"
+                      "rate_limit: 0\ncolour: blue\nproxy: {header: Authorization, addresses: [127.0.0.1]}\n"
+                      "public_url: javascript:alert(1)\n")
     done = subprocess.run([sys.executable, "-m", "glidein_tracing", "serve", "--check-config", "--config", str(config)],
                           capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()[1:]
-    assert len(lines) == 7, done.stderr
+    assert len(lines) == 11, done.stderr
     text = done.stderr
     assert f"{config}:1: listen: must be host:port" in text and f"{config}:2: store:" in text
-    assert f"{config}:4: issuers: issuer 1 (x): {private}: key 1 holds a private key" in text
-    assert f"{config}:4: issuers: issuer 2 (y): {shared}: key 1 is not an RSA or EC public key" in text
-    assert f"{config}:8: rate_limit:" in text and f"{config}:9: unknown key 'colour'" in text
-    assert f"{config}:10: proxy: header: not a header name" in text
+    # each issuer's problem at its own line: the key at fault, else the issuer's first line
+    assert f"{config}:5: issuers: issuer 1 (x): {private}: key 1 holds a private key" in text
+    assert f"{config}:7: issuers: issuer 2 (y): {shared}: key 1 is not an RSA or EC public key" in text
+    assert f"{config}:10: issuers: issuer 3: unknown key 'audiance'" in text
+    assert f"{config}:8: issuers: issuer 3: missing audience" in text
+    assert f"{config}:11: issuers: issuer 4: x is listed twice" in text
+    assert f"{config}:14: rate_limit:" in text and f"{config}:15: unknown key 'colour'" in text
+    assert f"{config}:16: proxy: header: not a header name" in text
+    assert f"{config}:17: public_url: must be the URL users open" in text
     good = write_config(tmp_path, keys)
     (tmp_path / "store").mkdir()
     _stores(tmp_path / "store")

@@ -161,8 +161,8 @@ def resolve(file_values: dict, flags: dict) -> ForwarderSettings:
 def load(path) -> dict:
     """The settings a YAML file sets ({key: value}), every value checked; ConfigError else."""
     values, problems = {}, []
-    for key, line, value_line, value in yaml_mapping(path, "the forwarder's YAML settings file", SETTINGS,
-                                                     problems):
+    for key, line, value_line, value, _node in yaml_mapping(path, "the forwarder's YAML settings file", SETTINGS,
+                                                            problems):
         problem = check(key, value)
         if problem:
             problems.append(f"{path}:{value_line}: {key}: {problem}")
@@ -174,8 +174,9 @@ def load(path) -> dict:
 
 
 def yaml_mapping(path, what: str, known, problems: list) -> list:
-    """The top-level keys of a YAML settings file: [(key, its line, its value's line, value)],
-    each key in ``known`` and set once; every other key, and a value YAML cannot build, is a
+    """The top-level keys of a YAML settings file: [(key, its line, its value's line, value,
+    its value's YAML node (whose marks give the lines of what the value holds))], each key in
+    ``known`` and set once; every other key, and a value YAML cannot build, is a
     line of ``problems`` (file:line: ...). A file that is no such mapping (unreadable, too
     large, binary, not YAML) is a ConfigError. ``what``: the file's kind, for the message.
     Shared by every verb that takes a settings file (``forward``, ``serve``)."""
@@ -225,7 +226,7 @@ def yaml_mapping(path, what: str, known, problems: list) -> list:
         except RecursionError:
             problems.append(f"{path}:{line}: {key}: nested hundreds of levels deep")
             continue
-        out.append((key, line, value_node.start_mark.line + 1, value))
+        out.append((key, line, value_node.start_mark.line + 1, value, value_node))
     return out
 
 

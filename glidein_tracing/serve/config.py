@@ -70,12 +70,14 @@ def load(path) -> ServeConfig:
     problems: list = []
     values: dict = {}
     given = set()
-    for key, _line, value_line, value in yaml_mapping(path, "the service's YAML settings file", KEYS, problems):
+    for key, _line, value_line, value, node in yaml_mapping(path, "the service's YAML settings file", KEYS,
+                                                             problems):
         given.add(key)
         before = len(problems)
-        checked = _check(key, value, problems)
-        for index in range(before, len(problems)):
-            problems[index] = f"{path}:{value_line}: {key}: {problems[index]}"
+        checked = _issuers(value, _item_lines(node), problems) if key == "issuers" else _check(key, value, problems)
+        for index in range(before, len(problems)):      # (line, problem) of a list's item, else the value's
+            line, problem = problems[index] if isinstance(problems[index], tuple) else (value_line, problems[index])
+            problems[index] = f"{path}:{line}: {key}: {problem}"
         if len(problems) == before:
             values.update(checked)
     if "store" in values and "jaeger" in values:
@@ -136,8 +138,6 @@ def _check(key: str, value, problems: list) -> dict:
             problems.append("must be true or false")
             return {}
         return {key: value}
-    if key == "issuers":
-        return _issuers(value, problems)
     if key == "operators":
         if not isinstance(value, dict) or set(value) - {"groups", "users"} or not all(
                 _strings(v) for v in value.values()):
@@ -147,38 +147,55 @@ def _check(key: str, value, problems: list) -> dict:
                 "operator_users": tuple(value.get("users") or ())}
     if key == "proxy":
         return _proxy(value, problems)
-    raise AssertionError(key)   # every key of KEYS is checked above
+    raise AssertionError(key)   # every key of KEYS is checked above (issuers by _issuers)
 
 
 def _strings(value) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
 
 
-def _issuers(value, problems: list) -> dict:
+def _item_lines(node) -> list:
+    """[(the item's line, {its key: that key's line})] of a YAML list node's items; [] for a
+    node that is no list."""
+    import yaml
+    if not isinstance(node, yaml.SequenceNode):
+        return []
+    return [(item.start_mark.line + 1,
+             {k.value: k.start_mark.line + 1 for k, _ in item.value if isinstance(k, yaml.ScalarNode)}
+             if isinstance(item, yaml.MappingNode) else {}) for item in node.value]
+
+
+def _issuers(value, lines: list, problems: list) -> dict:
+    """The issuers of the ``issuers`` list; each problem as (its line, text): the issuer's own
+    line, or the line of its key at fault."""
     from .auth import KeyProblem, read_jwks
     if not isinstance(value, list) or not value:
         problems.append("must be a list of {issuer, jwks_file, audience, user_claim}")
         return {}
-    out = []
-    for number, item in enumerate(value, 1):
+    out, seen = [], set()
+    for number, (item, (line, key_lines)) in enumerate(zip(value, lines), 1):
         if not isinstance(item, dict) or not all(isinstance(v, str) and v for v in item.values()):
-            problems.append(f"issuer {number}: must be a mapping of strings")
+            problems.append((line, f"issuer {number}: must be a mapping of strings"))
             continue
         unknown = set(item) - ISSUER_KEYS
         missing = {"issuer", "jwks_file", "audience"} - set(item)
+        for key in sorted(unknown):
+            problems.append((key_lines.get(key, line), f"issuer {number}: unknown key {key!r} "
+                                                       f"(known: {', '.join(sorted(ISSUER_KEYS))})"))
+        if missing:
+            problems.append((line, f"issuer {number}: missing {', '.join(sorted(missing))}"))
         if unknown or missing:
-            problems.append(f"issuer {number}: " + "; ".join(
-                ([f"unknown keys {', '.join(sorted(unknown))}"] if unknown else [])
-                + ([f"missing {', '.join(sorted(missing))}"] if missing else [])))
             continue
+        if item["issuer"] in seen:
+            problems.append((key_lines.get("issuer", line), f"issuer {number}: {item['issuer']} is listed twice"))
+            continue
+        seen.add(item["issuer"])
         try:
             read_jwks(item["jwks_file"])
         except KeyProblem as exc:
-            problems.append(f"issuer {number} ({item['issuer']}): {exc}")
+            problems.append((key_lines.get("jwks_file", line), f"issuer {number} ({item['issuer']}): {exc}"))
             continue
         out.append(Issuer(**item))
-    if len({i.issuer for i in out}) < len(out):
-        problems.append("an issuer is listed twice")
     return {"issuers": tuple(out)}
 
 
