@@ -23,6 +23,8 @@ from glidein_tracing.testing import synth, synth_table
 
 PROMETHEUS, PROMTOOL = shutil.which("prometheus"), shutil.which("promtool")
 REPO = Path(__file__).resolve().parent.parent
+RULES = REPO / "factory_config" / "glidein-tracing-alerts.yaml"
+DASHBOARD = REPO / "factory_config" / "glidein-tracing-grafana.json"
 pytestmark = pytest.mark.skipif(
     PROMETHEUS is None and not os.environ.get("CI"),
     reason="Debian's prometheus package is not installed (tests/run.sh installs it when run as root)")
@@ -92,6 +94,7 @@ class Prometheus:
         self.port = free_port()
         config = tmp / "prometheus.yml"
         config.write_text("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                          f"rule_files: ['{RULES}']\n"
                           f"scrape_configs:\n  - job_name: forwarder\n    static_configs:\n"
                           f"      - targets: ['{target}']\n")
         self.log = open(tmp / "prometheus.log", "w")
@@ -133,6 +136,13 @@ def documented_promql() -> list:
     return out
 
 
+def dashboard_promql() -> list:
+    """The dashboard's panel queries as Grafana sends them (all factories and entries)."""
+    doc = json.loads(DASHBOARD.read_text())
+    return [target["expr"].replace("$factory", ".*").replace("$entry", ".*").replace("$__rate_interval", "5m")
+            for panel in doc["panels"] for target in panel.get("targets", [])]
+
+
 def check_against_analyze(tmp: Path, table: Path, *forward_args):
     report = json.loads(cli("analyze", str(table), "--json", "-", "--quiet"))["stats"]
     forwarder = Forwarder(tmp, *forward_args)
@@ -168,6 +178,13 @@ def check_against_analyze(tmp: Path, table: Path, *forward_args):
             assert prometheus.by("glidein_tracing_forwarder_passes_total")
             for expression in documented_promql():       # docs/metrics.md's examples run as written
                 assert prometheus.query(expression) is not None
+            for expression in dashboard_promql():        # and the dashboard's panels, with its variables
+                assert prometheus.query(expression) is not None, expression
+            rules = json.loads(get(f"{prometheus.api}/rules"))["data"]["groups"]
+            assert [r["name"] for g in rules for r in g["rules"]] and all(
+                r["health"] in ("ok", "unknown") for g in rules for r in g["rules"]), rules
+            wait_for("the rules' evaluation", lambda: all(r["health"] == "ok" for g in json.loads(
+                get(f"{prometheus.api}/rules"))["data"]["groups"] for r in g["rules"]), timeout=30)
         finally:
             prometheus.stop()
     finally:
