@@ -1,8 +1,10 @@
 """`glidein-tracing demo`, run as a user runs it: what lands in the store is whole, and the
 links lead from the Frontend request to the glidein, to each job, to the user's trace."""
 
+import json
 import subprocess
 import sys
+import time
 from collections import Counter
 
 import pytest
@@ -163,7 +165,6 @@ def test_analyze_reads_the_demos_table_as_the_demo_says(demo_store):
     """The demo prints the analyze command for its glidein table; run it: the five glideins
     (not the Frontend's or the users' traces), their outcomes, and the failed glidein's message,
     domain and trace id in the failures section."""
-    import json
     _, stdout, traces = demo_store
     (command,) = [line.split(": ", 1)[1] for line in stdout.splitlines() if "glidein-tracing analyze " in line]
     table = command.split("glidein-tracing analyze ", 1)[1]
@@ -283,3 +284,22 @@ def test_a_failed_glideins_waterfall_page_in_headless_chromium(demo_store, tmp_p
             assert shown["failure domain"] == "site" and shown["evidence"] == "error.type=WN_Resource"
             assert any("check_wn_drainstate.sh: ERROR" in t for t in found["tails"])
         assert screenshot(path, page, tmp_path / f"{trace_id}.png", tmp_path).stat().st_size > 10_000
+
+
+def test_why_on_the_demos_user_traces_says_their_jobs_started(demo_store, capsys):
+    """A user asking `why` by trace id about a submission whose job ran (the demo's Frontend
+    keeps no job.waiting record) is told it started and when, from job.wait in their trace, and
+    how to ask about a job still idle: not "no record", nothing to do."""
+    from glidein_tracing.cli.main import main
+    store, _, traces = demo_store
+    users = sorted({s["trace_id"] for spans in traces.values() for s in spans if s["name"] == "job.wait"})
+    assert len(users) == 2
+    for trace_id in users:
+        (wait,) = [s for s in traces[trace_id] if s["name"] == "job.wait"]
+        assert main(["why", trace_id, "--store", str(store), "--json"]) == 0
+        (job,) = json.loads(capsys.readouterr().out)["jobs"]
+        ended = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(wait["end_ns"] / 1e9))
+        assert job["text"].startswith(f"Submission {trace_id}: 1 job of the submission started at {ended} ")
+        assert f"no record of a waiting job in this trace at the store {store}" in job["text"]
+        assert job["actor"] == "you" and job["text"].endswith("you can act: to ask about a job still idle, "
+                                                              "give its job id or job ad.")

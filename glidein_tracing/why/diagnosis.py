@@ -179,11 +179,29 @@ def _no_record(name: str, status: str, ad: dict, spans, looked: str) -> Diagnosi
     elif spans is None:
         why = f"its trace could not be read: {looked}"
     else:
-        why = (f"no job.waiting span in its trace at {looked} yet (the Frontend sends one within a "
-               "cycle or two of the submission)")
+        why = (f"the Frontend has left no record of why it waits in its trace at {looked} yet (no job.waiting "
+               "span; the Frontend sends one within a cycle or two of the submission)")
     return Diagnosis(name, status, NO_RECORD, why,
                      "condor_q -better-analyze tells whether any slot present now matches it",
                      "", wr.HELPS_UNKNOWN, wr.ACTOR_YOU)
+
+
+def _trace_without_record(name: str, spans, looked: str) -> Diagnosis:
+    """Asked by trace alone, without the Frontend's record of a waiting job in it: the trace
+    could not be read, or it holds none; the jobs of the submission that started meanwhile
+    (their job.wait spans) are said, so a submission that ran is not left unexplained."""
+    action = "to ask about a job still idle, give its job id or job ad"
+    if spans is None:
+        found = f"its trace could not be read: {looked}"
+        action = "name where the trace is (--jaeger or --store), or give the job id or job ad"
+    else:
+        found = f"the Frontend left no record of a waiting job in this trace at {looked} (no job.waiting span)"
+        waits = sorted((s.get("end_ns") or 0 for s in spans if s.get("name") == c.STAGE_JOB_WAIT))
+        if waits:
+            started = (f"1 job of the submission started at {_when(waits[-1])}" if len(waits) == 1 else
+                       f"{len(waits):,} jobs of the submission started, the last at {_when(waits[-1])}")
+            found = f"{started} (job.wait in your trace says how long it waited), and {found}"
+    return Diagnosis(name, "unknown", NO_RECORD, found, action, "", wr.HELPS_UNKNOWN, wr.ACTOR_YOU)
 
 
 def _evicted(name: str, status: str, ad: dict, now_waiting: Diagnosis | None) -> Diagnosis:
@@ -237,10 +255,7 @@ def diagnose(ad: dict | None, spans=(), job: str | None = None, *, user: dict | 
                                        last.get("span_id", ""), _when(last.get("end_ns")))])
     if ad is None:
         if not latest:
-            found = (f"its trace could not be read: {looked}" if spans is None
-                     else f"no job.waiting span in this trace at {looked}")
-            return Diagnosis(name, "unknown", NO_RECORD, found, "give the job id or its job ad instead",
-                             "", wr.HELPS_UNKNOWN, wr.ACTOR_NOBODY)
+            return _trace_without_record(name, spans, looked)
         return from_waiting_span(name, "idle", latest[-1], now=now)
     status = JOB_STATUS.get(ad.get("JobStatus"), f"status {ad.get('JobStatus')}")
     if status == "held":

@@ -27,6 +27,9 @@ JOB_ATTRIBUTES = ("ClusterId", "ProcId", "JobStatus", "GlobalJobId", "ScheddName
                   "NumJobStarts", "VacateReasonCode", "VacateReason", "JobCoolDownExpiration",
                   "TransferringInput", "TransferQueued", "RequestCpus", "RequestMemory", "RequestDisk")
 TRACEPARENT_LINE = re.compile(rb'^TraceParent[ \t]*=[ \t]*"([^"\n]{0,100})"[ \t]*$', re.I | re.M)
+# the spans of a trace why reads: the Frontend's records of why jobs wait, and each job's wait
+# before it started (job.wait, the user's view: what a trace-only ask says of jobs that ran)
+READ_SPANS = frozenset((c.STAGE_JOB_WAITING, c.STAGE_JOB_WAIT))
 ARRAY_ATTRIBUTES = (c.JOB_WAITING_JOBS, c.JOB_WAITING_ENTRIES, c.JOB_WAITING_REASON_ENTRIES, c.JOB_WAITING_LIMITS,
                     c.JOB_WAITING_JOB_VALUES, c.JOB_WAITING_GROUP_ENTRIES, c.JOB_WAITING_SITES)
 
@@ -148,7 +151,7 @@ class SpanSource:
                           + ("" if store else " (the default; --store names another)"))
 
     def spans(self, trace_id: str) -> list | None:
-        """The job.waiting spans of one trace (what ``why`` reads); None when they cannot be
+        """The job.waiting and job.wait spans of one trace (what ``why`` reads); None when they cannot be
         read (``error`` says why)."""
         if trace_id not in self._cache:
             self._cache.update(self._read([trace_id]))
@@ -169,7 +172,7 @@ class SpanSource:
                 if spans is None:
                     self.error = f"Jaeger at {self.jaeger} did not answer"
                 out[trace_id] = None if spans is None else [decoded_arrays(span) for span in spans
-                                                            if span.get("name") == c.STAGE_JOB_WAITING]
+                                                            if span.get("name") in READ_SPANS]
             return out
         if not self.where:
             return dict.fromkeys(trace_ids)
@@ -177,7 +180,7 @@ class SpanSource:
         try:
             if self._store is None:
                 self._store = Store(self.directory, read_only=True)
-            return self._store.spans_of(trace_ids, names={c.STAGE_JOB_WAITING})
+            return self._store.spans_of(trace_ids, names=READ_SPANS)
         except (StoreError, OSError) as exc:
             raise UserError(f"cannot read the store {self.directory}: {exc}") from exc
 
