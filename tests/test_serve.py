@@ -44,6 +44,10 @@ def _trace(n: int) -> str:
 
 
 ALICE_WAITING, ALICE_FAILED, BOB_WAITING, SHARED_GLIDEIN, CAROL_RUNNING = (_trace(n) for n in range(5))
+EVE_HOSTILE = _trace(7)
+# what a hostile worker node or job may write into a span: markup, attribute-breaking quotes, script URLs
+HOSTILE = ("\"'><script>document.title='owned'</script>", "javascript:document.title='owned'//",
+           "<img src=x onerror=\"document.title='owned'\">", "' onmouseover='document.title=1' x='")
 NOWHERE = _trace(99)
 HOSTILE_TAIL = "step 3 failed\n<script>document.title='owned'</script>\n<img src=x onerror=alert(1)>"
 
@@ -90,7 +94,19 @@ def _stores(directory: Path, entry: str = "ENTRY_B") -> None:
     carol = [_waiting(CAROL_RUNNING, "carol", "w", state="ended", end="no_idle_jobs", ago=HOUR),
              span(CAROL_RUNNING, "phase", c.STAGE_JOB_PHASE, _at(1200), _at(600), name="reconstruct", parent=None,
                   attrs={c.GLIDEIN_USER_VIEW: True})]
-    Store(directory).append_span_dicts([carol, [_waiting(ALICE_WAITING, "alice", "w", entry=entry, ago=900)], alice_failed,
+    # eve's failed job: every text a node writes is hostile (name, site, entry, verdict, reason, log tail)
+    eve_job = span(EVE_HOSTILE, "job", c.STAGE_JOB, _at(3 * HOUR), _at(2 * HOUR), name=HOSTILE[0], parent=None,
+                   status=2, attrs={c.JOB_OWNER: "eve", c.GLIDEIN_SITE: HOSTILE[1], c.GLIDEIN_ENTRY: HOSTILE[3],
+                                    c.GLIDEIN_USER_VIEW: True, c.JOB_GLOBAL_ID: HOSTILE[2],
+                                    c.JOB_FAILURE_DOMAIN: HOSTILE[1], c.JOB_EXIT_CODE: 3},
+                   resource={c.GLIDEIN_SITE: HOSTILE[1], c.GLIDEIN_ENTRY: HOSTILE[3]})
+    eve_job["status_message"] = HOSTILE[2]
+    eve_job["events"] = [{"name": c.JOB_LOG_TAIL, "time_ns": eve_job["end_ns"],
+                          "attributes": {c.LOG_SOURCE: HOSTILE[3], c.LOG_LINES: "\n".join(HOSTILE)}}]
+    eve = [_waiting(EVE_HOSTILE, "eve", "w", state="ended", end="no_idle_jobs", ago=4 * HOUR, entry=HOSTILE[3]), eve_job,
+           span(EVE_HOSTILE, "phase", c.STAGE_JOB_PHASE, _at(2.5 * HOUR), _at(2.2 * HOUR), name=HOSTILE[2],
+                parent="job", attrs={HOSTILE[0]: HOSTILE[1]})]
+    Store(directory).append_span_dicts([eve, carol, [_waiting(ALICE_WAITING, "alice", "w", entry=entry, ago=900)], alice_failed,
                                         [_waiting(BOB_WAITING, "bob", "w")], glidein])
 
 
@@ -265,11 +281,16 @@ def test_another_users_trace_answers_as_one_that_does_not_exist(server, keys):
     alice = token(keys)
     missing = server.request(f"/api/v1/traces/{NOWHERE}", alice)
     assert missing[0] == 404
+    def headers_of(sent):      # every header but the clock's
+        return sorted((k, v) for k, v in sent.items() if k.lower() != "date")
     for path in (f"/api/v1/traces/{BOB_WAITING}", f"/api/v1/jobs/{BOB_WAITING}", f"/api/v1/jobs/{BOB_WAITING}/why"):
         status, headers, body = server.request(path, alice)
         assert (status, body) == (404, missing[2]), path
-        assert headers["Content-Length"] == missing[1]["Content-Length"]
-    assert server.request(f"/jobs/{BOB_WAITING}", alice)[2] == server.request(f"/jobs/{NOWHERE}", alice)[2]
+        assert headers_of(headers) == headers_of(missing[1]), path
+    for kind in ("jobs", "traces"):
+        theirs, nothing = server.request(f"/{kind}/{BOB_WAITING}", alice), server.request(f"/{kind}/{NOWHERE}", alice)
+        assert theirs[0] == nothing[0] == 404 and theirs[2] == nothing[2] and b"404 Not Found" in theirs[2]
+        assert headers_of(theirs[1]) == headers_of(nothing[1]) and "script-src 'none'" in theirs[1]["Content-Security-Policy"]
     # the glidein that ran a job of each: alice sees it without bob's job and what ran under it
     status, data = server.json(f"/api/v1/traces/{SHARED_GLIDEIN}", alice)
     names = {s["name"] for s in data["spans"]}
@@ -478,6 +499,36 @@ def test_behind_the_proxy_the_public_origin_signs_in_and_cookies_are_secure(tmp_
         assert server.signin(token(keys), {"Origin": "https://tracing.example.org.evil.example"})[0] == 403
     finally:
         server.stop()
+
+
+def test_every_text_a_node_wrote_is_shown_as_text_in_a_browser(server, keys, tmp_path):
+    """A job whose every text (span and phase names, site, entry, verdict, status, log tail,
+    attribute names and values) is hostile markup, a quote that would end an attribute, or a
+    javascript: URL: on each page a browser shows it as text; no script, no event handler,
+    no link that leaves the service's own paths."""
+    from tests.support.browser import DevToolsPage, browser
+    base = f"http://127.0.0.1:{server.port}"
+    inspect = ("JSON.stringify({title: document.title, scripts: document.scripts.length,"
+               " handlers: Array.from(document.querySelectorAll('*')).flatMap(e => Array.from(e.attributes))"
+               "   .filter(a => a.name.startsWith('on')).map(a => a.name),"
+               " links: Array.from(document.querySelectorAll('[href],[src],[action],[formaction]'))"
+               "   .map(e => e.getAttribute('href') || e.getAttribute('src') || e.getAttribute('action')),"
+               " text: document.body.innerText})")
+    with DevToolsPage(browser(), tmp_path) as tab:
+        tab.open(f"{base}/signin")
+        tab.evaluate(f"document.querySelector('textarea').value = {json.dumps(token(keys, 'eve'))};"
+                     "document.forms[document.forms.length - 1].submit()")
+        tab.wait_for_load()
+        for path in ("/jobs", f"/jobs/{EVE_HOSTILE}", f"/traces/{EVE_HOSTILE}"):
+            tab.open(base + path)
+            found = json.loads(tab.evaluate(inspect))
+            assert found["title"] != "owned" and found["scripts"] == 0 and found["handlers"] == [], (path, found)
+            assert all(link.startswith("/") and not link.startswith("//") for link in found["links"]), (path, found)
+            assert HOSTILE[1] in found["text"], path            # shown, as text
+        assert all(h in found["text"] for h in HOSTILE[:3])     # the waterfall shows every span and attribute
+        status, sent, body = server.request(f"/jobs/{EVE_HOSTILE}", token(keys, "eve"))
+        assert status == 200 and "script-src 'none'" in sent["Content-Security-Policy"]
+        assert b"<script>" not in body and b"<img" not in body
 
 
 def test_tokens_are_never_logged(server, keys):
