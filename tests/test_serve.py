@@ -539,6 +539,19 @@ def test_tokens_are_never_logged(server, keys):
     log = "".join(server.log)
     assert "alice(token) GET /api/v1/jobs 200" in log and "refused: token refused: InvalidSignatureError" in log
     assert secret.split(".")[2][:20] not in log and secret.split(".")[1][:20] not in log
+    # nor when it comes another way: the sign-in form (refused, then taken), the address bar, a query
+    other = token(keys, "dave", exp=int(time.time()) + 2 * HOUR)
+    assert server.signin(other[:-4] + "AAAA", server.own_origin)[0] == 401
+    assert server.signin(other, server.own_origin)[0] == 303
+    assert server.request(f"/jobs/{other}", secret)[0] == 414                    # a path too long, logged all the same
+    assert server.request(f"/jobs/{other[:200]}", secret)[0] == 404
+    assert server.request(f"/api/v1/traces/x?token={other}", secret)[0] == 404
+    assert server.request("/jobs", headers={"Cookie": f"glidein_tracing_session={other}"})[0] == 401
+    time.sleep(0.5)
+    log = "".join(server.log)
+    assert "sign-in refused: token refused: InvalidSignatureError" in log and "GET /jobs/[token] 414" in log and "GET /jobs/[token] 404" in log
+    for part in other.split("."):
+        assert part[:16] not in log, part
 
 
 def test_a_caller_over_the_rate_limit_waits(tmp_path, keys):

@@ -26,6 +26,8 @@ MAX_QUERY_FIELDS = 20
 MAX_BODY_BYTES = 16 * 1024          # the sign-in form: one token
 MAX_HEADER_BYTES = 16 * 1024        # waitress refuses larger request headers (431)
 SESSION_COOKIE = "glidein_tracing_session"
+# a JWT (base64url JSON header, "eyJ", then payload and signature) wherever a caller put one
+JWT_RE = re.compile(r"eyJ[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]*){1,2}")
 TRACE_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 DEFAULT_PORTS = {"http": "80", "https": "443"}
 # no script from anywhere (the pages need none), styles inline only (the waterfall's bars), no
@@ -128,11 +130,11 @@ class ServeApp:
         try:
             request, response = self._answer(environ)
         except Exception:      # noqa: BLE001 (one request's bug must not take the service down)
-            LOG.exception("error answering %s", environ.get("PATH_INFO", "")[:MAX_PATH_CHARS])
+            LOG.exception("error answering %s", _loggable(environ.get("PATH_INFO", "")))
             response = error(500)
         caller = f"{request.caller.name}({request.caller.via})" if request and request.caller else "-"
         LOG.info("%s %s %s %s %d %.0fms", environ.get("REMOTE_ADDR", "-"), caller, environ.get("REQUEST_METHOD"),
-                 urllib.parse.quote(environ.get("PATH_INFO", "")[:MAX_PATH_CHARS]), response.status,
+                 _loggable(environ.get("PATH_INFO", "")), response.status,
                  (time.monotonic() - started) * 1000)
         headers = [("Content-Type", response.content_type), ("Content-Length", str(len(response.body)))]
         start_response(f"{response.status} {REASONS.get(response.status, '')}",
@@ -247,6 +249,12 @@ class ServeApp:
             return response
         from .pages import signin_page
         return signin_page(401)
+
+
+def _loggable(path: str) -> str:
+    """A request path as the log shows it: bounded, quoted, any token in it (a user who
+    pasted theirs into the address bar) replaced by ``[token]``."""
+    return JWT_RE.sub("[token]", urllib.parse.quote(path[:MAX_PATH_CHARS]))
 
 
 def _origin(url: str) -> str | None:
