@@ -468,6 +468,18 @@ def detail(reason: str, attributes: Mapping) -> str:
                 f"queue of {sites or 'the site'} at {entries_text}")
     if reason == "limit":
         return f"limits at {entries_text}: {', '.join(attributes.get(gc.JOB_WAITING_LIMITS, ()))}"
+    if reason == "downtime":
+        return f"in downtime: {entries_text}"
+    if reason == "requested":
+        return f"glideins requested at {entries_text}"
+    if reason == "not_requested":
+        return f"no glidein requested at {entries_text}"
+    if reason == "glidein_idle":
+        return f"an idle glidein fits at {entries_text}"
+    if reason == "validation":
+        sites = ", ".join(attributes.get(gc.JOB_WAITING_SITES, ())) or "the site"
+        return (f"{attributes.get(gc.JOB_WAITING_RUNNING_AT_SITE, 0)} glideins run at {sites} but none joined "
+                f"the pool, at {entries_text}")
     if reason == "unusable_idle_glideins":
         causes = ", ".join(f"{key.rsplit('.', 1)[1]} {value}" for key, value in attributes.items()
                            if key.startswith("job.waiting.unusable."))

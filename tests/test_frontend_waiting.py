@@ -133,6 +133,12 @@ def test_every_reason_carries_its_evidence(exporter, tmp_path):
     assert list(queued[gc.JOB_WAITING_REASON_ENTRIES]) == [ww.request_name("QUEUE")]
     assert list(spans[ww.trace_of("LIMIT")].attributes[gc.JOB_WAITING_LIMITS]) == ["IdleGlideinsPerEntry"]
     assert spans[ww.trace_of("BROKEN")].attributes[gc.JOB_WAITING_RUNNING_AT_SITE] == 4
+    # each reason's own sentence in the span (the evidence why prints), not its category's
+    details = {site: spans[ww.trace_of(site)].attributes[gc.JOB_WAITING_DETAIL] for site in ww.SITES}
+    assert len(set(details.values())) == len(details)
+    assert details["DOWN"] == f"in downtime: {ww.request_name('DOWN')}"
+    assert details["BROKEN"] == f"4 glideins run at BROKEN but none joined the pool, at {ww.request_name('BROKEN')}"
+    assert details["QUEUE"] == f"5 glideins wait in the batch queue of QUEUE at {ww.request_name('QUEUE')}"
     # #554: three idle glideins counted as capacity, none can run a 4000 MB job
     small = spans[ww.trace_of("SMALL")].attributes
     assert small[gc.JOB_WAITING_IDLE_GLIDEINS] == 3

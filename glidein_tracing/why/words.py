@@ -49,7 +49,11 @@ def _ago(facts: dict) -> str:
 
 
 def _for(facts: dict) -> str:
-    return f" for {duration(facts['for_s'])}" if isinstance(facts.get("for_s"), (int, float)) else ""
+    """ for 2 h 10 min; for less than a minute (a period that began this Frontend cycle)."""
+    seconds = facts.get("for_s")
+    if not isinstance(seconds, (int, float)):
+        return ""
+    return " for less than a minute" if seconds < 60 else f" for {duration(seconds)}"
 
 
 def _fit(facts: dict) -> str:
