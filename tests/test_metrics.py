@@ -65,23 +65,38 @@ def test_pass_tallies_live_in_the_ledger_so_a_restart_keeps_them(tmp_path):
     assert values[("glidein_tracing_forwarder_problems_total", ("factory", "fac"), ("kind", "classifier_disabled"))] == 4
 
 
-def test_a_finished_day_is_read_once_and_a_changed_day_again(tmp_path):
+def counted(counts) -> dict:
+    """{(entry, outcome): glideins} of a TableCounts' total."""
+    out = {}
+    for key, values in counts.total.glideins.items():
+        if values[0]:
+            out[(key[1], key[5])] = out.get((key[1], key[5]), 0) + values[0]
+    return out
+
+
+def test_each_file_is_read_once_and_the_total_follows_files_added_and_removed(tmp_path):
     table = tmp_path / "table"
     synth_table.write_table(synth.SynthConfig(glideins=600, seed=3, period_s=3 * 86400), table)
     counts = TableCounts(table)
     counts.refresh()
-    first = {day: pair[1] for day, pair in counts.days.items()}
-    assert len(first) >= 3
+    whole = counted(counts)
+    assert sum(whole.values()) == 600
+    first = {key: pair[1] for key, pair in counts.files.items()}
+    assert len(first) >= 6                                                  # glidein and job files of 3+ days
     counts.refresh()
-    assert all(counts.days[day][1] is kept for day, kept in first.items())    # nothing read again
-    day = sorted(first)[0]
-    shutil.rmtree(table / "jobs" / f"date={day}")                           # that day changed
+    assert all(counts.files[key][1] is kept for key, kept in first.items())    # nothing read again
+    (day_dir, *_) = sorted((table / "glideins").glob("date=*"))
+    (moved,) = list(day_dir.glob("*.parquet"))
+    aside = tmp_path / moved.name
+    moved.rename(aside)                                                     # a file gone: its rows too
     counts.refresh()
-    assert counts.days[day][1] is not first[day] and not counts.days[day][1].jobs
-    assert all(counts.days[d][1] is first[d] for d in first if d != day)
-    shutil.rmtree(table / "glideins" / f"date={day}")
+    partial = counted(counts)
+    assert 0 < sum(partial.values()) < 600
+    assert all(counts.files[key][1] is kept for key, kept in first.items() if key[1] != moved)
+    aside.rename(moved)                                                     # back: the same total as at first
     counts.refresh()
-    assert day not in counts.days
+    assert counted(counts) == whole
+    assert sum(v[1] for v in counts.total.histograms.values()) > 0
 
 
 def test_a_bad_listen_address_is_refused_in_one_line():

@@ -7,9 +7,9 @@ process's memory, so a restart keeps every counter's meaning:
   waste category (Prometheus's base unit: analyze's core-hours x 3600), jobs by verdict,
   duration histograms with an exemplar (a trace id) per bucket. The formulas are the
   analysis's own (table/aggregates.py: the same SQL fragments), so a counter over a window
-  equals ``analyze``'s number for it. Each day partition is read
-  once and kept until its files change (a finished day's do not): a scrape lists the day
-  directories and reads only the days whose files changed (today's);
+  equals ``analyze``'s number for it. Each data file is read once and kept while it stays;
+  the total is kept by adding the new files and taking away those gone (compaction's
+  inputs), in integers, so a scrape reads only what the passes wrote since the last one;
 - the ledger: the forwarder's passes (``record_pass`` keeps their tallies there), the oldest
   output still to be read against the Factory's ``job_logs`` ``min_days`` (the data-loss
   margin), its problems' tallies, and the sizes of the ledger, the store and the table.
@@ -91,120 +91,111 @@ def _histogram_sql(relation: str, metric: str) -> str:
             f"WHERE {cond} AND isfinite({expr})) GROUP BY ALL")
 
 
-class DayCounts:
-    """What one day partition of the table adds to the metrics (``read``: its files' rows)."""
+MICRO = 1_000_000     # sums are kept in integer millionths: exact to add and take away
+
+
+def _micro(value) -> int:
+    return int(round((value or 0.0) * MICRO))
+
+
+class Counts:
+    """What some rows of the table add to the metrics, in integers (counts, millionths of a
+    second or core-second), so that totals are exact: a total never moves backwards by a
+    rounding, which Prometheus would take for a counter reset."""
 
     def __init__(self):
-        self.glideins: dict = {}     # GLIDEIN_LABELS values -> [count, core-seconds per GLIDEIN_WASTE..., lifetime]
-        self.jobs: dict = {}         # (place, verdict) -> [count, badput, goodput] (core-seconds)
-        self.histograms: dict = {}   # name -> place -> bucket -> [count, sum, trace id, value, at]
+        self.glideins: dict = {}     # GLIDEIN_LABELS values -> [count, core-us per GLIDEIN_WASTE..., lifetime]
+        self.jobs: dict = {}         # (place, verdict) -> [count, badput, goodput] (core-us)
+        self.histograms: dict = {}   # (name, place, bucket) -> [count, sum us, trace id, value, at]
 
-    def read(self, con, glidein_files: list, job_files: list) -> None:
-        def relation(files):
-            return (f"read_parquet([{', '.join(sql_text(f) for f in files)}], hive_partitioning=false, "
-                    "union_by_name=true)")
-        if glidein_files:
-            for row in con.execute(_glidein_sql(relation(glidein_files))).fetchall():
-                self.glideins[tuple(row[:7])] = [float(v or 0) for v in row[7:]]
+    def read(self, con, relation: str, dataset: str) -> None:
+        """The counts of ``relation``'s rows of ``dataset``."""
+        if dataset == GLIDEINS_DATASET:
+            for row in con.execute(_glidein_sql(relation)).fetchall():
+                self.glideins[tuple(row[:7])] = [row[7]] + [_micro(v) for v in row[8:]]
             for name, metric in HISTOGRAMS.items():
-                places = self.histograms.setdefault(name, {})
-                for row in con.execute(_histogram_sql(relation(glidein_files), metric)).fetchall():
-                    places.setdefault(tuple(row[:3]), {})[row[3]] = [row[4], float(row[5]), *row[6:9]]
-        if job_files:
-            for row in con.execute(_jobs_sql(relation(job_files))).fetchall():
-                self.jobs[tuple(row[:4])] = [float(v or 0) for v in row[4:]]
+                for row in con.execute(_histogram_sql(relation, metric)).fetchall():
+                    self.histograms[(name, tuple(row[:3]), row[3])] = [row[4], _micro(row[5]), *row[6:9]]
+        else:
+            for row in con.execute(_jobs_sql(relation)).fetchall():
+                self.jobs[tuple(row[:4])] = [row[4]] + [_micro(v) for v in row[5:]]
 
-
-def _signature(files) -> tuple:
-    """What changes when a day's files do: their names, sizes and modification times."""
-    out = []
-    for path in files:
-        try:
-            stat = path.stat()
-        except OSError:
-            continue
-        out.append((path.name, stat.st_size, stat.st_mtime_ns))
-    return tuple(out)
+    def add(self, other: Counts, sign: int = 1) -> None:
+        """``other``'s counts added (``sign`` -1: taken away). An exemplar is the latest
+        glidein's of either; one taken away stays until a later one replaces it."""
+        for mine, theirs in ((self.glideins, other.glideins), (self.jobs, other.jobs)):
+            for key, values in theirs.items():
+                into = mine.setdefault(key, [0] * len(values))
+                mine[key] = [a + sign * b for a, b in zip(into, values)]
+        for key, (count, summed, trace_id, value, at) in other.histograms.items():
+            have = self.histograms.setdefault(key, [0, 0, None, None, None])
+            have[0] += sign * count
+            have[1] += sign * summed
+            if sign > 0 and at is not None and (have[4] is None or at > have[4]):
+                have[2:] = [trace_id, value, at]
 
 
 class TableCounts:
-    """The glidein table's sums over all its days, each day read once until its files change."""
+    """The glidein table's counts: each data file read once (DuckDB, the analysis's SQL) and
+    kept while its name, size and modification time stay; the total kept up to date by
+    adding the new files' counts and taking away those of the files gone (a compaction's
+    inputs), so a scrape reads only the files written since the last one."""
 
     def __init__(self, table_dir):
         self.table_dir = Path(table_dir)
-        self.days: dict = {}     # day -> (signature, DayCounts)
+        self.files: dict = {}    # (dataset, path) -> ((size, mtime ns), Counts)
+        self.total = Counts()
         self.bytes = 0
 
-    def refresh(self) -> list:
-        """Every day's DayCounts, reading the days that changed since the last call."""
-        listed = {}
+    def refresh(self) -> Counts:
+        """The total over the table's files now."""
+        listed, size = {}, 0
         for dataset in (GLIDEINS_DATASET, JOBS_DATASET):
             for day_dir in layout.day_dirs(self.table_dir, dataset):
-                listed.setdefault(layout.day_of_file(day_dir / "x"), {})[dataset] = layout.part_files(day_dir)
-        size, changed = 0, []
-        for day, files in listed.items():
-            signature = tuple(_signature(files.get(d, [])) for d in (GLIDEINS_DATASET, JOBS_DATASET))
-            size += sum(entry[1] for dataset in signature for entry in dataset)
-            if self.days.get(day, (None,))[0] != signature:
-                changed.append((day, signature, files))
+                for path in layout.part_files(day_dir):
+                    try:
+                        stat = path.stat()
+                    except OSError:       # removed by a compaction meanwhile
+                        continue
+                    listed[(dataset, path)] = (stat.st_size, stat.st_mtime_ns)
+                    size += stat.st_size
         self.bytes = size
-        if changed:
+        for key in [key for key, (signature, _) in self.files.items() if listed.get(key) != signature]:
+            self.total.add(self.files.pop(key)[1], -1)
+        new = [key for key in listed if key not in self.files]
+        if new:
             import duckdb
             con = duckdb.connect()
             try:
-                for day, signature, files in changed:
-                    self.days[day] = (signature, self._read_day(con, files))
+                for key in new:
+                    counts = self._read_file(con, *key)
+                    if counts is not None:
+                        self.files[key] = (listed[key], counts)
+                        self.total.add(counts)
             finally:
                 con.close()
-        for day in set(self.days) - set(listed):
-            del self.days[day]
-        return [counts for _, counts in self.days.values()]
+        return self.total
 
-    def _read_day(self, con, files: dict) -> DayCounts:
-        """A day's counts from its usable files (the table's reader decides which); a day that
-        cannot be read (a file deleted meanwhile, damaged past its footer) counts as empty
-        until its files change, and is named in the log."""
+    def _read_file(self, con, dataset: str, path: Path) -> Counts | None:
+        """A file's counts, when the table's reader finds it usable and it reads whole; else
+        None, named in the log (tried again at the next scrape)."""
         import duckdb
-        counts, usable = DayCounts(), {}
-        for dataset in (GLIDEINS_DATASET, JOBS_DATASET):
-            try:
-                scan = reader.check_files(files.get(dataset, []))
-            except reader.TableError as exc:
-                log.warning("metrics: %s", exc)
-                return counts
-            for problem in scan.problems:
-                log.warning("metrics: %s", problem)
-            usable[dataset] = [str(f) for f in scan.files]
         try:
-            counts.read(con, usable[GLIDEINS_DATASET], usable[JOBS_DATASET])
+            scan = reader.check_files([path])
+        except reader.TableError as exc:
+            log.warning("metrics: %s", exc)
+            return None
+        for problem in scan.problems:
+            log.warning("metrics: %s", problem)
+        if not scan.files:
+            return None
+        counts = Counts()
+        try:
+            counts.read(con, f"read_parquet({sql_text(path)}, hive_partitioning=false)", dataset)
         except duckdb.Error as exc:
-            log.warning("metrics: a day of the glidein table cannot be read: %s", str(exc).splitlines()[0][:300])
-            return DayCounts()
+            log.warning("metrics: %s cannot be read: %s", path, str(exc).splitlines()[0][:300])
+            return None
         return counts
-
-
-def _sum_days(days: list) -> DayCounts:
-    total = DayCounts()
-    for day in days:
-        for key, values in day.glideins.items():
-            into = total.glideins.setdefault(key, [0.0] * len(values))
-            total.glideins[key] = [a + b for a, b in zip(into, values)]
-        for key, values in day.jobs.items():
-            into = total.jobs.setdefault(key, [0.0] * len(values))
-            total.jobs[key] = [a + b for a, b in zip(into, values)]
-        for name, places in day.histograms.items():
-            for place, buckets in places.items():
-                into = total.histograms.setdefault(name, {}).setdefault(place, {})
-                for bucket, (count, summed, trace_id, value, at) in buckets.items():
-                    have = into.get(bucket)
-                    if have is None:
-                        into[bucket] = [count, summed, trace_id, value, at]
-                    else:
-                        have[0] += count
-                        have[1] += summed
-                        if at is not None and (have[4] is None or at > have[4]):
-                            have[2:] = [trace_id, value, at]
-    return total
 
 
 class ForwarderCollector:
@@ -226,8 +217,8 @@ class ForwarderCollector:
     def collect(self):
         from prometheus_client.core import GaugeMetricFamily
         with self.lock:
-            days = self.table.refresh() if self.table else []
-        yield from self._table_families(_sum_days(days))
+            families = self._table_families(self.table.refresh() if self.table else Counts())
+        yield from families
         yield from self._ledger_families()
         sizes = GaugeMetricFamily(PREFIX + "forwarder_bytes", "bytes on disk of the forwarder's files",
                                   labels=("factory", "what"))
@@ -237,7 +228,7 @@ class ForwarderCollector:
                 sizes.add_metric((self.factory, what), size)
         yield sizes
 
-    def _table_families(self, total: DayCounts):
+    def _table_families(self, total: Counts) -> list:
         from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
         from prometheus_client.samples import Exemplar
         glideins = CounterMetricFamily(PREFIX + "glideins", "glideins ended, in the glidein table, by outcome "
@@ -248,37 +239,49 @@ class ForwarderCollector:
                                        "life", labels=PLACE)
         jobs = CounterMetricFamily(PREFIX + "jobs", "user jobs the glideins ran, by verdict (ok, or the failed "
                                    "job's failure domain)", labels=(*PLACE, "verdict"))
-        by_place: dict = {}
-        for key, values in sorted(total.glideins.items()):
-            glideins.add_metric(self._named(key), values[0])
-            place = by_place.setdefault(key[:3], dict.fromkeys((*GLIDEIN_WASTE, "lifetime"), 0.0))
-            for category, value in zip((*GLIDEIN_WASTE, "lifetime"), values[1:]):
-                place[category] += value
-        for key, (count, badput, goodput) in sorted(total.jobs.items()):
-            jobs.add_metric(self._named(key), count)
-            place = by_place.setdefault(key[:3], dict.fromkeys((*GLIDEIN_WASTE, "lifetime"), 0.0))
-            place["badput"] = place.get("badput", 0.0) + badput
-            place["goodput"] = place.get("goodput", 0.0) + goodput
-        for key, sums in sorted(by_place.items()):
-            named = self._named(key)
-            sums["idle"] = sum(sums[part] for part in IDLE_PARTS)
+        counted, by_verdict, by_place = {}, {}, {}
+        for key, values in total.glideins.items():
+            if values[0]:
+                named = self._named(key)
+                counted[named] = counted.get(named, 0) + values[0]
+                place = by_place.setdefault(named[:3], {})
+                for category, value in zip((*GLIDEIN_WASTE, "lifetime"), values[1:]):
+                    place[category] = place.get(category, 0) + value
+        for key, (count, badput, goodput) in total.jobs.items():
+            if count:
+                named = self._named(key)
+                by_verdict[named] = by_verdict.get(named, 0) + count
+                place = by_place.setdefault(named[:3], {})
+                place["badput"] = place.get("badput", 0) + badput
+                place["goodput"] = place.get("goodput", 0) + goodput
+        for named, count in sorted(counted.items()):
+            glideins.add_metric(named, count)
+        for named, count in sorted(by_verdict.items()):
+            jobs.add_metric(named, count)
+        for named, sums in sorted(by_place.items()):
+            sums["idle"] = sum(sums.get(part, 0) for part in IDLE_PARTS)
             for category in WASTE_CATEGORIES:
-                waste.add_metric((*named, category), sums.get(category, 0.0))
-            lifetime.add_metric(named, sums["lifetime"])
-        yield from (glideins, waste, lifetime, jobs)
-        for name, places in total.histograms.items():
-            family = HistogramMetricFamily(PREFIX + "glidein_" + name, f"glideins' {name.replace('_', ' ')[:-8]} "
+                waste.add_metric((*named, category), sums.get(category, 0) / MICRO)
+            lifetime.add_metric(named, sums.get("lifetime", 0) / MICRO)
+        families = [glideins, waste, lifetime, jobs]
+        buckets: dict = {}
+        for (name, place, bucket), values in total.histograms.items():
+            if values[0]:
+                buckets.setdefault(name, {}).setdefault(self._named(place), {})[bucket] = values
+        for name in HISTOGRAMS:
+            family = HistogramMetricFamily(PREFIX + "glidein_" + name, f"glideins' {name[:-len('_seconds')]} "
                                            "(seconds; the analysis's definition)", labels=PLACE)
-            for place, buckets in sorted(places.items()):
+            for place, got in sorted(buckets.get(name, {}).items()):
                 cumulative, rows = 0, []
                 for index, le in enumerate((*BUCKETS, float("inf"))):
-                    got = buckets.get(index)
-                    cumulative += got[0] if got else 0
-                    exemplar = (Exemplar({"trace_id": got[2]}, got[3], got[4]) if got and got[2] else None)
-                    rows.append(("+Inf" if le == float("inf") else f"{le:g}", cumulative, exemplar))
-                family.add_metric(self._named(place), [(le, count, *([ex] if ex else [])) for le, count, ex in rows],
-                                  sum(b[1] for b in buckets.values()))
-            yield family
+                    one = got.get(index)
+                    cumulative += one[0] if one else 0
+                    bound = "+Inf" if index == len(BUCKETS) else f"{le:g}"
+                    rows.append((bound, cumulative, Exemplar({"trace_id": one[2]}, one[3], one[4]))
+                                if one and one[2] else (bound, cumulative))
+                family.add_metric(place, rows, sum(b[1] for b in got.values()) / MICRO)
+            families.append(family)
+        return families
 
     def _named(self, key: tuple) -> tuple:
         """Label values with the Factory's own name for rows that lack one."""
