@@ -52,7 +52,11 @@ def test_no_estimate_when_the_data_are_thin(synth):
     assert waited_long["why_none"].startswith("it has waited 30 d, longer than 100 % of the starts at " + name)
     # before the table's first day: nothing of the last 7 days
     early = Estimator(table, now=cfg.start).estimate((name,))
-    assert "the glidein table cannot be read" in early["why_none"]
+    assert re.fullmatch(r"the glidein table holds no glidein that ended in the last 7 days \(its glideins ended "
+                        r"from \d{4}-\d\d-\d\d \d\d:\d\d to \d{4}-\d\d-\d\d \d\d:\d\d UTC\)", early["why_none"])
+    # a table that cannot be read is said so
+    assert "the glidein table cannot be read" in Estimator(table / "nothing-here", now=cfg.start).estimate(
+        (name,))["why_none"]
 
 
 def test_reasons_that_wait_for_no_glidein_get_no_estimate(synth):

@@ -43,6 +43,15 @@ class DatasetError(Exception):
     """The dataset cannot be analysed (nothing readable, or a schema this reader refuses)."""
 
 
+class NothingMatches(DatasetError):
+    """The filters keep no glidein of a readable table; ``held`` says what it holds instead
+    (when its glideins ended, or the values of the column filtered on)."""
+
+    def __init__(self, message: str, held: str):
+        super().__init__(message)
+        self.held = held
+
+
 @dataclass
 class Dataset:
     con: object                                 # duckdb connection with views glideins, jobs
@@ -243,7 +252,7 @@ def open_dataset(*paths, jobs=(), entries=None, sites=None, clients=None, groups
         raise DatasetError(f"the glidein files lack {', '.join(missing)}: not a glidein table this version reads")
     data.versions = sorted(set(glideins.versions.values()))
     if conditions and not con.execute("SELECT 1 FROM glideins LIMIT 1").fetchall():   # fetched whole: the connection goes on
-        raise DatasetError(_nothing_matches(con, glideins, filters, since, until, paths))
+        raise NothingMatches(*_nothing_matches(con, glideins, filters, since, until, paths))
     _only_its_own_files(con, glidein_files + job_files)
     return data
 
@@ -261,9 +270,9 @@ def _only_its_own_files(con, files: list) -> None:
 PLURALS = {"entry": "entries", "site": "sites", "client": "Frontend clients", "client_group": "Frontend groups"}
 
 
-def _nothing_matches(con, scan: reader.Scan, filters: dict, since, until, paths) -> str:
+def _nothing_matches(con, scan: reader.Scan, filters: dict, since, until, paths) -> tuple:
     """Why the filters keep no glidein: the values asked for, and some the table holds (or
-    when its glideins ended)."""
+    when its glideins ended): (the whole message, what the table holds)."""
     asked = [f"{'group' if column == 'client_group' else column} {', '.join(values)}"
              for column, values in filters.items() if values]
     files = f"read_parquet([{_listing(scan.files)}], union_by_name=true)"
@@ -280,7 +289,7 @@ def _nothing_matches(con, scan: reader.Scan, filters: dict, since, until, paths)
         present = [r[0] for r in con.execute(f"SELECT DISTINCT {column} FROM {files} ORDER BY 1 LIMIT 11").fetchall()]
         held = f"its {PLURALS[column]}: " + (", ".join(map(str, present[:10])) + (", ..." if len(present) > 10 else "")
                                              or "none")
-    return f"no glidein of {' and '.join(asked)} in {', '.join(map(str, paths))} ({held})"
+    return f"no glidein of {' and '.join(asked)} in {', '.join(map(str, paths))} ({held})", held
 
 
 def _utc(epoch: float) -> str:

@@ -65,9 +65,11 @@ class Estimator:
 
     def _dataset(self):
         if self._data is None and not self._error:
-            from ..analysis.dataset import DatasetError, open_dataset
+            from ..analysis.dataset import DatasetError, NothingMatches, open_dataset
             try:
                 self._data = open_dataset(self.table, since=self.now - self.days * 86400, until=self.now)
+            except NothingMatches as exc:
+                self._error = f"the glidein table holds no glidein that ended in the last {self.days:g} days ({exc.held})"
             except DatasetError as exc:
                 self._error = f"the glidein table cannot be read ({exc})"
         return self._data
