@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa  # noqa: E402
 
 from glidein_tracing.core import conventions as c  # noqa: E402
 from glidein_tracing.exporters.store import Store  # noqa: E402
+from glidein_tracing.serve.app import CSP  # noqa: E402
 from glidein_tracing.testing import synth, synth_table  # noqa: E402
 from tests.support.analysis_helpers import simple_glidein, span  # noqa: E402
 
@@ -358,16 +359,16 @@ def test_hostile_requests_are_bounded(server, keys):
                  "/api/v1/traces/../../../etc/passwd", "/jobs/%2e%2e%2f%2e%2e%2fetc%2fpasswd"):
         status, _, body = server.request(path, alice)
         assert status == 404 and b"root:" not in body, path
-    status, _, _ = server.request("/api/v1/jobs", alice, headers={"X-Filler": "x" * 100_000})
-    assert status == 431
+    status, sent, _ = server.request("/api/v1/jobs", alice, headers={"X-Filler": "x" * 100_000})
+    assert status == 431 and sent["Content-Security-Policy"] == CSP and sent["X-Content-Type-Options"] == "nosniff"
     assert server.request("/api/v1/jobs?" + "a=b&" * 1000, alice)[0] == 414           # a long query
     assert server.request("/api/v1/jobs?" + "a=b&" * 30, alice)[0] == 400             # too many fields
     assert server.request("/signin", method="POST", body=b"a=b&" * 30,
                           headers={"Content-Type": "application/x-www-form-urlencoded", **server.own_origin})[0] == 400
     assert server.request("/api/v1/jobs?" + "a=b&" * 10000, alice)[0] == 431          # past the header bound
-    status, _, _ = server.request("/signin", method="POST", body=b"token=" + b"x" * 200_000,
-                                  headers={"Content-Type": "application/x-www-form-urlencoded"})
-    assert status == 413
+    status, sent, _ = server.request("/signin", method="POST", body=b"token=" + b"x" * 200_000,
+                                     headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 413 and sent["Content-Security-Policy"] == CSP      # waitress's own refusals too
     assert server.request("/api/v1/jobs", alice, method="DELETE")[0] == 404
     assert server.json("/api/v1/jobs", alice)[0] == 200          # still answering
 

@@ -277,6 +277,24 @@ def _page_error(status: int, message: str = "") -> Response:
     return error_page(status, message)
 
 
+def _channel_with_secured_errors():
+    """waitress's connection, whose own answers (a request it refuses before the application
+    sees it: headers over 16 KiB, a body over 16 KiB, a malformed request) carry the security
+    headers every answer of the application carries."""
+    from waitress.channel import HTTPChannel
+    from waitress.task import ErrorTask
+
+    class SecuredErrorTask(ErrorTask):
+        def execute(self):
+            self.response_headers.extend(SECURITY_HEADERS)      # before the body: it sends the headers
+            super().execute()
+
+    class SecuredChannel(HTTPChannel):
+        error_task_class = SecuredErrorTask
+
+    return SecuredChannel
+
+
 def serve(config) -> None:
     """Serve until SIGTERM or SIGINT (waitress stops on either)."""
     import sys
@@ -287,6 +305,7 @@ def serve(config) -> None:
                                     max_request_header_size=MAX_HEADER_BYTES, max_request_body_size=MAX_BODY_BYTES,
                                     connection_limit=1000, channel_timeout=60, ident="glidein-tracing",
                                     clear_untrusted_proxy_headers=True)
+    server.channel_class = _channel_with_secured_errors()
     # the address actually bound (port 0: a free one), for the unit's log and the tests
     print(f"glidein-tracing serve: listening on http://{config.host}:{server.effective_port}/",
           file=sys.stderr, flush=True)
