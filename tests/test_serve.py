@@ -666,6 +666,19 @@ def test_an_issuers_new_keys_are_read_from_the_changed_jwks_file_without_a_resta
         server.stop()
 
 
+def test_every_key_is_shown_in_the_shipped_config_and_documented():
+    """factory_config/serve.yaml "names every key" and docs/service.md describes each: a key
+    added to the service is added to both, or this fails."""
+    from glidein_tracing.serve.config import ISSUER_KEYS, KEYS
+    shipped = (ROOT / "factory_config" / "serve.yaml").read_text()
+    doc = (ROOT / "docs" / "service.md").read_text()
+    for key in sorted(KEYS):
+        assert re.search(rf"^#? ?{key}:", shipped, re.M), f"{key} not in factory_config/serve.yaml"
+        assert f"`{key}`" in doc, f"{key} not in docs/service.md"
+    for key in sorted(ISSUER_KEYS):
+        assert re.search(rf"^ +(- )?{key}:", shipped, re.M) and key in doc, key
+
+
 def test_a_trusted_proxys_user_header_is_believed_from_its_addresses_only(tmp_path, keys):
     _stores(tmp_path / "store")
     (tmp_path / "table").mkdir()
