@@ -254,6 +254,15 @@ def test_a_job_id_without_schedd_asks_the_local_schedd(tmp_path, capsys, monkeyp
     assert main(["why", "100.0", "--store", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err
     assert "cannot ask the local schedd for job 100.0" in err and len(err.strip().splitlines()) == 1
+    assert ".;" not in err                      # the bindings' sentence, then ours
+
+
+def test_a_mistyped_table_is_refused_in_one_line(tmp_path, capsys):
+    (tmp_path / "jobs.ads").write_text(ww.job_ad(5, 0, "QUEUE", ww.traceparent("QUEUE")))
+    assert main(["why", str(tmp_path / "jobs.ads"), "--table", str(tmp_path / "no-table")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.strip() == (
+        f"glidein-tracing why: --table {tmp_path / 'no-table'}: no such directory (give the glidein table's directory)")
 
 
 def test_jaegers_array_attributes_are_decoded():

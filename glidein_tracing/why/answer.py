@@ -7,6 +7,7 @@ import getpass
 import os
 import time
 
+from ..core.errors import UserError
 from . import diagnosis as d
 from . import sources, words
 
@@ -20,6 +21,8 @@ def diagnoses(job: str, *, jaeger: str | None = None, store: str | None = None, 
     start estimate when ``table`` is the glidein table. ``warn(text)`` is told of ads of the
     file left out, at its end. Wrong input: UserError (before the first diagnosis)."""
     now = time.time() if now is None else now
+    if table and not os.path.isdir(table):     # a mistyped --table: refused, not said in every answer
+        raise UserError(f"--table {table}: no such directory (give the glidein table's directory)")
     source = sources.SpanSource(jaeger, store)
     job_id = d.parse_job_id(job)
     ads = sources.AdFile(job) if job_id is None and os.path.exists(job) else None

@@ -109,7 +109,7 @@ def ad_from_schedd(cluster: int, proc: int, schedd: str | None) -> tuple:
         handle = _schedd(htcondor2, schedd)
         ads = handle.query(constraint=f"ClusterId == {cluster} && ProcId == {proc}")
     except Exception as exc:   # the bindings raise several types for an unreachable daemon
-        raise UserError(f"cannot ask {where} for job {cluster}.{proc}: {exc}; "
+        raise UserError(f"cannot ask {where} for job {cluster}.{proc}: {str(exc).strip().rstrip('.')}; "
                         f"give its ad instead (condor_q -l {cluster}.{proc} > job.ad)") from exc
     if not ads:
         raise UserError(f"job {cluster}.{proc} is not in {where}'s queue")
