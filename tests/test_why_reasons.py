@@ -105,6 +105,24 @@ def test_a_job_waiting_in_the_transfer_queue():
     assert moving.category == d.NOT_WAITING
 
 
+def test_the_other_answers_read_as_sentences(queue_spans):
+    """A running job in the transfer queue waits for no glidein (no Frontend reason after it);
+    an evicted job that waits again gets that reason's own sentence (its site named); a job
+    done is not waiting; HTCondor's hold reason is quoted without a doubled period."""
+    queued = words.sentences(d.diagnose(ad(status=2, TransferringInput="true", TransferQueued="true"),
+                                        queue_spans, now=NOW))
+    assert "After that" not in queued and "site queue" not in queued
+    evicted = words.sentences(d.diagnose(ad(NumJobStarts=1, VacateReasonCode=1002, VacateReason='"startd shut down"'),
+                                         queue_spans, now=NOW))
+    assert ('It ran once and was evicted by a system problem (the glidein or the site went away), not by the job '
+            '("startd shut down"). Now it waits again. Glideins for it were requested at QUEUE_CE') in evicted
+    assert "5 are still in the batch queue of QUEUE." in evicted
+    done = words.sentences(d.diagnose(ad(status=4), queue_spans, now=NOW))
+    assert done == "Job 200.0 is completed. It is not waiting to start. Waiting does not help; nothing to do."
+    held = words.sentences(d.diagnose(ad(status=5, HoldReasonCode=34, HoldReason='"over memory limit."'), (), now=NOW))
+    assert 'HTCondor says: "over memory limit." Waiting does not help' in held
+
+
 # one case per step of the precedence: the job ad (and user record) where both reasons hold
 PRECEDENCE_CASES = [
     ("held", "cooldown", dict(status=5, HoldReasonCode=1, JobCoolDownExpiration=int(NOW) + 600), CAP),

@@ -278,7 +278,7 @@ def _annotated(diagnosis: Diagnosis, ad: dict, latest, now: float, unchecked: st
     entered = _number(ad.get("EnteredCurrentStatus")) or _number(ad.get("QDate"))
     if entered is not None and diagnosis.status in ("idle", "running"):
         diagnosis.facts.setdefault("status_for_s", max(0, int(now - entered)))
-    if latest:
+    if latest and diagnosis.status == "idle":   # a running job in the transfer queue waits for no glidein
         behind = from_waiting_span(diagnosis.job, diagnosis.status, latest[-1], ad, now)
         if behind.reason:
             diagnosis.facts["then"] = {"reason": behind.reason, "category": behind.category}

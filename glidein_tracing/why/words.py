@@ -97,14 +97,24 @@ def reason_sentence(item: d.Diagnosis) -> str:
     entries, ago, lasted = _entries(f), _ago(f), _for(f)
     if item.category == d.HELD:
         code = f"{f.get('hold_code_name')} (hold code {f.get('hold_code')})"
-        said = f' HTCondor says: "{f["hold_reason"]}".' if f.get("hold_reason") else ""
+        reason = str(f.get("hold_reason") or "").strip()
+        said = f' HTCondor says: "{reason}"' + ("" if reason.endswith((".", "!", "?")) else ".") if reason else ""
         return f"It was put on hold: {code}: {item.meaning}.{said}"
     if item.category == d.EVICTED:
-        text = f"It ran {_plural(f.get('num_job_starts') or 1, 'time')} and was evicted: {item.meaning}"
+        starts = f.get("num_job_starts") or 1
+        by = ("a system problem (the glidein or the site went away), not by the job" if f.get("system_problem")
+              else "a policy or the job itself")
+        text = f"It ran {'once' if starts == 1 else f'{starts:,} times'} and was evicted by {by}"
         if f.get("vacate_reason"):
             text += f' ("{f["vacate_reason"]}")'
         now = f.get("now_waiting")
-        return text + (f". Now it waits again: {now['meaning']}." if now else ".")
+        if not now:
+            return text + "."
+        waiting = d.Diagnosis(item.job, item.status, now["category"], now["meaning"], item.action, item.reason,
+                              facts=f)
+        return f"{text}. Now it waits again. {reason_sentence(waiting)}"
+    if item.category == d.NOT_WAITING and item.meaning == f"the job is {item.status}":
+        return "It is not waiting to start."
     if item.category in (d.NO_RECORD, d.NOT_WAITING):
         return item.meaning[0].upper() + item.meaning[1:] + "."
     if reason == "transfer_queue":
