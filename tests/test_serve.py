@@ -623,6 +623,29 @@ def test_the_shipped_config_checks_good_once_its_paths_exist(tmp_path, keys):
     assert "serve --config /etc/glidein-tracing/serve.yaml" in unit and "RestartPreventExitStatus=2" in unit
 
 
+def test_an_issuer_may_be_trusted_for_several_audiences(tmp_path, keys):
+    """``audience`` may list several: a token naming any of them (as a string, or in its list)
+    is taken, one naming none of them is refused, and a list item that is no string is a
+    config problem."""
+    _stores(tmp_path / "store")
+    (tmp_path / "table").mkdir()
+    any_audience = "https://wlcg.cern.ch/jwt/v1/any"
+    config = write_config(tmp_path, keys)
+    config.write_text(config.read_text().replace(f"audience: {AUDIENCE}", f"audience: [{AUDIENCE}, {any_audience}]"))
+    server = Server(config)
+    try:
+        for aud, want in ((AUDIENCE, 200), (any_audience, 200), (["https://other.example.org", any_audience], 200),
+                          ("https://other.example.org", 401), (["https://other.example.org"], 401)):
+            assert server.request("/api/v1/me", token(keys, aud=aud))[0] == want, aud
+    finally:
+        server.stop()
+    config.write_text(config.read_text().replace(f"audience: [{AUDIENCE}, {any_audience}]", f"audience: [{AUDIENCE}, 7]"))
+    done = subprocess.run([sys.executable, "-m", "glidein_tracing", "serve", "--check-config", "--config", str(config)],
+                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2 and f"{config}:7: issuers: issuer 1: audience: must be a string or a list" in done.stderr, \
+        done.stderr
+
+
 def test_an_issuers_new_keys_are_read_from_the_changed_jwks_file_without_a_restart(tmp_path, keys):
     """The issuer rotates its keys, a timer saves the new JWKS: tokens signed with the new key
     are taken once the file changed (no restart), a broken save keeps the keys read before,

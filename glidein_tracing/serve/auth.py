@@ -146,7 +146,7 @@ class Verifier:
         if header.get("alg") != key.algorithm_name:
             raise Unauthorized(f"algorithm {str(header.get('alg'))[:20]!r} is not its key's ({key.algorithm_name})")
         try:
-            claims = jwt.decode(token, key.key, algorithms=[key.algorithm_name], audience=issuer.audience,
+            claims = jwt.decode(token, key.key, algorithms=[key.algorithm_name], audience=list(issuer.audience),
                                 issuer=issuer.issuer, leeway=LEEWAY_S,
                                 options={"require": ["exp", "iss", "aud"]})
         except jwt.PyJWTError as exc:

@@ -26,11 +26,12 @@ HEADER_RE = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$")
 @dataclass(frozen=True)
 class Issuer:
     """One token issuer the service trusts: its ``iss``, its public keys (a JWKS file read at
-    start and again when it changes, never fetched), the ``aud`` its tokens must name, the claim that
-    names the user (matched to HTCondor's job Owner) and the claim listing their groups."""
+    start and again when it changes, never fetched), the ``aud`` values a token must name one
+    of, the claim that names the user (matched to HTCondor's job Owner) and the claim listing
+    their groups."""
     issuer: str
     jwks_file: str
-    audience: str
+    audience: tuple
     user_claim: str = "sub"
     groups_claim: str = "wlcg.groups"
 
@@ -174,8 +175,14 @@ def _issuers(value, lines: list, problems: list) -> dict:
         return {}
     out, seen = [], set()
     for number, (item, (line, key_lines)) in enumerate(zip(value, lines), 1):
-        if not isinstance(item, dict) or not all(isinstance(v, str) and v for v in item.values()):
+        if not isinstance(item, dict):
             problems.append((line, f"issuer {number}: must be a mapping of strings"))
+            continue
+        bad = [k for k, v in item.items() if not (isinstance(v, str) and v or k == "audience" and _strings(v))]
+        for key in bad:
+            problems.append((key_lines.get(key, line), f"issuer {number}: {key}: must be a string"
+                             + (" or a list of strings" if key == "audience" else "")))
+        if bad:
             continue
         unknown = set(item) - ISSUER_KEYS
         missing = {"issuer", "jwks_file", "audience"} - set(item)
@@ -195,7 +202,8 @@ def _issuers(value, lines: list, problems: list) -> dict:
         except KeyProblem as exc:
             problems.append((key_lines.get("jwks_file", line), f"issuer {number} ({item['issuer']}): {exc}"))
             continue
-        out.append(Issuer(**item))
+        audience = item["audience"]
+        out.append(Issuer(**{**item, "audience": (audience,) if isinstance(audience, str) else tuple(audience)}))
     return {"issuers": tuple(out)}
 
 
