@@ -291,9 +291,12 @@ def test_why_on_the_demos_user_traces_says_their_jobs_started(demo_store, capsys
     keeps no job.waiting record) is told it started and when, from job.wait in their trace, and
     how to ask about a job still idle: not "no record", nothing to do."""
     from glidein_tracing.cli.main import main
-    store, _, traces = demo_store
+    store, stdout, traces = demo_store
     users = sorted({s["trace_id"] for spans in traces.values() for s in spans if s["name"] == "job.wait"})
     assert len(users) == 2
+    # the command the demo prints, as it prints it
+    (command,) = [line.split(": ", 1)[1] for line in stdout.splitlines() if "glidein-tracing why " in line]
+    assert command == f"glidein-tracing why {users[0]} --store {store}"
     for trace_id in users:
         (wait,) = [s for s in traces[trace_id] if s["name"] == "job.wait"]
         assert main(["why", trace_id, "--store", str(store), "--json"]) == 0

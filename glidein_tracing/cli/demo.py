@@ -296,4 +296,8 @@ def run(args):
     echo(f"\nshow any of them: glidein-tracing show TRACE_ID --store {exporter.directory}")
     echo(f"their rows (docs/glidein-table.md): {forwarder.table.directory}/glideins/*/*.parquet")
     echo(f"analyze them (docs/analysis.md): glidein-tracing analyze {forwarder.table.directory}")
+    users = sorted({format(span.context.trace_id, "032x") for span in demo.user_roots.values()})
+    if users:   # a user's own trace: how their job waited, and what why answers
+        echo(f"why a user's job waited (docs/why-waiting.md): glidein-tracing why {users[0]} "
+             f"--store {exporter.directory}")
     return 1 if stats.export_failures else 0
