@@ -11,7 +11,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 ROOT = "glidein_tracing"   # its own modules (__init__: the version; __main__: the CLI)
 EVERYTHING = frozenset({"core", "node", "exporters", "viewers", "failure_rules", "table", "factory",
-                        "analysis", "why", "simulator", "testing", "cli", "frontend_hooks"})
+                        "analysis", "why", "serve", "simulator", "testing", "cli", "frontend_hooks"})
 
 #: folder -> the other folders it may import (every folder may import itself and the version)
 ALLOWED = {
@@ -23,11 +23,12 @@ ALLOWED = {
     "table": {"core", "exporters"},
     "factory": {"core", "exporters", "table", "failure_rules"},
     "analysis": {"core", "table"},
-    "why": {"core", "exporters", "table"},
+    "why": {"core", "exporters", "table", "analysis"},
+    "serve": {"core", "exporters", "table", "why", "viewers", "analysis"},
     "simulator": {"core", "factory"},
     "testing": {"core", "exporters", "table"},
     "cli": EVERYTHING,
-    "frontend_hooks": {"core"},
+    "frontend_hooks": {"core", "exporters"},
     ROOT: {"cli"},
 }
 #: callables whose result, bound at module level, is state that outlives a call

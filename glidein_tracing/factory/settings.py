@@ -16,12 +16,11 @@ from pathlib import Path
 
 from ..core import kinds
 from ..core.errors import ConfigError
-from ..core.inputs import read_input
 from ..core.numbers import is_finite_number
+from ..core.settings_file import url_problem, yaml_mapping
 
 DEFAULT_CONFIG = Path("/etc/glidein-tracing/forwarder.yaml")
 COMPRESSIONS = ("none", "gzip", "deflate")
-MAX_CONFIG_BYTES = 1024 * 1024   # a settings file is a few KiB; this bounds reading a wrong path
 
 
 @dataclass(frozen=True)
@@ -173,63 +172,6 @@ def load(path) -> dict:
     return values
 
 
-def yaml_mapping(path, what: str, known, problems: list) -> list:
-    """The top-level keys of a YAML settings file: [(key, its line, its value's line, value,
-    its value's YAML node (whose marks give the lines of what the value holds))], each key in
-    ``known`` and set once; every other key, and a value YAML cannot build, is a
-    line of ``problems`` (file:line: ...). A file that is no such mapping (unreadable, too
-    large, binary, not YAML) is a ConfigError. ``what``: the file's kind, for the message.
-    Shared by every verb that takes a settings file (``forward``, ``serve``)."""
-    import yaml
-
-    path = Path(path)
-    try:
-        data = read_input(path, MAX_CONFIG_BYTES)      # a FIFO or a device refused: core/inputs.py
-    except OSError as exc:
-        raise ConfigError([f"{path}: cannot read: {exc.strerror or exc}"]) from exc
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError([f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB, not a settings file"])
-    try:
-        if b"\0" in data:
-            raise UnicodeError
-        text = data.decode("utf-8")
-    except UnicodeError:
-        raise ConfigError([f"{path}: not a text file (binary data): give {what}"]) from None
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise ConfigError([f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}"]) from exc
-    except RecursionError:        # PyYAML builds nodes by recursion; settings nest two deep
-        raise ConfigError([f"{path}: nested hundreds of levels deep, not a settings file"]) from None
-    if root is None:
-        return []
-    if not isinstance(root, yaml.MappingNode):
-        raise ConfigError([f"{path}:{root.start_mark.line + 1}: the file must be a mapping of settings"])
-    out, seen = [], set()
-    for key_node, value_node in root.value:
-        line = key_node.start_mark.line + 1
-        key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-        if key not in known:
-            problems.append(f"{path}:{line}: unknown key {key!r} (known: {', '.join(sorted(known))})")
-            continue
-        if key in seen:
-            problems.append(f"{path}:{line}: {key}: set twice")
-            continue
-        seen.add(key)
-        try:
-            value = yaml.SafeLoader("").construct_object(value_node, deep=True)
-        except yaml.YAMLError as exc:
-            problems.append(f"{path}:{line}: {key}: {exc}")
-            continue
-        except RecursionError:
-            problems.append(f"{path}:{line}: {key}: nested hundreds of levels deep")
-            continue
-        out.append((key, line, value_node.start_mark.line + 1, value, value_node))
-    return out
-
-
 def check(key: str, value) -> str | None:
     """Why ``value`` is not a valid ``key``, or None. ``None`` (YAML's null) means unset."""
     setting = SETTINGS[key]
@@ -239,7 +181,7 @@ def check(key: str, value) -> str | None:
     if kind in (kinds.STRING, kinds.URL, kinds.ENUM) and not isinstance(value, str):
         return f"must be a string, not {_type_name(value)}"
     if kind == kinds.URL:
-        return _url_problem(value)
+        return url_problem(value)
     if kind == kinds.ADDRESS:
         return _address_problem(value)
     if kind == kinds.SWITCH and not isinstance(value, bool):
@@ -260,20 +202,6 @@ def check(key: str, value) -> str | None:
         return "must be a mapping of strings to strings"
     if setting.choices and value not in setting.choices:
         return f"must be one of {', '.join(setting.choices)}, not {value!r}"
-    return None
-
-
-def _url_problem(url: str) -> str | None:
-    """Why ``url`` is no http(s) base URL, in words that never repeat it (it may hold a
-    password)."""
-    from urllib.parse import urlsplit
-    try:
-        parts = urlsplit(url)
-        parts.port   # noqa: B018 (raises ValueError on a port out of range or not a number)
-    except ValueError:
-        return "not a usable URL (a bad port?); the value is not shown, it may hold credentials"
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "must be an http:// or https:// URL with a host; the value is not shown, it may hold credentials"
     return None
 
 

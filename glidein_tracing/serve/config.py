@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import ConfigError
-from ..factory.settings import _url_problem, yaml_mapping
+from ..core.settings_file import url_problem, yaml_mapping
 
 DEFAULT_CONFIG = Path("/etc/glidein-tracing/serve.yaml")
 KEYS = {"listen", "store", "jaeger", "jaeger_services", "jaeger_ui", "table", "issuers", "operators",
@@ -107,7 +107,7 @@ def _check(key: str, value, problems: list) -> dict:
             return {}
         return {key: value}
     if key in ("jaeger", "jaeger_ui"):
-        problem = _url_problem(value) if isinstance(value, str) else "must be a URL"
+        problem = url_problem(value) if isinstance(value, str) else "must be a URL"
         if problem:
             problems.append(problem)
             return {}
