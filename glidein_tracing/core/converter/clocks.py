@@ -20,8 +20,9 @@ The node cannot move the Factory's clock: at the Factory, ``within_life`` first 
 every node line claiming a time (its own, or a record's ``@tstart``/``@tend``) outside the
 glidein's life as the Factory measured it (its first execute event to its terminate event),
 widened by the disagreement two clocks may have: the glidein's lifetime, at least
-``CLOCK_MARGIN_S``. So no shift exceeds that, and one forged line cannot date a glidein 27
-years away.
+``CLOCK_MARGIN_S`` + ``NODE_CLOCK_SKEW_S`` (a node whose clock is an hour off is still
+reconciled, not emptied). So no shift exceeds that, and one forged line cannot date a
+glidein 27 years away.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .draft import ROOT, Draft
 from .fields import parse_iso
 
 CLOCK_MARGIN_S = 600.0   # the least disagreement tolerated: a grid manager polls the site for minutes
+NODE_CLOCK_SKEW_S = 3600.0   # how far a worker node's clock may be off (no NTP in a VM, a site's drift)
 UNMEASURED_LIFE_S = 30 * 86400.0   # the life taken for a glidein no activity log names (its output alone)
 
 _FACTORY_ONLY = (c.FACTORY_STAGE_PREFIX, c.STAGE_POST_FAILURE_SLEEP)
@@ -47,7 +49,8 @@ def life_bounds(factory_events, ended_at: float | None, now: float | None = None
     """The node times the Factory accepts for a glidein: from its first execute event (else its
     submission; else, no activity log naming it, ``UNMEASURED_LIFE_S`` before its end) to its
     terminate event (else its output's time, else now), each widened by the glidein's
-    lifetime, at least ``CLOCK_MARGIN_S``. Only what the Factory measured goes in."""
+    lifetime, at least ``CLOCK_MARGIN_S`` + ``NODE_CLOCK_SKEW_S``. Only what the Factory
+    measured goes in."""
     now = time.time() if now is None else now
     executes = [e.time for e in factory_events if e.op == "end" and e.key.startswith(c.STAGE_FACTORY_QUEUE)]
     first = min(executes) if executes else min((e.time for e in factory_events), default=None)
@@ -55,7 +58,7 @@ def life_bounds(factory_events, ended_at: float | None, now: float | None = None
     if first is None:
         first = last - UNMEASURED_LIFE_S
     first = min(first, last)
-    margin = max(CLOCK_MARGIN_S, last - first)
+    margin = max(CLOCK_MARGIN_S + NODE_CLOCK_SKEW_S, last - first)
     return first - margin, last + margin
 
 
