@@ -28,7 +28,7 @@ from glidein_tracing.simulator.condor_g import CondorGLog, FactoryLayout
 from glidein_tracing.table import gwms, reader
 
 from tests.support.factory_builders import settings_for
-from tests.support.hook_support import config_get, fixture_dir, glidein_at_cleanup
+from tests.support.hook_support import config_get, dated_as_recorded, fixture_dir, glidein_at_cleanup
 from tests.support.journal_builders import iso_epoch
 from tests.support.table_helpers import factory_view
 
@@ -57,25 +57,29 @@ def forward_recorded(tmp_path, run, *, stdout=None, extra=None, returned_stdout=
     stdout Condor-G returned). The work dir holds glidein_startup.sh's copy of its stdout as
     it was at cleanup (before its end banner). ``extra_config``: glidein_config lines added
     before the setup hook ran; ``job_ad``: attributes of the 028 event after the submission."""
+    began = time.time()
     g, cleanup_dir = glidein_at_cleanup(tmp_path / "node", run, retime=True, extra_config=extra_config)
     text = stdout if stdout is not None else (fixture_dir(run) / "glidein_stdout.txt").read_text()
+    end, after = map(int, re.search(r"\((\d+)\) with code \d+ after (\d+) ===", text).groups())
     copy = g.work / config_get(g.config, "GLIDEIN_LOGDIR") / (config_get(g.config, "GLIDEIN_UUID") + ".out")
     copy.parent.mkdir(parents=True, exist_ok=True)
     copy.write_text(text[:text.index("=== Glidein ending")])
+    cleanup_began = time.time()
     try:
         out = g.run_hook("gconditional_TRACING_cleanup.sh", str(g.config), cwd=cleanup_dir)
     finally:
         g.stop()
     assert out.returncode == 0
+    # the hooks ran now; the recorded glidein ran months ago, and its hooks during its life
     journal = g.journal.read_text().splitlines(keepends=True)
-    config = fixture_dir(run) / "glidein_config.at_custom_setup"
     if extra is not None:
         journal = extra(journal)
+    journal = dated_as_recorded(journal, run, began, cleanup_began, end)
+    config = fixture_dir(run) / "glidein_config.at_custom_setup"
     layout = FactoryLayout(logs=tmp_path / "logs", instance=config_get(config, "GLIDEIN_Name"),
                            entry=config_get(config, "GLIDEIN_Entry_Name"))
     log = CondorGLog(layout)
     cluster, proc = int(config_get(config, "CONDORG_CLUSTER")), int(config_get(config, "CONDORG_SUBCLUSTER"))
-    end, after = map(int, re.search(r"\((\d+)\) with code \d+ after (\d+) ===", text).groups())
     log.submit(cluster, proc, when=end - after - 60)
     if job_ad:
         log.job_ad_information(cluster, proc, job_ad, when=end - after - 60)

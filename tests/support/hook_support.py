@@ -122,12 +122,17 @@ def make_glidein(root: Path, run: str = "success", drop_keys=(), multirestart=No
     return Glidein(work=work, startup=startup)
 
 
+def recorded_start(run: str) -> float:
+    """When the recorded glidein ``run`` started (its stdout XML's tStart)."""
+    text = (fixture_dir(run) / "stdout_xml_description.xml").read_text()
+    return parse_iso(re.search(r"<tStart>([^<]+)</tStart>", text).group(1))
+
+
 def retime_glidein_start(g: Glidein, run: str):
     """The stand-in glidein_startup.sh started now, the recorded one hours ago: date the root
     and setup starts at the recorded glidein's start (its stdout XML), as the setup hook would
     have, so the recorded per-script records lie inside setup."""
-    text = (fixture_dir(run) / "stdout_xml_description.xml").read_text()
-    start = parse_iso(re.search(r"<tStart>([^<]+)</tStart>", text).group(1))
+    start = recorded_start(run)
     lines = []
     for line in g.journal.read_text().splitlines(keepends=True):
         fields = line.split("\t")
@@ -135,6 +140,29 @@ def retime_glidein_start(g: Glidein, run: str):
             fields[1] = f"{start:.6f}"
         lines.append("\t".join(fields))
     g.journal.write_text("".join(lines))
+
+
+def dated_as_recorded(lines: list, run: str, began: float, cleanup_began: float, end: float) -> list:
+    """A journal the real hooks wrote now over the recorded glidein ``run``'s records, dated as
+    that glidein would have written it (a real glidein's hooks run during its life): a line
+    written from ``began`` (before its setup hook ran) until ``cleanup_began`` moved by as much
+    as the setup's start was (retime_glidein_start: from ``began`` to the recorded start); the
+    lines the cleanup hook wrote moved so that the last is at ``end`` (the recorded glidein's
+    end), or later when another line (a job the test ends late) is later: cleanup comes after
+    everything else. Lines dated by the records (before ``began``) stay."""
+    to_setup = recorded_start(run) - began
+    times = [float(line.split("\t")[1]) for line in lines]
+    late = [t for t in times if t >= cleanup_began]
+    before = [t + to_setup if t >= began else t for t in times if t < cleanup_began]
+    to_end = max(end - max(late), max(before) - min(late)) if late and before else 0.0
+    out = []
+    for line, at in zip(lines, times):
+        if at >= began:
+            fields = line.split("\t")
+            fields[1] = f"{at + (to_end if at >= cleanup_began else to_setup):.6f}"
+            line = "\t".join(fields)
+        out.append(line)
+    return out
 
 
 def install_cleanup_hook(g: Glidein) -> Path:
