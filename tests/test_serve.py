@@ -326,6 +326,7 @@ def test_each_attack_on_the_token_is_refused(server, keys):
     }
     refused = server.request("/api/v1/jobs")
     assert refused[0] == 401 and refused[1]["WWW-Authenticate"].startswith("Bearer")
+    assert refused[1]["Content-Security-Policy"] == CSP == server.request("/jobs")[1]["Content-Security-Policy"]
     for what, bad in attacks.items():
         status, _, body = server.request("/api/v1/jobs", bad)
         assert (status, body) == (401, refused[2]), what
@@ -563,6 +564,7 @@ def test_a_caller_over_the_rate_limit_waits(tmp_path, keys):
         answers = [server.request("/api/v1/me", token(keys))[0] for _ in range(5)]
         status, headers, _ = server.request("/api/v1/me", token(keys))
         assert answers == [200] * 5 and status == 429 and headers["Retry-After"] == "60"
+        assert headers["Content-Security-Policy"] == CSP
     finally:
         server.stop()
 
@@ -713,6 +715,9 @@ def test_a_trusted_proxys_user_header_is_believed_from_its_addresses_only(tmp_pa
             if status == 200:
                 assert {j["trace_id"] for j in data["jobs"]} == {ALICE_WAITING, ALICE_FAILED}
                 assert server.json_with("/api/v1/jobs", {"X-Remote-User": "al ice;rm"})[0] == 401
+                # behind the proxy (which speaks https to users) the cookie is Secure, secure_cookies: false or not
+                status, sent, _ = server.signin(token(keys), server.own_origin)
+                assert status == 303 and _cookie(sent)["Secure"] is True
         finally:
             server.stop()
 
