@@ -209,11 +209,12 @@ def test_downtime_requested_and_not_requested_each_have_their_sentence():
     # a period that began this cycle: not "for 0 s"
     span = {"name": "job.waiting", "start_ns": int((NOW - 5) * 1e9), "attributes": {
         "job.waiting.reason": "downtime", "job.waiting.state": "current", "job.waiting.reason_entries": ["E@g@f"]}}
-    assert words.reason_sentence(d.from_waiting_span("1.0@s", "idle", span, now=NOW)).startswith(
-        "E has been in downtime for less than a minute:")
+    assert words.reason_sentence(d.from_waiting_span("1.0@s", "idle", span, now=NOW)) == (
+        "E is in downtime: the Frontend requests no glideins there until it ends; your job has waited on it "
+        "for less than a minute.")
     assert len(set(sentences.values())) == 3
-    assert sentences["downtime"] == ("ENTRY_B has been in downtime for 1 h: the Frontend requests no glideins "
-                                     "there until it ends.")
+    assert sentences["downtime"] == ("ENTRY_B is in downtime: the Frontend requests no glideins there until it "
+                                     "ends; your job has waited on it for 1 h.")
     assert sentences["requested"].startswith("The Frontend requested glideins for it at ENTRY_B 1 h ago")
     assert sentences["not_requested"].startswith("The Frontend has requested no glideins at ENTRY_B for 1 h")
 

@@ -149,8 +149,10 @@ def reason_sentence(item: d.Diagnosis) -> str:
         limits = listing(f.get("limits") or ()) or "a limit"
         return f"The Frontend's {limits} has stopped new glideins at {entries}{lasted}."
     if reason == "downtime":
-        return (f"{entries} {'has' if ' and ' not in entries else 'have'} been in downtime{lasted}: "
-                "the Frontend requests no glideins there until it ends.")
+        # the period is the job's, not the downtime's (which may have begun long before)
+        waited = f"; your job has waited on it{lasted}" if lasted else ""
+        return (f"{entries} {'is' if ' and ' not in entries else 'are'} in downtime: the Frontend requests no "
+                f"glideins there until it ends{waited}.")
     if reason == "not_requested":
         return (f"The Frontend has requested no glideins at {entries}{lasted}, though they match the job "
                 "(it may be removing glideins there).")
