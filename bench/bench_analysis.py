@@ -9,7 +9,12 @@ bench/README.md).
    --html OUT`` runs it: distributions, waste, analyze_entries, failures with outage windows,
    compare, the what-if over today's candidates (GlideinWMS's 7 Max_Idle x 8 Max_Tail values,
    retire as recorded), and the HTML report; wall time per section and the process's peak RSS.
-3. ``--baseline CHECKOUT``: today's path in the same run, where it still exists: that
+3. The limit of each section, in the same process after the analysis: a hand-written DuckDB
+   query over the same Parquet files (``read_parquet`` of the table's files, no views, no
+   rollups) that computes that section's figures (LIMITS below), its CPU seconds beside the
+   section's own (``analyze``'s sections timed by process CPU: DuckDB's threads included) and
+   their ratio.
+4. ``--baseline CHECKOUT``: today's path in the same run, where it still exists: that
    checkout's own bench_analysis.py (the compact in-memory numpy table of the same number of
    glideins from its generator, its whole analysis), its wall time and peak RSS.
 
@@ -23,6 +28,7 @@ Usage: python -m bench.bench_analysis [--glideins 1000000] [--days 30] [--baseli
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -58,6 +64,86 @@ def build_table(glideins: int, days: float, seed: int) -> Path:
     return directory
 
 
+# Each section's limit: the figures it shows, computed by hand over every row of the files
+# ({g}: the glidein files, {j}: the job files), as a user fluent in SQL would write them.
+IDLE = "COALESCE(idle_no_job_s, 0) + COALESCE(idle_tail_s, 0) + COALESCE(idle_before_first_job_s, 0)"
+LIMITS = {
+    # per entry and site: glideins, failed, jobs, quantiles of the glidein metrics
+    "stats": ["""SELECT entry, site, COUNT(*), COUNT(*) FILTER (WHERE failure_domain IS NOT NULL), SUM(jobs),
+        quantile_cont(setup_s, [0.5, 0.9, 0.99]), quantile_cont(idle_before_first_job_s, [0.5, 0.9, 0.99]),
+        quantile_cont(idle_tail_s, [0.5, 0.9, 0.99]), quantile_cont(condor_s, [0.5, 0.9, 0.99])
+        FROM {g} GROUP BY ALL""",
+              "SELECT entry, COUNT(*), SUM(wall_s), quantile_cont(wall_s, [0.5, 0.9, 0.99]) FROM {j} GROUP BY ALL"],
+    # analyze_entries: GlideinWMS's sums per entry
+    "analyze_entries": ["""SELECT entry, COUNT(*), SUM(CASE WHEN traced = false THEN 1 ELSE 0 END),
+        SUM(CASE WHEN gwms_condor_started THEN 0 ELSE 1 END), SUM(CASE WHEN gwms_jobs_nr = 0 THEN 1 ELSE 0 END),
+        SUM(gwms_lasted_s), SUM(CASE WHEN waste_validation_mill > 998 THEN gwms_lasted_s ELSE 0 END),
+        SUM(gwms_lasted_s * waste_validation_mill / 1e3), SUM(gwms_lasted_s * waste_idle_mill / 1e3),
+        SUM(gwms_jobs_lasted_s), SUM(gwms_jobs_goodput_s) FROM {g} WHERE gwms_lasted_s IS NOT NULL GROUP BY 1"""],
+    # failed glideins per site, entry, hour, domain and type with core-hours; all per site and hour; failed jobs per domain
+    "failures": ["""SELECT site, entry, CAST(floor(epoch(COALESCE(node_start_at, submitted_at)) / 3600) AS BIGINT),
+        failure_domain, failure_type, COUNT(*), SUM(epoch(ended_at) - epoch(node_start_at)), first(trace_id)
+        FROM {g} WHERE failure_domain IS NOT NULL GROUP BY ALL""",
+                 """SELECT site, entry, CAST(floor(epoch(COALESCE(node_start_at, submitted_at)) / 3600) AS BIGINT), COUNT(*)
+        FROM {g} GROUP BY ALL""",
+                 "SELECT failure_domain, COUNT(*), SUM(wall_s) FROM {j} WHERE failure_domain IS NOT NULL GROUP BY ALL"],
+    # per Frontend client and group, and per client: glideins, failed, no job, jobs, ran, and
+    # analyze_entries' sums
+    "frontends": ["""SELECT client, client_group, COUNT(*), COUNT(*) FILTER (WHERE failed),
+        COUNT(*) FILTER (WHERE COALESCE(jobs, 0) = 0), SUM(jobs), COUNT(*) FILTER (WHERE condor_s IS NOT NULL),
+        COUNT(*) FILTER (WHERE gwms_lasted_s IS NOT NULL), SUM(CASE WHEN traced = false THEN 1 ELSE 0 END),
+        SUM(CASE WHEN gwms_condor_started THEN 0 ELSE 1 END), SUM(CASE WHEN gwms_jobs_nr = 0 THEN 1 ELSE 0 END),
+        SUM(gwms_lasted_s), SUM(CASE WHEN waste_validation_mill > 998 THEN gwms_lasted_s ELSE 0 END),
+        SUM(gwms_lasted_s * waste_validation_mill / 1e3), SUM(gwms_lasted_s * waste_idle_mill / 1e3),
+        SUM(gwms_jobs_lasted_s), SUM(gwms_jobs_goodput_s)
+        FROM {g} GROUP BY GROUPING SETS ((client, client_group), (client))"""],
+    # per day: glideins, Lasted, waste, efficiency
+    "trend": ["""SELECT date, COUNT(*), SUM(gwms_lasted_s), SUM(gwms_lasted_s - gwms_jobs_lasted_s),
+        SUM(gwms_jobs_goodput_s * COALESCE(cpus, 1)), SUM(gwms_lasted_s * COALESCE(cpus, 1))
+        FROM {g} WHERE gwms_lasted_s IS NOT NULL GROUP BY 1"""],
+    # the slowest setups and longest idle glideins, top 3, ties to the higher trace id
+    "examples": ["SELECT trace_id FROM {g} WHERE setup_s IS NOT NULL ORDER BY setup_s DESC, trace_id DESC LIMIT 3",
+                 f"SELECT trace_id FROM {{g}} WHERE condor_s IS NOT NULL ORDER BY {IDLE} DESC, trace_id DESC LIMIT 3"],
+    # the replay's floor: each glidein's idle cut at each of GlideinWMS's 7 x 8 Max_Idle x
+    # Max_Tail candidates (whatif.py's defaults), summed per entry and candidate (the replay also rebuilds the job timelines)
+    "whatif": ["""WITH c AS (SELECT * FROM (VALUES {idles}) a(mi), (VALUES {tails}) b(mt))
+        SELECT entry, mi, mt, SUM(CASE WHEN jobs = 0 THEN LEAST(idle_no_job_s, mi) ELSE LEAST(idle_before_first_job_s, mi)
+        + LEAST(idle_tail_s, mt) END), COUNT(*) FILTER (WHERE idle_tail_s > mt OR idle_before_first_job_s > mi)
+        FROM {g}, c GROUP BY ALL"""],
+}
+
+
+class _CpuStages:
+    """``analyze``'s stages timed by this process's CPU (DuckDB's and numpy's threads included)."""
+
+    def __init__(self):
+        self.cpu: dict = {}
+
+    @contextlib.contextmanager
+    def stage(self, name: str):
+        started = time.process_time()
+        yield
+        self.cpu[name] = round(time.process_time() - started, 3)
+
+
+def limits(table: str) -> dict:
+    """Each section's limit (LIMITS) in CPU seconds, over the table's files."""
+    import duckdb
+    con = duckdb.connect()
+    from glidein_tracing.analysis.whatif import DEFAULT_MAX_IDLE, DEFAULT_MAX_TAIL
+    grid = {"idles": ", ".join(f"({v})" for v in DEFAULT_MAX_IDLE), "tails": ", ".join(f"({v})" for v in DEFAULT_MAX_TAIL)}
+    files = {key: f"read_parquet('{Path(table) / name}/**/*.parquet', hive_partitioning = true, union_by_name = true)"
+             for key, name in (("g", "glideins"), ("j", "jobs"))}
+    out = {}
+    for section, queries in LIMITS.items():
+        started = time.process_time()
+        for sql in queries:
+            con.execute(sql.format(**files, **grid)).fetchall()
+        out[section] = round(time.process_time() - started, 3)
+    con.close()
+    return out
+
+
 def child(table: str, html_out: str) -> dict:
     """The whole analysis as ``analyze TABLE --whatif --html`` runs it (in its own process)."""
     from glidein_tracing.analysis.dataset import open_dataset
@@ -67,12 +153,13 @@ def child(table: str, html_out: str) -> dict:
     started = time.perf_counter()
     data = open_dataset(table)
     times["open"] = round(time.perf_counter() - started, 2)
-    doc = analyze(data, whatif=True, timings=times)
+    stages = _CpuStages()
+    doc = analyze(data, whatif=True, timings=times, stages=stages)
     summary_text(doc)
     html_started = time.perf_counter()
     Path(html_out).write_text(render_html(doc), encoding="utf-8")
     times["html"] = round(time.perf_counter() - html_started, 2)
-    return {"sections_s": times, "total_s": round(time.perf_counter() - started, 2),
+    return {"sections_s": times, "sections_cpu_s": stages.cpu, "limits_cpu_s": limits(table), "total_s": round(time.perf_counter() - started, 2),
             "glideins": doc["stats"]["glideins"], "jobs": doc["stats"]["jobs"],
             "candidates": len(doc["whatif"]["candidates"]), "exact": doc["whatif"]["current_replay"]["exact"]}
 
@@ -130,6 +217,11 @@ def main(argv=None) -> int:
           f"{result['candidates']} what-if candidates (replay exact: {result['exact']})")
     print(f"  whole analysis {result['total_s']:.1f} s (process {wall:.1f} s), peak RSS {rss:,.0f} MB; sections: "
           + ", ".join(f"{k} {v:.1f} s" for k, v in result["sections_s"].items()))
+    print("  each section against its limit (hand-written DuckDB over the same files), CPU seconds:")
+    for section, limit in result["limits_cpu_s"].items():
+        own_cpu = result["sections_cpu_s"].get(section)
+        ratio = f"{own_cpu / limit:.2f}x" if own_cpu is not None and limit > 0 else "-"
+        print(f"    {section:16} {own_cpu if own_cpu is not None else '-':>8} s  limit {limit:8.3f} s  ratio {ratio}")
     if args.baseline:
         own = Path(args.baseline) / ".venv" / "bin" / "python"     # its own package, not this one
         with tempfile.TemporaryDirectory() as tmp:
