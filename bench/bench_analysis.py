@@ -101,9 +101,11 @@ LIMITS = {
     "trend": ["""SELECT date, COUNT(*), SUM(gwms_lasted_s), SUM(gwms_lasted_s - gwms_jobs_lasted_s),
         SUM(gwms_jobs_goodput_s * COALESCE(cpus, 1)), SUM(gwms_lasted_s * COALESCE(cpus, 1))
         FROM {g} WHERE gwms_lasted_s IS NOT NULL GROUP BY 1"""],
-    # the slowest setups and longest idle glideins, top 3, ties to the higher trace id
+    # the slowest setups and longest idle glideins, top 3, ties to the higher trace id; and per
+    # recommended entry ({cuts}: their conditions, examples.py's) the longest idle it cuts
     "examples": ["SELECT trace_id FROM {g} WHERE setup_s IS NOT NULL ORDER BY setup_s DESC, trace_id DESC LIMIT 3",
-                 f"SELECT trace_id FROM {{g}} WHERE condor_s IS NOT NULL ORDER BY {IDLE} DESC, trace_id DESC LIMIT 3"],
+                 f"SELECT trace_id FROM {{g}} WHERE condor_s IS NOT NULL ORDER BY {IDLE} DESC, trace_id DESC LIMIT 3",
+                 f"SELECT trace_id FROM {{g}} WHERE {{cut}} ORDER BY {IDLE} DESC, trace_id DESC LIMIT 3"],
     # the replay's floor: each glidein's idle cut at each of GlideinWMS's 7 x 8 Max_Idle x
     # Max_Tail candidates (whatif.py's defaults), summed per entry and candidate (the replay also rebuilds the job timelines)
     "whatif": ["""WITH c AS (SELECT * FROM (VALUES {idles}) a(mi), (VALUES {tails}) b(mt))
@@ -126,8 +128,10 @@ class _CpuStages:
         self.cpu[name] = round(time.process_time() - started, 3)
 
 
-def limits(table: str) -> dict:
-    """Each section's limit (LIMITS) in CPU seconds, over the table's files."""
+def limits(table: str, recommended: list) -> dict:
+    """Each section's limit (LIMITS) in CPU seconds, over the table's files; ``recommended``:
+    the what-if's recommended entries (a query of ``{cut}`` runs once per entry)."""
+    from glidein_tracing.analysis.examples import _cut_condition
     import duckdb
     con = duckdb.connect()
     from glidein_tracing.analysis.whatif import DEFAULT_MAX_IDLE, DEFAULT_MAX_TAIL
@@ -138,7 +142,8 @@ def limits(table: str) -> dict:
     for section, queries in LIMITS.items():
         started = time.process_time()
         for sql in queries:
-            con.execute(sql.format(**files, **grid)).fetchall()
+            for cut in [_cut_condition(rec) for rec in recommended] if "{cut}" in sql else [None]:
+                con.execute(sql.format(**files, **grid, cut=cut)).fetchall()
         out[section] = round(time.process_time() - started, 3)
     con.close()
     return out
@@ -150,7 +155,7 @@ def child(table: str, html_out: str) -> dict:
     from glidein_tracing.analysis.html import render_html
     from glidein_tracing.analysis.report import analyze, summary_text
     times: dict = {}
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     data = open_dataset(table)
     times["open"] = round(time.perf_counter() - started, 2)
     stages = _CpuStages()
@@ -159,7 +164,10 @@ def child(table: str, html_out: str) -> dict:
     html_started = time.perf_counter()
     Path(html_out).write_text(render_html(doc), encoding="utf-8")
     times["html"] = round(time.perf_counter() - html_started, 2)
-    return {"sections_s": times, "sections_cpu_s": stages.cpu, "limits_cpu_s": limits(table), "total_s": round(time.perf_counter() - started, 2),
+    total, total_cpu = round(time.perf_counter() - started, 2), round(time.process_time() - cpu_started, 2)
+    recommended = doc["whatif"]["recommendations"]["entries"] if doc.get("whatif") else []
+    return {"sections_s": times, "sections_cpu_s": stages.cpu, "limits_cpu_s": limits(table, recommended), "total_s": total,
+            "total_cpu_s": total_cpu,
             "glideins": doc["stats"]["glideins"], "jobs": doc["stats"]["jobs"],
             "candidates": len(doc["whatif"]["candidates"]), "exact": doc["whatif"]["current_replay"]["exact"]}
 
@@ -222,6 +230,9 @@ def main(argv=None) -> int:
         own_cpu = result["sections_cpu_s"].get(section)
         ratio = f"{own_cpu / limit:.2f}x" if own_cpu is not None and limit > 0 else "-"
         print(f"    {section:16} {own_cpu if own_cpu is not None else '-':>8} s  limit {limit:8.3f} s  ratio {ratio}")
+    floor = sum(result["limits_cpu_s"][s] for s in ("stats", "analyze_entries", "failures"))
+    print(f"  whole analysis {result['total_cpu_s']:.2f} s CPU (the page included) against the limits of the statistics, "
+          f"analyze_entries and failures ({floor:.3f} s): {result['total_cpu_s'] / floor:.2f}x")
     if args.baseline:
         own = Path(args.baseline) / ".venv" / "bin" / "python"     # its own package, not this one
         with tempfile.TemporaryDirectory() as tmp:
