@@ -194,11 +194,17 @@ def entries(element):
             yield glideid, glideid[1], glidein_el
 
 
-def entry_site(glidein_el):
-    """The site of an entry: its glidefactory ad's ``GLIDEIN_Site``, in ``glidein_el["attrs"]``,
-    where ``refresh_entry_token`` reads it to name the site's token. None when the ad has none."""
+def entry_attrs(glidein_el) -> Mapping:
+    """An entry's glidefactory ad attributes: ``glidein_el["attrs"]``, as ``query_entries``
+    stores them and the match expression reads them (``glidein["attrs"]``)."""
     attrs = glidein_el.get("attrs") if isinstance(glidein_el, Mapping) else None
-    site = attrs.get("GLIDEIN_Site") if isinstance(attrs, Mapping) else None
+    return attrs if isinstance(attrs, Mapping) else {}
+
+
+def entry_site(glidein_el):
+    """The site of an entry: its glidefactory ad's ``GLIDEIN_Site``, where
+    ``refresh_entry_token`` reads it to name the site's token. None when the ad has none."""
+    site = entry_attrs(glidein_el).get("GLIDEIN_Site")
     return site if isinstance(site, str) and site else None
 
 
@@ -209,9 +215,9 @@ def client_name(element):
     return name if isinstance(name, str) else None
 
 
-def factory_monitor(element, glideid) -> Mapping:
-    """The Factory's monitoring of this group at an entry (``StatusIdle``: glideins in the
-    site's queue, ``StatusRunning``: running there), from its per-client ad
+def factory_monitor(element, glideid) -> tuple:
+    """The Factory's monitoring of this group at an entry, (glideins in the site's queue,
+    running there): ``StatusIdle`` and ``StatusRunning`` (0 when absent) of its per-client ad
     (``glidefactoryclient``). ``query_factoryclients`` keys those ads by ``(factory_pool_node,
     Name, my_identity)``, their Name being ``<entry>@<glidein>@<factory>@<client name>``, and
     ``build_resource_classad`` looks one up as ``(factory_pool_node, "<request name>@<client
@@ -219,11 +225,12 @@ def factory_monitor(element, glideid) -> Mapping:
     clients = getattr(element, "factoryclients_dict", None)
     name = client_name(element)
     if not isinstance(clients, Mapping) or name is None:
-        return {}
+        return 0, 0
     pool, request_name, identity = glideid
     client = clients.get((pool, f"{request_name}@{name}", identity))
     monitor = client.get("monitor") if isinstance(client, Mapping) else None
-    return monitor if isinstance(monitor, Mapping) else {}
+    monitor = monitor if isinstance(monitor, Mapping) else {}
+    return tuple(max(0, int(number(monitor.get(key)) or 0)) for key in ("StatusIdle", "StatusRunning"))
 
 
 def history(element):

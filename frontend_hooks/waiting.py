@@ -237,14 +237,12 @@ def entries(element, request_facts: Mapping, now: float) -> dict:
     out = {}
     for glideid, name, glidein_el in gwms.entries(element):
         facts = request_facts.get(name, {})
-        monitor = gwms.factory_monitor(element, glideid)
         entry = Entry(name, glidein_el, gwms.entry_site(glidein_el))
         entry.in_downtime = bool(facts.get(c.IN_DOWNTIME)) or (
             runs and bool(facts) and c.EFFECTIVE_IDLE_MC not in facts)
         entry.requested = int(_number(facts.get(c.REQ_IDLE_GLIDEINS)))
         entry.limits = tuple(facts.get(c.LIMITS_TRIGGERED) or ())
-        entry.queued = int(_number(monitor.get("StatusIdle")))
-        entry.running_at_site = int(_number(monitor.get("StatusRunning")))
+        entry.queued, entry.running_at_site = gwms.factory_monitor(element, glideid)
         entry.in_pool = int(_number(facts.get(c.GLIDEINS_TOTAL)))
         entry.idle_counted = int(_number(facts.get(c.IDLE_GLIDEINS)))
         entry.slots = slots.get(name, [])
@@ -453,8 +451,7 @@ class Decider:
 
 def _entry_values(entry: Entry, names) -> str:
     """An entry and its values of the group's FactoryMatchAttrs: "name: Attr=value, ..."."""
-    attrs = entry.glidein.get("attrs") if isinstance(entry.glidein, Mapping) else None
-    attrs = attrs if isinstance(attrs, Mapping) else {}
+    attrs = gwms.entry_attrs(entry.glidein)
     values = ", ".join(f"{name}={attrs[name]}" for name in names if name in attrs)
     return f"{entry.name}: {values}" if values else entry.name
 
