@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa  # noqa: E402
 
 from glidein_tracing.core import conventions as c  # noqa: E402
 from glidein_tracing.exporters.store import Store  # noqa: E402
-from glidein_tracing.serve.app import CSP  # noqa: E402
+from glidein_tracing.serve.app import CSP, secure_and_list  # noqa: E402
 from glidein_tracing.testing import synth, synth_table  # noqa: E402
 from tests.support.analysis_helpers import simple_glidein, span  # noqa: E402
 
@@ -786,3 +786,21 @@ def test_the_demos_real_traces_as_their_user_sees_them(tmp_path, keys):
         assert server.json(f"/api/v1/jobs/{failed[0]['trace_id']}", token(keys, "someoneelse"))[0] == 404
     finally:
         server.stop()
+
+
+def test_a_host_of_several_addresses_is_served_on_each_with_the_secured_refusals():
+    """EL9's ``localhost`` resolves to 127.0.0.1 and ::1: waitress then binds one socket each and
+    returns a server with no port of its own; every socket must get the channel whose refusals
+    carry the security headers, and each bound address is named (the service crashed at start)."""
+    import waitress
+
+    server = waitress.create_server(lambda environ, start: [], listen="127.0.0.1:0 127.0.0.1:0")
+    try:
+        addresses = secure_and_list(server)
+        sockets = [each for each in server.map.values() if isinstance(each, waitress.server.BaseWSGIServer)]
+        assert len(addresses) == len(sockets) == 2
+        assert all(re.fullmatch(r"127\.0\.0\.1:\d+", address) for address in addresses)
+        assert len(set(addresses)) == 2
+        assert all(each.channel_class.__name__ == "SecuredChannel" for each in sockets)
+    finally:
+        server.close()

@@ -305,8 +305,25 @@ def serve(config) -> None:
                                     max_request_header_size=MAX_HEADER_BYTES, max_request_body_size=MAX_BODY_BYTES,
                                     connection_limit=1000, channel_timeout=60, ident="glidein-tracing",
                                     clear_untrusted_proxy_headers=True)
-    server.channel_class = _channel_with_secured_errors()
-    # the address actually bound (port 0: a free one), for the unit's log and the tests
-    print(f"glidein-tracing serve: listening on http://{config.host}:{server.effective_port}/",
-          file=sys.stderr, flush=True)
+    for address in secure_and_list(server):
+        # each address actually bound (port 0: a free one), for the unit's log and the tests
+        print(f"glidein-tracing serve: listening on http://{address}/", file=sys.stderr, flush=True)
     server.run()
+
+
+def secure_and_list(server) -> list:
+    """Give each listening socket of a waitress server the channel whose own refusals carry the
+    security headers, and return their ``host:port``s. A host that resolves to several
+    addresses (EL9's ``localhost``: 127.0.0.1 and ::1) makes waitress return a
+    MultiSocketServer, which holds one server per socket in its map and has no port of its own."""
+    import waitress.server
+
+    sockets = [each for each in getattr(server, "map", {}).values()
+               if isinstance(each, waitress.server.BaseWSGIServer)] or [server]
+    channel = _channel_with_secured_errors()
+    addresses = []
+    for each in sockets:
+        each.channel_class = channel
+        host = each.effective_host
+        addresses.append(f"[{host}]:{each.effective_port}" if ":" in str(host) else f"{host}:{each.effective_port}")
+    return addresses
