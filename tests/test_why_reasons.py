@@ -59,6 +59,10 @@ def test_a_job_in_cooldown(queue_spans):
     assert "cool-down until" in words.sentences(item) and "(in 10 min)" in words.sentences(item)
     # the Frontend's reason comes after it, and its spans stay the evidence
     assert item.facts["then"]["reason"] == "site_queue" and item.evidence[0].trace_id == ww.trace_of("QUEUE")
+    # in its own words, with its entry and site
+    assert ("(in 10 min). After that, the Frontend's reason: glideins for it were requested at QUEUE_CE"
+            in words.sentences(item))
+    assert "5 are still in the batch queue of QUEUE. Waiting helps" in words.sentences(item)
     expired = d.diagnose(ad(JobCoolDownExpiration=int(NOW) - 1), queue_spans, now=NOW)
     assert expired.reason == "site_queue"
 

@@ -282,6 +282,8 @@ def _annotated(diagnosis: Diagnosis, ad: dict, latest, now: float, unchecked: st
         behind = from_waiting_span(diagnosis.job, diagnosis.status, latest[-1], ad, now)
         if behind.reason:
             diagnosis.facts["then"] = {"reason": behind.reason, "category": behind.category}
+            # its numbers (entries, sites, glideins queued, since when), for its own sentence
+            diagnosis.facts.update({k: v for k, v in behind.facts.items() if k not in diagnosis.facts})
             diagnosis.evidence = behind.evidence
     if unchecked and diagnosis.status == "idle" and diagnosis.reason != "running_cap":
         diagnosis.facts["running_cap_unchecked"] = unchecked

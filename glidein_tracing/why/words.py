@@ -207,7 +207,10 @@ def sentences(item: d.Diagnosis) -> str:
     parts = [opening(item), reason_sentence(item)]
     then = item.facts.get("then")
     if then:
-        parts.append(f"After that, the Frontend's reason applies: {then['category']}.")
+        waiting = reason_sentence(d.Diagnosis(item.job, item.status, then["category"], then["category"], "",
+                                              then["reason"], facts=item.facts))
+        lower = waiting[:1].lower() + waiting[1:] if waiting[1:2].islower() else waiting
+        parts.append(f"After that, the Frontend's reason: {lower}")
     parts.append(advice_sentence(item))
     parts.append(estimate_sentence(item.estimate))
     return " ".join(p for p in parts if p)
