@@ -96,3 +96,11 @@ def test_why_without_the_htcondor_bindings_names_the_extra(tmp_path):
         assert done.returncode == 2, done.stderr
         assert "which this installation lacks" in done.stderr and "[factory]'" in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_the_cli_module_run_as_a_script_runs_the_command():
+    """`python -m glidein_tracing.cli.main` runs the command as `python -m glidein_tracing`
+    does (it exited 0 doing nothing)."""
+    proc = subprocess.run([sys.executable, "-m", "glidein_tracing.cli.main", "why", "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: glidein-tracing why")

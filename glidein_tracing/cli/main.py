@@ -156,3 +156,7 @@ def number_in(low: float, high: float | None = None):
             raise argparse.ArgumentTypeError(f"must be {bounds}, not {text}")
         return value
     return parse
+
+
+if __name__ == "__main__":   # python -m glidein_tracing.cli.main runs the command too, not nothing
+    raise SystemExit(main())
