@@ -53,7 +53,7 @@ def test_why_reads_the_reasons_from_jaeger(jaeger_binary, tmp_path, capsys):
         assert job["evidence"][0]["span_id"] == format(waiting_span.context.span_id, "016x")
         # Jaeger hands the array attributes back as JSON strings: lists again, so the table's
         # evidence at the entry is there
-        assert job["facts"]["reason_entries"] == [ww.request_name("SMALL")]
+        assert job["facts"]["reason_entries"] == [ww.request_name("SMALL")] and job["facts"]["sites"] == ["SMALL"]
         assert any(e["what"] == f"glideins at {ww.request_name('SMALL')} in the last 2 days: ok 2" for e in job["evidence"])
     finally:
         jaeger.stop()
