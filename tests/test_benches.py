@@ -35,6 +35,7 @@ FIGURES = {
     "bench_live_export": "| Python never answers | shell watchdog |",
     "bench_live_stages": "| live export, collector never answers |",
     "bench_log_tail": "64 MB before it",
+    "bench_metrics": "a scrape that finds no new file",
     "bench_phase": "| tail on, 50 lines |",
     "bench_quiet_pass": "x2 outputs: quiet pass",
     "bench_retention": "pass CPU median",

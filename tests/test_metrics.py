@@ -65,6 +65,11 @@ def test_pass_tallies_live_in_the_ledger_so_a_restart_keeps_them(tmp_path):
     assert values[("glidein_tracing_forwarder_problems_total", ("factory", "fac"), ("kind", "classifier_disabled"))] == 4
 
 
+def refreshed(counts):
+    with counts.lock:
+        return counts.refresh()
+
+
 def counted(counts) -> dict:
     """{(entry, outcome): glideins} of a TableCounts' total."""
     out = {}
@@ -78,23 +83,23 @@ def test_each_file_is_read_once_and_the_total_follows_files_added_and_removed(tm
     table = tmp_path / "table"
     synth_table.write_table(synth.SynthConfig(glideins=600, seed=3, period_s=3 * 86400), table)
     counts = TableCounts(table)
-    counts.refresh()
+    refreshed(counts)
     whole = counted(counts)
     assert sum(whole.values()) == 600
     first = {key: pair[1] for key, pair in counts.files.items()}
     assert len(first) >= 6                                                  # glidein and job files of 3+ days
-    counts.refresh()
+    refreshed(counts)
     assert all(counts.files[key][1] is kept for key, kept in first.items())    # nothing read again
     (day_dir, *_) = sorted((table / "glideins").glob("date=*"))
     (moved,) = list(day_dir.glob("*.parquet"))
     aside = tmp_path / moved.name
     moved.rename(aside)                                                     # a file gone: its rows too
-    counts.refresh()
+    refreshed(counts)
     partial = counted(counts)
     assert 0 < sum(partial.values()) < 600
     assert all(counts.files[key][1] is kept for key, kept in first.items() if key[1] != moved)
     aside.rename(moved)                                                     # back: the same total as at first
-    counts.refresh()
+    refreshed(counts)
     assert counted(counts) == whole
     assert sum(v[1] for v in counts.total.histograms.values()) > 0
 

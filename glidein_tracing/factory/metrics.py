@@ -24,6 +24,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from pathlib import Path
 
 from ..table import aggregates, layout, reader
@@ -80,15 +81,17 @@ def _jobs_sql(relation: str) -> str:
             f"wall_s * {aggregates.JOB_CORES} AS core_s FROM {relation}) GROUP BY ALL")
 
 
-def _histogram_sql(relation: str, metric: str) -> str:
-    """A day's values of one metric per (place, bucket): count, sum, and the latest glidein's
-    trace id and value (the bucket's exemplar)."""
-    expr, cond = aggregates.GLIDEIN_METRICS[metric]
+def _histogram_sql(relation: str) -> str:
+    """One scan of the rows' values of every histogram per (name, place, bucket): count, sum,
+    and the latest glidein's trace id and value (the bucket's exemplar)."""
     bucket = "CASE " + " ".join(f"WHEN v <= {le} THEN {i}" for i, le in enumerate(BUCKETS)) + f" ELSE {len(BUCKETS)} END"
-    return (f"SELECT COALESCE(factory, ''), COALESCE(entry, ''), COALESCE(site, ''), {bucket}, COUNT(*), SUM(v), "
-            "arg_max(trace_id, ended_at), arg_max(v, ended_at), epoch(max(ended_at)) FROM ("
-            f"SELECT factory, entry, site, trace_id, ended_at, {expr} AS v FROM {relation} "
-            f"WHERE {cond} AND isfinite({expr})) GROUP BY ALL")
+    values = " UNION ALL ".join(
+        f"SELECT {sql_text(name)} AS name, factory, entry, site, trace_id, ended_at, {expr} AS v FROM rows "
+        f"WHERE {cond} AND isfinite({expr})"
+        for name, (expr, cond) in ((name, aggregates.GLIDEIN_METRICS[metric]) for name, metric in HISTOGRAMS.items()))
+    return (f"WITH rows AS (SELECT * FROM {relation}) SELECT name, COALESCE(factory, ''), COALESCE(entry, ''), "
+            f"COALESCE(site, ''), {bucket}, COUNT(*), SUM(v), arg_max(trace_id, ended_at), arg_max(v, ended_at), "
+            f"epoch(max(ended_at)) FROM ({values}) GROUP BY ALL")
 
 
 MICRO = 1_000_000     # sums are kept in integer millionths: exact to add and take away
@@ -113,9 +116,8 @@ class Counts:
         if dataset == GLIDEINS_DATASET:
             for row in con.execute(_glidein_sql(relation)).fetchall():
                 self.glideins[tuple(row[:7])] = [row[7]] + [_micro(v) for v in row[8:]]
-            for name, metric in HISTOGRAMS.items():
-                for row in con.execute(_histogram_sql(relation, metric)).fetchall():
-                    self.histograms[(name, tuple(row[:3]), row[3])] = [row[4], _micro(row[5]), *row[6:9]]
+            for row in con.execute(_histogram_sql(relation)).fetchall():
+                self.histograms[(row[0], tuple(row[1:4]), row[4])] = [row[5], _micro(row[6]), *row[7:10]]
         else:
             for row in con.execute(_jobs_sql(relation)).fetchall():
                 self.jobs[tuple(row[:4])] = [row[4]] + [_micro(v) for v in row[5:]]
@@ -135,6 +137,17 @@ class Counts:
                 have[2:] = [trace_id, value, at]
 
 
+_OPEN: weakref.WeakSet = weakref.WeakSet()     # every TableCounts, closed before a fork
+
+
+def _close_before_fork():
+    for counts in list(_OPEN):
+        counts.close()
+
+
+os.register_at_fork(before=_close_before_fork)
+
+
 class TableCounts:
     """The glidein table's counts: each data file read once (DuckDB, the analysis's SQL) and
     kept while its name, size and modification time stay; the total kept up to date by
@@ -146,9 +159,26 @@ class TableCounts:
         self.files: dict = {}    # (dataset, path) -> ((size, mtime ns), Counts)
         self.total = Counts()
         self.bytes = 0
+        self.lock = threading.Lock()     # held by a scrape (they come in threads of their own) while it reads the total
+        self.con = None                  # DuckDB, made at first use (a new one costs ~20 ms)
+        _OPEN.add(self)
 
     def refresh(self) -> Counts:
-        """The total over the table's files now."""
+        """The total over the table's files now (call it holding ``lock``), read under the
+        table's lock: a compaction half done (its inputs gone, its merged file not yet listed)
+        would lower a counter."""
+        with layout.locked(self.table_dir):
+            return self._refresh()
+
+    def close(self) -> None:
+        """Let go of the DuckDB connection (before a fork: a child inheriting one hangs or
+        crashes when it lets go of it; table/rollup.py does the same)."""
+        with self.lock:
+            if self.con is not None:
+                self.con.close()
+                self.con = None
+
+    def _refresh(self) -> Counts:
         listed, size = {}, 0
         for dataset in (GLIDEINS_DATASET, JOBS_DATASET):
             for day_dir in layout.day_dirs(self.table_dir, dataset):
@@ -163,17 +193,14 @@ class TableCounts:
         for key in [key for key, (signature, _) in self.files.items() if listed.get(key) != signature]:
             self.total.add(self.files.pop(key)[1], -1)
         new = [key for key in listed if key not in self.files]
-        if new:
+        if new and self.con is None:
             import duckdb
-            con = duckdb.connect()
-            try:
-                for key in new:
-                    counts = self._read_file(con, *key)
-                    if counts is not None:
-                        self.files[key] = (listed[key], counts)
-                        self.total.add(counts)
-            finally:
-                con.close()
+            self.con = duckdb.connect()
+        for key in new:
+            counts = self._read_file(self.con, *key)
+            if counts is not None:
+                self.files[key] = (listed[key], counts)
+                self.total.add(counts)
         return self.total
 
     def _read_file(self, con, dataset: str, path: Path) -> Counts | None:
@@ -209,16 +236,18 @@ class ForwarderCollector:
         self.ledger_path = Path(ledger_path)
         self.min_days = log_retention["job_logs"]["min_days"]
         self.store_dir = Path(store_dir) if store_dir else None
-        self.lock = threading.Lock()     # two scrapes at once read the table once
 
     def describe(self):
         return []
 
     def collect(self):
         from prometheus_client.core import GaugeMetricFamily
-        with self.lock:
-            families = self._table_families(self.table.refresh() if self.table else Counts())
-        yield from families
+        if self.table is None:
+            yield from self._table_families(Counts())
+        else:
+            with self.table.lock:
+                families = self._table_families(self.table.refresh())
+            yield from families
         yield from self._ledger_families()
         sizes = GaugeMetricFamily(PREFIX + "forwarder_bytes", "bytes on disk of the forwarder's files",
                                   labels=("factory", "what"))
