@@ -94,6 +94,7 @@ def _histogram_sql(relation: str) -> str:
             f"epoch(max(ended_at)) FROM ({values}) GROUP BY ALL")
 
 
+SETTLE_NS = 2_000_000_000     # a day directory changed this recently is listed again
 MICRO = 1_000_000     # sums are kept in integer millionths: exact to add and take away
 
 
@@ -157,6 +158,7 @@ class TableCounts:
     def __init__(self, table_dir):
         self.table_dir = Path(table_dir)
         self.files: dict = {}    # (dataset, path) -> ((size, mtime ns), Counts)
+        self.listings: dict = {}  # day directory -> (its mtime ns, {data file: (size, mtime ns)})
         self.total = Counts()
         self.bytes = 0
         self.lock = threading.Lock()     # held by a scrape (they come in threads of their own) while it reads the total
@@ -178,24 +180,44 @@ class TableCounts:
                 self.con.close()
                 self.con = None
 
+    def _day_files(self, day_dir: Path) -> dict:
+        """{data file: (size, mtime ns)} of a day directory, listed again only when the
+        directory changed (the writer adds and removes files by renames, never rewrites one),
+        or changed in the last SETTLE_NS (a file system's coarse clock may give two changes
+        one time)."""
+        try:
+            changed = day_dir.stat().st_mtime_ns
+        except OSError:
+            return {}
+        kept = self.listings.get(day_dir)
+        if kept is not None and kept[0] == changed and time.time_ns() - changed > SETTLE_NS:
+            return kept[1]
+        files = {}
+        for path in layout.part_files(day_dir):
+            try:
+                stat = path.stat()
+            except OSError:       # removed meanwhile
+                continue
+            files[path] = (stat.st_size, stat.st_mtime_ns)
+        self.listings[day_dir] = (changed, files)
+        return files
+
     def _refresh(self) -> Counts:
-        listed, size = {}, 0
+        listed, days = {}, set()
         for dataset in (GLIDEINS_DATASET, JOBS_DATASET):
             for day_dir in layout.day_dirs(self.table_dir, dataset):
-                for path in layout.part_files(day_dir):
-                    try:
-                        stat = path.stat()
-                    except OSError:       # removed by a compaction meanwhile
-                        continue
-                    listed[(dataset, path)] = (stat.st_size, stat.st_mtime_ns)
-                    size += stat.st_size
-        self.bytes = size
+                days.add(day_dir)
+                listed.update(((dataset, path), signature) for path, signature in self._day_files(day_dir).items())
+        for gone in set(self.listings) - days:
+            del self.listings[gone]
+        self.bytes = sum(size for size, _ in listed.values())
         for key in [key for key, (signature, _) in self.files.items() if listed.get(key) != signature]:
             self.total.add(self.files.pop(key)[1], -1)
         new = [key for key in listed if key not in self.files]
         if new and self.con is None:
             import duckdb
             self.con = duckdb.connect()
+            self.con.execute("SET threads=1")    # a pass's new files are small: threads cost more than they save
         for key in new:
             counts = self._read_file(self.con, *key)
             if counts is not None:
