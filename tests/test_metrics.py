@@ -75,7 +75,7 @@ def counted(counts) -> dict:
     out = {}
     for key, values in counts.total.glideins.items():
         if values[0]:
-            out[(key[1], key[5])] = out.get((key[1], key[5]), 0) + values[0]
+            out[(key[1], key[6])] = out.get((key[1], key[6]), 0) + values[0]
     return out
 
 
@@ -138,3 +138,18 @@ def test_the_listener_serves_openmetrics_with_exemplars_when_asked(tmp_path):
         server.stop()
     assert "# {trace_id=" not in text and "glidein_tracing_glideins_total{" in text
     assert '# {trace_id="' in open_metrics and open_metrics.rstrip().endswith("# EOF")
+
+
+def test_the_frontend_label_is_the_client_name_less_its_group(tmp_path):
+    """GlideinWMS names a Frontend group's client <frontend>.<group> (the Factory's
+    glidefactoryclient ads show it, e.g. FE_H6.main): the frontend label strips the group."""
+    from tests.support.analysis_helpers import write_rows
+    rows = [{"schema_version": 2, "trace_id": f"{i:032x}", "factory": "F", "entry": "E", "site": "S", "client": client,
+             "client_group": group, "outcome": "ok", "node_start_at": 1_767_225_600.0, "ended_at": 1_767_229_200.0,
+             "setup_s": 60.0} for i, (client, group) in
+            enumerate((("FE_H6.main", "main"), ("FE_H6.overflow", "overflow"), ("standalone", "main"), ("x.main", None)))]
+    write_rows(tmp_path / "table", "glideins", rows)
+    values = samples(ForwarderCollector("F", tmp_path / "table", tmp_path / "absent.sqlite", default_log_retention()))
+    found = {(dict(k[1:])["frontend"], dict(k[1:])["client"]) for k in values if k[0] == "glidein_tracing_glideins_total"}
+    assert found == {("FE_H6", "FE_H6.main"), ("FE_H6", "FE_H6.overflow"), ("standalone", "standalone"),
+                     ("x.main", "x.main")}

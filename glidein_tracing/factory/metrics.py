@@ -35,7 +35,11 @@ log = logging.getLogger("glidein_tracing.forward")
 
 PREFIX = "glidein_tracing_"
 DAY_S = 86400.0
-GLIDEIN_LABELS = ("factory", "entry", "site", "client", "group", "outcome", "failure_domain")
+GLIDEIN_LABELS = ("factory", "entry", "site", "frontend", "client", "group", "outcome", "failure_domain")
+# the Frontend of a client: GlideinWMS names a Frontend group's client "<frontend>.<group>"
+FRONTEND = ("CASE WHEN client_group <> '' AND ends_with(client, '.' || client_group) "
+            "THEN left(client, length(client) - length(client_group) - 1) ELSE client END")
+N_LABELS = len(GLIDEIN_LABELS)
 PLACE = ("factory", "entry", "site")
 # Waste categories as analyze reports them (analysis/stats.py waste_core_hours): its glidein
 # categories, idle the sum of its three idle ones, badput and goodput from the jobs
@@ -66,7 +70,8 @@ def record_pass(ledger, stats, started: float, ended: float) -> None:
 def _glidein_sql(relation: str) -> str:
     """One scan of a day's glidein rows: count and core-seconds per waste category, per label set."""
     waste = ", ".join(f"SUM(({aggregates.WASTE[c]}) * {aggregates.CORES})" for c in (*GLIDEIN_WASTE, "lifetime"))
-    return (f"SELECT COALESCE(factory, ''), COALESCE(entry, ''), COALESCE(site, ''), COALESCE(client, ''), "
+    return (f"SELECT COALESCE(factory, ''), COALESCE(entry, ''), COALESCE(site, ''), COALESCE({FRONTEND}, ''), "
+            f"COALESCE(client, ''), "
             f"COALESCE(client_group, ''), COALESCE(outcome, 'unknown'), COALESCE(failure_domain, ''), COUNT(*), {waste} "
             f"FROM {relation} GROUP BY ALL")
 
@@ -116,7 +121,7 @@ class Counts:
         """The counts of ``relation``'s rows of ``dataset``."""
         if dataset == GLIDEINS_DATASET:
             for row in con.execute(_glidein_sql(relation)).fetchall():
-                self.glideins[tuple(row[:7])] = [row[7]] + [_micro(v) for v in row[8:]]
+                self.glideins[tuple(row[:N_LABELS])] = [row[N_LABELS]] + [_micro(v) for v in row[N_LABELS + 1:]]
             for row in con.execute(_histogram_sql(relation)).fetchall():
                 self.histograms[(row[0], tuple(row[1:4]), row[4])] = [row[5], _micro(row[6]), *row[7:10]]
         else:
