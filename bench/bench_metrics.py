@@ -93,7 +93,8 @@ def share_of_a_pass(args, history: Path, endpoint: str) -> None:
     own = record_cpu + scrapes_cpu
     print(f"pass without metrics: {without:.3f} s CPU; with them: {with_pass:.3f} s CPU (record_pass "
           f"{1000 * record_cpu:.2f} ms of it) and {args.scrapes} scrapes after it {1000 * scrapes_cpu:.1f} ms")
-    print(f"pass and scrapes against the pass without metrics: {100 * ((with_pass + scrapes_cpu) / without - 1):+.2f} % "
+    print("pass and scrapes against the pass without metrics: "
+          f"{100 * ((with_pass + scrapes_cpu) / without - 1):+.2f} % "
           "(the machine's noise included)")
     print(f"the metrics' own CPU is {100 * own / without:.2f} % of a pass of {args.glideins} glideins; target under "
           f"2 %: {'met' if own < 0.02 * without else 'NOT met'}")

@@ -42,7 +42,8 @@ def test_the_data_loss_margin_is_job_logs_min_days_less_the_oldest_unread_output
     retention = default_log_retention()
     retention["job_logs"]["min_days"] = 2.0
     values = samples(ForwarderCollector("fac", None, tmp_path / "ledger.sqlite", retention))
-    assert one(values, "glidein_tracing_forwarder_oldest_unread_output_age_seconds") == pytest.approx(1.5 * 86400, abs=60)
+    age = one(values, "glidein_tracing_forwarder_oldest_unread_output_age_seconds")
+    assert age == pytest.approx(1.5 * 86400, abs=60)
     assert one(values, "glidein_tracing_forwarder_data_loss_margin_seconds") == pytest.approx(0.5 * 86400, abs=60)
 
 
@@ -62,7 +63,8 @@ def test_pass_tallies_live_in_the_ledger_so_a_restart_keeps_them(tmp_path):
     assert one(values, "glidein_tracing_forwarder_last_pass_timestamp_seconds") == 1002.5
     assert one(values, "glidein_tracing_forwarder_last_pass_duration_seconds") == 2.5
     assert one(values, "glidein_tracing_forwarder_classifiers_disabled") == 2
-    assert values[("glidein_tracing_forwarder_problems_total", ("factory", "fac"), ("kind", "classifier_disabled"))] == 4
+    problem = ("glidein_tracing_forwarder_problems_total", ("factory", "fac"), ("kind", "classifier_disabled"))
+    assert values[problem] == 4
 
 
 def refreshed(counts):
@@ -147,9 +149,11 @@ def test_the_frontend_label_is_the_client_name_less_its_group(tmp_path):
     rows = [{"schema_version": 2, "trace_id": f"{i:032x}", "factory": "F", "entry": "E", "site": "S", "client": client,
              "client_group": group, "outcome": "ok", "node_start_at": 1_767_225_600.0, "ended_at": 1_767_229_200.0,
              "setup_s": 60.0} for i, (client, group) in
-            enumerate((("FE_H6.main", "main"), ("FE_H6.overflow", "overflow"), ("standalone", "main"), ("x.main", None)))]
+            enumerate((("FE_H6.main", "main"), ("FE_H6.overflow", "overflow"), ("standalone", "main"),
+                       ("x.main", None)))]
     write_rows(tmp_path / "table", "glideins", rows)
     values = samples(ForwarderCollector("F", tmp_path / "table", tmp_path / "absent.sqlite", default_log_retention()))
-    found = {(dict(k[1:])["frontend"], dict(k[1:])["client"]) for k in values if k[0] == "glidein_tracing_glideins_total"}
+    found = {(dict(k[1:])["frontend"], dict(k[1:])["client"]) for k in values
+             if k[0] == "glidein_tracing_glideins_total"}
     assert found == {("FE_H6", "FE_H6.main"), ("FE_H6", "FE_H6.overflow"), ("standalone", "standalone"),
                      ("x.main", "x.main")}

@@ -99,7 +99,8 @@ class Prometheus:
                           f"      - targets: ['{target}']\n")
         self.log = open(tmp / "prometheus.log", "w")
         self.proc = subprocess.Popen([PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp / 'tsdb'}",
-                                      f"--web.listen-address=127.0.0.1:{self.port}", "--enable-feature=exemplar-storage"],
+                                      f"--web.listen-address=127.0.0.1:{self.port}",
+                                      "--enable-feature=exemplar-storage"],
                                      stdout=self.log, stderr=subprocess.STDOUT)
         self.api = f"http://127.0.0.1:{self.port}/api/v1"
         wait_for("a scrape of the forwarder", lambda: self.query('up{job="forwarder"} == 1'))

@@ -82,7 +82,8 @@ def test_each_alert_fires_when_what_it_watches_goes_wrong_and_not_before(tmp_pat
             quiet("GlideinTracingNoPass", "15m"),
             firing("GlideinTracingNoPass", {"factory": "F", "severity": "critical"}, "23m",
                    "glidein_tracing: no forwarder pass for over 10 minutes",
-                   "Check the glidein-tracing-forwarder service and its log (journalctl -u glidein-tracing-forwarder)."),
+                   "Check the glidein-tracing-forwarder service and its log "
+                   "(journalctl -u glidein-tracing-forwarder)."),
             quiet("GlideinTracingEntryValidationFailures", "10m"),
             firing("GlideinTracingEntryValidationFailures", {"factory": "F", "entry": "E", "severity": "warning"},
                    "60m", "Entry E: 33.33% of its glideins failed validation in the last hour",

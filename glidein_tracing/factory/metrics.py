@@ -72,7 +72,8 @@ def _glidein_sql(relation: str) -> str:
     waste = ", ".join(f"SUM(({aggregates.WASTE[c]}) * {aggregates.CORES})" for c in (*GLIDEIN_WASTE, "lifetime"))
     return (f"SELECT COALESCE(factory, ''), COALESCE(entry, ''), COALESCE(site, ''), COALESCE({FRONTEND}, ''), "
             f"COALESCE(client, ''), "
-            f"COALESCE(client_group, ''), COALESCE(outcome, 'unknown'), COALESCE(failure_domain, ''), COUNT(*), {waste} "
+            f"COALESCE(client_group, ''), COALESCE(outcome, 'unknown'), COALESCE(failure_domain, ''), COUNT(*), "
+            f"{waste} "
             f"FROM {relation} GROUP BY ALL")
 
 
@@ -89,7 +90,8 @@ def _jobs_sql(relation: str) -> str:
 def _histogram_sql(relation: str) -> str:
     """One scan of the rows' values of every histogram per (name, place, bucket): count, sum,
     and the latest glidein's trace id and value (the bucket's exemplar)."""
-    bucket = "CASE " + " ".join(f"WHEN v <= {le} THEN {i}" for i, le in enumerate(BUCKETS)) + f" ELSE {len(BUCKETS)} END"
+    bucket = ("CASE " + " ".join(f"WHEN v <= {le} THEN {i}" for i, le in enumerate(BUCKETS))
+              + f" ELSE {len(BUCKETS)} END")
     values = " UNION ALL ".join(
         f"SELECT {sql_text(name)} AS name, factory, entry, site, trace_id, ended_at, {expr} AS v FROM rows "
         f"WHERE {cond} AND isfinite({expr})"
