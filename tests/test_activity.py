@@ -36,13 +36,16 @@ def test_real_format_grid_log_submit_queue_hold_release_abort():
     activities, state, count = read_activity_log(path)
     assert count == 12 and state
     ran = spans_by_stage(activities[(4242, 0)])
-    assert seconds(ran["factory.submit"][0]) == 6
-    assert seconds(ran["factory.queue"][0]) == 289
+    submit, queue = ran["factory.submit"][0], ran["factory.queue"][0]
+    assert queue.start_time - submit.start_time == 6 * 10**9
+    assert queue.start_time - submit.end_time == 1000        # stages that meet: 1 us apart (docs/span-conventions.md)
+    assert seconds(queue) == 289
     assert ran["glidein"][0].attributes["factory.return_value"] == 0
     assert seconds(ran["glidein"][0]) == 7220
     held = spans_by_stage(activities[(4243, 0)])
     holds = sorted(held["factory.held"], key=lambda s: s.start_time)
-    assert [seconds(h) for h in holds] == [600, 1740]  # the legacy stamp's guessed year is undone
+    # the legacy stamp's guessed year is undone; the first hold ends 1 us before the queue after its release
+    assert [h.end_time - h.start_time for h in holds] == [600 * 10**9 - 1000, 1740 * 10**9]
     assert holds[0].attributes["factory.hold_reason"].startswith("Error connecting to schedd")
     assert holds[1].attributes["factory.hold_reason_code"] == 3
     assert holds[1].status.status_code.name == "ERROR"       # removed while held
