@@ -131,6 +131,9 @@ def test_every_dashboard_panel_reads_metrics_the_forwarder_exports(tmp_path):
     doc = json.loads(DASHBOARD.read_text())
     heatmaps = [p for p in doc["panels"] if p["type"] == "heatmap"]
     assert len(heatmaps) == 4 and all(t.get("exemplar") for p in heatmaps for t in p["targets"])
+    grid = [p["gridPos"] for p in doc["panels"]]        # no panel drawn over another
+    assert not [(a, b) for i, a in enumerate(grid) for b in grid[i + 1:] if a["x"] < b["x"] + b["w"]
+                and b["x"] < a["x"] + a["w"] and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"]]
     variables = {v["name"]: v for v in doc["templating"]["list"]}
     for name in ("factory", "entry"):
         assert set(re.findall(r"\bglidein_tracing_[a-z_]+", variables[name]["definition"])) <= exported
