@@ -51,7 +51,8 @@ def test_pass_tallies_live_in_the_ledger_so_a_restart_keeps_them(tmp_path):
     path = tmp_path / "ledger.sqlite"
     for spans in (7, 5):                     # two processes, one pass each
         ledger = Ledger(path)
-        stats = ForwardStats(spans_sent=spans, early_spans_sent=1, export_failures=1)
+        stats = ForwardStats(spans_sent=spans, early_spans_sent=1, export_failures=1, quarantined=1,
+                             table_rows=3)
         stats.problem("classifier_disabled", 2)
         ledger.bump("classifier_disabled", 2)
         record_pass(ledger, stats, 1000.0, 1002.5)
@@ -60,6 +61,8 @@ def test_pass_tallies_live_in_the_ledger_so_a_restart_keeps_them(tmp_path):
     assert one(values, "glidein_tracing_forwarder_passes_total") == 2
     assert one(values, "glidein_tracing_forwarder_spans_sent_total") == 14
     assert one(values, "glidein_tracing_forwarder_export_failures_total") == 2
+    assert one(values, "glidein_tracing_forwarder_glideins_quarantined_total") == 2
+    assert one(values, "glidein_tracing_forwarder_table_rows_total") == 6
     assert one(values, "glidein_tracing_forwarder_last_pass_timestamp_seconds") == 1002.5
     assert one(values, "glidein_tracing_forwarder_last_pass_duration_seconds") == 2.5
     assert one(values, "glidein_tracing_forwarder_classifiers_disabled") == 2

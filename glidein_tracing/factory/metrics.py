@@ -50,17 +50,16 @@ WASTE_CATEGORIES = ("validation", "idle", "no_job", "other", "badput", "goodput"
 HISTOGRAMS = {"queue_wait_seconds": "queue_wait_s", "validation_seconds": "setup_s",
               "time_to_first_job_seconds": "time_to_first_job_s", "tail_seconds": "tail_s"}
 BUCKETS = (60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 14400.0, 28800.0, 86400.0, 172800.0)
-# the pass's tallies in the ledger's counters table (record_pass); the rest of it are problems
-PASS_KEYS = ("pass.count", "pass.spans_sent", "pass.export_failures", "pass.table_rows", "pass.last_end_ms",
-             "pass.last_duration_ms", "pass.classifiers_disabled")
 
 
 def record_pass(ledger, stats, started: float, ended: float) -> None:
-    """A pass's tallies kept in the ledger, so that the metrics survive a restart."""
+    """A pass's tallies kept in the ledger's counters, so that the metrics survive a restart;
+    named ``pass.*``, apart from the problems' tallies kept there too."""
     with ledger.transaction():
         ledger.bump("pass.count")
         ledger.bump("pass.spans_sent", stats.spans_sent + stats.early_spans_sent)
         ledger.bump("pass.export_failures", stats.export_failures)
+        ledger.bump("pass.quarantined", stats.quarantined)
         ledger.bump("pass.table_rows", stats.table_rows)
         ledger.set_counter("pass.last_end_ms", ended * 1000)
         ledger.set_counter("pass.last_duration_ms", (ended - started) * 1000)
@@ -380,6 +379,10 @@ class ForwarderCollector:
                       counters.get("pass.spans_sent", 0))
         yield counter("forwarder_export_failures", "exports that failed (retried at the next pass)",
                       counters.get("pass.export_failures", 0))
+        yield counter("forwarder_table_rows", "glideins the passes wrote to the glidein table",
+                      counters.get("pass.table_rows", 0))
+        yield counter("forwarder_glideins_quarantined", "glideins whose spans failed to export alone while others "
+                      "went through (kept for forward --retry-quarantined)", counters.get("pass.quarantined", 0))
         problems = CounterMetricFamily(PREFIX + "forwarder_problems", "problems the passes met, by kind",
                                        labels=("factory", "kind"))
         for kind, value in sorted(counters.items()):
