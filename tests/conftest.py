@@ -7,9 +7,12 @@ Without Go or a cached build they skip with the reason; with ``CI=true`` they fa
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 
-from tests.support import jaeger_harness
+from tests.support import jaeger_harness, leftovers
 
 
 def pytest_configure(config):
@@ -18,6 +21,29 @@ def pytest_configure(config):
         "jaeger: needs a real Jaeger v2 (built from the Go module with the machine's Go, cached "
         "outside the repo); skipped when it cannot be had, failed instead under CI=true")
     jaeger_harness.set_announcer(_past_capture(config))
+
+
+def pytest_sessionstart(session):
+    """Mark the session's processes (leftovers.py): every child keeping its environment has it."""
+    os.environ[leftovers.SESSION_MARK] = f"{os.getpid()}-{time.time_ns()}"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """No process outlives the suite: any the session left behind (a child, one carrying its
+    mark, one in its temporary directories) is listed, killed, and fails the run."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    dirs = [str(factory.getbasetemp())] if factory is not None and factory._basetemp is not None else []
+    left = leftovers.check_and_end(os.getpid(), os.environ.get(leftovers.SESSION_MARK, ""), dirs)
+    if left:
+        reporter = session.config.pluginmanager.getplugin("terminalreporter")
+        lines = ["processes the test session left behind (now killed):"] + ["  " + line for line in left]
+        if reporter is not None:
+            reporter.write_sep("=", "left behind", red=True)
+            for line in lines:
+                reporter.write_line(line)
+        else:
+            print("\n".join(lines))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def _past_capture(config):

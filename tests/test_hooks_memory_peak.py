@@ -6,10 +6,11 @@ the processes are real."""
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.support.waiting import wait_until
 
 HOOKS = Path(__file__).resolve().parents[1] / "glidein_tracing" / "node" / "hooks"
 SOURCE = f'. "{HOOKS}/gconditional_TRACING_lib.sh"; . "{HOOKS}/gconditional_TRACING_stages.sh"; '
@@ -25,6 +26,7 @@ def glidein_tree():
     """A real process tree: a 'glidein_startup.sh' (bash) with a child, and a stranger."""
     glidein = subprocess.Popen(["bash", "-c", "sleep 60 & wait"])
     stranger = subprocess.Popen(["sleep", "60"])
+    assert wait_until(lambda: children(glidein.pid))      # its child runs
     yield glidein, stranger
     for proc in (glidein, stranger):
         subprocess.run(["pkill", "-P", str(proc.pid)], check=False)
@@ -56,7 +58,6 @@ def peak_file(membership, root, pid) -> str:
 
 def test_the_cgroup_peak_is_used_when_the_glidein_is_alone_in_its_cgroup(tmp_path, glidein_tree):
     glidein, _ = glidein_tree
-    time.sleep(0.2)
     procs = [glidein.pid] + children(glidein.pid)
     membership, root = cgroup(tmp_path, procs)
     assert peak_file(membership, root, glidein.pid) == str(root / "job_42" / "memory.peak")
@@ -98,7 +99,6 @@ def cgroup_v1(tmp_path: Path, procs, lines=("12:pids:/job_42", "4:cpu,memory:/jo
 
 def test_a_cgroup_v1_memory_controller_gives_its_max_usage(tmp_path, glidein_tree):
     glidein, stranger = glidein_tree
-    time.sleep(0.2)
     procs = [glidein.pid] + children(glidein.pid)
     membership, root = cgroup_v1(tmp_path / "alone", procs)
     assert peak_file(membership, root, glidein.pid) == str(root / "memory" / "job_42" / "memory.max_usage_in_bytes")
@@ -118,7 +118,8 @@ def test_a_cgroup_v1_memory_controller_gives_its_max_usage(tmp_path, glidein_tre
 BURST = ('x=$(head -c 41943040 /dev/zero | tr "\\0" a); [ ${#x} -eq 41943040 ] || exit 1; '
          'while read -r k v u; do [ "$k" != VmHWM: ] || echo $((v * 1024)) > burst.hwm; done '
          '< /proc/self/status; unset x; [ "$0" = lasting ] || exit 0; touch burst.ready; sleep 300; exit 0')
-STARTUP = (f"while [ ! -e go ]; do sleep 0.05; done; read -r mode < go; B='{BURST}'; "
+STARTUP = (f"n=0; while [ ! -e go ] && [ $n -lt 6000 ]; do sleep 0.05; n=$((n + 1)); done; "   # never for ever
+           f"read -r mode < go || exit 1; B='{BURST}'; "
            'if [ "$mode" = lasting ]; then bash -c "$B" lasting & '
            'else bash -c "$B" short; touch burst.ready; fi; sleep 300')
 MIB40 = 40 * 1024 * 1024
@@ -142,10 +143,8 @@ def root_after_burst(tmp_path: Path, case: str, cgroup_peak: bool = False) -> di
         cleanup_dir = install_cleanup_hook(g)
         (g.work / "go.new").write_text(case + "\n")
         (g.work / "go.new").rename(g.work / "go")          # whole, when the glidein sees it
-        deadline = time.monotonic() + 20
-        while not (g.work / "burst.ready").exists():
-            assert g.startup.poll() is None and time.monotonic() < deadline, "the burst did not run"
-            time.sleep(0.05)
+        assert wait_until(lambda: (g.work / "burst.ready").exists() or g.startup.poll() is not None)
+        assert (g.work / "burst.ready").exists(), "the burst did not run"
         hwm = int((g.work / "burst.hwm").read_text())
         assert hwm >= MIB40          # the child really held 40 MiB
         if cgroup_peak:
@@ -159,8 +158,7 @@ def root_after_burst(tmp_path: Path, case: str, cgroup_peak: bool = False) -> di
         spans = convert(*parse_lines(g.journal.read_bytes()))
         return dict(next(s for s in spans if s.attributes["glidein.stage"] == "glidein").attributes)
     finally:
-        subprocess.run(["pkill", "-KILL", "-P", str(g.startup.pid)], check=False)
-        g.stop()
+        g.stop()            # the stand-in's whole group: the burst's child and its sleep too
         g.kill_sampler()
 
 

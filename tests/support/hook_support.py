@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -75,8 +76,11 @@ class Glidein:
                               stdin=subprocess.DEVNULL)
 
     def stop(self):
-        if self.startup.poll() is None:
-            self.startup.kill()
+        """The stand-in and everything it started (its own process group: its session)."""
+        try:
+            os.killpg(self.startup.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.startup.wait()
 
     def kill_sampler(self):
@@ -105,7 +109,7 @@ def make_glidein(root: Path, run: str = "success", drop_keys=(), multirestart=No
     argv = ["/bin/sh", "-c", startup_script, "glidein_startup.sh", "-name", "x"]
     if multirestart is not None:
         argv += ["-multirestart", str(multirestart)]
-    startup = subprocess.Popen(argv, stdin=subprocess.DEVNULL, cwd=work)
+    startup = subprocess.Popen(argv, stdin=subprocess.DEVNULL, cwd=work, start_new_session=True)
     text = (fixture_dir(run) / "glidein_config.at_custom_setup").read_text()
     text = text.replace(fixture_work_dir(run), str(work))
     lines = []
