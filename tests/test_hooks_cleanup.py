@@ -19,6 +19,7 @@ from glidein_tracing.simulator import decode_sections
 from tests.support.hook_support import HOOKS, fixture_dir, fixture_work_dir, make_glidein, retime_glidein_start
 from tests.support.hook_support import glidein_at_cleanup as at_cleanup
 from tests.support.span_nesting import outside_parent
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture
@@ -124,13 +125,8 @@ def test_sampler_is_stopped(glidein_at_cleanup):
     pid = int((g.work / "glidein_tracing" / "sampler.pid").read_text().split()[0])
     assert os.path.exists(f"/proc/{pid}")
     g.run_hook("gconditional_TRACING_cleanup.sh", str(g.config), cwd=cleanup_dir)
-    for _ in range(50):
-        if not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z":
-            break
-        import time
-        time.sleep(0.1)
-    else:
-        pytest.fail("sampler still running")
+    assert wait_until(lambda: not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"), \
+        "sampler still running"
 
 
 def test_history_records_from_startd_history_log(glidein_at_cleanup):

@@ -27,6 +27,7 @@ from glidein_tracing.viewers.tree import render
 from tests.support.factory_builders import (
     FACTORY, SCHEDD, T0, identity, journal_text, returned_stderr, run_glidein, settings_for)
 from tests.support.otlp_receiver import CountingCollector, collector  # noqa: F401 (fixture)
+from tests.support.waiting import wait_until
 
 GOOD_SPANS = 5  # root, setup, teardown, factory.submit, factory.queue
 
@@ -296,12 +297,11 @@ def test_a_timed_out_export_is_reconciled_before_any_resend_and_its_thread_ends(
     stats = forwarder.run_once()
     assert hung.timed_out and stats.problems["export_timed_out"] == 1 and stats.glideins_done == 0
     assert len(ledger.with_status(ledger_mod.SENDING)) == 3     # maybe sent: not back to "ended"
-    deadline = time.monotonic() + 3.0
-    while export_threads() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not export_threads(), "the export thread outlived its timeout"
-    arrived = len(CountingCollector.received)
-    assert arrived == 3 * GOOD_SPANS                      # the hung collector did get them
+    # the export thread ends (its own timeout ends its request), and the hung collector did
+    # get the spans; how soon depends on the machine's load: the bound only stops a hang
+    assert wait_until(lambda: not export_threads()), "the export thread outlived its timeout"
+    assert wait_until(lambda: len(CountingCollector.received) >= 3 * GOOD_SPANS)
+    assert len(CountingCollector.received) == 3 * GOOD_SPANS
     forwarder = build_forwarder(settings_for(layout, grace=5, schedd=SCHEDD, endpoint=collector, timeout=5.0,
                                              query=collector), ledger=ledger)
     again = forwarder.run_once()

@@ -20,6 +20,7 @@ from glidein_tracing.table import reader
 
 from tests.support.analysis_helpers import timeline_mismatches
 from tests.support.table_helpers import own_spans, seconds, total
+from tests.support.waiting import HANG_S
 
 IDLE = {"before_first_job": "idle_before_first_job_s", "between_jobs": "idle_between_jobs_s",
         "tail": "idle_tail_s", "no_job": "idle_no_job_s"}
@@ -227,7 +228,7 @@ def test_backfill_from_jaeger_a_day_at_a_time(jaeger, jaeger_query, tmp_path):
                 span[key] -= span[key] % 1000
         by_trace[spans[0]["trace_id"]] = spans
         post_otlp_json(jaeger.otlp_endpoint, request_from_span_dicts(spans))
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG_S     # a bound for a hang, not a pace
     while service not in jaeger_query.services() and time.monotonic() < deadline:
         time.sleep(0.5)
     since = time.strftime("%Y-%m-%d", time.gmtime(cfg.start))
