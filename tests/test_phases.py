@@ -117,7 +117,8 @@ def test_phases_nest_under_the_job_span_in_bash_and_dash(phased_glidein):
         assert names["reco"].status.is_ok and names["unpack"].status.is_ok
         assert _events(names["reco"], "job.phase.mark") == [{"message": "phase 1 complete"}]
         assert _events(job, "job.phase.mark") == [{"message": "job started"}]
-        assert names["unpack"].end_time - names["unpack"].start_time >= 0.1e9
+        # it sleeps 0.1 s; it may end 1 us sooner when reco, which it ends with, meets merge
+        assert names["unpack"].end_time - names["unpack"].start_time >= 0.1e9 - 1000
         assert "glidein.resource.cpu_user_s" in names["reco"].attributes
     assert outside_parent(spans) == []
 
