@@ -12,14 +12,16 @@
 # run. GLIDEIN_TRACING_VENV: the first one's virtualenv instead of .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# the HTML report tests render in headless Chromium, and the node's redaction is tested under
-# gawk (EL9's awk) beside mawk (Debian's), and the forwarder's metrics are scraped by a real
-# Prometheus (its promtool checks them and the alert rules): all from Debian's packages when
-# missing; Jaeger is built by the test harness itself with the machine's Go
+# the HTML report tests render in headless Chromium, the node's redaction is tested under
+# gawk (EL9's awk) beside mawk (Debian's), the forwarder's metrics are scraped by a real
+# Prometheus (its promtool checks them and the alert rules), and every shipped shell script
+# must pass shellcheck: all from Debian's packages when missing; Jaeger is built by the test
+# harness itself with the machine's Go
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v gawk >/dev/null 2>&1 || missing+=(gawk)
 { command -v prometheus && command -v promtool; } >/dev/null 2>&1 || missing+=(prometheus)
+command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
 if [ "${#missing[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "tests/run.sh: installing ${missing[*]} for the tests" >&2
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null) \

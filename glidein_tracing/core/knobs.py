@@ -158,6 +158,7 @@ def _xml_escape(text: str) -> str:
 def render_shell() -> str:
     """The shell reader the hooks source: defaults and checks for every knob, from KNOBS."""
     lines = [
+        "# shellcheck shell=bash",
         "# Generated from glidein_tracing/core/knobs.py by `python dev/knobs.py`.",
         "# Do not edit: change the table and regenerate (a test checks they agree).",
         "# gt_knobs_load: read every knob from glidein_config into GT_* variables;",

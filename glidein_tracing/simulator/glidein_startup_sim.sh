@@ -25,6 +25,7 @@ start_dir=$PWD
 params=""
 multi_glidein_restart=""
 while [ $# -gt 0 ]; do
+    # shellcheck disable=SC2034  # -dir, -multirestart: parsed as glidein_startup.sh parses them; the stand-in needs no value
     case "$1" in
         -name) glidein_name="$2" ;;
         -entry) glidein_entry="$2" ;;
@@ -137,6 +138,7 @@ touch "$wrapper_list" "$main_dir/condor_vars.lst" "$entry_dir/condor_vars.lst"
     echo "GLIDEIN_INITIALIZED 0"
     echo "GLIDEIN_ADVERTISE_ONLY 0"
     set -f
+    # shellcheck disable=SC2086  # the parameter list, split on purpose
     set -- $params
     set +f
     while [ $# -gt 1 ]; do
@@ -153,6 +155,7 @@ touch "$wrapper_list" "$main_dir/condor_vars.lst" "$entry_dir/condor_vars.lst"
 # whether tracing was asked reads this line)
 param_list=
 set -f
+# shellcheck disable=SC2086  # the parameter list, split on purpose
 set -- $params
 set +f
 while [ $# -gt 1 ]; do param_list="${param_list:+$param_list,}$1"; shift 2; done
@@ -282,7 +285,8 @@ fetch_file() {
         client) dir=$client_dir ;;
         client_group) dir=$client_group_dir ;;
     esac
-    local src="$repository_url/$(stage_subdir "$id")/$real"
+    local src
+    src="$repository_url/$(stage_subdir "$id")/$real"
     if ! cp "$src" "$dir/$target" 2>/dev/null; then
         warn "Failed to load file '$real' from '$repository_url'."
         failed_script="${id}/${target}"
@@ -323,6 +327,7 @@ for gs_file_id in "main file_list" "entry file_list" "main precvmfs_file_list" "
     gs_list="$repository_url/$(stage_subdir "$gs_id")/${gs_file_id#* }.lst"
     [ -r "$gs_list" ] || continue
     while read -r file_line; do
+        # shellcheck disable=SC2015  # skip unless both hold
         [ -n "$file_line" ] && [ "${file_line:0:1}" != "#" ] || continue
         # shellcheck disable=SC2086
         fetch_file "$gs_id" $file_line || glidein_exit 1

@@ -42,6 +42,7 @@ gt_stop_sampler() {
 # StartdHistoryLog: one `history` line per finished job (split on `*** ` banners).
 # @ad = base64 of the job ad reduced to the attributes tracing uses, so one line
 # stays under the journal limits (value <= 1024 bytes); each value redacted (gt_redact).
+# shellcheck disable=SC2016  # an awk program: its $ are awk's
 GT_AWK_HISTORY='
 BEGIN { b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
         for (i = 32; i < 127; i++) ord[sprintf("%c", i)] = i; ord["\n"] = 10
@@ -91,6 +92,7 @@ END { print count }
 '
 
 # Shutdown evidence in the daemon logs: prints `max_idle N`, `sigterm`, `daemon_shutdown`.
+# shellcheck disable=SC2016  # an awk program: its $ are awk's
 GT_AWK_SHUTDOWN='
 /No resources have been claimed for [0-9]+ seconds/ {
     s = $0; sub(/.*claimed for /, "", s); sub(/ .*/, "", s); idle = s }
@@ -233,6 +235,7 @@ gt_log_tails() {
         gt_log_tail "validation/$id" "${rel#"$GT_WORK_DIR"/}.err" "$rel.err" "$GT_LOG_TAIL_LINES" "$GT_LOG_MARK_OK"
         gt_log_tail "validation/$id" "${rel#"$GT_WORK_DIR"/}.out" "$rel.out" "$GT_LOG_TAIL_LINES" "" "$GT_LOG_MARK_RUN" "/${id##*/}"
     elif [ -n "$GT_CONDOR" ] && [ "$cst" = ERROR ]; then
+        # shellcheck disable=SC2012  # HTCondor names its logs; ls -t gives the newest
         starter=$(ls -t "$GT_WORK_DIR"/log/StarterLog* 2>/dev/null | head -n 1)
         for f in "$GT_WORK_DIR/log/MasterLog" "$GT_WORK_DIR/log/StartdLog" "${starter:-$GT_WORK_DIR/log/StarterLog}"; do
             gt_log_tail condor "${f#"$GT_WORK_DIR"/}" "$f" "$GT_LOG_TAIL_LINES"
@@ -273,6 +276,7 @@ gt_main() {
         gt_msg "no writable journal: nothing recorded at cleanup"
         return 0
     fi
+    # shellcheck disable=SC2034  # read by gt_knobs_load (gconditional_TRACING_lib.sh)
     GT_KNOB_QUIET=1
     local knobs
     gt_get GLIDEIN_TRACING_KNOBS; knobs=$GT_V

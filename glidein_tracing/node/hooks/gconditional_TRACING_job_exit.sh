@@ -47,6 +47,7 @@ GT_PHASE_MAX=500
 GT_PHASE_MARKS=500
 GT_PHASE_NAME=128
 GT_PHASE_READ=4000000
+# shellcheck disable=SC2016  # an awk program: its $ are awk's
 GT_AWK_PHASES='
 function clean(v, max,   c) {
     if (length(v) > max) { v = substr(v, 1, max); cut_names++ }
@@ -144,6 +145,7 @@ gt_job_log_tail() {
     [ "$2" = ERROR ] || return 0
     local lines=0 scratch="${_CONDOR_SCRATCH_DIR:-$PWD}" name file which
     gt_get GLIDEIN_TRACING_KNOBS
+    # shellcheck disable=SC1090  # the knob reader's path is found at run time
     if [ -n "$GT_V" ] && [ -r "$GT_V" ] && . "$GT_V" 2>/dev/null; then
         GT_KNOB_QUIET=1 gt_knobs_load
         lines=${GT_JOB_LOG_TAIL_LINES:-0}

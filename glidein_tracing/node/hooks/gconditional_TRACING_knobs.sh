@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Generated from glidein_tracing/core/knobs.py by `python dev/knobs.py`.
 # Do not edit: change the table and regenerate (a test checks they agree).
 # gt_knobs_load: read every knob from glidein_config into GT_* variables;

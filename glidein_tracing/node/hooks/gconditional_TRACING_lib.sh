@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # glidein_tracing: shell library sourced by every glidein_tracing hook.
 # POSIX sh (the job wrapper may run under dash); faster paths when running under bash.
 # Every name here starts with gt_ / GT_ so nothing collides with GlideinWMS or the job.
@@ -179,6 +180,7 @@ gt_cut() {
 
 # gt_now: GT_NOW = epoch seconds with a fraction. bash >= 5: no fork.
 gt_now() {
+    # shellcheck disable=SC3028  # bash's clock when the shell is bash; empty under dash, then date(1)
     GT_NOW=${EPOCHREALTIME:-}
     if [ -n "$GT_NOW" ]; then
         case $GT_NOW in *,*) GT_NOW="${GT_NOW%,*}.${GT_NOW#*,}" ;; esac   # locale decimal comma
@@ -221,6 +223,7 @@ gt_get() {
 }
 
 # GT_AWK_REDACT_FIELDS: a journal line with each field's value redacted (gt_redact)
+# shellcheck disable=SC2016  # an awk program: its $ are awk's
 GT_AWK_REDACT_FIELDS='
 {
     out = $1 "\t" $2 "\t" $3 "\t" $4
@@ -303,6 +306,7 @@ gt_knob() {
             int) gt_knob_int "$gt_kn_val" "$5" "$6" ;;
             float) gt_knob_float "$gt_kn_val" "$5" "$6" ;;
             enum)
+                # shellcheck disable=SC2086  # the allowed values are a word list, split on purpose
                 case " $7 " in
                     *" $gt_kn_val "*) ;;
                     *) gt_kn_problem="is not one of $(gt_join_bar $7)" ;;
@@ -375,6 +379,7 @@ gt_sha_prefix() {
     gt_sp_i=0
     gt_sp_pat=
     while [ $gt_sp_i -lt "$1" ]; do gt_sp_pat="$gt_sp_pat?"; gt_sp_i=$((gt_sp_i + 1)); done
+    # shellcheck disable=SC2295  # a pattern of ? on purpose: the first N characters
     gt_sp_rest=${gt_sp_hash#$gt_sp_pat}
     GT_V=${gt_sp_hash%"$gt_sp_rest"}
     case $GT_V in *[!0]*) ;; *) GT_V="${GT_V%?}1" ;; esac
@@ -413,6 +418,7 @@ gt_snap_pid() {
     [ -r "/proc/$1/stat" ] || return 1
     read -r gt_sn_line < "/proc/$1/stat" || return 1
     # field 2 (comm) may hold spaces and parentheses: cut through the last ") "
+    # shellcheck disable=SC2086  # the fields of /proc/PID/stat, split on purpose
     gt_snap_fields ${gt_sn_line##*) }
 }
 
@@ -438,6 +444,7 @@ gt_alive() {
 # gt_load1: GT_R_L1 = 1-minute load average.
 gt_load1() {
     GT_R_L1=
+    # shellcheck disable=SC2034  # the rest of /proc/loadavg, not needed
     [ -r /proc/loadavg ] && read -r GT_R_L1 gt_l1_rest < /proc/loadavg
     return 0
 }
@@ -553,6 +560,7 @@ gt_tree_snap() {
         esac
         gt_ts_h=$((gt_ts_h + gt_ts_peak))
     done; } 2>/dev/null
+    # shellcheck disable=SC2086  # a list of variable names, split on purpose
     [ -z "$gt_ts_vars" ] || unset $gt_ts_vars
     [ $gt_ts_k -gt 0 ] || return 1
     gt_ticks $gt_ts_u "${GT_HZ:-100}"; GT_R_UT=$GT_V
@@ -642,7 +650,9 @@ gt_setup_env() {
     gt_get GLIDEIN_TRACING_TRACE_ID; GT_TRACE_ID=$GT_V
     gt_get GLIDEIN_TRACING_CLK_TCK; GT_HZ=${GT_V:-100}
     gt_get GLIDEIN_TRACING_PAGESIZE; GT_PAGE=${GT_V:-4096}
-    gt_get GLIDEIN_STARTUP_PID; GT_STARTUP_PID=$GT_V
+    gt_get GLIDEIN_STARTUP_PID
+    # shellcheck disable=SC2034  # read by the hooks that source this file (the sampler)
+    GT_STARTUP_PID=$GT_V
     gt_get GLIDEIN_WORKSPACE_ORIG; GT_WORK_DIR=$GT_V
     gt_get GLIDEIN_TRACING_MEMORY_PEAK; GT_MPEAK_FILE=$GT_V
     [ -n "$GT_JOURNAL" ] && [ -n "$GT_TRACE_ID" ] || return 1
@@ -679,6 +689,7 @@ GT_LOG_TAIL_CHUNK=1000
 # XML, or a run of base64 lines whose start was cut off) become one line saying how many lines
 # were left out. The lines kept are redacted (gt_redact) before the cut to `bytes`: no secret
 # is cut into a piece its rule no longer sees.
+# shellcheck disable=SC2016  # an awk program: its $ are awk's
 GT_AWK_TAIL='
 function keep(s) { if (enc) line[++n] = "[glidein_tracing: " enc " lines of encoded data left out]"; enc = 0
                    if (s != "") line[++n] = s }

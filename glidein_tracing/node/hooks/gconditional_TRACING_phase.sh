@@ -26,7 +26,9 @@ GTP_NL='
 # microseconds (bash 5's EPOCHREALTIME), else `u` and the seconds since boot (/proc/uptime,
 # 10 ms; the exit hook turns it into epoch time), else epoch seconds from date(1).
 gtp_now() {
+    # shellcheck disable=SC3028  # bash's clock when a job's sh is bash; empty elsewhere, then /proc/uptime
     GTP_NOW=${EPOCHREALTIME:-}
+    # shellcheck disable=SC2034  # the rest of /proc/uptime, not needed
     case $GTP_NOW in
         *,*) GTP_NOW="${GTP_NOW%,*}.${GTP_NOW#*,}" ;;
         '') read -r GTP_NOW gtp_rest < /proc/uptime 2>/dev/null && GTP_NOW=u$GTP_NOW ;;
@@ -90,6 +92,7 @@ gtp_write() {
 gtp_children_cpu() {
     GTP_CU= GTP_CS=
     read -r gtp_l < "/proc/$$/stat" 2>/dev/null || return 0
+    # shellcheck disable=SC2086  # the fields of /proc/PID/stat, split on purpose
     set -- ${gtp_l##*) }
     [ $# -ge 15 ] || return 0
     GTP_CU=${14} GTP_CS=${15}
@@ -119,6 +122,7 @@ gtp_tree_peak() {
         gtp_p=${gtp_todo%% *}
         case $gtp_todo in *' '*) gtp_todo=${gtp_todo#* } ;; *) gtp_todo= ;; esac
         gtp_n=$((gtp_n + 1))
+        # shellcheck disable=SC2034  # the unit of a /proc/PID/status line, not needed
         while read -r gtp_k gtp_v gtp_u; do
             case $gtp_k in
                 VmHWM:) [ "$((gtp_v * 1024))" -le "$gtp_peak" ] || gtp_peak=$((gtp_v * 1024)) ;;
@@ -182,6 +186,7 @@ gtp_launch() {
     while :; do
         wait "$gtp_child"
         gtp_rc=$?
+        # shellcheck disable=SC2015  # break unless both hold
         [ "$gtp_rc" -gt 128 ] && kill -0 "$gtp_child" 2>/dev/null || break
     done
     gtp_child=
@@ -204,6 +209,7 @@ gtp_run() {
         || exec "$@"
     gtp_child= gtp_watcher= gtp_peakfile=
     for gtp_s in TERM HUP INT QUIT USR1 USR2 ALRM; do
+        # shellcheck disable=SC2064  # the signal's name is meant to expand now
         trap "gtp_forward $gtp_s" "$gtp_s"
     done
     # this shell has reaped no child yet (its clock and ids are builtins): CPU 0 without

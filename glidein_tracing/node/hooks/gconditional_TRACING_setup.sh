@@ -44,9 +44,11 @@ gt_load_glidein_helpers() {
     local src
     src=$(grep -m1 '^ADD_CONFIG_LINE_SOURCE ' "$GT_CONFIG" 2>/dev/null | cut -d ' ' -f 2-)
     [ -n "$src" ] && [ -r "$src" ] || return 1
+    # shellcheck disable=SC2034  # read by GlideinWMS's add_config_line.source functions
     glidein_config=$GT_CONFIG   # the helpers work on $glidein_config, like real scripts
     # shellcheck disable=SC1090
     . "$src" >/dev/null 2>&1 </dev/null || return 1
+    # shellcheck disable=SC2034  # read by GlideinWMS's add_config_line.source functions
     condor_vars_file=$(gconfig_get CONDOR_VARS_FILE "$GT_CONFIG" 2>/dev/null)
     command -v gconfig_add >/dev/null 2>&1
 }
@@ -176,6 +178,7 @@ gt_sampler_loop() {
     gt_fold_watch
     while [ -z "$GT_STOP" ]; do
         gt_alive "$root" "$root_start" || break
+        # shellcheck disable=SC2015  # break unless both hold
         [ -d "$GT_DIR" ] && [ -f "$GT_JOURNAL" ] || break
         ! gt_fold_boundary || gt_fold_flush
         if [ "$GT_SAMPLE_PERIOD" -gt 0 ] && [ "$SECONDS" -ge "$next" ]; then
@@ -229,6 +232,7 @@ gt_install_exit_hook() {
         return 0
     fi
     [ -f "$src" ] || { gt_note - "no job exit hook file: job ends come from StartdHistoryLog"; return 0; }
+    # shellcheck disable=SC2015  # the note when either step fails
     cp "$src" "$dst" 2>/dev/null && chmod 0755 "$dst" 2>/dev/null || {
         gt_note - "cannot install the job exit hook"; return 0; }
     mode=$(stat -c '%a' "$dst" 2>/dev/null)
@@ -236,6 +240,7 @@ gt_install_exit_hook() {
         gt_note - "job exit hook failed its checks (mode ${mode:-?}): not configured"
         return 0
     fi
+    # shellcheck disable=SC2015  # the note when any step fails
     gt_config_add GLIDEIN_TRACING_HOOK_JOB_EXIT "$dst" \
         && gt_condor_var GLIDEIN_TRACING_HOOK_JOB_EXIT C - + N N - \
         && gt_config_add STARTER_DEFAULT_JOB_HOOK_KEYWORD GLIDEIN_TRACING \
@@ -251,14 +256,17 @@ gt_install_exit_hook() {
 gt_install_phase() {
     local src="$GT_HERE/gconditional_TRACING_phase.sh" dst="$GT_DIR/phase"
     [ -f "$src" ] || { gt_note - "no phase command file: jobs get no GLIDEIN_TRACING_PHASE"; return 0; }
+    # shellcheck disable=SC2015  # the note when either step fails
     cp "$src" "$dst" 2>/dev/null && chmod 0755 "$dst" 2>/dev/null || {
         gt_note - "cannot install the phase command"; return 0; }
+    # shellcheck disable=SC2015  # the note when any step fails
     gt_config_add GLIDEIN_TRACING_PHASE "$dst" \
         && gt_condor_var GLIDEIN_TRACING_PHASE S - + N Y + \
         || gt_note - "could not publish GLIDEIN_TRACING_PHASE"
     # its checksum in every job's environment (the startd's, read when HTCondor starts: a job
     # cannot change it for the next one); the wrapper checks it before each copy
     local sum
+    # shellcheck disable=SC2015  # the note when any step fails
     sum=$(sha256sum < "$dst" 2>/dev/null) && sum=${sum%% *} && [ ${#sum} -eq 64 ] \
         && gt_config_add GLIDEIN_TRACING_PHASE_SHA256 "$sum" \
         && gt_condor_var GLIDEIN_TRACING_PHASE_SHA256 S - + N N + \
@@ -270,6 +278,7 @@ gt_install_phase() {
 # GLIDEIN_TraceId`, the Frontend and the user's job can name this glidein's trace.
 gt_publish_trace() {
     gt_span_id "$GT_TRACE_ID" glidein || { gt_note - "cannot compute the root span id: trace id not published"; return 0; }
+    # shellcheck disable=SC2015  # the note when any step fails
     gt_config_add GLIDEIN_TraceId "$GT_TRACE_ID" \
         && gt_condor_var GLIDEIN_TraceId S - + N Y + \
         && gt_config_add GLIDEIN_TraceParent "00-$GT_TRACE_ID-$GT_SPAN_ID-01" \
@@ -310,6 +319,7 @@ gt_main() {
     GT_PAGE=$(getconf PAGESIZE 2>/dev/null); GT_PAGE=${GT_PAGE:-4096}
     # knobs (a bad value: default + note + stderr line, from gt_knob)
     # shellcheck disable=SC1091
+    # shellcheck disable=SC2015  # the fallback when either step fails
     . "$GT_HERE/gconditional_TRACING_knobs.sh" 2>/dev/null && gt_knobs_load \
         || { gt_disable "cannot load the knobs"; return 1; }
     # readings folded per stage, setup's end and live export (the sampler), the cgroup check
@@ -325,6 +335,7 @@ gt_main() {
 
     # publish our state for the other hooks, with the glidein's own helper
     gt_load_glidein_helpers || { gt_disable "cannot load ADD_CONFIG_LINE_SOURCE"; return 1; }
+    # shellcheck disable=SC2015  # the fallback when any step fails
     gt_config_add GLIDEIN_TRACING_LIB "$GT_HERE/gconditional_TRACING_lib.sh" \
         && gt_config_add GLIDEIN_TRACING_KNOBS "$GT_HERE/gconditional_TRACING_knobs.sh" \
         && gt_config_add GLIDEIN_TRACING_TRACE_ID "$GT_TRACE_ID" \

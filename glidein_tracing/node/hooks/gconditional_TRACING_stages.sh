@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # glidein_tracing: the stages GlideinWMS's own records date, and live export. Sourced (bash)
 # by the cleanup hook at exit and by the sampler, the setup hook's background process, while
 # the glidein runs. Setup ends when glidein_startup.sh starts its last script; no hook of ours
@@ -83,6 +84,7 @@ GT_US=$'\037'
 # shell: `last` (last record that is not condor_startup.sh) and `condor` lines.
 # LC_ALL=C and non-ASCII bytes as '?': every value stays valid UTF-8 when cut; every value
 # redacted (gt_redact: a script's detail may print its command line).
+# shellcheck disable=SC2016  # an awk program: its $ are awk's
 GT_AWK_RECORDS='
 function clean(v) { v = gt_redact(v); gsub(/[\t\r\n]/, " ", v); gsub(/[^ -~]/, "?", v)
                     if (length(v) > 1024) v = substr(v, 1, 1024); return v }
@@ -133,6 +135,7 @@ gt_records() {
         -v journal="$GT_JOURNAL" -v maxrec="${GT_MAX_SPANS:-2000}" -v skip="${1:-0}" -v US="$GT_US" "$GT_AWK_REDACT$GT_AWK_RECORDS" 2>/dev/null)
     while IFS= read -r rest; do
         tag=${rest%%"$GT_US"*}
+        # shellcheck disable=SC2034  # GT_CONDOR: read by the cleanup hook, which sources this file
         case $tag in
             last) GT_LAST=${rest#*"$GT_US"} ;;
             condor) GT_CONDOR=${rest#*"$GT_US"} ;;
@@ -284,10 +287,10 @@ gt_setup_ended() {
 # (condor_startup.sh starts right after it; the job spans' parent), then writes the record
 # count to setup_closed, so cleanup neither repeats the records nor moves setup's end.
 gt_close_setup_early() {
-    local id st ts te t
+    local st te t
     gt_fold_flush      # the sampler's readings so far belong to setup
     gt_records 0
-    IFS="$GT_US" read -r id st ts te _ <<< "$GT_LAST"
+    IFS="$GT_US" read -r _ st _ te _ <<< "$GT_LAST"
     [ "$st" = OK ] && gt_epoch "$te" || return 1
     t=$GT_V
     gt_end_setup "$t" "@status=OK" \
@@ -325,6 +328,7 @@ gt_live_tick() {
         *)
             GT_LIVE_FAILS=$((${GT_LIVE_FAILS:-0} + 1))
             if [ "$GT_LIVE_FAILS" -ge "$GT_LIVE_MAX_FAILS" ]; then
+                # shellcheck disable=SC2034  # read by the sampler (gconditional_TRACING_setup.sh)
                 GT_LIVE=
                 gt_note - "live export of ended stages stopped after $GT_LIVE_FAILS failures in a row; cleanup tries once more"
             fi ;;
@@ -348,7 +352,7 @@ gt_fold_keep() {
     local cur new=$2
     eval "cur=\${$1:-}"
     [ -n "$new" ] || return 0
-    if [ -n "$cur" ] && ! [ "$((10#${new/./}))" "$3" "$((10#${cur/./}))" ]; then
+    if [ -n "$cur" ] && ! test "$((10#${new/./}))" "$3" "$((10#${cur/./}))"; then
         return 0
     fi
     eval "$1=\$new"
@@ -356,6 +360,7 @@ gt_fold_keep() {
 
 # gt_fold TIME: fold the reading in GT_R_* (gt_tree_snap, gt_load1, gt_disk_free) taken at
 # TIME into the open run; the run is written when it spans GT_FOLD_SPAN seconds.
+# shellcheck disable=SC2153  # GT_R_*: the reading gt_reading (gconditional_TRACING_lib.sh) made
 gt_fold() {
     if [ "${GT_A_N:-0}" -eq 0 ]; then
         GT_A_T0=$1 GT_A_U0=$GT_R_UT GT_A_S0=$GT_R_ST

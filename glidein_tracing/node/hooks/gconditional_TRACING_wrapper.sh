@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # glidein_tracing job wrapper fragment (wrapper="True"): concatenated by condor_startup.sh
 # into condor_job_wrapper.sh (#!/bin/sh, possibly dash, ends in `exec "$@"`).
 # Starts the `job` span, gives the job a TRACEPARENT when it has none of its own, and
@@ -51,6 +52,7 @@ gt_wrapper_run() {
         case $gt_w_line in "GLIDEIN_TRACING_LIB "*) gt_w_lib=${gt_w_line#* } ;; esac
     done < "$gt_w_cfg"
     [ -n "$gt_w_lib" ] && [ -r "$gt_w_lib" ] || return 0
+    # shellcheck disable=SC1090  # the library's path is found at run time
     . "$gt_w_lib" || return 0
     gt_setup_env "$gt_w_cfg" || return 0
     gt_now

@@ -10,6 +10,7 @@
 # exit 99 (DAEMON_SHUTDOWN). SIGTERM: SIGQUIT to the master, fast shutdown.
 
 config_file="$1"
+# shellcheck disable=SC2034  # read by GlideinWMS's add_config_line.source functions
 glidein_config="$PWD/$config_file"
 error_gen=$(grep -m1 '^ERROR_GEN_PATH ' "$config_file" | cut -d ' ' -f 2-)
 # shellcheck disable=SC1090
@@ -21,6 +22,7 @@ pstr='"'
 
 # condor config: the variables of condor_vars.lst, as set_var does
 : > "$CONDOR_CONFIG"
+# shellcheck disable=SC2129  # one configuration line per command, as written
 echo "LOG = $work_dir/log" >> "$CONDOR_CONFIG"
 echo "EXECUTE = $work_dir/execute" >> "$CONDOR_CONFIG"
 echo "STARTD_HISTORY = $work_dir/log/StartdHistoryLog" >> "$CONDOR_CONFIG"
@@ -85,6 +87,7 @@ if [ -n "$BASH_VERSION" ]; then
 fi
 
 EOF
+# shellcheck disable=SC2013  # the wrapper list holds one file name (no blanks) per line
 for fname in $(cat "$wrapper_list" 2>/dev/null); do
     cat "$fname" >> "$condor_job_wrapper"
 done
@@ -105,7 +108,8 @@ log() { echo "$(date '+%m/%d/%y %H:%M:%S') $2" >> "$work_dir/log/$1"; }
 
 # starter: one job in its scratch dir through USER_JOB_WRAPPER, then the exit hook
 starter() {
-    local jobdir=$1 n=$2 scratch="$work_dir/execute/dir_$$_$n" start rc cpu0 cpu1 pid maxrss=0 rss
+    local jobdir=$1 n=$2
+    local scratch="$work_dir/execute/dir_$$_$n" start rc pid maxrss=0
     mkdir -p "$scratch/tmp"
     start=$(date +%s)
     { cat "$jobdir/job.ad"; echo "JobStartDate = $start"; echo "JobCurrentStartDate = $start"
@@ -133,6 +137,7 @@ starter() {
             _CONDOR_SLOT=slot1_1 _CONDOR_SCRATCH_DIR="$scratch" _CONDOR_JOB_IWD="$scratch" \
             TMPDIR="$scratch/tmp" TMP="$scratch/tmp" TEMP="$scratch/tmp" \
             _CONDOR_WRAPPER_ERROR_FILE="$scratch/.job_wrapper_failure"
+        # shellcheck disable=SC2163  # each line is NAME=VALUE: exported as an assignment
         while IFS= read -r kv; do [ -n "$kv" ] && export "$kv"; done < "$jobdir/job.env"
         shell=/bin/sh; read -r shell < "$jobdir/job.shell" 2>/dev/null
         exec "$condor_job_wrapper" "$shell" "$jobdir/job.sh" > _condor_stdout 2> _condor_stderr
@@ -142,6 +147,7 @@ starter() {
     # like the procd: poll the job's memory (builtins only, so no CPU is added to it)
     local k v u
     while kill -0 "$pid" 2>/dev/null; do
+        # shellcheck disable=SC2034  # the unit of a /proc/PID/status line, not needed
         while read -r k v u; do
             [ "$k" = "VmRSS:" ] && { [ "$v" -le "$maxrss" ] || maxrss=$v; break; }
         done 2>/dev/null < "/proc/$pid/status"
@@ -168,11 +174,13 @@ starter() {
     # StartdHistoryLog: the ad, then the banner
     local cl pr ow
     cl=$(ad_val ClusterId "$scratch/.final.ad"); pr=$(ad_val ProcId "$scratch/.final.ad"); ow=$(ad_val Owner "$scratch/.final.ad")
+    # shellcheck disable=SC2094  # the offset is the log's size before this record is appended
     { cat "$scratch/.final.ad"
       echo "*** Offset = $(stat -c %s "$work_dir/log/StartdHistoryLog" 2>/dev/null || echo 0) ClusterId = $cl ProcId = $pr Owner = $ow CompletionDate = $end"
     } >> "$work_dir/log/StartdHistoryLog"
 }
 # child_cpu: GT_CU/GT_CS = CPU ticks of this process's reaped children (the job)
+# shellcheck disable=SC2086  # the fields of /proc/PID/stat, split on purpose
 child_cpu() { local l; read -r l < "/proc/$BASHPID/stat"; set -- ${l##*) }; GT_CU=${14} GT_CS=${15}; }
 ad_val() { awk -v k="$1" 'tolower($1) == tolower(k) {sub(/^[^=]*= */, ""); v=$0} END {print v}' "$2"; }
 job_id() { echo "$(ad_val ClusterId "$1/job.ad").$(ad_val ProcId "$1/job.ad")"; }
@@ -192,6 +200,7 @@ master() {
     log MasterLog "** condor_master (glidein_tracing simulator stand-in, not HTCondor) pid $BASHPID CONDOR_CONFIG=$CONDOR_CONFIG"
     trap 'master_quit' QUIT TERM
     idle_since=$(date +%s.%N)
+    # shellcheck disable=SC2012  # the queue's job_N directories, made here
     for jobdir in $( [ -n "$q" ] && ls -d "$q"/job_* 2>/dev/null | sort -V ); do
         local delay
         delay=$(cat "$jobdir/idle_before" 2>/dev/null || echo 0)

@@ -9,8 +9,8 @@ header() {
   </operatingenvironment>
   <test>
       <cmd>$3</cmd>
-      <tStart>$(date --date=@$4 +%Y-%m-%dT%H:%M:%S%:z)</tStart>
-      <tEnd>$(date --date=@$5 +%Y-%m-%dT%H:%M:%S%:z)</tEnd>
+      <tStart>$(date --date="@$4" +%Y-%m-%dT%H:%M:%S%:z)</tStart>
+      <tEnd>$(date --date="@$5" +%Y-%m-%dT%H:%M:%S%:z)</tEnd>
   </test>
 EOX
 }
