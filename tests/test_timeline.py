@@ -84,9 +84,9 @@ def test_node_stages_before_the_execute_event_move_after_it_and_the_root_says_by
     (setup,) = stage(spans, "setup")
     (root,) = stage(spans, "glidein")
     # right after the execute event: 1 us after, so Jaeger's critical path reaches the queue
-    # (docs/span-conventions.md, Times); so does teardown after setup
+    # (docs/span-conventions.md, Times); teardown starts 1 us after setup ends
     assert setup.start_time - 1000 == queue.end_time == 1000 * 10**9
-    assert setup.end_time - setup.start_time == 5 * 10**9 - 2000     # its duration is the node's
+    assert setup.end_time - setup.start_time == 5 * 10**9 - 1000     # its duration is the node's
     assert root.attributes["glidein.clock.node_early_s"] == 2.5
     assert root.attributes["glidein.clock.shift_s"] == 2.5
     assert outside_parent(spans, 0) == []

@@ -22,6 +22,7 @@ from .glideinwms import VALIDATION_PREFIX
 from .readable_span import apart, local_parent, ns, readable_span, remote_context, with_attributes, within_otlp
 from .user_view import job_on_glidein_id, job_view_span_ids, user_trace_spans
 
+FACTORY, NODE = "factory", "node"   # the parts of a trace sent before the rest (_sent_early)
 _STATUS = {"OK": Status(StatusCode.OK), "UNSET": Status(StatusCode.UNSET)}   # immutable, shared
 
 
@@ -67,16 +68,21 @@ def build(draft: Draft, resource_defaults: dict) -> list[ReadableSpan]:
 
 
 def _sent_early(draft: Draft) -> dict:
-    """The spans whose times stay as measured (bounds.apart), by the part of the trace they may
-    be in the backend with before the rest: the Factory's stages (the forwarder sends them while
-    the glidein runs); setup and its scripts (the node may send them live when setup ends),
-    unless the clocks moved them already (clocks.py: never with a live export); and each job,
-    on its own (sent live when it ends, and copied into its user's trace)."""
-    fixed = {key: "factory" for key, span in draft.spans.items() if span.stage.startswith(c.FACTORY_STAGE_PREFIX)}
-    if not draft.node_shift:
-        fixed.update((key, "node") for key, span in draft.spans.items()
-                     if span.stage in (c.STAGE_SETUP, c.STAGE_VALIDATION))
-    fixed.update((key, key) for key in draft.keys_starting("job/"))
+    """The spans whose times stay as measured (readable_span.apart): key -> (the part of the
+    trace it may be in the backend with before the rest, the parts it may still move for). The
+    Factory's stages (the forwarder sends them while the glidein runs); setup's scripts, and
+    setup when the node exported live (it sends them when setup ends); setup otherwise moves
+    for the Factory's stages only (a conversion on the node, before it records its export, sees
+    none of those, and must agree on the rest); each job keeps its times (sent live when it
+    ends, and copied into its user's trace)."""
+    fixed = {key: (FACTORY, {FACTORY}) for key, span in draft.spans.items()
+             if span.stage.startswith(c.FACTORY_STAGE_PREFIX)}
+    for key, span in draft.spans.items():
+        if span.stage == c.STAGE_VALIDATION or (span.stage == c.STAGE_SETUP and draft.exported_live):
+            fixed[key] = (NODE, {NODE})
+        elif span.stage == c.STAGE_SETUP:
+            fixed[key] = (NODE, {FACTORY})
+    fixed.update((key, (key, set())) for key in draft.keys_starting("job/"))
     return fixed
 
 

@@ -59,10 +59,10 @@ def apart(times: dict, parents: dict, fixed: dict, placed: frozenset = frozenset
     ``parents``) that meet exactly set 1 us apart: the earlier one ends 1 us sooner, else the
     later one starts 1 us later (first, when the earlier is one of ``placed``: a script placed
     in its record's second may end at the second's very start); children that shared that end or start move with it, and
-    nothing moves that would then last 1 us or less. ``fixed``: key -> the part of the trace
-    the span may have been sent with before the rest (the Factory's stages while the glidein
-    ran, the node's sent live; a job is a part of its own): such a span moves only for a
-    sibling of its own part, never as a child (a changed copy would be a second span under its
+    nothing moves that would then last 1 us or less. ``fixed``: key -> (the part of the trace
+    the span may have been sent with before the rest: the Factory's stages while the glidein
+    ran, the node's sent live; the parts it may still move for): such a span moves only for a
+    sibling of those parts, never as a child (a changed copy would be a second span under its
     id). Jaeger's critical path steps back from a stage only to a sibling that ended strictly
     before it began (jaeger-ui v1.76, ``findLastFinishingChildSpan``: ``end <
     returningChildStartTime``), so stages that meet (setup and condor, a job and the idle gap
@@ -77,7 +77,7 @@ def apart(times: dict, parents: dict, fixed: dict, placed: frozenset = frozenset
     out = dict(times)
 
     def may_move(key, other):
-        return fixed.get(key) is None or fixed.get(key) == fixed.get(other)
+        return key not in fixed or fixed.get(other, (None,))[0] in fixed[key][1]
 
     for key in sorted(times, key=lambda k: times[k][0]):
         start = out[key][0]
