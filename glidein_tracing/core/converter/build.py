@@ -70,18 +70,16 @@ def build(draft: Draft, resource_defaults: dict) -> list[ReadableSpan]:
 def _sent_early(draft: Draft) -> dict:
     """The spans whose times stay as measured (readable_span.apart): key -> (the part of the
     trace it may be in the backend with before the rest, the parts it may still move for). The
-    Factory's stages (the forwarder sends them while the glidein runs); setup's scripts, and
-    setup when the node exported live (it sends them when setup ends); setup otherwise moves
-    for the Factory's stages only (a conversion on the node, before it records its export, sees
-    none of those, and must agree on the rest); each job keeps its times (sent live when it
-    ends, and copied into its user's trace)."""
+    Factory's stages (the forwarder sends them while the glidein runs); setup and its scripts
+    (the node may send them live when setup ends), which move for one another, and for the
+    Factory's stages unless the node exported live (a conversion on the node, before it records
+    its export, sees none of those and must agree on the rest); each job keeps its times (sent
+    live when it ends, and copied into its user's trace)."""
     fixed = {key: (FACTORY, {FACTORY}) for key, span in draft.spans.items()
              if span.stage.startswith(c.FACTORY_STAGE_PREFIX)}
     for key, span in draft.spans.items():
-        if span.stage == c.STAGE_VALIDATION or (span.stage == c.STAGE_SETUP and draft.exported_live):
-            fixed[key] = (NODE, {NODE})
-        elif span.stage == c.STAGE_SETUP:
-            fixed[key] = (NODE, {FACTORY})
+        if span.stage in (c.STAGE_SETUP, c.STAGE_VALIDATION):
+            fixed[key] = (NODE, {NODE} if draft.exported_live else {NODE, FACTORY})
     fixed.update((key, (key, set())) for key in draft.keys_starting("job/"))
     return fixed
 

@@ -85,22 +85,25 @@ def apart(times: dict, parents: dict, fixed: dict, placed: frozenset = frozenset
             if out[earlier][1] == start and earlier != key:
                 moves = [(earlier, key, False), (key, earlier, True)]
                 for mover, other, start_side in (moves[::-1] if earlier in placed else moves):
-                    if may_move(mover, other) and _move(mover, start, out, children, fixed, start_side):
+                    if may_move(mover, other) and _move(mover, start, out, children, fixed, start_side,
+                                                        fixed.get(other, (None,))[0]):
                         break
                 break
     return out
 
 
-def _move(key: str, at: int, times: dict, children: dict, fixed: dict, start_side: bool) -> bool:
+def _move(key: str, at: int, times: dict, children: dict, fixed: dict, start_side: bool, part) -> bool:
     """``key``'s end (or start) at ``at``, and its descendants' that share it, 1 us inward;
-    False (nothing moved) when one of them would then last 1 us or less, or is fixed."""
+    False (nothing moved) when one of them would then last 1 us or less, or may not move for
+    ``part`` (the sibling's part of the trace)."""
     side = 0 if start_side else 1
     moving, stack = [], [key]
     while stack:
         current = stack.pop()
         moving.append(current)
         stack.extend(k for k in children.get(current, ()) if times[k][side] == at)
-    if any(times[k][1] - times[k][0] <= 2 * GAP_NS for k in moving) or any(k in fixed for k in moving[1:]):
+    if any(times[k][1] - times[k][0] <= 2 * GAP_NS for k in moving) \
+            or any(k in fixed and part not in fixed[k][1] for k in moving[1:]):
         return False
     for k in moving:
         times[k] = (at + GAP_NS, times[k][1]) if start_side else (times[k][0], at - GAP_NS)
