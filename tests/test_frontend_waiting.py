@@ -12,51 +12,29 @@ import pickle
 import shutil
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 pytest.importorskip("opentelemetry.instrumentation.instrumentor")
 pytest.importorskip("classad2")
 
 import frontend_hooks.instrumentor as instrumentor_module
-from frontend_hooks import GlideinFrontendInstrumentor
 from frontend_hooks import conventions as fc
 from frontend_hooks import waiting
 from glidein_tracing.core import conventions as gc
 from glidein_tracing.core import waiting_reasons
 from tests.support import frontend_standin as standin
-from tests.support import frontend_standin_interface as interface
 from tests.support import frontend_standin_lib as lib
 from tests.support import fixtures
 from tests.support import waiting_world as ww
-
-
-def _instrument(sampler=None, **kwargs):
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider(sampler=sampler) if sampler else TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor = GlideinFrontendInstrumentor()
-    if instrumentor.is_instrumented_by_opentelemetry:
-        instrumentor.uninstrument()
-    instrumentor_module.FAILURES.clear()
-    instrumentor.instrument(tracer_provider=provider, element_module=standin, interface_module=interface,
-                            lib_module=lib, watch_main=False, **kwargs)
-    return instrumentor, exporter
+from tests.support.frontend_cycles import cycle
+from tests.support.frontend_cycles import instrumented
 
 
 @pytest.fixture
 def exporter():
-    instrumentor, exporter = _instrument()
+    instrumentor, exporter = instrumented()
     yield exporter
     instrumentor.uninstrument()
     assert not instrumentor_module.FAILURES
-
-
-def cycle(tmp_path, world):
-    element = standin.glideinFrontendElement(1, str(tmp_path), "main", "run", world=world)
-    assert element.main() == 0
-    return element
 
 
 def waiting_spans(exporter):
@@ -166,7 +144,7 @@ def test_a_job_without_traceparent_gets_no_span(exporter, tmp_path):
 
 def test_the_attributes_come_from_the_frontends_own_job_query(tmp_path):
     for enabled in (True, False):
-        instrumentor, exporter = _instrument(waiting=enabled)
+        instrumentor, exporter = instrumented(waiting=enabled)
         try:
             lib.QUERIES.clear()
             cycle(tmp_path / str(enabled), ww.world(tmp_path))
@@ -260,7 +238,7 @@ def test_the_reasons_do_not_need_the_frontends_own_spans_recorded(tmp_path):
     """An operator who samples the Frontend's traces out (their roots) still gives users
     their job.waiting spans, which follow the user's sampling decision (their parent)."""
     from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
-    instrumentor, exporter = _instrument(sampler=ParentBased(ALWAYS_OFF))
+    instrumentor, exporter = instrumented(sampler=ParentBased(ALWAYS_OFF))
     try:
         cycle(tmp_path, ww.world(tmp_path))
     finally:
@@ -320,7 +298,7 @@ def test_an_expression_that_cannot_be_evaluated_gives_unknown(tmp_path, caplog):
     every job: the Frontend counts those jobs for no entry there. A job that could run only
     there is told unknown, never no_matching_entry; one that matches elsewhere keeps that
     entry's reason; the failures are logged once and counted on the cycle span."""
-    instrumentor, exporter = _instrument()
+    instrumentor, exporter = instrumented()
     broken = {"attrs": dict(ww.entry("ODD")["attrs"], GLIDEIN_CPUS="auto", GLIDEIN_ESTIMATED_CPUS="several")}
     sites = {"ODD": broken, "QUEUE": {"factory_monitor": {"StatusIdle": 5, "StatusRunning": 0}}}
     only, also = ww.traceparent("ONLY"), ww.traceparent("ALSO")

@@ -11,23 +11,16 @@ pytest.importorskip("classad2")
 
 from glidein_tracing.cli.main import main
 from glidein_tracing.core import waiting_reasons as wr
-from glidein_tracing.exporters.store import Store
 from glidein_tracing.why import diagnosis as d
 from glidein_tracing.why import holdcodes
 from tests.support import waiting_world as ww
-from tests.test_frontend_waiting import _instrument, cycle
+from tests.support.frontend_cycles import stored_cycles
 
 
 @pytest.fixture
 def frontend_store(tmp_path):
     """A Frontend cycle over the world where every reason happens; its spans in a store."""
-    instrumentor, exporter = _instrument()
-    try:
-        cycle(tmp_path, ww.world(tmp_path))
-    finally:
-        instrumentor.uninstrument()
-    store_dir = tmp_path / "store"
-    Store(store_dir).append(exporter.get_finished_spans())
+    store_dir = stored_cycles(tmp_path, ww.world(tmp_path))
     return store_dir
 
 
@@ -145,14 +138,9 @@ def test_the_glidein_table_adds_the_entrys_recent_outcomes(frontend_store, tmp_p
 
 def test_a_submission_whose_jobs_started_is_not_waiting(tmp_path, capsys):
     """The Frontend ended the period (no idle jobs): asked by trace id, why says so."""
-    instrumentor, exporter = _instrument()
-    try:
-        cycle(tmp_path, ww.world(tmp_path))
-        jobs = [ww.job_ad(106, p, "NEW", ww.traceparent("NEW"), status=2) for p in (0, 1)]
-        cycle(tmp_path, ww.world(tmp_path, jobs=jobs))
-    finally:
-        instrumentor.uninstrument()
-    Store(tmp_path / "store").append(exporter.get_finished_spans())
+    stored_cycles(tmp_path, lambda: ww.world(tmp_path),
+                  lambda: ww.world(tmp_path, jobs=[ww.job_ad(106, p, "NEW", ww.traceparent("NEW"), status=2)
+                                                   for p in (0, 1)]))
     code, out, _ = why(capsys, ww.trace_of("NEW"), "--store", tmp_path / "store", "--json")
     (job,) = json.loads(out)["jobs"]
     assert code == 0 and job["category"] == d.NOT_WAITING and "no idle job since" in job["meaning"]

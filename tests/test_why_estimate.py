@@ -76,17 +76,11 @@ def test_why_with_the_table_says_when(tmp_path, capsys):
     pytest.importorskip("opentelemetry.instrumentation.instrumentor")
     pytest.importorskip("classad2")
     from glidein_tracing.cli.main import main
-    from glidein_tracing.exporters.store import Store
     from glidein_tracing.table import writer
     from tests.support import waiting_world as ww
-    from tests.test_frontend_waiting import _instrument, cycle
+    from tests.support.frontend_cycles import stored_cycles
 
-    instrumentor, exporter = _instrument()
-    try:
-        cycle(tmp_path, ww.world(tmp_path))
-    finally:
-        instrumentor.uninstrument()
-    Store(tmp_path / "store").append(exporter.get_finished_spans())
+    stored_cycles(tmp_path, ww.world(tmp_path))
     now = time.time()
     rows = []
     for n in range(40):       # 40 glideins at QUEUE_CE: their first job 10 to 49 min after submission

@@ -17,7 +17,7 @@ from glidein_tracing.core import conventions as gc
 from glidein_tracing.table import writer
 from tests.support import jaeger_harness
 from tests.support import waiting_world as ww
-from tests.test_frontend_waiting import _instrument, cycle
+from tests.support.frontend_cycles import cycle, instrumented
 
 pytestmark = pytest.mark.jaeger
 
@@ -29,7 +29,7 @@ def test_why_reads_the_reasons_from_jaeger(jaeger_binary, tmp_path, capsys):
     except jaeger_harness.JaegerUnavailable as exc:
         jaeger_harness.unavailable(str(exc))
     try:
-        instrumentor, memory = _instrument()
+        instrumentor, memory = instrumented()
         try:
             cycle(tmp_path, ww.world(tmp_path))
         finally:

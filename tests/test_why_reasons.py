@@ -20,7 +20,7 @@ from glidein_tracing.exporters.store import Store
 from glidein_tracing.why import diagnosis as d
 from glidein_tracing.why import sources, words
 from tests.support import waiting_world as ww
-from tests.test_frontend_waiting import _instrument, cycle
+from tests.support.frontend_cycles import stored_cycles
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "why-waiting.md"
 NOW = float(int(time.time()))
@@ -39,13 +39,7 @@ def user_ad(text):
 def queue_spans(tmp_path_factory):
     """The Frontend's job.waiting spans of the world's QUEUE submission (site_queue)."""
     tmp = tmp_path_factory.mktemp("world")
-    instrumentor, exporter = _instrument()
-    try:
-        cycle(tmp, ww.world(tmp))
-    finally:
-        instrumentor.uninstrument()
-    store = tmp / "store"
-    Store(store).append(exporter.get_finished_spans())
+    store = stored_cycles(tmp, ww.world(tmp))
     return Store(store, read_only=True).trace(ww.trace_of("QUEUE"))
 
 
@@ -153,12 +147,7 @@ def test_the_documented_precedence_is_the_one_applied():
 
 def test_a_submission_matching_several_entries_gets_the_most_hopeful(tmp_path, capsys):
     jobs = [ww.job_ad(300, 0, "BROKEN,QUEUE,NEW", ww.traceparent("BROKEN"))]
-    instrumentor, exporter = _instrument()
-    try:
-        cycle(tmp_path, ww.world(tmp_path, jobs=jobs))
-    finally:
-        instrumentor.uninstrument()
-    Store(tmp_path / "store").append(exporter.get_finished_spans())
+    stored_cycles(tmp_path, ww.world(tmp_path, jobs=jobs))
     assert main(["why", str(tmp_path / "jobs.ads"), "--store", str(tmp_path / "store"), "--json"]) == 0
     (job,) = json.loads(capsys.readouterr().out)["jobs"]
     assert job["reason"] == "site_queue"          # before requested and validation
@@ -166,12 +155,7 @@ def test_a_submission_matching_several_entries_gets_the_most_hopeful(tmp_path, c
 
 
 def test_every_answer_says_whether_waiting_helps_and_who_can_act(tmp_path, capsys):
-    instrumentor, exporter = _instrument()
-    try:
-        cycle(tmp_path, ww.world(tmp_path))
-    finally:
-        instrumentor.uninstrument()
-    Store(tmp_path / "store").append(exporter.get_finished_spans())
+    stored_cycles(tmp_path, ww.world(tmp_path))
     assert main(["why", str(tmp_path / "jobs.ads"), "--store", str(tmp_path / "store"), "--json"]) == 0
     jobs = json.loads(capsys.readouterr().out)["jobs"]
     helps_words = {"yes": "Waiting helps;", "no": "Waiting does not help;", "unknown": "Waiting may not help;"}
@@ -235,12 +219,7 @@ def test_a_malformed_traceparent_is_named_malformed(tmp_path):
 
 
 def test_a_whole_traceparent_is_taken_as_the_submission(tmp_path, capsys):
-    instrumentor, exporter = _instrument()
-    try:
-        cycle(tmp_path, ww.world(tmp_path))
-    finally:
-        instrumentor.uninstrument()
-    Store(tmp_path / "store").append(exporter.get_finished_spans())
+    stored_cycles(tmp_path, ww.world(tmp_path))
     assert main(["why", ww.traceparent("LIMIT"), "--store", str(tmp_path / "store"), "--json"]) == 0
     (job,) = json.loads(capsys.readouterr().out)["jobs"]
     assert job["job"] == ww.trace_of("LIMIT") and job["reason"] == "limit"
@@ -316,12 +295,7 @@ def test_another_owners_jobs_with_a_copied_traceparent_do_not_change_the_answer(
     victim = ww.traceparent("QUEUE")
     jobs = [ww.job_ad(10 + n, 0, "NOWHERE", victim, Owner='"mallory"') for n in range(50)]
     jobs += [ww.job_ad(500, 0, "QUEUE", victim)]
-    instrumentor, exporter = _instrument()
-    try:
-        cycle(tmp_path, ww.world(tmp_path, jobs=jobs))
-    finally:
-        instrumentor.uninstrument()
-    Store(tmp_path / "store").append(exporter.get_finished_spans())
+    stored_cycles(tmp_path, ww.world(tmp_path, jobs=jobs))
     spans = Store(tmp_path / "store", read_only=True).trace(ww.trace_of("QUEUE"))
     waiting = [s for s in spans if s["name"] == "job.waiting"]
     assert {s["attributes"]["job.owner"] for s in waiting} == {"alice", "mallory"}
