@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import subprocess
 
 import pytest
 
@@ -73,6 +74,28 @@ def _spark():
     return pyspark, SparkSession
 
 
+def _stop_spark(spark) -> None:
+    """Stop the session and its JVM: pyspark keeps the JVM gateway for the next session until
+    the interpreter exits, which the suite's end counts as a process left behind. The JVM
+    leaves when the pipe to its stdin closes (pyspark's java_gateway.launch_gateway)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    spark.stop()
+    if gateway is None:
+        return
+    gateway.shutdown()
+    SparkContext._gateway = SparkContext._jvm = None
+    proc = getattr(gateway, "proc", None)
+    if proc is not None:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=120)      # a bound against a hang only
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def test_the_waste_table_query_runs_unchanged_on_spark(tmp_path):
     """The same SQL text on Spark in local mode over the same files gives the same table."""
     _, SparkSession = _spark()
@@ -86,7 +109,7 @@ def test_the_waste_table_query_runs_unchanged_on_spark(tmp_path):
             .createOrReplaceTempView("glideins")
         rows = spark.sql(entries.WASTE_TABLE_SQL).collect()
     finally:
-        spark.stop()
+        _stop_spark(spark)
     got = [{c: (round(v, 2) if isinstance(v, float) else v) for c, v in zip(entries.COLUMNS, row)} for row in rows]
     assert len(got) == len(duck) > 1
     for a, b in zip(got, duck):
