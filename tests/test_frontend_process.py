@@ -61,6 +61,11 @@ GlideinFrontendInstrumentor().instrument(tracer_provider=provider)
 """
 
 
+def group_env(**variables) -> dict:
+    """The group process's environment: this one without its OTEL_ variables, plus ``variables``."""
+    return dict({k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}, **variables)
+
+
 def group_process(tmp_path):
     """A work dir with world.json, and the stand-ins laid out as the real package."""
     work = tmp_path / "work"
@@ -169,15 +174,13 @@ def test_the_docs_install_into_the_frontends_python_runs_the_instrumentor(built_
     work, script, lib = group_process(tmp_path)
     # way 1: the autoload directory it printed, from the installed wheel
     with counting_collector() as url:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-        env.update(OTEL_EXPORTER_OTLP_ENDPOINT=url, PYTHONPATH=os.pathsep.join([autoload, str(lib)]))
+        env = group_env(OTEL_EXPORTER_OTLP_ENDPOINT=url, PYTHONPATH=os.pathsep.join([autoload, str(lib)]))
         done = subprocess.run([str(python), str(script), "1", str(work), "main"], env=env, cwd=tmp_path,
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0 and done.stderr == "", done.stderr
         assert len(CountingCollector.received) == 3
     # way 2: opentelemetry-instrument
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update(OTEL_SERVICE_NAME="gwms-frontend", OTEL_TRACES_EXPORTER="console", OTEL_METRICS_EXPORTER="none",
+    env = group_env(OTEL_SERVICE_NAME="gwms-frontend", OTEL_TRACES_EXPORTER="console", OTEL_METRICS_EXPORTER="none",
                OTEL_LOGS_EXPORTER="none", PYTHONPATH=str(lib))
     done = subprocess.run([str(python.parent / "opentelemetry-instrument"), str(python), str(script), "1",
                            str(work), "main"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
@@ -202,8 +205,7 @@ def test_autoload_traces_the_group_process_over_otlp_http(tmp_path):
     receiver when it exits."""
     work, script, lib = group_process(tmp_path)
     with counting_collector() as url:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-        env.update(OTEL_SERVICE_NAME="gwms-frontend", OTEL_EXPORTER_OTLP_ENDPOINT=url,
+        env = group_env(OTEL_SERVICE_NAME="gwms-frontend", OTEL_EXPORTER_OTLP_ENDPOINT=url,
                    PYTHONPATH=os.pathsep.join([str(AUTOLOAD), str(lib), str(ROOT)]))
         done = subprocess.run([sys.executable, str(script), "1", str(work), "main"], env=env,
                               capture_output=True, text=True, timeout=60)
@@ -228,8 +230,7 @@ def test_autoload_sends_each_span_once_from_a_group_that_forks(tmp_path):
     work, script, lib = group_process(tmp_path)
     (work / "world.json").write_text(json.dumps(ww.world(tmp_path)))
     with counting_collector() as url:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-        env.update(OTEL_SERVICE_NAME="gwms-frontend", OTEL_EXPORTER_OTLP_ENDPOINT=url,
+        env = group_env(OTEL_SERVICE_NAME="gwms-frontend", OTEL_EXPORTER_OTLP_ENDPOINT=url,
                    PYTHONPATH=os.pathsep.join([str(AUTOLOAD), str(lib), str(ROOT)]))
         done = subprocess.run([sys.executable, str(script), "1", str(work), "main"], env=env,
                               capture_output=True, text=True, timeout=60)
@@ -245,8 +246,7 @@ def test_autoload_reads_the_otlp_variables(tmp_path):
     and provider read."""
     work, script, lib = group_process(tmp_path)
     with counting_collector() as url:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-        env.update(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=url + "/otlp/v1/traces",
+        env = group_env(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=url + "/otlp/v1/traces",
                    OTEL_EXPORTER_OTLP_HEADERS="authorization=Bearer%20abc,x-site=h6",
                    OTEL_SERVICE_NAME="vofe", OTEL_RESOURCE_ATTRIBUTES="deployment.environment=test",
                    PYTHONPATH=os.pathsep.join([str(AUTOLOAD), str(lib), str(ROOT)]))
@@ -278,8 +278,7 @@ def test_autoload_with_an_unreachable_collector_logs_one_line_and_the_cycle_succ
     work, script, lib = group_process(tmp_path)
     with counting_collector() as url:
         pass                                   # a port that was just closed: nothing listens
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=url, OTEL_EXPORTER_OTLP_TIMEOUT="2",
+    env = group_env(OTEL_EXPORTER_OTLP_ENDPOINT=url, OTEL_EXPORTER_OTLP_TIMEOUT="2",
                PYTHONPATH=os.pathsep.join([str(AUTOLOAD), str(lib), str(ROOT)]))
     done = subprocess.run([sys.executable, str(script), "1", str(work), "main"], env=env,
                           capture_output=True, text=True, timeout=60)
@@ -295,8 +294,7 @@ def test_autoload_spans_arrive_in_a_real_jaeger(tmp_path, jaeger, jaeger_query):
     its requests, parent and attributes as sent."""
     work, script, lib = group_process(tmp_path)
     service = f"gwms-frontend-{os.getpid()}-{tmp_path.name}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update(OTEL_SERVICE_NAME=service, OTEL_EXPORTER_OTLP_ENDPOINT=jaeger.otlp_endpoint,
+    env = group_env(OTEL_SERVICE_NAME=service, OTEL_EXPORTER_OTLP_ENDPOINT=jaeger.otlp_endpoint,
                PYTHONPATH=os.pathsep.join([str(AUTOLOAD), str(lib), str(ROOT)]))
     done = subprocess.run([sys.executable, str(script), "1", str(work), "main"], env=env,
                           capture_output=True, text=True, timeout=60)
