@@ -17,27 +17,46 @@ class (with wrapt and packaging) and ``requests``.
 from __future__ import annotations
 
 import logging
+import threading
 
 _logger = logging.getLogger("frontend_hooks")
 
 DEFAULT_SERVICE_NAME = "gwms-frontend"
 
 
+def group_provider():
+    """The group process's TracerProvider: its resource from ``OTEL_SERVICE_NAME`` and
+    ``OTEL_RESOURCE_ATTRIBUTES`` (as Resource.create reads them, without its entry-point
+    lookup of resource detectors), its spans sent at exit (``SendAtExit``).
+
+    The SDK's provider (1.45 here; 1.41, the last for Python 3.9, does not) detects the
+    process's resource again in every forked child (its
+    ``_handle_fork``: an executor thread and the process detectors, a few ms a child).
+    GlideinWMS forks a child per query and per job type each cycle (lib/fork.py,
+    ``fork_in_bg``), and a child sends no span (``SendAtExit`` sends the parent's only), so
+    here a child only gets the new lock the SDK gives it (bench/README.md,
+    bench_frontend_startup.py, for what the detection cost)."""
+    from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from frontend_hooks.otlp_http import OtlpHttpExporter, SendAtExit
+
+    class GroupTracerProvider(TracerProvider):
+        def _handle_fork(self) -> None:
+            self._tracers_lock = threading.Lock()
+
+    resource = Resource({SERVICE_NAME: DEFAULT_SERVICE_NAME}).merge(OTELResourceDetector().detect())
+    provider = GroupTracerProvider(resource=resource)
+    provider.add_span_processor(SendAtExit(OtlpHttpExporter()))
+    return provider
+
+
 def start() -> None:
     """Instrument this group process (never raises: a failure is logged and tracing is off)."""
     try:
-        from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
-        from opentelemetry.sdk.trace import TracerProvider
-
         from frontend_hooks.instrumentor import FrontendTracing
-        from frontend_hooks.otlp_http import OtlpHttpExporter, SendAtExit
 
-        # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, as Resource.create reads them,
-        # without its entry-point lookup of resource detectors
-        resource = Resource({SERVICE_NAME: DEFAULT_SERVICE_NAME}).merge(OTELResourceDetector().detect())
-        provider = TracerProvider(resource=resource)
-        provider.add_span_processor(SendAtExit(OtlpHttpExporter()))
-        FrontendTracing().patch(tracer_provider=provider)
+        FrontendTracing().patch(tracer_provider=group_provider())
     except Exception:
         _logger.warning("frontend_hooks: tracing could not start; the Frontend is not affected",
                         exc_info=True)

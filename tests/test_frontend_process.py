@@ -313,3 +313,42 @@ def test_autoload_spans_arrive_in_a_real_jaeger(tmp_path, jaeger, jaeger_query):
     assert all(r["references"][0]["spanID"] == cycle["spanID"] for r in requests)
     tags = {tag["key"]: tag["value"] for tag in cycle["tags"]}
     assert tags[c.FRONTEND_GROUP] == "main" and tags[c.CYCLE_NUMBER] >= 1
+
+
+def test_the_group_provider_does_no_work_in_the_children_glideinwms_forks(monkeypatch):
+    """GlideinWMS forks a child per query and per job type every cycle: the SDK's provider
+    would detect the process's resource again in each (a thread and the detectors), work
+    thrown away since a child sends no span. The group provider's children skip it, and
+    still get a fresh lock; the SDK's own provider is the baseline the test can fail on."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from frontend_hooks.startup import group_provider
+
+    if not hasattr(TracerProvider, "_handle_fork"):
+        pytest.skip("this SDK does no work in forked children (1.41, the last for Python 3.9, does none)")
+
+    def detected_in(provider) -> bool:
+        before = provider.resource
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:   # the child reports whether its resource was detected again, and its lock
+            try:
+                os.write(write, b"%d%d" % (provider.resource is not before,
+                                           provider._tracers_lock.acquire(blocking=False)))
+            finally:
+                os._exit(0)
+        os.close(write)
+        with os.fdopen(read, "rb") as reader:
+            answer = reader.read()
+        os.waitpid(pid, 0)
+        assert answer[1:] == b"1"   # the child's lock is its own, not the parent's held one
+        return answer[:1] == b"1"
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    sdk_provider, ours = TracerProvider(shutdown_on_exit=False), group_provider()
+    try:
+        with ours._tracers_lock, sdk_provider._tracers_lock:   # held in the parent at the fork
+            assert detected_in(sdk_provider)
+            assert not detected_in(ours)
+    finally:
+        ours.shutdown()
