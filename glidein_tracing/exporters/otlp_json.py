@@ -122,6 +122,8 @@ def span_dict(span, resource: dict) -> dict:
 
 
 def _any_value(value) -> dict:
+    if type(value) is str:   # most values: one test, not four
+        return {"stringValue": value}
     if isinstance(value, bool):
         return {"boolValue": value}
     if isinstance(value, int):
