@@ -11,7 +11,13 @@ its spans sent over OTLP/HTTP to a loopback receiver, in the same run, alternati
 - plain: not instrumented;
 - each documented way of turning the instrumentor on (docs/frontend.md), in two cycles:
   steady (the history holds every submission's reason: the cycle and request spans only) and
-  cap (no history: 200 job.waiting spans, the per-cycle cap, besides them).
+  cap (no history: 200 job.waiting spans, the per-cycle cap, besides them);
+- the plain process with ``gc.freeze()`` at start, as frontend_hooks/startup.py does after
+  its set-up (what the freeze alone does to GlideinWMS's own cost);
+- two parts of it, steady: frontend_hooks/autoload with job.waiting off
+  (``GLIDEIN_TRACING_FRONTEND_WAITING=0``), and job.waiting's query attributes alone (no
+  tracing; the job query asks for ``waiting.JOB_ATTRIBUTES`` too): what the data job.waiting
+  needs from the schedd costs the cycle, whatever sends the spans.
 
 CPU time of the group process and its children (user + system, from its rusage), median of
 ``--repeat``; the ratios are against plain in the same run. The stand-in imports what
@@ -29,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -38,6 +45,8 @@ from pathlib import Path
 
 from bench import quick
 from bench.bench_frontend_waiting import build_world
+from frontend_hooks import waiting
+from frontend_hooks.instrumentor import WAITING_ENV
 from tests.support import frontend_package
 from tests.support.fixtures import GWMS_FRONTEND
 from tests.support.otlp_receiver import CountingCollector, counting_collector
@@ -55,12 +64,53 @@ def _opentelemetry_instrument_path() -> str | None:
     return os.path.dirname(auto_instrumentation.__file__)
 
 
-def ways() -> dict:
-    """name -> (PYTHONPATH entries before the package's, extra environment) of each way."""
-    out = {"plain": ([], {}), "frontend_hooks/autoload": ([str(ROOT / "frontend_hooks" / "autoload")], {})}
+# A sitecustomize for the floor: the group process untraced, its job query asking for the
+# attributes job.waiting adds (JOB_ATTRIBUTES, passed in the environment), as the instrumentor
+# adds them, and nothing else.
+ATTRIBUTES_ONLY = """\
+import json, os, sys
+if os.path.basename(sys.argv[0]) == "glideinFrontendElement.py":
+    import glideinwms.frontend.glideinFrontendLib as lib
+    _query, _wanted = lib.getCondorQ, [tuple(item) for item in json.loads(os.environ["BENCH_JOB_ATTRIBUTES"])]
+
+    def getCondorQ(schedd_names, constraint=None, format_list=None, *args, **kwargs):
+        have = {item[0] for item in format_list or ()}
+        extra = [item for item in _wanted if item[0] not in have] if format_list is not None else []
+        return _query(schedd_names, constraint, None if format_list is None else list(format_list) + extra,
+                      *args, **kwargs)
+
+    lib.getCondorQ = getCondorQ
+"""
+
+
+# The plain group process with what frontend_hooks/startup.py does besides tracing: gc.freeze()
+# at start, which must not be what makes tracing look cheap (the plain cycle made faster).
+FREEZE_ONLY = """\
+import gc, os, sys
+if os.path.basename(sys.argv[0]) == "glideinFrontendElement.py":
+    gc.freeze()
+"""
+
+
+def _sitecustomize(directory: Path, text: str) -> str:
+    directory.mkdir()
+    (directory / "sitecustomize.py").write_text(text)
+    return str(directory)
+
+
+def ways(tmp: Path) -> dict:
+    """name -> (PYTHONPATH entries before the package's, extra environment, cycles) of each way."""
+    floor = _sitecustomize(tmp / "attributes_only", ATTRIBUTES_ONLY)
+    autoload = str(ROOT / "frontend_hooks" / "autoload")
+    out = {"plain": ([], {}, ("plain",)),
+           "plain, gc.freeze() at start": ([_sitecustomize(tmp / "freeze_only", FREEZE_ONLY)], {}, ("steady",)),
+           "job.waiting's query attributes alone": (
+               [floor], {"BENCH_JOB_ATTRIBUTES": json.dumps(waiting.JOB_ATTRIBUTES)}, ("steady",)),
+           "frontend_hooks/autoload, job.waiting off": ([autoload], {WAITING_ENV: "0"}, ("steady",)),
+           "frontend_hooks/autoload": ([autoload], {}, ("steady", "cap"))}
     otel = _opentelemetry_instrument_path()
     if otel:
-        out["opentelemetry-instrument"] = ([otel], {"OTEL_TRACES_EXPORTER": "otlp"})
+        out["opentelemetry-instrument"] = ([otel], {"OTEL_TRACES_EXPORTER": "otlp"}, ("steady", "cap"))
     return out
 
 
@@ -97,10 +147,10 @@ def main(argv=None):
                         OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf", OTEL_METRICS_EXPORTER="none",
                         OTEL_LOGS_EXPORTER="none")
         runs = []   # (name, cycle, work dir, env, history to start from or None)
-        for name, (paths, extra) in ways().items():
+        for name, (paths, extra, cycles) in ways(tmp).items():
             env = dict(base_env, PYTHONPATH=os.pathsep.join(paths + [str(lib), str(ROOT)]), **extra)
-            for cycle in (("steady", "cap") if name != "plain" else ("plain",)):
-                work = tmp / f"{name}-{cycle}".replace("/", "_")
+            for cycle in cycles:
+                work = tmp / re.sub(r"[^A-Za-z0-9_.-]", "_", f"{name}-{cycle}")
                 work.mkdir()
                 (work / "world.json").write_text(json.dumps(world))
                 history = None

@@ -16,6 +16,7 @@ class (with wrapt and packaging) and ``requests``.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 
@@ -52,11 +53,20 @@ def group_provider():
 
 
 def start() -> None:
-    """Instrument this group process (never raises: a failure is logged and tracing is off)."""
+    """Instrument this group process (never raises: a failure is logged and tracing is off).
+
+    Then every object alive so far (the interpreter's and what tracing imported: modules,
+    classes, the provider, all kept for the process's life) is moved out of the garbage
+    collector's reach with ``gc.freeze()``. Otherwise each full collection of the cycle walks
+    them again, and in every child GlideinWMS forks the walk also copies their memory pages
+    (Python's gc docs advise ``freeze()`` before a fork for this). Frozen, they cost the cycle
+    what they cost at import only (bench/README.md, bench_frontend_startup.py: the freeze alone
+    on the plain group process, and tracing with and without it)."""
     try:
         from frontend_hooks.instrumentor import FrontendTracing
 
         FrontendTracing().patch(tracer_provider=group_provider())
+        gc.freeze()
     except Exception:
         _logger.warning("frontend_hooks: tracing could not start; the Frontend is not affected",
                         exc_info=True)

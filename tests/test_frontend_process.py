@@ -352,3 +352,18 @@ def test_the_group_provider_does_no_work_in_the_children_glideinwms_forks(monkey
             assert not detected_in(ours)
     finally:
         ours.shutdown()
+
+
+def test_autoload_puts_what_tracing_keeps_out_of_the_collectors_reach(tmp_path):
+    """What tracing brings into a group process lives as long as the process: after start-up it
+    is frozen (gc.freeze), so the cycle's collections, and those of every child GlideinWMS
+    forks, do not walk it again (bench_frontend_startup.py for the CPU this saves)."""
+    probe = ("import gc, sys; sys.argv[0] = 'glideinFrontendElement.py'; before = len(gc.get_objects()); "
+             "from frontend_hooks import startup; startup.start(); "
+             "print(gc.get_freeze_count() > before, 'opentelemetry.sdk.trace' in sys.modules, len(gc.get_objects()))")
+    env = group_env(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9", PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    frozen, traced, left = done.stdout.split()
+    assert frozen == "True" and traced == "True"
+    assert int(left) < 100    # what the collector still walks: next to nothing
