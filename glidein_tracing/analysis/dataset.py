@@ -18,9 +18,9 @@ long rows of the others' rollups), filtered like the rest; ``rollups`` counts bo
 files whose rollup an older release wrote (stale: read raw until they are rewritten).
 
 What the sections derive from all rows, read once, is the dataset's too: the glideins counted
-per entry, site, hour and host (``glidein_counts``, with the selections compare declares) and
-the failed rows' groups (``failure_groups``), made on first use; the sections may run in any
-order.
+per entry, site, hour and host (``glidein_counts``, with the selections compare declares),
+the failed rows' groups (``failure_groups``) and the jobs per hour (``job_hours``), made on
+first use; the sections may run in any order.
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ class Dataset:
     selections: dict = field(default_factory=dict)  # name -> SQL condition: glideins also counted per selection
     _counted: dict | None = field(default=None, init=False, repr=False)   # the selections the counts hold
     _groups: failure_groups.Groups | None = field(default=None, init=False, repr=False)
+    _job_hours: str | None = field(default=None, init=False, repr=False)
 
     @property
     def has_jobs(self) -> bool:
@@ -92,12 +93,19 @@ class Dataset:
         return glidein_counts.TABLE
 
     def failure_groups(self) -> failure_groups.Groups:
-        """The failed rows' groups and all jobs per hour (failure_groups.py), summed on first
-        use, beside the glidein counts."""
+        """The failed rows' groups (failure_groups.py), summed on first use, beside the glidein
+        counts."""
         if self._groups is None:
             self.glidein_counts()
             self._groups = failure_groups.summed(self.con)
         return self._groups
+
+    def job_hours(self) -> str:
+        """The name of the table of all jobs counted per hour of their start (failure_groups.py),
+        counted on first use: only a service's outage windows ask for it."""
+        if self._job_hours is None:
+            self._job_hours = failure_groups.count_job_hours(self.con, self.failure_groups())
+        return self._job_hours
 
 
 def _scan(where, dataset: str) -> reader.Scan:

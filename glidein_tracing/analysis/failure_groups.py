@@ -1,6 +1,7 @@
 """The failure sections' passes: the failed glideins and jobs summed into small tables that
 failures.py and services.py answer every question from, beside the counts of the traced glideins
-(glidein_counts.py) and of all jobs per hour.
+(glidein_counts.py) and of all jobs per hour (counted only when a failure is blamed on a service:
+its outage windows are the only question they answer, services.py).
 
 At 30M glideins every scan of the glidein files costs seconds, so all rows of each view are
 read once per dataset (dataset.py owns the tables: ``Dataset.failure_groups``), for counts only, and
@@ -45,7 +46,7 @@ class Groups:
     glideins: str = "failure_groups_glideins"       # the failed glideins' groups
     jobs: str = "failure_groups_jobs"               # the failed jobs' groups
     counts: str = glidein_counts.TABLE              # traced glideins: n and failed per site, entry, hour
-    job_hours: str = "failure_groups_job_hours"     # all jobs: n per hour of their start
+    job_hours: str = "failure_groups_job_hours"     # all jobs: n per hour of their start (count_job_hours)
     rules: frozenset = frozenset()
 
 
@@ -58,14 +59,20 @@ def normalised_sql(column: str) -> str:
 
 
 def summed(con) -> Groups:
-    """Sum the connection's failed rows into their groups' tables, and all jobs per hour
-    (all glideins are the counts table's: ``Groups.counts``, made by the dataset)."""
+    """Sum the connection's failed rows into their groups' tables (all glideins are the counts
+    table's: ``Groups.counts``, made by the dataset; all jobs per hour: ``count_job_hours``)."""
     rules = frozenset(view for view in ("glideins", "jobs") if set(RULE_COLUMNS) <= _columns(con, view))
     names = Groups(rules=rules)
     con.execute(_glideins_sql(names.glideins, "glideins" in rules))
     con.execute(_jobs_sql(names.jobs, "jobs" in rules))
-    con.execute(f"CREATE TEMP TABLE {names.job_hours} AS SELECT {JOB_HOUR} AS b, COUNT(*) AS n FROM jobs GROUP BY ALL")
     return names
+
+
+def count_job_hours(con, names: Groups) -> str:
+    """Count all the connection's jobs per hour of their start into ``names.job_hours`` (b, n):
+    a read of every job's start, which only a service's outage windows need (services.py)."""
+    con.execute(f"CREATE TEMP TABLE {names.job_hours} AS SELECT {JOB_HOUR} AS b, COUNT(*) AS n FROM jobs GROUP BY ALL")
+    return names.job_hours
 
 
 def _columns(con, view: str) -> set:

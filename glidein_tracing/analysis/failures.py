@@ -3,8 +3,8 @@
 It answers the operators' triage questions from the table's failure columns (each failed
 glidein's ``failure_domain``, ``failure_type`` and ``failure_message``, each failed job's
 ``failure_domain``; failure.py decides the domains), as SQL over the small tables
-the dataset sums once (failure_groups.py: the failed rows' groups, all glideins and jobs
-counted per hour; ``Dataset.failure_groups``):
+the dataset sums once (failure_groups.py: the failed rows' groups, all glideins counted per
+hour; ``Dataset.failure_groups``):
 
 - failed glideins and jobs by domain and by error type, overall and per site and entry, with
   the core-hours each domain cost (a failed glidein's node life, its post-failure sleep
@@ -42,7 +42,7 @@ def failures_section(data, *, top: int = 10) -> dict:
     con, summed = data.con, data.failure_groups()
     g, j = summed.glideins, summed.jobs
     n, failed = con.execute(f"SELECT SUM(n), SUM(failed) FROM {summed.counts}").fetchone()
-    jobs, failed_jobs = con.execute(f"SELECT (SELECT SUM(n) FROM {summed.job_hours}), (SELECT SUM(n) FROM {j})").fetchone()
+    jobs, failed_jobs = con.execute(f"SELECT (SELECT COUNT(*) FROM jobs), (SELECT SUM(n) FROM {j})").fetchone()
     pairs = con.execute(f"SELECT failure_domain, COALESCE(failure_type, ''), SUM(n) FROM {g} "
                         "GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2").fetchall()
     by_domain = lambda table: con.execute(f"SELECT failure_domain, SUM(n), SUM(core_h) FROM {table} "  # noqa: E731

@@ -1,6 +1,7 @@
 """What failures cost by domain, service and label; services' outage windows, planned or not;
 and the failure messages no rule decided yet, as SQL over the small tables the dataset sums
-once (failure_groups.py: the failed rows' groups, all glideins and jobs counted per hour).
+once (failure_groups.py: the failed rows' groups, all glideins and jobs counted per hour, the
+jobs only once a failure is blamed on a service).
 
 Failure rules (glidein_tracing/failure_rules/) name the service a failure blames and its
 label; the forwarder writes them with the declared downtime the failure fell in into the
@@ -24,17 +25,25 @@ from .glidein_counts import BUCKET_S
 from .failures import message_groups, outage_runs
 
 
-def _attempts(data) -> tuple[str, str]:
-    """Of the views that have the rule columns, as two relations: all attempts (b, n) and the
-    failed ones' groups (b, service, downtime, n, examples): what the services' windows count."""
+def _views(data) -> list:
+    """The views that have the rule columns, each as (view, its attempts' table, its failed groups' table)."""
     summed = data.failure_groups()
-    views = [(view, table, failed) for view, table, failed in (("glideins", summed.counts, summed.glideins),
-                                                               ("jobs", summed.job_hours, summed.jobs))
-             if view in summed.rules]
-    every = " UNION ALL ".join(f"SELECT b, n FROM {table}" for _, table, _ in views)
-    failed = " UNION ALL ".join(f"SELECT b, failure_service AS service, failure_downtime AS downtime, n, examples "
-                                f"FROM {table}" for _, _, table in views)
-    return every, failed
+    return [(view, every, failed) for view, every, failed in (("glideins", data.glidein_counts, summed.glideins),
+                                                              ("jobs", data.job_hours, summed.jobs))
+            if view in summed.rules]
+
+
+def _failed(data) -> str:
+    """The failed attempts' groups (b, service, downtime, n, examples) of the views that have
+    the rule columns, as one relation: what a service's windows count."""
+    return " UNION ALL ".join(f"SELECT b, failure_service AS service, failure_downtime AS downtime, n, examples "
+                              f"FROM {table}" for _, _, table in _views(data))
+
+
+def _attempts(data) -> str:
+    """All attempts (b, n) of the views that have the rule columns, as one relation: a service's
+    windows' denominators (the jobs counted per hour on first use: only these windows need them)."""
+    return " UNION ALL ".join(f"SELECT b, n FROM {every()}" for _, every, _ in _views(data))
 
 
 def breakdown(data) -> list[dict]:
@@ -57,11 +66,14 @@ def breakdown(data) -> list[dict]:
 def service_windows(data) -> list[dict]:
     """Outage windows per service, earliest first: service, start, end, hours, attempts,
     failures, rates, ``planned`` (and the declared ``downtime`` its failures fell in), examples."""
-    con = data.con
-    attempts, failed = _attempts(data)
-    if not attempts:
+    con, failed = data.con, _failed(data)
+    if not failed:
         return []
-    totals = con.execute(f"SELECT b, SUM(n) FROM ({attempts}) WHERE b IS NOT NULL GROUP BY 1").fetchall()
+    blamed = con.execute(f"SELECT service, b, SUM(n) FROM ({failed}) WHERE b IS NOT NULL "
+                         "AND COALESCE(service, '') <> '' GROUP BY 1, 2 ORDER BY 1").fetchall()
+    if not blamed:          # no failure blamed on a service: no window, and no attempts to count
+        return []
+    totals = con.execute(f"SELECT b, SUM(n) FROM ({_attempts(data)}) WHERE b IS NOT NULL GROUP BY 1").fetchall()
     if not totals:
         return []
     first = min(b for b, _ in totals)
@@ -69,8 +81,6 @@ def service_windows(data) -> list[dict]:
     for b, n in totals:
         total[b - first] = n
     out = []
-    blamed = con.execute(f"SELECT service, b, SUM(n) FROM ({failed}) WHERE b IS NOT NULL "
-                         "AND COALESCE(service, '') <> '' GROUP BY 1, 2 ORDER BY 1").fetchall()
     by_service: dict = {}
     for service, b, n in blamed:
         by_service.setdefault(service, np.zeros_like(total))[b - first] = n
