@@ -8,10 +8,11 @@ read once per dataset (dataset.py owns the tables: ``Dataset.failure_groups``), 
 the failed rows, a few percent, in a pass of their own whose filter DuckDB applies while
 reading (the other columns are decoded for the failed rows only). A group of failed glideins is a site, an entry, an hour of meeting
 the site, a domain, an error type, a service, a label, a declared downtime, whether it is
-unclassified (a message no rule decided), and its normalised message; a group of failed jobs an hour
-of their start, a domain, a service, a label and a downtime. Each group keeps its rows' count,
-their core-hours and their first trace ids in order (the jobs': of those blamed on a service):
-the first ``EXAMPLES`` of a union of groups are the first of their groups' firsts.
+unclassified (a message no rule decided), and its normalised message; a group of failed jobs a
+domain, a service, a label and a downtime, and a group of the jobs blamed on a service also an
+hour of their start. Each group keeps its rows' count, the failed groups their core-hours, and the
+failed glideins' and blamed jobs' groups their first trace ids in order: the first ``EXAMPLES`` of
+a union of groups are the first of their groups' firsts.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Groups:
     """A dataset's failure groups: its tables' names, and which views have the rule columns."""
     glideins: str = "failure_groups_glideins"       # the failed glideins' groups
     jobs: str = "failure_groups_jobs"               # the failed jobs' groups
+    blamed_jobs: str = "failure_groups_blamed_jobs"  # those blamed on a service, per hour, with examples
     counts: str = glidein_counts.TABLE              # traced glideins: n and failed per site, entry, hour
     job_hours: str = "failure_groups_job_hours"     # all jobs: n per hour of their start (count_job_hours)
     rules: frozenset = frozenset()
@@ -65,6 +67,7 @@ def summed(con) -> Groups:
     names = Groups(rules=rules)
     con.execute(_glideins_sql(names.glideins, "glideins" in rules))
     con.execute(_jobs_sql(names.jobs, "jobs" in rules))
+    con.execute(_blamed_jobs_sql(names.blamed_jobs, "jobs" in rules))
     return names
 
 
@@ -103,23 +106,28 @@ def _glideins_sql(table: str, rules: bool) -> str:
 
 
 def _jobs_sql(table: str, rules: bool) -> str:
-    """The failed jobs' groups: b (hour of the start, NULL if unknown), failure_domain,
-    failure_service, failure_label, failure_downtime, n, core_h (NULL when no row has a wall
-    time), and the first trace ids of its rows blamed on a service (examples)."""
-    keys = ("b", "failure_domain", "failure_service", "failure_label", "failure_downtime")
-    # the examples from a second read filtered to the blamed rows: reading every failed job's
-    # trace id costs more
-    blamed = (f"SELECT {JOB_HOUR} AS b, {', '.join(keys[1:])}, min(trace_id, {EXAMPLES}) AS examples FROM jobs "
-              "WHERE failure_domain IS NOT NULL AND failure_service <> '' GROUP BY ALL"
-              if rules else f"SELECT {', '.join('NULL AS ' + k for k in keys)}, NULL AS examples WHERE false")
+    """The failed jobs' groups: failure_domain, failure_service, failure_label, failure_downtime,
+    n, core_h (NULL when no row has a wall time). No hour: only a service's windows ask when a
+    job failed, and they read the blamed jobs (``_blamed_jobs_sql``), so the others' starts are
+    not decoded."""
     return f"""CREATE TEMP TABLE {table} AS
-        WITH counts AS (SELECT {JOB_HOUR} AS b, failure_domain, {_rule_column('failure_service', rules)} AS failure_service,
-                               {_rule_column('failure_label', rules)} AS failure_label,
-                               {_rule_column('failure_downtime', rules)} AS failure_downtime,
-                               COUNT(*) AS n, SUM({JOB_CORE_H}) AS core_h FROM jobs WHERE failure_domain IS NOT NULL GROUP BY ALL),
-             blamed AS ({blamed})
-        SELECT counts.*, blamed.examples FROM counts LEFT JOIN blamed ON
-            {' AND '.join(f'counts.{k} IS NOT DISTINCT FROM blamed.{k}' for k in keys)}"""
+        SELECT failure_domain, {_rule_column('failure_service', rules)} AS failure_service,
+               {_rule_column('failure_label', rules)} AS failure_label,
+               {_rule_column('failure_downtime', rules)} AS failure_downtime,
+               COUNT(*) AS n, SUM({JOB_CORE_H}) AS core_h FROM jobs WHERE failure_domain IS NOT NULL GROUP BY ALL"""
+
+
+def _blamed_jobs_sql(table: str, rules: bool) -> str:
+    """The failed jobs blamed on a service, grouped: b (hour of the start, NULL if unknown),
+    failure_domain, failure_service, failure_label, failure_downtime, n and the first trace ids
+    (examples); a read filtered to those rows (empty without the rule columns)."""
+    keys = "failure_domain, failure_service, failure_label, failure_downtime"
+    if not rules:
+        return (f"CREATE TEMP TABLE {table} AS SELECT CAST(NULL AS BIGINT) AS b, {keys}, CAST(NULL AS BIGINT) AS n, "
+                f"CAST(NULL AS VARCHAR[]) AS examples FROM jobs WHERE false")
+    return f"""CREATE TEMP TABLE {table} AS
+        SELECT {JOB_HOUR} AS b, {keys}, COUNT(*) AS n, min(trace_id, {EXAMPLES}) AS examples FROM jobs
+        WHERE failure_domain IS NOT NULL AND failure_service <> '' GROUP BY ALL"""
 
 
 def most(value: str, weight: str) -> str:

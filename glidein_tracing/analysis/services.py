@@ -29,7 +29,7 @@ def _views(data) -> list:
     """The views that have the rule columns, each as (view, its attempts' table, its failed groups' table)."""
     summed = data.failure_groups()
     return [(view, every, failed) for view, every, failed in (("glideins", data.glidein_counts, summed.glideins),
-                                                              ("jobs", data.job_hours, summed.jobs))
+                                                              ("jobs", data.job_hours, summed.blamed_jobs))
             if view in summed.rules]
 
 
