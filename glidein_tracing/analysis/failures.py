@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from .failure_groups import first_examples, most
+from .failure_groups import EXAMPLES, first_examples, most
 from .glidein_counts import BUCKET_S
 
 MIN_GLIDEINS = 5
@@ -158,10 +158,14 @@ def top_messages(data, *, top: int = 10) -> list:
 
 def message_groups(data, where: str, top: int) -> list:
     """The failed glideins' normalised messages of the groups where ``where``, most frequent
-    first: message, count, the domain most of them had, the first trace ids."""
+    first: message, count, the domain most of them had, the first trace ids (picked for the
+    ``top`` messages only, not merged for every message first)."""
+    groups = data.failure_groups().glideins
     rows = data.con.execute(
-        f"SELECT m, SUM(c), {most('failure_domain', 'c')}, {first_examples('ex')} FROM ("
-        f"  SELECT m, failure_domain, SUM(n) AS c, {first_examples('examples')} AS ex "
-        f"  FROM {data.failure_groups().glideins} WHERE {where} GROUP BY 1, 2) "
-        "GROUP BY m ORDER BY 2 DESC, 1 LIMIT ?", [top]).fetchall()
+        f"WITH top AS (SELECT m, SUM(c) AS c, {most('failure_domain', 'c')} AS d FROM ("
+        f"    SELECT m, failure_domain, SUM(n) AS c FROM {groups} WHERE {where} GROUP BY 1, 2) "
+        "  GROUP BY m ORDER BY 2 DESC, 1 LIMIT ?), "
+        f"ex AS (SELECT m, min(e, {EXAMPLES}) AS ex FROM (SELECT m, unnest(examples) AS e FROM {groups} "
+        f"  WHERE {where} AND m IN (SELECT m FROM top)) GROUP BY m) "
+        "SELECT top.m, c, d, ex.ex FROM top LEFT JOIN ex USING (m) ORDER BY 2 DESC, 1", [top]).fetchall()
     return [{"message": m, "count": int(c), "domain": d or "", "examples": ex or []} for m, c, d, ex in rows]
