@@ -4,6 +4,7 @@ messages grouped, the compare view, and trace ids linked to Jaeger in the HTML r
 
 import json
 
+import duckdb
 import pytest
 
 from glidein_tracing.analysis import compare, failure_groups, failures, report
@@ -150,3 +151,17 @@ def test_a_hostile_failure_message_is_escaped_in_the_html(with_outages):
     page = render_html(doc, jaeger_ui="http://j.example.org/")
     assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
     assert "<img src=x" not in page
+
+
+def test_the_job_total_is_every_job_of_the_glideins_analysed(tmp_path):
+    """"N of M jobs" counts every job row of the glideins analysed (the whole table, or one
+    entry's), failed or not, whether or not a service's windows counted the jobs per hour."""
+    write_synth_table(tmp_path, glideins=3000, seed=4, sites=3)
+    whole = open_dataset(tmp_path)
+    entry = whole.con.execute("SELECT min(entry) FROM glideins").fetchone()[0]
+    files = f"read_parquet('{tmp_path}/jobs/**/*.parquet')"
+    for data, where in ((whole, ""), (open_dataset(tmp_path, entries=[entry]), f"WHERE entry = '{entry}'")):
+        rows = duckdb.execute(f"SELECT COUNT(*), COUNT(failure_domain) FROM {files} {where}").fetchone()
+        section = failures.failures_section(data)
+        assert (section["jobs"], section["failed_jobs"]) == rows and 0 < rows[1] < rows[0]
+    assert failures.failures_section(whole)["jobs"] > section["jobs"]
