@@ -344,3 +344,30 @@ def test_a_damaged_file_met_by_compaction_is_quarantined_once_and_the_day_finish
         later = forwarder.run_once()
         assert later.table_rows == 2 and later.table_quarantined == []
     assert len(table_trace_ids(table)) == len(expected) - len(lost) + 2 * (writer.MAX_FILES_PER_DAY + 1)
+
+
+def test_rows_an_earlier_forwarder_left_as_json_are_written_as_its_own(factory, tmp_path):
+    """Forwarders before 2026-12-06 kept the rows they owed the table in the ledger as JSON
+    text (now MessagePack); one killed before writing them left them so, and the next pass
+    writes them exactly as a forwarder that was never killed writes its rows."""
+    import msgspec
+    layout, log = factory
+    glideins(layout, log, 210, 3)
+    crashed = forward_cli(layout, tmp_path, env_extra={"GLIDEIN_TRACING_CRASH_AT": "table_before_write"})
+    assert crashed.returncode == -9, crashed.stderr
+    db = sqlite3.connect(tmp_path / "ledger.sqlite")
+    held = db.execute("SELECT trace_id, glidein, jobs FROM table_pending").fetchall()
+    assert len(held) == 3 and all(isinstance(row, bytes) for _, row, _ in held)
+    as_json = [(msgspec.json.encode(msgspec.msgpack.decode(row)).decode(),
+                msgspec.json.encode(msgspec.msgpack.decode(jobs)).decode(), trace_id) for trace_id, row, jobs in held]
+    with db:
+        db.executemany("UPDATE table_pending SET glidein=?, jobs=? WHERE trace_id=?", as_json)
+    db.close()
+    assert forward_cli(layout, tmp_path).returncode == 0
+    (tmp_path / "never_killed").mkdir()
+    assert forward_cli(layout, tmp_path / "never_killed").returncode == 0
+    written, _ = reader.read_rows(tmp_path / "table", "glideins")
+    expected, _ = reader.read_rows(tmp_path / "never_killed" / "table", "glideins")
+    assert written.num_rows == 3
+    assert sorted(written.to_pylist(), key=lambda r: r["trace_id"]) == sorted(expected.to_pylist(),
+                                                                             key=lambda r: r["trace_id"])

@@ -253,11 +253,12 @@ class Ledger:
 
     # -- the glidein table (factory/sink.py): rows owed, then the file named, then written ---
     # ``table_rows`` keeps a small row per glidein (its claim, file and state); the rows'
-    # JSON waits in ``table_pending`` and is deleted once written, so its pages are reused and
+    # values wait in ``table_pending`` and are deleted once written, so its pages are reused and
     # the ledger grows by about 150 bytes per glidein, not by the rows (a few kB each)
     def claim_table_rows(self, claims):
         """Glideins' rows are owed to the table: ``claims`` are (trace id, gkey, day, glidein
-        row JSON, job rows JSON); a glidein claimed before keeps its claim."""
+        row, job rows), the rows encoded by the sink (factory/sink.py); a glidein claimed before
+        keeps its claim."""
         self.db.executemany("INSERT OR IGNORE INTO table_pending(trace_id, glidein, jobs) SELECT ?, ?, ? "
                             "WHERE NOT EXISTS (SELECT 1 FROM table_rows WHERE trace_id=?)",
                             [(trace_id, glidein, jobs, trace_id) for trace_id, _, _, glidein, jobs in claims])
@@ -265,11 +266,11 @@ class Ledger:
                             [claim[:3] for claim in claims])
 
     def pending_table_rows(self) -> list[tuple]:
-        """(trace id, day, file or None) of every row owed; their JSON from ``table_rows_json``."""
+        """(trace id, day, file or None) of every row owed; their values from ``owed_table_rows``."""
         return self.db.execute("SELECT trace_id, day, file FROM table_rows WHERE state='pending'").fetchall()
 
-    def table_rows_json(self, trace_id) -> tuple:
-        """(glidein row JSON, job rows JSON) of an owed glidein."""
+    def owed_table_rows(self, trace_id) -> tuple:
+        """(glidein row, job rows) of an owed glidein, as the sink encoded them."""
         row = self.db.execute("SELECT glidein, jobs FROM table_pending WHERE trace_id=?", (trace_id,)).fetchone()
         if row is None:
             raise LedgerError(f"{self.path} owes the glidein table the rows of {trace_id} but holds none; "

@@ -4,8 +4,8 @@ exactly once across crashes, reruns and concurrent forwarders.
 How: ``add`` computes a finished glidein's rows from its spans (before sampling drops them);
 ``claim``, called in the transaction that marks a batch of glideins done, records their rows
 in the ledger (``table_rows``, keyed by trace id: a second claim of one glidein is ignored;
-the rows themselves, JSON arrays of the schema's columns in order, wait in ``table_pending``
-until written);
+the rows themselves, MessagePack arrays of the schema's columns in order, wait in
+``table_pending`` until written);
 ``flush``, under the table's lock, gives the claimed rows a file name in the ledger, writes
 the files (skipping any that a killed writer already wrote), then marks them written. A
 forwarder killed anywhere leaves rows claimed or named in the ledger, and the next flush
@@ -50,7 +50,7 @@ class TableSink:
             item = self._rows.pop(gkey, None)
             if item is not None:
                 trace_id, day, row, jobs = item
-                claims.append((trace_id, gkey, day, _encode(row).decode(), _encode(jobs).decode()))
+                claims.append((trace_id, gkey, day, _encode(row), _encode(jobs)))
                 self._claimed[trace_id] = (row, jobs)
         if claims:
             self.ledger.claim_table_rows(claims)
@@ -95,14 +95,18 @@ class TableSink:
 
     def _owed(self, trace_id):
         """The rows of a glidein claimed but not written by an earlier pass (a killed
-        forwarder's, or another forwarder's), from the ledger, in column order."""
-        glidein, jobs = self.ledger.table_rows_json(trace_id)
-        return tuple(msgspec.json.decode(glidein)), [tuple(job) for job in msgspec.json.decode(jobs)]
+        forwarder's, or another forwarder's), from the ledger, in column order: MessagePack
+        (bytes), or JSON (text) as a forwarder before 2026-12-06 left them."""
+        glidein, jobs = self.ledger.owed_table_rows(trace_id)
+        decode = _decode if isinstance(glidein, bytes) else msgspec.json.decode
+        return tuple(decode(glidein)), [tuple(job) for job in decode(jobs)]
 
 
 _TRACE_ID, _ENDED_AT = GLIDEIN_COLUMNS.index("trace_id"), GLIDEIN_COLUMNS.index("ended_at")
 _IMPLAUSIBLE = GLIDEIN_COLUMNS.index("implausible_values")
-_encode = msgspec.json.Encoder().encode
+#: the owed rows in the ledger: MessagePack, which takes half the CPU of JSON and 60 % of its
+#: bytes for these rows (numbers, mostly), and keeps a float as it is (JSON writes NaN as null)
+_encode, _decode = msgspec.msgpack.Encoder().encode, msgspec.msgpack.Decoder().decode
 
 
 class NoTable:
