@@ -98,8 +98,8 @@ def table_overhead(args, endpoint) -> tuple:
     spent = best[True][3]
     own = sum(spent.values())
     print("the table's own CPU in that pass: " + ", ".join(
-        f"{name} {1000 * seconds / args.glideins:.2f} ms" for name, seconds in sorted(spent.items()))
-        + f" per glidein; {1000 * own / args.glideins:.2f} ms in all, {100 * own / (best[True][2] - own):.1f} % "
+        f"{name} {1000 * seconds / args.glideins:.3f} ms" for name, seconds in sorted(spent.items()))
+        + f" per glidein; {1000 * own / args.glideins:.3f} ms in all, {100 * own / (best[True][2] - own):.1f} % "
         f"of the rest of the pass")
     return own / args.glideins, (best[True][2] - own) / args.glideins
 
