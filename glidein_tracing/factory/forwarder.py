@@ -17,10 +17,12 @@ Glideins wait in the ledger, not in memory, and are read one at a time.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 
 from ..core.converter import ConversionError
+from ..core.errors import ConfigError
 from ..core.converter.clocks import life_bounds, within_life
 from ..core.ids import span_id
 from ..core.sampling import keep_glidein
@@ -41,6 +43,17 @@ from .stats import ForwardStats
 from ..core import conventions as c
 
 log = logging.getLogger("glidein_tracing.forward")
+
+
+def _file_stamp(path) -> tuple | None:
+    """What tells a file changed: its inode, size and modification time (None: unset or absent)."""
+    if not path:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 IDLE_NOTE_S = 3600.0    # --follow: one short line per this much time with nothing new
 
 
@@ -57,26 +70,58 @@ class Forwarder:
         self.settings = settings
         self.roots = [Path(r) for r in settings.logs]
         self.ledger = ledger
-        self.facts = facts
-        self.names = FactoryNames(facts.name, facts.schedd, facts.entry_schedds)
         self.grace_s = settings.grace
         self.settle_s = settle_s
         self.sampling_ratio = settings.sampling_ratio
         self.batch_spans = settings.batch_spans
         self.max_section_bytes = max_section_bytes
         self.progress = progress
-        self.spans = SpanMaker({c.SERVICE_NAME: settings.service_name} if settings.service_name else None,
-                               tuple(n for n in settings.redact if n.strip()), facts.entry_sites)
         self.table = table or NoTable()   # the glidein table (factory/sink.py)
         self.sender = Sender(exporter, ledger, Backend(reconcile), self.table)
         self.failure_attribution = failure_attribution   # failure_rules.attribution.FailureAttribution
         self.scanner = Scanner(self.roots, ledger)
-        self.forgetting = Forgetting(ledger, facts.log_retention)
-        self.name_check = FactoryNameCheck(self.roots, facts, max_section_bytes)
+        self.name_check = None
+        self._use_facts(facts)
+        self._config_seen = _file_stamp(settings.factory_config)
+
+    def _use_facts(self, facts) -> None:
+        """What the Factory's facts decide: its names, the entries' sites, the log retention the
+        ledger forgets by, and the check of its name (kept, with what it confirmed, while the
+        name stays)."""
+        self.facts = facts
+        self.names = FactoryNames(facts.name, facts.schedd, facts.entry_schedds)
+        settings = self.settings
+        self.spans = SpanMaker({c.SERVICE_NAME: settings.service_name} if settings.service_name else None,
+                               tuple(n for n in settings.redact if n.strip()), facts.entry_sites)
+        self.forgetting = Forgetting(self.ledger, facts.log_retention)
+        if self.name_check is not None and self.name_check.facts.name == facts.name:
+            self.name_check.facts = facts
+        else:
+            self.name_check = FactoryNameCheck(self.roots, facts, self.max_section_bytes)
+
+    def follow_reconfig(self) -> None:
+        """Read glideinWMS.xml again when it changed (a Factory reconfig: an entry that starts or
+        stops tracing, a new entry, its site), so a forwarder that keeps running decides by what
+        the Factory says now. One that cannot be read (caught mid-write, broken) is said once,
+        and the facts read before are kept until it changes again."""
+        stamp = _file_stamp(self.settings.factory_config)
+        if stamp == self._config_seen:
+            return
+        self._config_seen = stamp
+        try:
+            facts = self.settings.factory_facts()
+        except ConfigError as exc:
+            log.warning("%s changed but cannot be used; the Factory's facts read before are kept until it "
+                        "changes again: %s", self.settings.factory_config, "; ".join(exc.problems))
+            return
+        self._use_facts(facts)
+        log.info("%s changed: the Factory's facts read again (%d entries, tracing: %s)", self.settings.factory_config,
+                 len(facts.xml.entries), ", ".join(facts.xml.tracing_entries()) or "none")
 
     def run_once(self) -> ForwardStats:
         """One pass; ConfigError before anything is written when the Factory's name is wrong
         (FactoryNameCheck)."""
+        self.follow_reconfig()
         self.name_check.check()
         started = time.time()
         stats = ForwardStats()
