@@ -174,9 +174,11 @@ def test_glideins_recorded_under_a_wrong_name_are_forwarded_again_once_fixed_eac
 
 def test_a_forwarder_that_keeps_running_follows_a_factory_reconfig(tmp_path, caplog):
     """An operator turns tracing on for an entry with a Factory reconfig while the forwarder
-    runs (--follow): the next pass decides by the new glideinWMS.xml, not by the one read at
-    start. One caught mid-write is said once and the facts read before are kept."""
+    runs (--follow): the glideins submitted after it are judged by the new glideinWMS.xml, not
+    by the one read at start, and those submitted before, still in flight, by the old one. One
+    caught mid-write is said once and the facts read before are kept."""
     import logging
+    import time
 
     from glidein_tracing.exporters.store import JsonLinesStoreExporter
     from glidein_tracing.factory.build import build_forwarder
@@ -190,21 +192,25 @@ def test_a_forwarder_that_keeps_running_follows_a_factory_reconfig(tmp_path, cap
     forwarder = build_forwarder(settings_for(layout, factory=None, schedd=SCHEDD, grace=1, factory_config=str(xml)),
                                 exporter=JsonLinesStoreExporter(store), ledger=Ledger(tmp_path / "ledger.sqlite"))
 
-    def outcome_of(cluster):
-        run_glidein(log, layout, cluster, 0, T0, "glidein stderr, no journal\\n")
-        layout.output(cluster, 0, "out").write_text("Starting glidein_startup.sh\\nPARAM_LIST GLIDEIN_Client\\n")
+    def outcome_of(cluster, submitted):
+        """A glidein of DEMO_ENTRY submitted at ``submitted`` that ended with no journal."""
+        run_glidein(log, layout, cluster, 0, submitted + 120, "glidein stderr, no journal\n")
+        layout.output(cluster, 0, "out").write_text("Starting glidein_startup.sh\nPARAM_LIST GLIDEIN_Client\n")
         assert forwarder.run_once().glideins_done == 1
         (root,) = [s for s in read_store(store)[identity(layout, cluster, 0).trace_id]
                    if s["attributes"]["glidein.stage"] == "glidein"]
         return root["attributes"]["glidein.outcome"]
 
-    assert outcome_of(330) == "untraced"
+    before = time.time() - 600
+    assert outcome_of(330, before) == "untraced"
     with caplog.at_level(logging.INFO, logger="glidein_tracing.forward"):
         glideinwms_xml(tmp_path, entry_attrs='<attr name="GLIDEIN_USE_TRACING" value="1"/>')   # the reconfig
-        assert outcome_of(331) == "no_glidein_output"     # asked to trace now: no journal is a failure
+        after = time.time() + 5
+        assert outcome_of(331, after) == "no_glidein_output"   # asked to trace now: no journal is a failure
         assert "the Factory's facts read again (1 entries, tracing: DEMO_ENTRY)" in caplog.text
+        assert outcome_of(332, before + 1) == "untraced"       # in flight at the reconfig: asked before it
         caplog.clear()
         xml.write_text(xml.read_text()[:40])                               # caught mid-write
-        assert outcome_of(332) == "no_glidein_output" and outcome_of(333) == "no_glidein_output"
+        assert outcome_of(333, after + 1) == "no_glidein_output" and outcome_of(334, after + 2) == "no_glidein_output"
         warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert len(warnings) == 1 and "changed but cannot be used" in warnings[0], warnings

@@ -55,6 +55,7 @@ def _file_stamp(path) -> tuple | None:
         return None
     return st.st_ino, st.st_size, st.st_mtime_ns
 IDLE_NOTE_S = 3600.0    # --follow: one short line per this much time with nothing new
+FACTS_KEPT = 20         # configurations before the current one kept to judge glideins in flight
 
 
 class Forwarder:
@@ -83,6 +84,7 @@ class Forwarder:
         self.name_check = None
         self._use_facts(facts)
         self._config_seen = _file_stamp(settings.factory_config)
+        self._facts_until: list = []   # (when replaced, facts) of the configurations before, oldest first
 
     def _use_facts(self, facts) -> None:
         """What the Factory's facts decide: its names, the entries' sites, the log retention the
@@ -114,9 +116,21 @@ class Forwarder:
             log.warning("%s changed but cannot be used; the Factory's facts read before are kept until it "
                         "changes again: %s", self.settings.factory_config, "; ".join(exc.problems))
             return
+        self._facts_until = (self._facts_until + [(time.time(), self.facts)])[-FACTS_KEPT:]
         self._use_facts(facts)
         log.info("%s changed: the Factory's facts read again (%d entries, tracing: %s)", self.settings.factory_config,
                  len(facts.xml.entries), ", ".join(facts.xml.tracing_entries()) or "none")
+
+    def asked_to_trace(self, entry: str, submitted: float | None):
+        """Whether the Factory asked ``entry``'s glidein submitted at ``submitted`` to trace: by
+        the configuration in force then (the one this forwarder saw last before it), so a
+        reconfig that turns tracing on does not make the untraced glideins still in flight
+        look like traced ones that returned no journal. None when glideinWMS.xml does not say."""
+        if submitted is not None:
+            for until, facts in self._facts_until:
+                if submitted < until:
+                    return facts.asked_to_trace(entry)
+        return self.facts.asked_to_trace(entry)
 
     def run_once(self) -> ForwardStats:
         """One pass; ConfigError before anything is written when the Factory's name is wrong
@@ -286,7 +300,7 @@ class Forwarder:
         stdout = read_returned_stdout(stdout_path(row))
         # whether it was asked to trace is the Factory's own config's to say (a job can cut the
         # stdout); only without glideinWMS.xml is it guessed from the stdout's PARAM_LIST
-        asked = self.facts.asked_to_trace(row["entry"])
+        asked = self.asked_to_trace(row["entry"], min((e.time for e in factory_events), default=None))
         asked = stdout.asked_to_trace if asked is None else asked
         untraced = stdout.output and not returned.sections and not asked
         try:
