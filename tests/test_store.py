@@ -47,6 +47,40 @@ def test_exporting_the_same_glidein_twice_stores_each_span_once(tmp_path):
     assert second.duplicates == 1
 
 
+def test_a_trace_written_in_many_lines_keeps_each_span_once(tmp_path):
+    """A trace whose spans come one export at a time (a user's trace: the submission, the
+    Frontend's job.waiting spans, the forwarder's views of the job), each span once, the
+    third line and after included; an index an earlier version left with TEXT ids is read."""
+    import sqlite3
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    made = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(made))
+    tracer = provider.get_tracer("test")
+    with tracer.start_as_current_span("jobsub_submit"):
+        for name in ("job.waiting", "job.waiting", "job.wait", "job on glidein"):
+            tracer.start_span(name).end()
+    batch = list(made.get_finished_spans())
+    assert len({span.context.trace_id for span in batch}) == 1
+    exporter = JsonLinesStoreExporter(tmp_path)
+    for span in batch:
+        exporter.export([span])
+    exporter.export(batch)                                     # all again: nothing new
+    assert exporter.duplicates == len(batch)
+    ids = [s["span_id"] for s in iter_store(tmp_path)]
+    assert len(ids) == len(set(ids)) == len(batch) == 5
+    with sqlite3.connect(tmp_path / "index.sqlite") as db:                         # as SQLite's || left them before
+        db.execute("UPDATE traces SET span_ids = span_ids || x''")
+        assert db.execute("SELECT typeof(span_ids) FROM traces").fetchone() == ("text",)
+    again = JsonLinesStoreExporter(tmp_path)
+    again.export(batch)
+    assert again.duplicates == len(batch) and len(list(iter_store(tmp_path))) == len(batch)
+
+
 def test_garbage_lines_in_the_store_are_counted_not_fatal(tmp_path):
     JsonLinesStoreExporter(tmp_path).export(spans())
     with open(next(tmp_path.glob("traces-*.jsonl")), "a") as handle:

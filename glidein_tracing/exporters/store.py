@@ -346,8 +346,10 @@ class Store:
             except ValueError:
                 continue                        # not an OTLP id: nothing to find it by
             root = next((s for _, s in spans if s and s["attributes"].get(c.STAGE) == c.STAGE_GLIDEIN), None)
+            # SQLite's || makes TEXT of BLOBs: cast back, or a trace's third line could not be
+            # read as bytes (nor told apart from a span already held)
             db.execute("INSERT INTO traces (trace_id, span_ids, spans) VALUES (?, ?, ?) "
-                       "ON CONFLICT (trace_id) DO UPDATE SET span_ids = span_ids || excluded.span_ids, "
+                       "ON CONFLICT (trace_id) DO UPDATE SET span_ids = CAST(span_ids || excluded.span_ids AS BLOB), "
                        "spans = spans + excluded.spans", (trace, packed, len(spans)))
             if root is not None:
                 db.execute("UPDATE traces SET root_name = ?, start_ns = ?, outcome = ? WHERE trace_id = ?",
@@ -370,7 +372,9 @@ class Store:
             for span in spans:
                 trace, span_id = span.context.trace_id.to_bytes(16, "big"), span.context.span_id.to_bytes(8, "big")
                 if trace not in held:
-                    row = db.execute("SELECT span_ids FROM traces WHERE trace_id = ?", (trace,)).fetchone()
+                    # (as bytes: an index written before the cast above holds some as TEXT)
+                    row = db.execute("SELECT CAST(span_ids AS BLOB) FROM traces WHERE trace_id = ?",
+                                     (trace,)).fetchone()
                     packed = row[0] if row else b""
                     held[trace] = {packed[i:i + 8] for i in range(0, len(packed), 8)}
                 if span_id in held[trace]:
