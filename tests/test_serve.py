@@ -804,3 +804,19 @@ def test_a_host_of_several_addresses_is_served_on_each_with_the_secured_refusals
         assert all(each.channel_class.__name__ == "SecuredChannel" for each in sockets)
     finally:
         server.close()
+
+
+def test_a_job_that_ran_between_two_frontend_cycles_is_done_not_running():
+    """The Frontend sees a submission leave the idle state at its next cycle; a short job may
+    have started and ended before then. Its wait's end is then later than the job's: the
+    submission is done. A wait that ended with no job seen starting since it began runs still."""
+    from glidein_tracing.serve import jobs
+
+    trace = _trace(40)
+    wait = _waiting(trace, "dave", "w", state="ended", end="no_idle_jobs", ago=HOUR)   # ended 50 min ago
+    short = span(trace, "job", c.STAGE_JOB, _at(HOUR - 60), _at(HOUR - 120), name=c.SPAN_JOB_ON_GLIDEIN,
+                 parent=None, attrs={c.JOB_OWNER: "dave", c.GLIDEIN_USER_VIEW: True})
+    assert jobs.state(trace, [wait, short])["state"] == "done"
+    earlier = span(trace, "job", c.STAGE_JOB, _at(3 * HOUR), _at(2 * HOUR), name=c.SPAN_JOB_ON_GLIDEIN,
+                   parent=None, attrs={c.JOB_OWNER: "dave", c.GLIDEIN_USER_VIEW: True})
+    assert jobs.state(trace, [earlier, wait])["state"] == "running"

@@ -101,7 +101,9 @@ def state(trace_id: str, spans: list, diagnosis: d.Diagnosis | None = None, owne
         out.update(state=FAILED, since=_when(last["end_ns"]), where=_place(last), verdict=_verdict(last),
                    log_tail=_tail(last))
     elif waiting and latest.get(c.JOB_WAITING_END) == "no_idle_jobs" and (
-            not jobs or jobs[-1]["end_ns"] < waiting[-1]["end_ns"]):
+            not jobs or jobs[-1]["start_ns"] < waiting[-1]["start_ns"]):
+        # no job seen to start since the wait began: what ended it runs still. (A job that
+        # began and ended between two Frontend cycles ends before the Frontend sees it gone.)
         phase = phases[-1] if phases else None
         out.update(state=RUNNING, since=_when(waiting[-1]["end_ns"]),
                    where=_place(phase) if phase else "", phase=phase["name"] if phase else "")
