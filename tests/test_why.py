@@ -144,6 +144,8 @@ def test_a_submission_whose_jobs_started_is_not_waiting(tmp_path, capsys):
     code, out, _ = why(capsys, ww.trace_of("NEW"), "--store", tmp_path / "store", "--json")
     (job,) = json.loads(out)["jobs"]
     assert code == 0 and job["category"] == d.NOT_WAITING and "no idle job since" in job["meaning"]
+    # and what it waited for before, as the Frontend last said it
+    assert job["facts"]["waited_for"] in wr.RANK and "the Frontend saw it wait: " in job["meaning"]
 
 
 def test_an_unreadable_ad_among_good_ones_is_named_and_left_out(tmp_path, capsys):
