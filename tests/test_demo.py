@@ -132,7 +132,8 @@ def test_links_lead_from_request_to_glidein_to_job_to_user_and_back(demo_store):
         user_span = everything[(link["trace_id"], link["span_id"])]      # the user's own span
         assert user_span["name"] == "jobsub_submit"
         # under the user's span: where the job ran, and why it waited (QDate to start)
-        views = {s["name"]: s for s in traces[link["trace_id"]] if s["parent_span_id"] == user_span["span_id"]}
+        under = [s for s in traces[link["trace_id"]] if s["parent_span_id"] == user_span["span_id"]]
+        views = {s["name"]: s for s in under if s["name"] != "job.waiting"}
         assert set(views) == {"job on glidein", "job.wait"}
         for view in views.values():
             assert view["attributes"]["glidein.user_view"] is True
@@ -286,10 +287,34 @@ def test_a_failed_glideins_waterfall_page_in_headless_chromium(demo_store, tmp_p
         assert screenshot(path, page, tmp_path / f"{trace_id}.png", tmp_path).stat().st_size > 10_000
 
 
+def test_the_frontends_job_waiting_spans_tell_each_user_why_it_waited(demo_store):
+    """The demo's Frontend decides with the real job.waiting code (frontend_hooks/waiting.py):
+    at its first cycle each user's submission waits because glideins were requested for it
+    (linked to that request and cycle), and its second cycle, after the jobs ran, ends the wait."""
+    _, _, traces = demo_store
+    everything = {(s["trace_id"], s["span_id"]): s for spans in traces.values() for s in spans}
+    (request,) = [s for s in everything.values() if s["attributes"].get("glidein.stage") == "frontend.request"]
+    users = sorted({s["trace_id"] for spans in traces.values() for s in spans if s["name"] == "jobsub_submit"})
+    assert len(users) == 2
+    for trace_id in users:
+        (submit,) = [s for s in traces[trace_id] if s["name"] == "jobsub_submit"]
+        waiting = sorted((s for s in traces[trace_id] if s["name"] == "job.waiting"),
+                         key=lambda s: s["attributes"]["job.waiting.state"])
+        assert [s["attributes"]["job.waiting.state"] for s in waiting] == ["current", "ended"]
+        current, ended = waiting
+        for span in waiting:
+            assert span["parent_span_id"] == submit["span_id"] and span["attributes"]["job.owner"] == "fakeuser"
+            assert span["attributes"]["job.waiting.reason"] == "requested"
+        assert (request["trace_id"], request["span_id"]) in {(l["trace_id"], l["span_id"]) for l in current["links"]}
+        assert ended["attributes"]["job.waiting.end"] == "no_idle_jobs"
+        assert ended["start_ns"] == current["start_ns"] < ended["end_ns"]
+        (wait,) = [s for s in traces[trace_id] if s["name"] == "job.wait"]
+        assert submit["start_ns"] <= current["start_ns"] < wait["end_ns"] <= ended["end_ns"]
+
+
 def test_why_on_the_demos_user_traces_says_their_jobs_started(demo_store, capsys):
-    """A user asking `why` by trace id about a submission whose job ran (the demo's Frontend
-    keeps no job.waiting record) is told it started and when, from job.wait in their trace, and
-    how to ask about a job still idle: not "no record", nothing to do."""
+    """A user asking `why` by trace id about a submission whose job ran is told it started and
+    since when, and what the Frontend saw it wait for before: nothing to do."""
     from glidein_tracing.cli.main import main
     store, stdout, traces = demo_store
     users = sorted({s["trace_id"] for spans in traces.values() for s in spans if s["name"] == "job.wait"})
@@ -298,11 +323,11 @@ def test_why_on_the_demos_user_traces_says_their_jobs_started(demo_store, capsys
     (command,) = [line.split(": ", 1)[1] for line in stdout.splitlines() if "glidein-tracing why " in line]
     assert command == f"glidein-tracing why {users[0]} --store {store}"
     for trace_id in users:
-        (wait,) = [s for s in traces[trace_id] if s["name"] == "job.wait"]
+        (ended,) = [s for s in traces[trace_id] if s["attributes"].get("job.waiting.end") == "no_idle_jobs"]
         assert main(["why", trace_id, "--store", str(store), "--json"]) == 0
         (job,) = json.loads(capsys.readouterr().out)["jobs"]
-        ended = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(wait["end_ns"] / 1e9))
-        assert job["text"].startswith(f"Submission {trace_id}: 1 job of the submission started at {ended} ")
-        assert f"no record of a waiting job in this trace at the store {store}" in job["text"]
-        assert job["actor"] == "you" and job["text"].endswith("you can act: to ask about a job still idle, "
-                                                              "give its job id or job ad.")
+        since = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(ended["end_ns"] / 1e9))
+        assert job["text"].startswith(f"Submission {trace_id}: The submission has had no idle job since {since}: "
+                                      "its jobs started")
+        assert "the Frontend saw it wait: glideins requested at DEMO_ENTRY@" in job["text"]
+        assert (job["helps"], job["actor"]) == ("no", "nobody") and job["text"].endswith("nothing to do.")

@@ -1,6 +1,9 @@
 """Run simulated glideins end to end and show their traces (no GlideinWMS, no server).
 
-A Frontend cycle requests glideins; a Factory submits them through a Condor-G stand-in (its
+Users submit jobs that carry their own trace; a Frontend cycle requests glideins for them and
+tells each user's trace why its jobs wait (the real job.waiting decision, frontend_hooks/waiting.py,
+on the group's state, simulator/frontend_group.py), and a later cycle ends those waits once the
+jobs ran; a Factory submits the glideins through a Condor-G stand-in (its
 activity log, its returned outputs); each glidein runs in the simulator with the real hooks:
 setup scripts, HTCondor phase, user jobs submitted by a jobsub-like user who traces them,
 cleanup. Then the real forwarder sends every span, once, to --endpoint (OTLP/HTTP, e.g. a
@@ -35,6 +38,7 @@ SCHEDD = "schedd_glideins2@factory.demo.example.org"
 INSTANCE = "gwms_demo_instance"
 ENTRY = "DEMO_ENTRY"
 SITE = "DEMO_SITE"
+USER_SCHEDD = "fake-submit.example.org"   # the simulated users' schedd (simulator's GlobalJobId)
 RULES = Path(__file__).resolve().parents[1] / "failure_rules" / "examples"    # the example failure rules
 # the failing user job: its VO wrapper's code for a missing input (rules/demo_vo.yaml), and
 # what it prints, as a job reading a file of a stale CVMFS repository does
@@ -120,21 +124,52 @@ class DemoSpans:
             self.tracers[service] = provider.get_tracer("glidein_tracing.demo")
         self.user_roots = {}
         self.queued = {}   # a user's traceparent -> the QDate the schedd gave the job
+        self.group_history = {}   # the Frontend group's history file, kept between its cycles
 
-    def frontend_request(self, glideins: int) -> str:
-        """One Frontend cycle with one request for our entry; returns the request's context."""
+    def frontend_cycle(self, number: int, glideins: int, idle_jobs: dict) -> str | None:
+        """One Frontend cycle of the group, over the users' jobs idle now (``idle_jobs``:
+        schedd -> {(cluster, proc): job}), with a request of ``glideins`` for our entry when
+        there are any; returns the request's context. At its end, the real job.waiting
+        decision (frontend_hooks/waiting.py) on the group's state (simulator/frontend_group.py)
+        tells each user's trace why their jobs wait, and ends the wait of those that started."""
         from frontend_hooks import conventions as fc
+        from frontend_hooks import waiting
         from frontend_hooks.instrumentor import traceparent_of
+
+        from ..simulator.frontend_group import FrontendGroup
         tracer = self.tracers["gwms-frontend"]
+        request_name = f"{ENTRY}@{INSTANCE}@{FACTORY}"
+        facts, context = {}, None
         with tracer.start_as_current_span(fc.CYCLE_SPAN, attributes={
                 fc.STAGE: fc.CYCLE_SPAN, fc.FRONTEND_NAME: "vofrontend_service", fc.FRONTEND_GROUP: "main",
-                fc.CYCLE_NUMBER: 1, fc.CYCLE_ENTRIES: 1}):
-            with tracer.start_as_current_span(fc.REQUEST_SPAN, attributes={
-                    fc.STAGE: fc.REQUEST_SPAN, fc.ENTRY: ENTRY, fc.FACTORY: FACTORY,
-                    fc.GLIDEIN_NAME: INSTANCE, fc.IDLE_JOBS: glideins * 2,
-                    fc.EFFECTIVE_IDLE: glideins * 2, fc.REQ_IDLE_GLIDEINS: glideins,
-                    fc.REQ_MAX_GLIDEINS: glideins * 2, fc.RUNNING_GLIDEINS: 0}) as request:
-                return traceparent_of(request)
+                fc.CYCLE_NUMBER: number, fc.CYCLE_ENTRIES: 1 if glideins else 0}) as cycle:
+            if glideins:
+                requested = {fc.REQ_IDLE_GLIDEINS: glideins, fc.EFFECTIVE_IDLE_MC: glideins * 2,
+                             fc.GLIDEINS_TOTAL: 0, fc.IDLE_GLIDEINS: 0}
+                with tracer.start_as_current_span(fc.REQUEST_SPAN, attributes={
+                        fc.STAGE: fc.REQUEST_SPAN, fc.ENTRY: ENTRY, fc.FACTORY: FACTORY,
+                        fc.GLIDEIN_NAME: INSTANCE, fc.IDLE_JOBS: glideins * 2,
+                        fc.EFFECTIVE_IDLE: glideins * 2, fc.REQ_MAX_GLIDEINS: glideins * 2,
+                        fc.RUNNING_GLIDEINS: 0, **requested}) as request:
+                    context = traceparent_of(request)
+                facts[request_name] = dict(requested, _span_context=request.get_span_context())
+            group = FrontendGroup("vofrontend_service", "main", request_name, SITE, idle_jobs, self.group_history)
+            sent = waiting.Reporter(tracer, group, facts, cycle.get_span_context()).run()
+            cycle.set_attribute(fc.CYCLE_WAITING_SPANS, sent or 0)
+        return context
+
+    def idle_jobs(self, plan) -> dict:
+        """The users' jobs of ``plan`` as the Frontend's idle job query returns them (schedd ->
+        {(cluster, proc): the attributes job.waiting reads})."""
+        jobs = {}
+        for _, scenario in plan:
+            for proc, job in enumerate(scenario.jobs):
+                if job.traceparent in self.queued:
+                    qdate = self.queued[job.traceparent]
+                    jobs[(scenario.job_cluster, proc)] = {
+                        "TraceParent": job.traceparent, "Owner": job.owner, "JobStatus": 1, "RequestCpus": 1,
+                        "RequestMemory": 2048, "QDate": qdate, "EnteredCurrentStatus": qdate}
+        return {USER_SCHEDD: jobs}
 
     def user_context(self, index: int, job: int) -> str:
         """A jobsub_lite-like submission of one job: its span's context goes into the job. The
@@ -229,10 +264,11 @@ def run(args):
         exporter = JsonLinesStoreExporter(args.store)
         where = str(exporter.directory)
     demo = DemoSpans(exporter)
-    request = demo.frontend_request(args.glideins)
     # each run is a new submission (new cluster ids, so new traces): the store keeps every
-    # span once, so a rerun with the same ids would add nothing
+    # span once, so a rerun with the same ids would add nothing. The users submit, then the
+    # Frontend's cycle sees their jobs idle and requests glideins for them.
     plan = scenarios(args.glideins, demo.user_context, first_cluster=int(time.time()) % 1_000_000)
+    request = demo.frontend_cycle(1, args.glideins, demo.idle_jobs(plan))
     for _, scenario in plan:
         scenario.params["GLIDEIN_TRACING_REQUEST_TRACEPARENT"] = request
     demo.queue_dates(plan)
@@ -251,6 +287,7 @@ def run(args):
     for label, scenario, result in results:
         echo(f"  glidein {scenario.cluster}.{scenario.proc}: {label} (exit code {result.exit_code})",
               file=sys.stderr)
+    demo.frontend_cycle(2, 0, {USER_SCHEDD: {}})   # the users' jobs ran: none idle, their waits end
     summary = FailureSummary(exporter)
     # the Factory's configuration, the one source of its facts: its name, the entry's schedd,
     # site and tracing switch (factory/factory_xml.py)
