@@ -6,7 +6,7 @@ its outage windows are the only question they answer, services.py).
 At 30M glideins every scan of the glidein files costs seconds, so all rows of each view are
 read once per dataset (dataset.py owns the tables: ``Dataset.failure_groups``), for counts only, and
 the failed rows, a few percent, in a pass of their own whose filter DuckDB applies while
-reading (the other columns are decoded for the failed rows only). A group of failed glideins is a site, an entry, an hour of meeting
+scanning (it keeps a few percent of the rows; the other columns' pages are decoded all the same). A group of failed glideins is a site, an entry, an hour of meeting
 the site, a domain, an error type, a service, a label, a declared downtime, whether it is
 unclassified (a message no rule decided), and its normalised message; a group of failed jobs a
 domain, a service, a label and a downtime, and a group of the jobs blamed on a service also an
