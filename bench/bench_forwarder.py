@@ -252,8 +252,9 @@ def main():
     ours_rate = ours[0] / ours[2]
     print(f"ratio (forwarder / naive spans per CPU second): {ours_rate / (naive[0] / naive[2]):.2f}")
     lossless = all(r["forwarder"][0] == r["forwarder"][3] for r in rounds)
-    print(f"target at least 2x the naive SDK path with zero drops: "
-          f"{'met' if ours_rate >= 2 * naive[0] / naive[2] and lossless else 'NOT met'}")
+    # issue 45's target (issue 12 had asked for 2x)
+    print(f"target at least 1.4x the naive SDK path with zero drops: "
+          f"{'met' if ours_rate >= 1.4 * naive[0] / naive[2] and lossless else 'NOT met'}")
 
 
 if __name__ == "__main__":
