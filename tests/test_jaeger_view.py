@@ -165,7 +165,8 @@ def test_the_documented_searches_find_what_they_say(demo_in_jaeger):
     found(query, {by_label["validation failure"]}, **{"glidein.outcome": "validation_failed"})
     found(query, {by_label["validation failure"]}, **{"glidein.failure.domain": "site"})
     # a Frontend request's glideins: by the trace id of the Frontend cycle that asked for them
-    (frontend,) = search(query, service="gwms-frontend")
+    # (the service also holds the later cycle and the job.waiting spans in the users' traces)
+    (frontend,) = search(query, service="gwms-frontend", **{"glidein.stage": "frontend.request"})
     found(query, glideins, **{"glidein.request_trace_id": frontend})
     # one glidein by its Factory job id; without the stage, the users' traces of its jobs too
     trace_id = by_label["several jobs"]
