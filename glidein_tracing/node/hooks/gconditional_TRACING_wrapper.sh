@@ -17,8 +17,8 @@
 # Both variables come from the startd's environment, which a job cannot change for the jobs
 # after it. This runs before anything of the glidein's is sourced (the library is writable by
 # every job: a `sha256sum` function added to it would pass any check), with the shell's own
-# names unset. A copy that fails the check prints "-", no checksum "-nosum" (the job gets no
-# phase command; the caller notes why).
+# names unset. A copy that fails the check prints "-", one that cannot be made "-copy", no
+# checksum "-nosum" (the job gets no phase command; the caller notes why).
 gt_wrapper_phase() {
     unset -f sha256sum cp mkdir mktemp rm 2>/dev/null
     gt_w_src=${GLIDEIN_TRACING_PHASE:-}
@@ -28,9 +28,11 @@ gt_wrapper_phase() {
     case ${GLIDEIN_TRACING_PHASE_SHA256:-} in
         *[!0-9a-f]*|'') printf '%s' -nosum; return 0 ;;
     esac
-    mkdir -m 0700 "$gt_w_sd" 2>/dev/null || return 0
-    gt_w_pd=$(mktemp -d "$gt_w_sd/XXXXXXXXXXXX" 2>/dev/null) || return 0
-    cp "$gt_w_src" "$gt_w_pd/phase" 2>/dev/null || return 0
+    # a copy that fails (the master replaced while cp read it, a full disk) is said, as a
+    # changed checksum is: either way the job gets no phase command
+    mkdir -m 0700 "$gt_w_sd" 2>/dev/null || { printf '%s' -copy; return 0; }
+    gt_w_pd=$(mktemp -d "$gt_w_sd/XXXXXXXXXXXX" 2>/dev/null) || { printf '%s' -copy; return 0; }
+    cp "$gt_w_src" "$gt_w_pd/phase" 2>/dev/null || { printf '%s' -copy; return 0; }
     gt_w_sum=$(sha256sum < "$gt_w_pd/phase" 2>/dev/null) || gt_w_sum=
     if [ "${gt_w_sum%% *}" != "$GLIDEIN_TRACING_PHASE_SHA256" ] || [ -L "$gt_w_pd/phase" ] \
             || [ ! -x "$gt_w_pd/phase" ]; then
@@ -118,6 +120,7 @@ EOF
     case $2 in
         -) gt_note "$gt_w_key" "the phase command changed since setup (its sha256 differs): not given to this job" ;;
         -nosum) gt_note "$gt_w_key" "no checksum of the phase command in the job's environment: not given to this job" ;;
+        -copy) gt_note "$gt_w_key" "the phase command could not be copied into the job's scratch dir: not given to this job" ;;
     esac
     gt_span_id "$GT_TRACE_ID" "$gt_w_key" || return 0
     printf '00-%s-%s-01\n' "$GT_TRACE_ID" "$GT_SPAN_ID"
