@@ -78,3 +78,16 @@ def read_input(path, limit: int | None = None) -> bytes:
     caller can tell a file over its bound)."""
     with open_input(path) as handle:
         return handle.read() if limit is None else handle.read(limit + 1)
+
+
+def file_stamp(path) -> tuple | None:
+    """What tells that a file a user named changed, for the readers that read it again when it
+    does (a JWKS file, glideinWMS.xml): its inode, size and modification time. None when no
+    path is given or it cannot be looked at."""
+    if not path:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns

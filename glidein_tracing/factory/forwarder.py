@@ -17,12 +17,12 @@ Glideins wait in the ledger, not in memory, and are read one at a time.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from pathlib import Path
 
 from ..core.converter import ConversionError
 from ..core.errors import ConfigError
+from ..core.inputs import file_stamp
 from ..core.converter.clocks import life_bounds, within_life
 from ..core.ids import span_id
 from ..core.sampling import keep_glidein
@@ -43,17 +43,6 @@ from .stats import ForwardStats
 from ..core import conventions as c
 
 log = logging.getLogger("glidein_tracing.forward")
-
-
-def _file_stamp(path) -> tuple | None:
-    """What tells a file changed: its inode, size and modification time (None: unset or absent)."""
-    if not path:
-        return None
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
 IDLE_NOTE_S = 3600.0    # --follow: one short line per this much time with nothing new
 FACTS_KEPT = 20         # configurations before the current one kept to judge glideins in flight
 
@@ -83,7 +72,7 @@ class Forwarder:
         self.scanner = Scanner(self.roots, ledger)
         self.name_check = None
         self._use_facts(facts)
-        self._config_seen = _file_stamp(settings.factory_config)
+        self._config_seen = file_stamp(settings.factory_config)
         self._facts_until: list = []   # (when replaced, facts) of the configurations before, oldest first
 
     def _use_facts(self, facts) -> None:
@@ -106,7 +95,7 @@ class Forwarder:
         stops tracing, a new entry, its site), so a forwarder that keeps running decides by what
         the Factory says now. One that cannot be read (caught mid-write, broken) is said once,
         and the facts read before are kept until it changes again."""
-        stamp = _file_stamp(self.settings.factory_config)
+        stamp = file_stamp(self.settings.factory_config)
         if stamp == self._config_seen:
             return
         self._config_seen = stamp

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import secrets
 import threading
 import time
 from dataclasses import dataclass
 
-from ..core.inputs import read_input
+from ..core.inputs import file_stamp, read_input
 
 LOG = logging.getLogger("glidein_tracing.serve")
 MAX_JWKS_BYTES = 1024 * 1024
@@ -90,17 +89,10 @@ class IssuerKeys:
 
     def __init__(self, path, check_s: float):
         self.path, self.check_s = path, check_s
-        self._stamp = self._stat()
+        self._stamp = file_stamp(path)
         self.keys = read_jwks(path)
         self._checked = time.monotonic()
         self._lock = threading.Lock()
-
-    def _stat(self):
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return None
-        return (st.st_mtime_ns, st.st_size, st.st_ino)
 
     def current(self) -> dict:
         """{kid: PyJWK}, read again first when due and the file changed."""
@@ -108,7 +100,7 @@ class IssuerKeys:
             now = time.monotonic()
             if now - self._checked >= self.check_s:
                 self._checked = now
-                stamp = self._stat()
+                stamp = file_stamp(self.path)
                 if stamp is not None and stamp != self._stamp:
                     self._stamp = stamp
                     try:
