@@ -249,18 +249,18 @@ def diagnose(ad: dict | None, spans=(), job: str | None = None, *, user: dict | 
             # what it waited for last: the ended period's own reason, as the Frontend wrote it
             attrs = last.get("attributes") or {}
             waited = attrs.get(c.JOB_WAITING_DETAIL) or attrs.get(c.JOB_WAITING_REASON)
-            before = f"; before that, from {_when(last.get('start_ns'))}, the Frontend saw it wait: {waited}" \
-                if isinstance(waited, str) and waited else ""
-            facts = {"no_idle_job_since": _when(last.get("end_ns"))}
-            if before:
-                facts.update(waited_from=_when(last.get("start_ns")), waited_for=str(attrs.get(c.JOB_WAITING_REASON, "")))
+            began, ended = _when(last.get("start_ns")), _when(last.get("end_ns"))
+            facts, before = {"no_idle_job_since": ended}, ""
+            if isinstance(waited, str) and waited:
+                before = f"; before that, from {began}, the Frontend saw it wait: {waited}"
+                facts.update(waited_from=began, waited_for=str(attrs.get(c.JOB_WAITING_REASON, "")))
             return Diagnosis(name, "not idle", NOT_WAITING,
-                             f"the submission has had no idle job since {_when(last.get('end_ns'))}: "
+                             f"the submission has had no idle job since {ended}: "
                              "its jobs started (job.wait in your trace says how long each waited) "
                              f"or left the queue{before}", "nothing", "", wr.HELPS_NO, wr.ACTOR_NOBODY,
                              facts,
                              [Evidence("job.waiting ended: no idle jobs", last.get("trace_id", ""),
-                                       last.get("span_id", ""), _when(last.get("end_ns")))])
+                                       last.get("span_id", ""), ended)])
     if ad is None:
         if not latest:
             return _trace_without_record(name, spans, looked)
