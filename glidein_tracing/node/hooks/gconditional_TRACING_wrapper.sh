@@ -30,9 +30,11 @@ gt_wrapper_phase() {
     esac
     # a copy that fails (the master replaced while cp read it, a full disk) is said, as a
     # changed checksum is: either way the job gets no phase command
-    mkdir -m 0700 "$gt_w_sd" 2>/dev/null || { printf '%s' -copy; return 0; }
-    gt_w_pd=$(mktemp -d "$gt_w_sd/XXXXXXXXXXXX" 2>/dev/null) || { printf '%s' -copy; return 0; }
-    cp "$gt_w_src" "$gt_w_pd/phase" 2>/dev/null || { printf '%s' -copy; return 0; }
+    if ! mkdir -m 0700 "$gt_w_sd" 2>/dev/null || ! gt_w_pd=$(mktemp -d "$gt_w_sd/XXXXXXXXXXXX" 2>/dev/null) \
+            || ! cp "$gt_w_src" "$gt_w_pd/phase" 2>/dev/null; then
+        printf '%s' -copy
+        return 0
+    fi
     gt_w_sum=$(sha256sum < "$gt_w_pd/phase" 2>/dev/null) || gt_w_sum=
     if [ "${gt_w_sum%% *}" != "$GLIDEIN_TRACING_PHASE_SHA256" ] || [ -L "$gt_w_pd/phase" ] \
             || [ ! -x "$gt_w_pd/phase" ]; then
