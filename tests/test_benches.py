@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fixtures import GWMS_FRONTEND
+from tests.support.fixtures import GLIDEIN_RUN, GWMS_FRONTEND
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -101,6 +101,8 @@ def test_benchmark_runs(name, started):
         pytest.skip("bench_stage measures otel-cli, built with Go: no Go here and no cached build")
     if name in ("bench_frontend_startup", "bench_frontend_waiting") and not GWMS_FRONTEND.exists():
         pytest.skip(f"{name} runs GlideinWMS's Frontend configuration: {GWMS_FRONTEND} is absent")
+    if name in ("bench_live_export", "bench_live_stages") and not GLIDEIN_RUN.exists():
+        pytest.skip(f"{name} runs a recorded glidein's configuration: {GLIDEIN_RUN} is absent")
     code, text = started[name].result()
     assert code == 0, f"{name} --quick exited {code}:\n{text[-3000:]}"
     assert FIGURES[name] in text, f"{name} --quick printed no figures:\n{text[-3000:]}"

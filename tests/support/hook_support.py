@@ -105,12 +105,13 @@ def make_glidein(root: Path, run: str = "success", drop_keys=(), multirestart=No
     shutil.copy2(GWMS / "add_config_line.source", work / "add_config_line.source")
     shutil.copy2(GWMS / "error_gen.sh", work / "main" / "error_gen.sh")
     (work / "main" / "condor_vars.lst").write_text("")
+    # read first: without the fixture the test skips here, with no stand-in process left behind
+    text = (fixture_dir(run) / "glidein_config.at_custom_setup").read_text()
     # a stand-in glidein_startup.sh process, for the start time and -multirestart
     argv = ["/bin/sh", "-c", startup_script, "glidein_startup.sh", "-name", "x"]
     if multirestart is not None:
         argv += ["-multirestart", str(multirestart)]
     startup = subprocess.Popen(argv, stdin=subprocess.DEVNULL, cwd=work, start_new_session=True)
-    text = (fixture_dir(run) / "glidein_config.at_custom_setup").read_text()
     text = text.replace(fixture_work_dir(run), str(work))
     lines = []
     for line in text.split("\n"):
