@@ -392,3 +392,31 @@ def test_sigterm_job_ended_after_the_glidein_is_cut_at_condor_end_with_the_reaso
     assert job.attributes["job.end_cut_reason"] == "sigterm"
     assert job.attributes["job.recorded_end_s"] == pytest.approx(condor_record_end + 5.0)
     assert outside_parent(spans, tolerance_s=0) == []
+
+
+def test_sigterm_job_started_after_condors_whole_second_end_lies_within_condor():
+    """A SIGTERM as a job starts: the hook's `start job` (date +%s.%N, ns digits) comes after
+    condor_startup.sh's record ended at its whole second, and no `end` follows. The job is closed
+    at its start and lasts 1 us; `condor` ends with it. Whatever the start's nanoseconds, the
+    1 us is whole in the microseconds sent (an epoch float + 1e-6 can round to the start's own
+    microsecond), so the job never ends 1 us after its parent."""
+    second = 1796525108   # an epoch of the day: floats are ~0.24 us coarse there
+    job = "job/schedd#4242.0#1"
+    fixed = root_lines(second - 2, IDENTITY.trace_id) + [
+        format_line(second - 1, "start", "condor", {"@name": "condor", "@stage": "condor.start"}),
+        format_line(second, "end", "condor", {"@status": "OK", "glidein.shutdown.reason": "sigterm"}),
+        format_line(second, "start", "teardown", {"@name": "teardown", "@stage": "teardown"}),
+        format_line(second + 1.4, "end", "teardown", {"@status": "OK"}),
+        format_line(second + 1.5, "end", "glidein", {"@status": "OK", "glidein.outcome": "terminated"})]
+    job_start = format_line(0, "start", job, {"@name": "job", "@stage": "job", "@parent": "condor"})
+    outside = []
+    for nanos in range(123, 10**9, 4_999_777):      # 200 starts across the second, any ns
+        start_text = f"{second}.{nanos:09d}"
+        lines = fixed[:-3] + [job_start.replace("\t0.000000\t", f"\t{start_text}\t", 1)] + fixed[-3:]
+        _, spans = spans_of(lines)
+        (condor,) = by_stage(spans, "condor.start")
+        (span,) = [j for j in by_stage(spans, "job") if not j.attributes.get("glidein.user_view")]
+        assert span.attributes["glidein.closed_by"] == "converter"
+        assert span.end_time - span.start_time == 1000 and span.end_time == condor.end_time
+        outside += [start_text] if outside_parent(spans, tolerance_s=0) else []
+    assert outside == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .. import conventions as c
 from .draft import ROOT, Draft, SpanDraft
+from .readable_span import MIN_DURATION_NS, ns
 
 _MANY = ("job/", "idle/")   # the keys a long-lived glidein has thousands of
 
@@ -56,17 +57,16 @@ def _root_bounds(draft: Draft) -> None:
         root.attrs[c.GLIDEIN_INCOMPLETE] = True
 
 
-MIN_DURATION_S = 1e-6   # Jaeger's resolution
-
-
 def lasting(draft: Draft) -> None:
     """Every span lasts (a viewer flags one whose end is not after its start): one measured
     as lasting nothing, below its clock's resolution (a whole-second event log), ends 1 us
     after its start and says so (``glidein.time.placed=min_duration``); its parents stretch
-    over it."""
+    over it. Judged on the microseconds the span is sent with (``ns``), not on the float
+    seconds: 1e-6 added to an epoch float can round to the start's own microsecond, and the
+    1 us readable_span then adds would put the span outside the parent stretched here."""
     for span in draft.spans.values():
-        if span.start is not None and span.end is not None and span.end <= span.start:
-            span.end = span.start + MIN_DURATION_S
+        if span.start is not None and span.end is not None and ns(span.end) <= ns(span.start):
+            span.end = (ns(span.start) + MIN_DURATION_NS) // 1000 / 1e6
             span.attrs[c.GLIDEIN_TIME_PLACED] = c.TIME_PLACED_MIN_DURATION
             parent, depth = draft.spans.get(span.parent) if span.parent else None, 0
             while parent is not None and parent.end is not None and parent.end < span.end and depth < 64:
