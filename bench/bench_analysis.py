@@ -61,6 +61,13 @@ def build_table(glideins: int, days: float, seed: int) -> Path:
         partial.rename(directory)
         print(f"generated {counts['glideins']:,} glideins, {counts['jobs']:,} jobs in {counts['files']} files "
               f"in {time.time() - started:.0f} s -> {directory}", flush=True)
+    else:   # cached by an earlier version: the rollups it lacks (a kind added since), as an operator writes them
+        from glidein_tracing.table.backfill import missing_rollups
+        started = time.time()
+        written, _, problems = missing_rollups(directory)
+        if written or problems:
+            print(f"rollups written for {written} files of the cached table in {time.time() - started:.0f} s"
+                  + "".join(f"; {p}" for p in problems), flush=True)
     return directory
 
 

@@ -7,7 +7,8 @@ import json
 import duckdb
 import pytest
 
-from glidein_tracing.analysis import compare, failure_groups, failures, report
+from glidein_tracing.analysis import compare, failures, report
+from glidein_tracing.table import failed_groups
 from glidein_tracing.analysis.dataset import open_dataset
 from glidein_tracing.analysis.html import render_html
 from glidein_tracing.analysis.stats import compute_stats
@@ -61,7 +62,7 @@ def test_domains_add_up_to_the_failed_totals(with_outages):
 
 def test_messages_that_differ_only_in_numbers_hosts_and_paths_are_one_group(with_outages):
     con = with_outages.con
-    norm = lambda text: con.execute(f"SELECT {failure_groups.normalised_sql('?')}", [text]).fetchone()[0]  # noqa: E731
+    norm = lambda text: con.execute(f"SELECT {failed_groups.normalised_sql('?')}", [text]).fetchone()[0]  # noqa: E731
     assert norm("cannot reach cvmfs-stratum3.example.org:8000 after 12 tries (timeout 30 s)") == \
         norm("cannot reach cvmfs-stratum71.example.org:8000 after 4 tries (timeout 5 s)")
     assert norm("not enough disk in /scratch/job_1: 5 MB free") == norm("not enough disk in /scratch/job_2377: 901 MB free")

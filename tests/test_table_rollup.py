@@ -113,20 +113,62 @@ def test_the_failing_scripts_from_rollups_are_those_the_rows_name(table):
     assert stats_of(table)["failed_scripts"] == [{"script": s, "error_type": t, "failures": n} for s, t, n in rows]
 
 
-def _forge(path, how: str):
-    """A rollup that must not be taken: its numbers doubled, so that taking it would show."""
+def failures_of(table, **filters) -> dict:
+    """The failures and services sections, as the analysis makes them."""
+    from glidein_tracing.analysis.failures import failures_section
+    from glidein_tracing.analysis.services import services_section
+    data = open_dataset(table, **filters)
+    return {**failures_section(data), **services_section(data)}
+
+
+def test_the_failure_sections_from_rollups_equal_those_from_rows(table, tmp_path):
+    """The failed glideins' groups read from the files' rollups give the failures and services
+    sections of the rows, examples included, with entry, site and Frontend filters (which the
+    rollups cannot apply: read raw). A table an older release wrote (statistics rollups only)
+    is read raw for the groups, said once with the command that writes them."""
+    raw = without_rollups(table, tmp_path)
+    older = data_files(table)[::2]
+    for data_file in older:
+        rollup.path_of(data_file, rollup.FAILED).unlink()
+    data = open_dataset(table)
+    assert data.rollups["lacking"] == len(older)
+    unrolled, rolled = rollup.view_names("glideins", rollup.FAILED)
+    total = data.con.execute("SELECT count(*) FROM glideins").fetchone()[0]
+    assert data.con.execute(f"SELECT count(*) FROM {rolled}").fetchone()[0] > 0
+    assert 0 < data.con.execute(f"SELECT count(*) FROM {unrolled}").fetchone()[0] < total, "both paths in play"
+    pairs = open_dataset(raw).con.execute("SELECT DISTINCT entry, site, client FROM glideins ORDER BY 1").fetchall()
+    for filters in ({}, {"entries": [pairs[0][0], pairs[-1][0]]}, {"sites": [pairs[1][1]]}, {"clients": [pairs[0][2]]}):
+        got, want = failures_of(table, **filters), failures_of(raw, **filters)
+        assert want["failed_glideins"] > 0 and want["top_messages"]
+        assert_same(got, want, str(filters))
+    # the examples are a message's first trace ids, as the rows give them
+    from glidein_tracing.table.failed_groups import normalised_sql
+    top = failures_of(table)["top_messages"][0]
+    assert top["examples"] == [r[0] for r in open_dataset(raw).con.execute(
+        f"SELECT trace_id FROM glideins WHERE failure_domain IS NOT NULL AND {normalised_sql('failure_message')} = ? "
+        "ORDER BY 1 LIMIT 3", [top["message"]]).fetchall()]
+    analyze = subprocess.run([sys.executable, "-m", "glidein_tracing", "analyze", str(table), "--quiet"],
+                             capture_output=True, text=True, timeout=300)
+    assert analyze.returncode == 0, analyze.stderr
+    assert f"{len(older)} files lack the rollups of the failed glideins' groups" in analyze.stderr
+    assert "glidein-tracing table --table DIR --rollups" in analyze.stderr
+
+
+def _forge(path, how: str, counted: str = "value", keyed: str = "label"):
+    """A rollup that must not be taken: its numbers (``counted``) doubled, so that taking it
+    would show; ``columns``: without its column ``keyed``."""
     if how == "garbage":
         path.write_bytes(b"PAR1 not a rollup at all")
         return
     rows = pq.read_table(path, partitioning=None)
     meta = dict(rows.schema.metadata)
-    doubled = rows.set_column(rows.schema.get_field_index("value"), "value", pc.multiply(rows["value"], 2.0))
+    doubled = rows.set_column(rows.schema.get_field_index(counted), counted, pc.multiply(rows[counted], 2))
     if how == "row_count":
         meta[rollup.ROWS_KEY] = str(int(meta[rollup.ROWS_KEY]) + 1).encode()
     elif how == "version":
         meta[rollup.VERSION_KEY] = b"0" * 16
     elif how == "columns":
-        doubled = doubled.drop_columns(["label"])
+        doubled = doubled.drop_columns([keyed])
     pq.write_table(doubled.replace_schema_metadata(meta), path)
 
 
@@ -136,10 +178,17 @@ def test_a_forged_rollup_is_ignored_and_its_file_read_raw(table, tmp_path, how):
     forged = data_files(table)[1]
     _forge(rollup.path_of(forged), how)
     _forge(rollup.path_of(data_files(table, "jobs")[1]), how)
+    failed = data_files(table)[2]
+    assert pq.read_metadata(rollup.path_of(failed, rollup.FAILED)).num_rows > 0, "groups that taking would double"
+    _forge(rollup.path_of(failed, rollup.FAILED), how, counted="n", keyed="m")
     _, unrolled = rolled_and_raw_rows(table)
     assert unrolled == pq.read_metadata(forged).num_rows, "the forged one's file, and only it, read raw"
     assert open_dataset(table).rollups["stale"] == (2 if how == "version" else 0)
     assert_same(stats_of(table), stats_of(raw))
+    unrolled_view, _ = rollup.view_names("glideins", rollup.FAILED)
+    assert open_dataset(table).con.execute(f"SELECT count(*) FROM {unrolled_view}").fetchone()[0] == \
+        pq.read_metadata(failed).num_rows
+    assert_same(failures_of(table), failures_of(raw))
 
 
 def test_rollups_an_older_release_wrote_are_named_and_rewritten_by_the_table_verb(table):
@@ -152,7 +201,7 @@ def test_rollups_an_older_release_wrote_are_named_and_rewritten_by_the_table_ver
         rows = pq.read_table(path, partitioning=None)
         pq.write_table(rows.replace_schema_metadata({**rows.schema.metadata, rollup.VERSION_KEY: b"0" * 16}), path)
     data = open_dataset(table)
-    assert data.rollups == {"files": files, "used": 0, "stale": files}
+    assert data.rollups == {"files": files, "used": 0, "stale": files, "lacking": 0}
     assert_same(statistics(data.con), want)
     analyze = [sys.executable, "-m", "glidein_tracing", "analyze", str(table), "--quiet"]
     before = subprocess.run(analyze, capture_output=True, text=True, timeout=300)
@@ -161,8 +210,8 @@ def test_rollups_an_older_release_wrote_are_named_and_rewritten_by_the_table_ver
     assert "glidein-tracing table --table DIR --rollups" in before.stderr
     rewrite = subprocess.run([sys.executable, "-m", "glidein_tracing", "table", "--table", str(table), "--rollups"],
                              capture_output=True, text=True, timeout=300)
-    assert rewrite.returncode == 0 and f"{files} rollups written" in rewrite.stderr
-    assert open_dataset(table).rollups == {"files": files, "used": files, "stale": 0}
+    assert rewrite.returncode == 0 and f"rollups written for {files} files" in rewrite.stderr
+    assert open_dataset(table).rollups == {"files": files, "used": files, "stale": 0, "lacking": 0}
     after = subprocess.run(analyze, capture_output=True, text=True, timeout=300)
     assert after.returncode == 0 and "older release" not in after.stderr
     assert_same(stats_of(table), want)
@@ -223,34 +272,40 @@ def test_a_compaction_killed_after_the_rollup_leaves_a_consistent_table(table, t
     assert_same(stats_of(table), stats_of(raw))
 
 
-def long_rows_by_key(rows) -> dict:
-    return {(r["entry"], r["site"], r["name"], r["key"], r["label"]): r["value"] for r in rows.to_pylist()}
+def rows_by_key(rows, kind) -> dict:
+    """A rollup's rows by their key columns (examples sorted: a group's first trace ids)."""
+    names = [n for n in kind.schema().names if n not in ("value", "n", "core_h", "examples")]
+    return {tuple(r[n] for n in names): {k: v for k, v in r.items() if k not in names} for r in rows.to_pylist()}
 
 
 @pytest.mark.parametrize("dataset", ["glideins", "jobs"])
 @pytest.mark.parametrize("inputs_rolled", [True, False])
 def test_a_merges_rollup_is_that_of_its_rows(table, inputs_rolled, dataset, monkeypatch):
-    """A merge sums its inputs' rollups when each has one (a few rows per file, however many
-    rows it holds; the rows are not aggregated then), else aggregates its rows: either way the
-    rollup is that of the merged rows."""
-    from glidein_tracing.table import aggregates
+    """A merge sums its inputs' rollups of each kind when each has one (a few rows per file,
+    however many rows it holds; the rows are not aggregated then), else aggregates its rows:
+    either way each rollup is that of the merged rows."""
+    from glidein_tracing.table import aggregates, failed_groups
     day_dir = layout.day_dirs(table, dataset)[0]
     inputs = layout.part_files(day_dir)
     assert len(inputs) > 1
     if not inputs_rolled:
         rollup.remove(inputs[0])
-    rolled, _ = rollup.usable(inputs, {p: pq.read_metadata(p).num_rows for p in inputs})
-    assert len(rolled) == len(inputs) - (not inputs_rolled)
-    aggregate = aggregates.long_rows
+    for kind in rollup.kinds_of(dataset):
+        rolled, _ = rollup.usable(inputs, {p: pq.read_metadata(p).num_rows for p in inputs}, kind)
+        assert len(rolled) == len(inputs) - (not inputs_rolled)
     if inputs_rolled:
-        monkeypatch.setattr(aggregates, "long_rows", lambda *a: pytest.fail("the rows were aggregated"))
+        for module, name in ((aggregates, "long_rows"), (failed_groups, "of_rows")):
+            monkeypatch.setattr(module, name, lambda *a: pytest.fail("the rows were aggregated"))
     assert writer.compact(day_dir, dataset, max_files=1)
-    monkeypatch.setattr(aggregates, "long_rows", aggregate)
+    monkeypatch.undo()
     [merged] = layout.part_files(day_dir)
-    stored = pq.read_table(rollup.path_of(merged), partitioning=None)
-    want = rollup.compute(pq.read_table(merged, schema=writer.arrow_schema(dataset)), dataset)
-    assert stored.schema.metadata == want.schema.metadata and stored.schema.equals(want.schema)
-    assert_same(long_rows_by_key(stored), long_rows_by_key(want))
+    wanted = rollup.compute(pq.read_table(merged, schema=writer.arrow_schema(dataset)), dataset)
+    assert set(wanted) == set(rollup.kinds_of(dataset)) and len(wanted) == (2 if dataset == "glideins" else 1)
+    for kind, want in wanted.items():
+        stored = pq.read_table(rollup.path_of(merged, kind), partitioning=None)
+        assert stored.schema.metadata == want.schema.metadata and stored.schema.equals(want.schema)
+        assert want.num_rows > 0
+        assert_same(rows_by_key(stored, kind), rows_by_key(want, kind))
 
 
 def test_a_compaction_writes_its_files_rollup_and_removes_its_inputs(table, tmp_path):
@@ -303,16 +358,16 @@ def test_the_table_verb_writes_the_rollups_a_table_lacks(table, tmp_path):
     first = subprocess.run(command, capture_output=True, text=True, timeout=300)
     files = len(data_files(raw)) + len(data_files(raw, "jobs"))
     assert first.returncode == 0, first.stderr
-    assert f"{files} rollups written, 0 files had theirs" in first.stderr
+    assert f"rollups written for {files} files, 0 files had theirs" in first.stderr
     assert rolled_and_raw_rows(raw)[1] == rolled_and_raw_rows(raw, "jobs")[1] == 0
     assert_same(stats_of(raw), want)
     again = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0 and f"0 rollups written, {files} files had theirs" in again.stderr
+    assert again.returncode == 0 and f"rollups written for 0 files, {files} files had theirs" in again.stderr
     shutil.rmtree(raw / rollup.ROLLUPS_DIR)
     damaged = data_files(raw)[0]
     content = damaged.read_bytes()
     damaged.write_bytes(content[:4] + b"\0" * (len(content) - 200) + content[-196:])   # footer intact, data not
     third = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert third.returncode == 1 and str(damaged) in third.stderr
-    assert f"{files - 1} rollups written" in third.stderr
+    assert f"rollups written for {files - 1} files" in third.stderr
     assert not rollup.path_of(damaged).exists()

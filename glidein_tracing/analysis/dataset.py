@@ -12,10 +12,12 @@ is simply empty; a directory that is no table, a table with no glidein file, and
 ``entries``/``sites`` that match no glidein are refused (``DatasetError``): an empty report
 would look like an answer.
 
-For the statistics (stats.py), each dataset also has the views ``<dataset>_unrolled`` (its
-files without a usable rollup, table/rollup.py decides which) and ``<dataset>_rollups`` (the
-long rows of the others' rollups), filtered like the rest; ``rollups`` counts both, and the
-files whose rollup an older release wrote (stale: read raw until they are rewritten).
+For each kind of rollup (table/rollup.py: the statistics', stats.py, and the failed glideins'
+groups, failure_groups.py), each dataset also has a view of its files without a usable rollup
+of that kind, read raw, and one of the rows of the others' rollups (``rollup.view_names``), filtered
+like the rest; ``rollups`` counts the statistics' both ways, the files whose rollup an older
+release wrote (stale: read raw until they are rewritten), and those lacking a kind added since
+(read raw for it until ``glidein-tracing table --rollups`` writes it).
 
 What the sections derive from all rows, read once, is the dataset's too: the glideins counted
 per entry, site, hour and host (``glidein_counts``, with the selections compare declares),
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..table import reader, rollup
-from ..table.aggregates import LONG_COLUMNS, sql_text
+from ..table.aggregates import sql_text
 from ..table.schema import GLIDEINS, GLIDEINS_DATASET, JOBS, JOBS_DATASET
 from . import failure_groups, glidein_counts
 
@@ -172,20 +174,36 @@ def _view(con, view: str, scan: reader.Scan, columns, where: str) -> None:
         con.execute(f"CREATE VIEW {view} AS SELECT {cols}, CAST(NULL AS DATE) AS date WHERE false")
 
 
-def _rollup_views(con, dataset: str, scan: reader.Scan, columns, where: str, raw_only: bool) -> tuple[int, int]:
-    """``<dataset>_unrolled``: the files without a usable rollup; ``<dataset>_rollups``: the
-    long rows of the others' rollups. Returns (files read from their rollup, files whose
-    rollup is stale). ``raw_only``: a filter the rollups cannot apply (their rows are per
-    entry and site only), so every file is read raw."""
-    rolled, stale = ({}, []) if raw_only else rollup.usable(scan.files, scan.rows)
-    raw = [f for f in scan.files if f not in rolled]
-    unrolled = reader.Scan(files=raw, schemas={f: scan.schemas[f] for f in raw})
-    _view(con, f"{dataset}_unrolled", unrolled, columns, where)
-    names = ", ".join(name for name, _ in LONG_COLUMNS)
-    source = (f"read_parquet([{_listing(rolled.values())}], hive_partitioning=false)" if rolled else
-              "(SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {n}" for n, t in LONG_COLUMNS) + " WHERE false)")
-    con.execute(f"CREATE VIEW {dataset}_rollups AS SELECT {names} FROM {source} {'' if raw_only else where}")
-    return len(rolled), len(stale)
+def _rollup_views(con, dataset: str, scan: reader.Scan, columns, where: str, raw_only: bool) -> tuple[int, int, int]:
+    """Per kind of rollup of the dataset (rollup.py), its two views (``rollup.view_names``): the
+    files without a usable rollup of that kind, and the rows of the others' rollups. Returns
+    the statistics' (files read from their rollup, files whose rollup is stale) and the files
+    with a statistics rollup but none of a kind added since (an older release's table).
+    ``raw_only``: a filter the rollups cannot apply (their rows are per entry and site only),
+    so every file is read raw."""
+    counts, written = {}, {}
+    for kind in rollup.kinds_of(dataset):
+        rolled, stale = ({}, []) if raw_only else rollup.usable(scan.files, scan.rows, kind)
+        counts[kind], written[kind] = (len(rolled), len(stale)), set(rolled) | set(stale)
+        raw = [f for f in scan.files if f not in rolled]
+        unrolled_view, rollups_view = rollup.view_names(dataset, kind)
+        _view(con, unrolled_view, reader.Scan(files=raw, schemas={f: scan.schemas[f] for f in raw}), columns, where)
+        schema = kind.schema()
+        names = ", ".join(schema.names)
+        source = (f"read_parquet([{_listing(rolled.values())}], hive_partitioning=false)" if rolled else
+                  "(SELECT " + ", ".join(f"CAST(NULL AS {_sql_type(t)}) AS {n}" for n, t in zip(schema.names, schema.types))
+                  + " WHERE false)")
+        con.execute(f"CREATE VIEW {rollups_view} AS SELECT {names} FROM {source} {'' if raw_only else where}")
+    lacking = {f for f in written[rollup.STATS] if any(f not in files for files in written.values())}
+    return (*counts[rollup.STATS], len(lacking))
+
+
+def _sql_type(arrow_type) -> str:
+    """DuckDB's name of a rollup column's Arrow type."""
+    import pyarrow as pa
+    if pa.types.is_list(arrow_type):
+        return _sql_type(arrow_type.value_type) + "[]"
+    return {pa.string(): "VARCHAR", pa.float64(): "DOUBLE", pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN"}[arrow_type]
 
 
 def _time_condition(since: float | None, until: float | None, partitioned: bool) -> list:
@@ -244,15 +262,16 @@ def open_dataset(*paths, jobs=(), entries=None, sites=None, clients=None, groups
     glidein_only = bool(clients or groups) or since is not None or until is not None   # columns the jobs lack
     conditions += _time_condition(since, until, all("date=" in f for f in glidein_files))
     where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
-    rollups = {"files": len(glidein_files) + len(job_files), "used": 0, "stale": 0}
+    rollups = {"files": len(glidein_files) + len(job_files), "used": 0, "stale": 0, "lacking": 0}
     for dataset, scan, columns in ((GLIDEINS_DATASET, glideins, GLIDEINS), (JOBS_DATASET, jobs_found, JOBS)):
         if dataset == JOBS_DATASET and glidein_only:    # the jobs of the glideins kept
             where = " AND ".join(["WHERE trace_id IN (SELECT trace_id FROM glideins)"]
                                  + [c for c in conditions if c.startswith(("entry ", "site "))])
         _view(con, dataset, scan, columns, where)
-        used, stale = _rollup_views(con, dataset, scan, columns, where, raw_only=glidein_only)
+        used, stale, lacking = _rollup_views(con, dataset, scan, columns, where, raw_only=glidein_only)
         rollups["used"] += used
         rollups["stale"] += stale
+        rollups["lacking"] += lacking
     data = Dataset(con, glidein_files, job_files, skipped, rollups=rollups)
     present = data.columns("glideins")
     missing = [c for c in REQUIRED if c not in present]
@@ -269,7 +288,7 @@ def _only_its_own_files(con, files: list) -> None:
     """From here on the connection reads only the dataset's files and their rollups, and
     writes none: a user's SQL (``analyze --compare`` predicates) cannot read, write or list
     another file. Locked, so no SQL turns it back on."""
-    allowed = sorted(set(files) | {str(rollup.path_of(f)) for f in files})
+    allowed = sorted(set(files) | {str(rollup.path_of(f, kind)) for f in files for kind in rollup.KINDS})
     con.execute("SET allowed_paths=?", [allowed])
     con.execute("SET enable_external_access=false")
     con.execute("SET lock_configuration=true")

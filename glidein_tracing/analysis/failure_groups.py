@@ -6,7 +6,10 @@ its outage windows are the only question they answer, services.py).
 At 30M glideins every scan of the glidein files costs seconds, so all rows of each view are
 read once per dataset (dataset.py owns the tables: ``Dataset.failure_groups``), for counts only, and
 the failed rows, a few percent, in a pass of their own whose filter DuckDB applies while
-scanning (it keeps a few percent of the rows; the other columns' pages are decoded all the same). A group of failed glideins is a site, an entry, an hour of meeting
+scanning (it keeps a few percent of the rows; the other columns' pages are decoded all the
+same). The failed glideins' groups (table/failed_groups.py) are read from the files' rollups
+where they have one (table/rollup.py), and made from the rows of the others: a group of failed
+glideins is a site, an entry, an hour of meeting
 the site, a domain, an error type, a service, a label, a declared downtime, whether it is
 unclassified (a message no rule decided), and its normalised message; a group of failed jobs a
 domain, a service, a label and a downtime, and a group of the jobs blamed on a service also an
@@ -19,26 +22,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..table.aggregates import CORES, NODE_LIFE
+from ..table import failed_groups, rollup
 from . import glidein_counts
-from .glidein_counts import BUCKET_S, HOUR
 
-EXAMPLES = 3
-RULE_COLUMNS = ("failure_service", "failure_label", "failure_rule", "failure_downtime")
-GLIDEIN_CORE_H = f"GREATEST(COALESCE({NODE_LIFE}, 0), 0) * {CORES} / 3600.0"
+RULE_COLUMNS = failed_groups.RULE_COLUMNS
 JOB_CORE_H = "wall_s * COALESCE(NULLIF(request_cpus, 0), 1) / 3600.0"   # NULL without a wall time
-JOB_HOUR = f"CAST(floor(epoch(started_at) / {BUCKET_S}) AS BIGINT)"
-
-# (RE2 pattern, replacement): what differs between glideins, in this order
-NORMALISE = (
-    (r"\b[0-9a-fA-F]{8,}\b", "<id>"),
-    (r"(^|[^\w.-])(/[\w.@+-]+)+/?", r"\1<path>"),
-    (r"\b[a-zA-Z0-9-]+(\.[a-zA-Z0-9-]+)+\.[a-zA-Z]{2,}\b(:\d+)?", "<host>"),
-    (r"\b\d+(\.\d+)?\b", "<n>"),
-    # each run of whitespace one space (RE2's \s is [\t\n\f\r ]); a lone space is left as it
-    # is, which makes this a quarter faster than replacing \s+
-    (r"\s\s+|[\t\n\f\r]", " "),
-)
+JOB_HOUR = f"CAST(floor(epoch(started_at) / {failed_groups.BUCKET_S}) AS BIGINT)"
 
 
 @dataclass(frozen=True)
@@ -51,13 +40,6 @@ class Groups:
     job_hours: str = "failure_groups_job_hours"     # all jobs: n per hour of their start (count_job_hours)
     rules: frozenset = frozenset()
 
-
-
-def normalised_sql(column: str) -> str:
-    expr = column
-    for pattern, token in NORMALISE:
-        expr = f"regexp_replace({expr}, '{pattern}', '{token}', 'g')"
-    return f"trim({expr})"
 
 
 def summed(con) -> Groups:
@@ -88,21 +70,13 @@ def _rule_column(column: str, rules: bool) -> str:
 
 
 def _glideins_sql(table: str, rules: bool) -> str:
-    """The failed glideins' groups: site, entry, b (hour of meeting the site, NULL if unknown),
-    failure_domain, failure_type, failure_service, failure_label, failure_downtime, unclassified
-    (a message no rule decided), m (its normalised message, NULL without one), n, core_h,
-    examples. Each message is normalised in the same read, once per failed row that has it:
-    most texts differ (ids, hosts, numbers), and finding the distinct ones first costs a
-    grouping by text about as dear as the normalising."""
-    unclassified = "COALESCE(failure_rule, '') = '' AND failure_message <> ''" if rules else "failure_message <> ''"
-    return f"""CREATE TEMP TABLE {table} AS
-        SELECT site, entry, {HOUR} AS b, failure_domain, failure_type,
-               {_rule_column('failure_service', rules)} AS failure_service,
-               {_rule_column('failure_label', rules)} AS failure_label,
-               {_rule_column('failure_downtime', rules)} AS failure_downtime,
-               COALESCE({unclassified}, false) AS unclassified, {normalised_sql('failure_message')} AS m,
-               COUNT(*) AS n, SUM({GLIDEIN_CORE_H}) AS core_h, min(trace_id, {EXAMPLES}) AS examples
-        FROM glideins WHERE failure_domain IS NOT NULL GROUP BY ALL"""
+    """The failed glideins' groups (table/failed_groups.py: site, entry, b, failure_domain,
+    failure_type, failure_service, failure_label, failure_downtime, unclassified, m, n, core_h,
+    examples): those of the files without a usable rollup of them, made from their rows, and
+    those the others' rollups hold, summed."""
+    unrolled, rollups = rollup.view_names("glideins", rollup.FAILED)
+    return (f"CREATE TEMP TABLE {table} AS " + failed_groups.summed_sql(
+        f"({failed_groups.groups_sql(unrolled, rules)} UNION ALL SELECT * FROM {rollups})"))
 
 
 def _jobs_sql(table: str, rules: bool) -> str:
@@ -126,7 +100,7 @@ def _blamed_jobs_sql(table: str, rules: bool) -> str:
         return (f"CREATE TEMP TABLE {table} AS SELECT CAST(NULL AS BIGINT) AS b, {keys}, CAST(NULL AS BIGINT) AS n, "
                 f"CAST(NULL AS VARCHAR[]) AS examples FROM jobs WHERE false")
     return f"""CREATE TEMP TABLE {table} AS
-        SELECT {JOB_HOUR} AS b, {keys}, COUNT(*) AS n, min(trace_id, {EXAMPLES}) AS examples FROM jobs
+        SELECT {JOB_HOUR} AS b, {keys}, COUNT(*) AS n, min(trace_id, {failed_groups.EXAMPLES}) AS examples FROM jobs
         WHERE failure_domain IS NOT NULL AND failure_service <> '' GROUP BY ALL"""
 
 
@@ -134,8 +108,3 @@ def most(value: str, weight: str) -> str:
     """SQL: the aggregate's ``value`` of the largest ``weight``, the first by value on a tie (so
     the report is the same from run to run)."""
     return f"first({value} ORDER BY {weight} DESC, {value})"
-
-
-def first_examples(lists: str) -> str:
-    """SQL: the first ``EXAMPLES`` trace ids of an aggregate's groups' example lists."""
-    return f"list_sort(flatten(list({lists})))[1:{EXAMPLES}]"

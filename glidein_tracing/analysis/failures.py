@@ -27,8 +27,8 @@ import math
 
 import numpy as np
 
-from .failure_groups import EXAMPLES, first_examples, most
-from .glidein_counts import BUCKET_S
+from ..table.failed_groups import BUCKET_S, EXAMPLES, first_examples
+from .failure_groups import most
 
 MIN_GLIDEINS = 5
 MIN_BUCKETS = 2

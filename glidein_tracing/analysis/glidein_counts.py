@@ -14,9 +14,7 @@ selections declared before the first count.
 
 from __future__ import annotations
 
-BUCKET_S = 3600
-MET_SITE = "epoch(COALESCE(node_start_at, submitted_at))"   # when the glidein met its site
-HOUR = f"CAST(floor({MET_SITE} / {BUCKET_S}) AS BIGINT)"      # its hour (NULL if unknown)
+from ..table.failed_groups import HOUR
 HOST_COLUMNS = ("cpu_model", "os_description", "glidein_version")
 TABLE = "glidein_counts"
 TRACED = "COALESCE(traced, true)"     # untraced glideins (no journal) are no part of failure statistics

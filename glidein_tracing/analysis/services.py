@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .failure_groups import first_examples, most
-from .glidein_counts import BUCKET_S
+from ..table.failed_groups import BUCKET_S, first_examples
+from .failure_groups import most
 from .failures import message_groups, outage_runs
 
 

@@ -202,6 +202,10 @@ def _analysis(args, data, stages) -> dict:
     if data.rollups.get("stale"):
         echo(f"glidein-tracing analyze: {data.rollups['stale']} files have rollups an older release wrote, read "
              "raw (same numbers, slower): `glidein-tracing table --table DIR --rollups` rewrites them", file=sys.stderr)
+    if data.rollups.get("lacking"):
+        echo(f"glidein-tracing analyze: {data.rollups['lacking']} files lack the rollups of the failed glideins' groups "
+             "(written by an older release), read raw for those (same numbers, slower): "
+             "`glidein-tracing table --table DIR --rollups` writes them", file=sys.stderr)
     current = {"max_idle": args.current_max_idle, "max_tail": args.current_max_tail, "retire": args.current_retire}
     doc = report_mod.analyze(data, current=current, whatif=args.whatif, max_idle=args.max_idle,
                              max_tail=args.max_tail, retire=args.retire, budget=args.lost_budget,

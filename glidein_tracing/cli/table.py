@@ -7,7 +7,8 @@ The Factory forwarder writes the table as it finishes glideins; this verb fills 
 was traced before. Glideins the table already holds are left out, so it can be run again
 (after an interruption, or on a store that grew). `--check` reads the table back: rows per
 dataset, files that are damaged (named, left out) and schema versions. `--rollups` writes the
-statistics rollups (docs/glidein-table.md) of the files that lack one.
+rollups (docs/glidein-table.md: the statistics' aggregate, the failed glideins' groups) the
+files lack.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ def add_arguments(parser):
     source.add_argument("--jaeger", metavar="URL", help="build from Jaeger's query API at URL (e.g. "
                         "http://localhost:16686), a day at a time from --since to --until")
     source.add_argument("--check", action="store_true", help="read the table back and report")
-    source.add_argument("--rollups", action="store_true", help="write the statistics rollups the table's "
-                        "files lack (a table written before rollups existed, or whose rollups/ was deleted)")
+    source.add_argument("--rollups", action="store_true", help="write the rollups (statistics, failed glideins' "
+                        "groups) the table's files lack (a table written before they existed, or whose rollups/ was "
+                        "deleted)")
     parser.add_argument("--since", metavar="YYYY-MM-DD", help="with --jaeger: first day (UTC) of trace starts")
     parser.add_argument("--until", metavar="YYYY-MM-DD", help="with --jaeger: last day (default: today)")
     parser.add_argument("--service", default="glidein", help="with --jaeger: the glideins' service.name")
@@ -87,7 +89,7 @@ def _rollups(table, progress: bool) -> int:
         raise UserError(str(exc)) from None
     for problem in problems:
         print(f"glidein-tracing table: {problem}", file=sys.stderr)
-    print(f"glidein-tracing table: {written} rollups written, {kept} files had theirs", file=sys.stderr)
+    print(f"glidein-tracing table: rollups written for {written} files, {kept} files had theirs", file=sys.stderr)
     return 1 if problems else 0
 
 

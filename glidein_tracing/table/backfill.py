@@ -264,30 +264,34 @@ def from_jaeger(base_url: str, table_dir, since: dt.date, until: dt.date, *, ser
 
 
 def missing_rollups(table_dir, progress: bool = False) -> tuple[int, int, list]:
-    """The rollup (rollup.py) of every data file of the table that has none usable: a table
-    written before rollups existed, whose ``rollups/`` was deleted, or of an older rollup
-    version; pass files included (a compaction removes their rollups with them). Under the
-    table's lock, so no compaction removes a file being read. Returns (rollups written, files
-    that had one, problems: the files whose rows do not read, named and left without one)."""
+    """The rollups (rollup.py, each kind) of every data file of the table that has none usable:
+    a table written before rollups (or that kind) existed, whose ``rollups/`` was deleted, or of
+    an older rollup version; pass files included (a compaction removes their rollups with
+    them). Under the table's lock, so no compaction removes a file being read. Returns (files
+    whose rollups were written, files that had theirs, problems: the files whose rows do not
+    read, named and left without one)."""
     import pyarrow.parquet as pq
     written, kept, problems = 0, 0, []
     with layout.locked(Path(table_dir)):
         lacking = []
         for dataset in DATASETS:
             scan = reader.usable_files(table_dir, dataset)
-            have, _ = rollup.usable(scan.files, scan.rows)
-            kept += len(have)
+            have = {kind: rollup.usable(scan.files, scan.rows, kind)[0] for kind in rollup.kinds_of(dataset)}
             problems += scan.problems
-            lacking += [(dataset, path) for path in scan.files if path not in have]
+            for path in scan.files:
+                missing = [kind for kind, rolled in have.items() if path not in rolled]
+                if missing:
+                    lacking.append((dataset, path, missing))
+                else:
+                    kept += 1
         with bar(len(lacking), desc="rollups", unit="file", enabled=progress) as shown:
-            for dataset, path in lacking:
+            for dataset, path, kinds in lacking:
                 shown.update(1)
                 try:
                     rows = pq.read_table(path, schema=writer.arrow_schema(dataset))
                 except (OSError, ValueError) as exc:
                     problems.append(f"{path}: damaged Parquet file, no rollup written ({str(exc)[:200]})")
                     continue
-                rollup.write(rollup.compute(rows, dataset), path)
+                rollup.write(rollup.compute(rows, dataset, kinds), path)
                 written += 1
     return written, kept, problems
-

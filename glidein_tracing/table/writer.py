@@ -1,8 +1,8 @@
 """The one writer of the glidein table's Parquet files (pyarrow): rows -> one file per day and
 dataset, written to a hidden name and renamed (a reader never sees half a file), and a day's
 files merged level by level when one level has too many (compaction, crash-safe through the
-day's ``_compacted.log``), each merged file with its rollup (rollup.py: the statistics'
-aggregate of its rows). A file a merge cannot read is moved aside once, into the table's
+day's ``_compacted.log``), each merged file with its rollups (rollup.py: the statistics'
+aggregate of its rows, a glidein file's failed groups). A file a merge cannot read is moved aside once, into the table's
 ``quarantine/`` folder, and the merge finishes without it. Callers hold ``layout.locked``."""
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def _merged_rows(inputs: list, schema):
 
 
 def _merge(day_dir: Path, dataset: str, inputs: list, level: int, quarantined=None) -> Path | None:
-    """The inputs as one merged file of ``level`` with its rollup (rollup.py), written before
+    """The inputs as one merged file of ``level`` with its rollups (rollup.py), written before
     the file appears, so a merged file is never without it; the inputs and their rollups then
     go. An input that cannot be read is quarantined and the merge written again without it
     (its hidden output removed). Returns the merged file (None when no input was readable)."""
