@@ -19,6 +19,7 @@ log tail of its failed script).
 
 from __future__ import annotations
 
+import secrets
 import shlex
 import sys
 import tempfile
@@ -265,9 +266,10 @@ def run(args):
         where = str(exporter.directory)
     demo = DemoSpans(exporter)
     # each run is a new submission (new cluster ids, so new traces): the store keeps every
-    # span once, so a rerun with the same ids would add nothing. The users submit, then the
-    # Frontend's cycle sees their jobs idle and requests glideins for them.
-    plan = scenarios(args.glideins, demo.user_context, first_cluster=int(time.time()) % 1_000_000)
+    # span once, so a rerun with the same ids would add nothing, and two demos started in the
+    # same second (ids from the clock) showed each other's glideins. The users submit, then
+    # the Frontend's cycle sees their jobs idle and requests glideins for them.
+    plan = scenarios(args.glideins, demo.user_context, first_cluster=100_000 + secrets.randbelow(900_000))
     request = demo.frontend_cycle(1, args.glideins, demo.idle_jobs(plan))
     for _, scenario in plan:
         scenario.params["GLIDEIN_TRACING_REQUEST_TRACEPARENT"] = request
