@@ -1,8 +1,8 @@
 """Rollups: aggregates of one data file of the glidein table, kept beside it, so that the
 analysis reads a few rows per file instead of its millions. Two kinds (``KINDS``):
 
-- ``stats``: the per-(entry, site) aggregate of the statistics (aggregates.py), of both datasets;
-- ``failed``: the failed glideins' groups (failed_groups.py) the failure sections read.
+- ``STATS``: the per-(entry, site) aggregate of the statistics (aggregates.py), of both datasets;
+- ``FAILED``: the failed glideins' groups (failed_groups.py) the failure sections read.
 
 ``<table>/rollups/<dataset><suffix>/date=D/<name>`` (Parquet) holds a kind's rows of the data
 file ``<table>/<dataset>/date=D/<name>``; its footer names the kind's version (a digest of its
@@ -43,7 +43,6 @@ class Kind:
     """A kind of rollup: where it lives, its version, its columns, how it is made of a data
     file's rows (``of_rows(con, dataset, relation)``) and of the rollups of merged files
     (``summed(con, relation)``)."""
-    name: str
     suffix: str               # of the dataset's directory under rollups/
     datasets: tuple
     version: str
@@ -52,12 +51,12 @@ class Kind:
     summed: object
 
 
-STATS = Kind("stats", "", tuple(DATASETS),
+STATS = Kind("", tuple(DATASETS),
              _digest(*(sql("data_rows") for sql in aggregates.SQL.values()),
                      repr((aggregates.LONG_FORMAT, aggregates.LONG_COLUMNS))),
              aggregates.long_schema, lambda con, dataset, relation: aggregates.long_rows(con, dataset, relation),
              _stats_summed)
-FAILED = Kind("failed", ".failed", (GLIDEINS_DATASET,),
+FAILED = Kind(".failed", (GLIDEINS_DATASET,),
               _digest(failed_groups.groups_sql("data_rows", True), failed_groups.groups_sql("data_rows", False),
                       failed_groups.summed_sql("rollup_rows"), repr(failed_groups.COLUMNS)),
               failed_groups.schema, lambda con, dataset, relation: failed_groups.of_rows(con, relation),
