@@ -188,22 +188,12 @@ def _rollup_views(con, dataset: str, scan: reader.Scan, columns, where: str, raw
         raw = [f for f in scan.files if f not in rolled]
         unrolled_view, rollups_view = rollup.view_names(dataset, kind)
         _view(con, unrolled_view, reader.Scan(files=raw, schemas={f: scan.schemas[f] for f in raw}), columns, where)
-        schema = kind.schema()
-        names = ", ".join(schema.names)
+        names = ", ".join(name for name, _ in kind.columns)
         source = (f"read_parquet([{_listing(rolled.values())}], hive_partitioning=false)" if rolled else
-                  "(SELECT " + ", ".join(f"CAST(NULL AS {_sql_type(t)}) AS {n}" for n, t in zip(schema.names, schema.types))
-                  + " WHERE false)")
+                  "(SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {n}" for n, t in kind.columns) + " WHERE false)")
         con.execute(f"CREATE VIEW {rollups_view} AS SELECT {names} FROM {source} {'' if raw_only else where}")
     lacking = {f for f in written[rollup.STATS] if any(f not in files for files in written.values())}
     return (*counts[rollup.STATS], len(lacking))
-
-
-def _sql_type(arrow_type) -> str:
-    """DuckDB's name of a rollup column's Arrow type."""
-    import pyarrow as pa
-    if pa.types.is_list(arrow_type):
-        return _sql_type(arrow_type.value_type) + "[]"
-    return {pa.string(): "VARCHAR", pa.float64(): "DOUBLE", pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN"}[arrow_type]
 
 
 def _time_condition(since: float | None, until: float | None, partitioned: bool) -> list:

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from ..table import failed_groups, rollup
 from . import glidein_counts
 
-RULE_COLUMNS = failed_groups.RULE_COLUMNS
 JOB_CORE_H = "wall_s * COALESCE(NULLIF(request_cpus, 0), 1) / 3600.0"   # NULL without a wall time
 JOB_HOUR = f"CAST(floor(epoch(started_at) / {failed_groups.BUCKET_S}) AS BIGINT)"
 
@@ -41,11 +40,10 @@ class Groups:
     rules: frozenset = frozenset()
 
 
-
 def summed(con) -> Groups:
     """Sum the connection's failed rows into their groups' tables (all glideins are the counts
     table's: ``Groups.counts``, made by the dataset; all jobs per hour: ``count_job_hours``)."""
-    rules = frozenset(view for view in ("glideins", "jobs") if set(RULE_COLUMNS) <= _columns(con, view))
+    rules = frozenset(view for view in ("glideins", "jobs") if failed_groups.has_rule_columns(con, view))
     names = Groups(rules=rules)
     con.execute(_glideins_sql(names.glideins, "glideins" in rules))
     con.execute(_jobs_sql(names.jobs, "jobs" in rules))
@@ -58,15 +56,6 @@ def count_job_hours(con, names: Groups) -> str:
     a read of every job's start, which only a service's outage windows need (services.py)."""
     con.execute(f"CREATE TEMP TABLE {names.job_hours} AS SELECT {JOB_HOUR} AS b, COUNT(*) AS n FROM jobs GROUP BY ALL")
     return names.job_hours
-
-
-def _columns(con, view: str) -> set:
-    """Files written before the failure rules lack their columns (read NULL when some have them)."""
-    return {r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()}
-
-
-def _rule_column(column: str, rules: bool) -> str:
-    return column if rules else "CAST(NULL AS VARCHAR)"
 
 
 def _glideins_sql(table: str, rules: bool) -> str:
@@ -85,9 +74,9 @@ def _jobs_sql(table: str, rules: bool) -> str:
     job failed, and they read the blamed jobs (``_blamed_jobs_sql``), so the others' starts are
     not decoded."""
     return f"""CREATE TEMP TABLE {table} AS
-        SELECT failure_domain, {_rule_column('failure_service', rules)} AS failure_service,
-               {_rule_column('failure_label', rules)} AS failure_label,
-               {_rule_column('failure_downtime', rules)} AS failure_downtime,
+        SELECT failure_domain, {failed_groups.rule_column('failure_service', rules)} AS failure_service,
+               {failed_groups.rule_column('failure_label', rules)} AS failure_label,
+               {failed_groups.rule_column('failure_downtime', rules)} AS failure_downtime,
                COUNT(*) AS n, SUM({JOB_CORE_H}) AS core_h FROM jobs WHERE failure_domain IS NOT NULL GROUP BY ALL"""
 
 

@@ -14,7 +14,7 @@ the bins back: 1.006 % wide); the bin key is ``OFFSET + bin`` for v > 0, 0 for v
 
 from __future__ import annotations
 
-from .schema import GLIDEINS_DATASET, JOBS_DATASET
+from .schema import GLIDEINS_DATASET, JOBS_DATASET, arrow_type
 
 BINS_PER_DECADE = 230
 OFFSET = 1_000_000
@@ -164,8 +164,7 @@ LONG_COLUMNS = (("entry", "VARCHAR"), ("site", "VARCHAR"), ("name", "VARCHAR"), 
 def long_schema():
     """LONG_COLUMNS as an Arrow schema."""
     import pyarrow as pa
-    types = {"VARCHAR": pa.string(), "DOUBLE": pa.float64()}
-    return pa.schema([(name, types[sql_type]) for name, sql_type in LONG_COLUMNS])
+    return pa.schema([(name, arrow_type(sql_type)) for name, sql_type in LONG_COLUMNS])
 
 
 def _long_parts(wide):

@@ -54,12 +54,10 @@ def groups_sql(relation: str, rules: bool) -> str:
     is normalised in the same read, once per failed row that has it: most texts differ (ids,
     hosts, numbers), and finding the distinct ones first costs a grouping by text about as dear
     as the normalising."""
-    def rule(column: str) -> str:
-        return column if rules else "CAST(NULL AS VARCHAR)"
     unclassified = "COALESCE(failure_rule, '') = '' AND failure_message <> ''" if rules else "failure_message <> ''"
     return f"""SELECT site, entry, {HOUR} AS b, failure_domain, failure_type,
-               {rule('failure_service')} AS failure_service, {rule('failure_label')} AS failure_label,
-               {rule('failure_downtime')} AS failure_downtime,
+               {rule_column('failure_service', rules)} AS failure_service, {rule_column('failure_label', rules)} AS failure_label,
+               {rule_column('failure_downtime', rules)} AS failure_downtime,
                COALESCE({unclassified}, false) AS unclassified, {normalised_sql('failure_message')} AS m,
                COUNT(*) AS n, SUM({GLIDEIN_CORE_H}) AS core_h, min(trace_id, {EXAMPLES}) AS examples
         FROM {relation} WHERE failure_domain IS NOT NULL GROUP BY ALL"""
@@ -77,22 +75,21 @@ def first_examples(lists: str) -> str:
 
 
 def has_rule_columns(con, relation: str) -> bool:
+    """Whether ``relation`` (a view, a table) has the failure rules' columns: files written
+    before the rules lack them."""
     return set(RULE_COLUMNS) <= {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()}
 
 
-def schema():
-    """COLUMNS as an Arrow schema."""
-    import pyarrow as pa
-    types = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "BOOLEAN": pa.bool_(), "DOUBLE": pa.float64(),
-             "VARCHAR[]": pa.list_(pa.string())}
-    return pa.schema([(name, types[sql_type]) for name, sql_type in COLUMNS])
+def rule_column(column: str, rules: bool) -> str:
+    """SQL: a failure rules' column, NULL where the rows lack the rules' columns (``rules``)."""
+    return column if rules else "CAST(NULL AS VARCHAR)"
 
 
 def of_rows(con, relation: str):
-    """The groups of the glidein rows in ``relation`` (Arrow, ``schema()``)."""
-    return con.sql(groups_sql(relation, has_rule_columns(con, relation))).to_arrow_table().cast(schema())
+    """The groups of the glidein rows in ``relation`` (Arrow)."""
+    return con.sql(groups_sql(relation, has_rule_columns(con, relation))).to_arrow_table()
 
 
 def of_groups(con, relation: str):
-    """The groups in ``relation`` (several files' groups) summed (Arrow, ``schema()``)."""
-    return con.sql(summed_sql(relation)).to_arrow_table().cast(schema())
+    """The groups in ``relation`` (several files' groups) summed (Arrow)."""
+    return con.sql(summed_sql(relation)).to_arrow_table()

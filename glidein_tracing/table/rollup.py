@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import aggregates, failed_groups, layout
-from .schema import DATASETS, GLIDEINS_DATASET
+from .schema import DATASETS, GLIDEINS_DATASET, arrow_type
 
 ROLLUPS_DIR = "rollups"
 VERSION_KEY = b"glidein_tracing.rollup_version"
@@ -46,20 +46,25 @@ class Kind:
     suffix: str               # of the dataset's directory under rollups/
     datasets: tuple
     version: str
-    schema: object            # () -> Arrow schema
+    columns: tuple            # (name, DuckDB type)
     of_rows: object
     summed: object
+
+    def schema(self):
+        """The columns as an Arrow schema: every rollup of this kind is cast to it."""
+        import pyarrow as pa
+        return pa.schema([(name, arrow_type(sql_type)) for name, sql_type in self.columns])
 
 
 STATS = Kind("", tuple(DATASETS),
              _digest(*(sql("data_rows") for sql in aggregates.SQL.values()),
                      repr((aggregates.LONG_FORMAT, aggregates.LONG_COLUMNS))),
-             aggregates.long_schema, lambda con, dataset, relation: aggregates.long_rows(con, dataset, relation),
+             aggregates.LONG_COLUMNS, lambda con, dataset, relation: aggregates.long_rows(con, dataset, relation),
              _stats_summed)
 FAILED = Kind(".failed", (GLIDEINS_DATASET,),
               _digest(failed_groups.groups_sql("data_rows", True), failed_groups.groups_sql("data_rows", False),
                       failed_groups.summed_sql("rollup_rows"), repr(failed_groups.COLUMNS)),
-              failed_groups.schema, lambda con, dataset, relation: failed_groups.of_rows(con, relation),
+              failed_groups.COLUMNS, lambda con, dataset, relation: failed_groups.of_rows(con, relation),
               failed_groups.of_groups)
 KINDS = (STATS, FAILED)
 

@@ -27,6 +27,16 @@ class Column(NamedTuple):
     meaning: str
 
 
+def arrow_type(sql_type: str):
+    """The Arrow type of a column's DuckDB type (``T[]``: a list of T): the table's columns and
+    the rollups' (rollup.py)."""
+    import pyarrow as pa
+    if sql_type.endswith("[]"):
+        return pa.list_(arrow_type(sql_type[:-2]))
+    return {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "DOUBLE": pa.float64(),
+            "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us")}[sql_type]
+
+
 def _c(name, sql_type, unit, meaning) -> Column:
     return Column(name, sql_type, unit, meaning)
 

@@ -13,22 +13,13 @@ import uuid
 from pathlib import Path
 
 from . import layout, rollup
-from .schema import DATASETS, GLIDEINS_DATASET, JOBS_DATASET, SCHEMA_VERSION
+from .schema import DATASETS, GLIDEINS_DATASET, JOBS_DATASET, SCHEMA_VERSION, arrow_type
 
 log = logging.getLogger(__name__)
 
 VERSION_KEY = b"glidein_tracing.schema_version"
 #: a day's files of passes (and, in turn, of merges) beyond this are merged into one
 MAX_FILES_PER_DAY = 8
-
-
-def arrow_type(sql_type: str):
-    """The Arrow type of a schema column's DuckDB type (``T[]``: a list of T)."""
-    import pyarrow as pa
-    if sql_type.endswith("[]"):
-        return pa.list_(arrow_type(sql_type[:-2]))
-    return {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "DOUBLE": pa.float64(),
-            "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us")}[sql_type]
 
 
 _SCHEMAS: dict = {}

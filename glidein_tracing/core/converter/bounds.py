@@ -65,8 +65,11 @@ def lasting(draft: Draft) -> None:
     seconds: 1e-6 added to an epoch float can round to the start's own microsecond, and the
     1 us readable_span then adds would put the span outside the parent stretched here."""
     for span in draft.spans.values():
-        if span.start is not None and span.end is not None and ns(span.end) <= ns(span.start):
-            span.end = (ns(span.start) + MIN_DURATION_NS) // 1000 / 1e6
+        if span.start is None or span.end is None:
+            continue
+        start_ns = ns(span.start)
+        if ns(span.end) <= start_ns:
+            span.end = (start_ns + MIN_DURATION_NS) // 1000 / 1e6
             span.attrs[c.GLIDEIN_TIME_PLACED] = c.TIME_PLACED_MIN_DURATION
             parent, depth = draft.spans.get(span.parent) if span.parent else None, 0
             while parent is not None and parent.end is not None and parent.end < span.end and depth < 64:
